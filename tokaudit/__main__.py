@@ -1,0 +1,3 @@
+from tokaudit.cli.app import main
+
+main()

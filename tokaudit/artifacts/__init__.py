@@ -1,0 +1,1 @@
+"""One parser per tokenizer file kind. Parsers know nothing of checks."""

@@ -1,0 +1,150 @@
+"""Find the tokenizer artifacts of one target and parse each with its parser."""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tokaudit.artifacts.model_config import GenerationConfig, ModelConfig, parse_generation_config, parse_model_config
+from tokaudit.artifacts.remote_code import RemoteCode, parse_remote_code
+from tokaudit.artifacts.safetensors_header import EmbeddingShapes, parse_safetensors, parse_safetensors_index
+from tokaudit.artifacts.tekken import Tekken, parse_tekken
+from tokaudit.artifacts.text_files import (
+    ChatTemplate,
+    Merges,
+    VocabJson,
+    VocabTxt,
+    parse_chat_template,
+    parse_merges,
+    parse_vocab_json,
+    parse_vocab_txt,
+)
+from tokaudit.artifacts.tiktoken_ranks import TiktokenRanks, parse_tiktoken_ranks
+from tokaudit.artifacts.tokenizer_config import (
+    SpecialTokensMap,
+    TokenizerConfig,
+    parse_special_tokens_map,
+    parse_tokenizer_config,
+)
+from tokaudit.artifacts.tokenizer_json import TokenizerJson, parse_tokenizer_json
+from tokaudit.errors import InputError
+
+#: (kind, file-name glob) in precedence order; the first file of a kind wins.
+KINDS: tuple[tuple[str, str], ...] = (
+    ("tokenizer_json", "tokenizer.json"),
+    ("tiktoken", "tiktoken.model"),
+    ("tiktoken", "*.tiktoken"),
+    ("tekken", "tekken.json"),
+    ("tokenizer_config", "tokenizer_config.json"),
+    ("special_tokens_map", "special_tokens_map.json"),
+    ("config", "config.json"),
+    ("generation_config", "generation_config.json"),
+    ("chat_template", "chat_template.jinja"),
+    ("vocab_json", "vocab.json"),
+    ("merges", "merges.txt"),
+    ("vocab_txt", "vocab.txt"),
+    ("safetensors", "model.safetensors"),
+    ("safetensors_index", "model.safetensors.index.json"),
+    ("remote_code", "tokenization_*.py"),
+)
+
+#: File kinds that hold a vocabulary; a target needs at least one.
+VOCAB_KINDS = ("tokenizer_json", "tiktoken", "tekken", "vocab_json", "vocab_txt")
+
+#: Globs of the files a tokenizer needs, for downloads (never weights: safetensors headers are
+#: only read when they are already present).
+TOKENIZER_FILE_PATTERNS = [glob for _, glob in KINDS if glob != "model.safetensors"]
+
+_PARSERS = {
+    "tokenizer_json": parse_tokenizer_json,
+    "tiktoken": parse_tiktoken_ranks,
+    "tekken": parse_tekken,
+    "tokenizer_config": parse_tokenizer_config,
+    "special_tokens_map": parse_special_tokens_map,
+    "config": parse_model_config,
+    "generation_config": parse_generation_config,
+    "chat_template": parse_chat_template,
+    "vocab_json": parse_vocab_json,
+    "merges": parse_merges,
+    "vocab_txt": parse_vocab_txt,
+    "safetensors": parse_safetensors,
+    "safetensors_index": parse_safetensors_index,
+}
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    """Every parsed artifact of one target (``None`` where the file is absent)."""
+
+    root: Path
+    tokenizer_json: TokenizerJson | None = None
+    tiktoken: TiktokenRanks | None = None
+    tekken: Tekken | None = None
+    tokenizer_config: TokenizerConfig | None = None
+    special_tokens_map: SpecialTokensMap | None = None
+    config: ModelConfig | None = None
+    generation_config: GenerationConfig | None = None
+    chat_template: ChatTemplate | None = None
+    vocab_json: VocabJson | None = None
+    merges: Merges | None = None
+    vocab_txt: VocabTxt | None = None
+    safetensors: EmbeddingShapes | None = None
+    safetensors_index: EmbeddingShapes | None = None
+    remote_code: tuple[RemoteCode, ...] = field(default=())
+
+    def present(self) -> list[tuple[str, object]]:
+        """(kind, record) for every artifact found, in precedence order."""
+        out: list[tuple[str, object]] = []
+        for kind in dict.fromkeys(k for k, _ in KINDS):
+            value = getattr(self, kind)
+            if kind == "remote_code":
+                out.extend((kind, rc) for rc in value)
+            elif value is not None:
+                out.append((kind, value))
+        return out
+
+    @property
+    def embedding(self) -> EmbeddingShapes | None:
+        return self.safetensors or self.safetensors_index
+
+
+def kind_of(name: str) -> str | None:
+    for kind, glob in KINDS:
+        if fnmatch.fnmatchcase(name, glob):
+            return kind
+    return None
+
+
+def load_artifacts(path: Path) -> Artifacts:
+    """Parse a model directory, or a single tokenizer file on its own."""
+    if path.is_dir():
+        try:
+            files = sorted(p for p in path.iterdir() if p.is_file())
+        except OSError as exc:
+            raise InputError(f"cannot list directory: {exc.strerror or exc}", file=str(path)) from None
+        root = path
+    elif path.is_file():
+        if kind_of(path.name) not in VOCAB_KINDS:
+            raise InputError(
+                "not a tokenizer file (expected tokenizer.json, tiktoken.model, *.tiktoken, tekken.json, vocab.json or vocab.txt)",
+                file=str(path),
+            )
+        files, root = [path], path.parent
+    else:
+        raise InputError("no such file or directory", file=str(path))
+
+    found: dict[str, object] = {}
+    remote: list[RemoteCode] = []
+    for kind, glob in KINDS:
+        for file in files:
+            if not fnmatch.fnmatchcase(file.name, glob):
+                continue
+            if kind == "remote_code":
+                remote.append(parse_remote_code(file))
+            elif kind not in found:
+                found[kind] = _PARSERS[kind](file)
+    if not any(kind in found for kind in VOCAB_KINDS):
+        names = ", ".join(glob for kind, glob in KINDS if kind in VOCAB_KINDS)
+        raise InputError(f"no tokenizer vocabulary found (looked for {names})", file=str(path))
+    return Artifacts(root=root, remote_code=tuple(remote), **found)  # type: ignore[arg-type]

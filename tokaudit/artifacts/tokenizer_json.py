@@ -1,0 +1,133 @@
+"""HF ``tokenizer.json``: the model vocabulary (BPE, WordPiece, WordLevel, Unigram) and added tokens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tokaudit.artifacts.base import AddedToken, Provenance, expect_int, parse_added_token, read_json_object
+from tokaudit.artifacts.token_bytes import Scheme, token_bytes
+from tokaudit.errors import InputError
+
+#: GPT-2's pre-tokenizer regex, used by ``ByteLevel(use_regex=True)``.
+GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+
+@dataclass(frozen=True)
+class TokenizerJson:
+    path: Path
+    model_type: str
+    #: id -> token string as spelled in the vocabulary.
+    vocab: dict[int, str]
+    added_tokens: tuple[AddedToken, ...]
+    scheme: Scheme
+    #: Split regexes of the pre-tokenizer, in order (ByteLevel's implicit GPT-2 regex included).
+    patterns: tuple[str, ...]
+    byte_fallback: bool
+    #: ``(id, token, other_token)`` where two vocabulary strings claim one id.
+    duplicate_ids: tuple[tuple[int, str, str], ...]
+    #: Components as raw JSON (kept for backends that rebuild the tokenizer).
+    raw: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def source(self, token_id: int) -> Provenance:
+        return Provenance(self.path.name, key=f"model.vocab[{token_id}]")
+
+    def token_bytes(self, token_id: int) -> bytes | None:
+        token = self.vocab.get(token_id)
+        return None if token is None else token_bytes(token, self.scheme)
+
+
+def _types(component: Any) -> list[dict[str, Any]]:
+    """Flatten a (possibly Sequence) pre_tokenizer/decoder/normalizer into its parts."""
+    if not isinstance(component, dict):
+        return []
+    parts = component.get("pretokenizers") or component.get("decoders") or component.get("normalizers")
+    if component.get("type") == "Sequence" and isinstance(parts, list):
+        return [p for sub in parts for p in _types(sub)]
+    return [component]
+
+
+def _patterns(pre_tokenizer: Any) -> tuple[str, ...]:
+    out: list[str] = []
+    for part in _types(pre_tokenizer):
+        if part.get("type") == "Split" and isinstance(part.get("pattern"), dict):
+            pat = part["pattern"].get("Regex")
+            if pat is None and isinstance(part["pattern"].get("String"), str):
+                import re
+
+                pat = re.escape(part["pattern"]["String"])
+            if isinstance(pat, str):
+                out.append(pat)
+        elif part.get("type") == "ByteLevel" and part.get("use_regex", True):
+            out.append(GPT2_PATTERN)
+    return tuple(out)
+
+
+def _scheme(data: dict[str, Any], model_type: str) -> Scheme:
+    kinds = {p.get("type") for p in _types(data.get("pre_tokenizer")) + _types(data.get("decoder"))}
+    if "ByteLevel" in kinds:
+        return Scheme.BYTE_LEVEL
+    if model_type == "WordPiece" or "WordPiece" in kinds:
+        return Scheme.WORDPIECE
+    if kinds & {"Metaspace", "ByteFallback", "Replace"}:
+        return Scheme.METASPACE
+    return Scheme.PLAIN
+
+
+def parse_tokenizer_json(path: Path) -> TokenizerJson:
+    data = read_json_object(path)
+    model = data.get("model")
+    if not isinstance(model, dict):
+        raise InputError("missing 'model' object: not a tokenizers tokenizer.json", file=str(path), key="model")
+    model_type = model.get("type")
+    raw_vocab = model.get("vocab")
+    if model_type is None:  # very old files omit the type; infer it from the vocab's shape
+        model_type = "Unigram" if isinstance(raw_vocab, list) else ("BPE" if "merges" in model else "WordLevel")
+    vocab: dict[int, str] = {}
+    duplicates: list[tuple[int, str, str]] = []
+    if model_type == "Unigram":
+        if not isinstance(raw_vocab, list):
+            raise InputError("Unigram vocab must be a list of [piece, score]", file=str(path), key="model.vocab")
+        for i, item in enumerate(raw_vocab):
+            if not (isinstance(item, list) and item and isinstance(item[0], str)):
+                raise InputError("expected [piece, score]", file=str(path), key=f"model.vocab[{i}]")
+            vocab[i] = item[0]
+    elif model_type in ("BPE", "WordPiece", "WordLevel"):
+        if not isinstance(raw_vocab, dict):
+            raise InputError("vocab must be an object of token -> id", file=str(path), key="model.vocab")
+        for token, token_id in raw_vocab.items():
+            token_id = expect_int(token_id, path, f"model.vocab.{token}")
+            if token_id in vocab:
+                duplicates.append((token_id, vocab[token_id], token))
+            else:
+                vocab[token_id] = token
+    else:
+        raise InputError(f"unknown model type {model_type!r}", file=str(path), key="model.type")
+
+    raw_added = data.get("added_tokens") or []
+    if not isinstance(raw_added, list):
+        raise InputError("expected a list", file=str(path), key="added_tokens")
+    added = []
+    for i, item in enumerate(raw_added):
+        key = f"added_tokens[{i}]"
+        if not isinstance(item, dict):
+            raise InputError("expected an object", file=str(path), key=key)
+        token_id = expect_int(item.get("id"), path, f"{key}.id")
+        added.append(parse_added_token(item, path, key, token_id))
+
+    return TokenizerJson(
+        path=path,
+        model_type=str(model_type),
+        vocab=vocab,
+        added_tokens=tuple(added),
+        scheme=_scheme(data, str(model_type)),
+        patterns=_patterns(data.get("pre_tokenizer")),
+        byte_fallback=bool(model.get("byte_fallback")),
+        duplicate_ids=tuple(duplicates),
+        raw=data,
+    )

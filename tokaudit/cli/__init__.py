@@ -1,0 +1,1 @@
+"""The typer app. Modules here only parse options, call the core and pick a renderer."""

@@ -1,0 +1,41 @@
+"""The ``tokaudit`` command: wiring only."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from tokaudit import __version__
+from tokaudit.cli.scan import scan
+
+app = typer.Typer(
+    name="tokaudit",
+    help="Diagnose and audit LLM tokenizers: id-space gaps, special tokens, backend parity, stream replay.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"tokaudit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    """tokaudit: diagnostic and audit tool for LLM tokenizers."""
+
+
+app.command("scan")(scan)
+
+
+def main() -> None:
+    app(prog_name="tokaudit")

@@ -1,0 +1,106 @@
+"""Options shared by every command, error handling and report output."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, TextIO
+
+import typer
+
+from tokaudit.errors import InputError
+from tokaudit.report.report import Report
+
+
+class OutputFormat(str, Enum):
+    rich = "rich"
+    json = "json"
+
+
+class FailOn(str, Enum):
+    error = "error"
+    warning = "warning"
+    note = "note"
+    never = "never"
+
+
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)]
+OutputOpt = Annotated[
+    Path | None, typer.Option("--output", "-o", help="Write the report to this file instead of stdout.", dir_okay=False)
+]
+FailOnOpt = Annotated[
+    FailOn, typer.Option("--fail-on", help="Lowest severity that makes the exit code 1.", case_sensitive=False)
+]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show Python tracebacks for errors.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No summary or progress on stderr.")]
+RevisionOpt = Annotated[
+    str | None, typer.Option("--revision", help="Branch, tag or commit for a Hugging Face repo id target.")
+]
+
+
+def err(message: str) -> None:
+    """One plain line on stderr (never through rich markup)."""
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
+@contextmanager
+def handle_errors(debug: bool) -> Iterator[None]:
+    """Input errors: one line, exit 2. Anything else: a short internal-error line, exit 3.
+
+    Rust panics from backends are ``BaseException``s; they are caught here as a last resort.
+    """
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except InputError as exc:
+        if debug:
+            raise
+        err(f"tokaudit: error: {exc}")
+        raise typer.Exit(2) from None
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the whole point: never a traceback without --debug
+        if debug:
+            raise
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        err(f"tokaudit: internal error: {type(exc).__name__}: {text} (re-run with --debug for the traceback)")
+        raise typer.Exit(3) from None
+
+
+@contextmanager
+def _open_output(output: Path | None) -> Iterator[TextIO]:
+    if output is None:
+        yield sys.stdout
+        return
+    try:
+        fh = output.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write report: {exc.strerror or exc}", file=str(output)) from None
+    with fh:
+        yield fh
+
+
+def emit(report: Report, fmt: OutputFormat, output: Path | None, fail_on: FailOn, quiet: bool) -> None:
+    """Render the report and exit with the policy's code."""
+    try:
+        with _open_output(output) as stream:
+            if fmt is OutputFormat.json:
+                from tokaudit.report.render_json import render_json
+
+                render_json(report, stream)
+            else:
+                from tokaudit.report.render_rich import render_rich
+
+                render_rich(report, stream, fail_on.value)
+    except BrokenPipeError:  # e.g. piped into `head`: stop writing, keep the exit code
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if not quiet and (fmt is not OutputFormat.rich or output is not None):
+        s = report.summary()
+        err(f"tokaudit {report.command}: {s['error']} error(s), {s['warning']} warning(s), {s['note']} note(s)")
+    raise typer.Exit(report.exit_code(fail_on.value))

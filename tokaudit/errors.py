@@ -1,0 +1,33 @@
+"""Errors about the user's input. Each becomes one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+
+class InputError(Exception):
+    """A target, file, stream or option that cannot be used as given.
+
+    ``file`` and ``line``/``key`` are rendered in front of the message so that the one line on
+    stderr says exactly where the problem is.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        key: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.line = line
+        self.key = key
+
+    def __str__(self) -> str:
+        where = self.file or ""
+        if self.file and self.line is not None:
+            where = f"{self.file}:{self.line}"
+        if self.key is not None:
+            where = f"{where} (key {self.key})" if where else f"key {self.key}"
+        return f"{where}: {self.message}" if where else self.message

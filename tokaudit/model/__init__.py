@@ -1,0 +1,1 @@
+"""The TokenizerModel: all artifacts of one target, its declared size(s) and id tables per loader profile."""

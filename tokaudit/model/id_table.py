@@ -1,0 +1,63 @@
+"""Id tables: which token each id maps to, and which artifact and loader rule put it there."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from tokaudit.artifacts.base import Provenance
+from tokaudit.ids import IdRanges
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One source of ids for a loader, e.g. the ranks of tiktoken.model or added_tokens_decoder."""
+
+    rule: str
+    artifact: str
+    tokens: Mapping[int, bytes]
+    special: bool
+    locate: Callable[[int], Provenance] = field(compare=False, repr=False)
+
+    @cached_property
+    def mapped(self) -> IdRanges:
+        return IdRanges.from_ids(self.tokens)
+
+
+@dataclass(frozen=True)
+class Lookup:
+    id: int
+    token: bytes
+    layer: Layer
+
+    @property
+    def source(self) -> Provenance:
+        return self.layer.locate(self.id)
+
+
+@dataclass(frozen=True)
+class IdTable:
+    """The ids one loader profile sees. Earlier layers win where two claim an id."""
+
+    profile: str
+    description: str
+    layers: tuple[Layer, ...]
+
+    @cached_property
+    def mapped(self) -> IdRanges:
+        out = IdRanges()
+        for layer in self.layers:
+            out = out.union(layer.mapped)
+        return out
+
+    def lookup(self, token_id: int) -> Lookup | None:
+        for layer in self.layers:
+            token = layer.tokens.get(token_id)
+            if token is not None:
+                return Lookup(token_id, token, layer)
+        return None
+
+    def all_lookups(self, token_id: int) -> list[Lookup]:
+        """Every layer's claim on an id (more than one means a collision or an alias)."""
+        return [Lookup(token_id, layer.tokens[token_id], layer) for layer in self.layers if token_id in layer.tokens]

@@ -1,0 +1,178 @@
+"""Build the TokenizerModel of one target from its parsed artifacts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tokaudit.artifacts.base import AddedToken, Provenance
+from tokaudit.artifacts.load import Artifacts
+from tokaudit.model.id_table import IdTable, Layer
+
+FILES = "files"
+REMOTE_CODE = "remote-code"
+
+#: Placeholder name used by Kimi-style remote code for reserved slots without a name.
+DEFAULT_RESERVED_TEMPLATE = "<|reserved_token_{}|>"
+
+
+@dataclass(frozen=True)
+class DeclaredSize:
+    """The vocabulary size the model declares, and which file and key declares it."""
+
+    size: int | None
+    source: Provenance | None
+    #: "config.json text_config.vocab_size", or how the size was inferred when nothing declares it.
+    basis: str
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The five numbers different stacks bound-check ids against."""
+
+    entries: int | None  # number of ranks / vocabulary entries
+    max_rank_plus_one: int | None
+    max_added_plus_one: int | None
+    config_vocab_size: int | None
+    embedding_rows: int | None
+
+    def to_json(self) -> dict[str, int | None]:
+        return {
+            "entries": self.entries,
+            "max_rank_plus_one": self.max_rank_plus_one,
+            "max_added_plus_one": self.max_added_plus_one,
+            "config_vocab_size": self.config_vocab_size,
+            "embedding_rows": self.embedding_rows,
+        }
+
+
+@dataclass(frozen=True)
+class TokenizerModel:
+    target: str
+    artifacts: Artifacts
+    #: The artifact holding the base vocabulary (tokenizer.json, tiktoken.model, ...).
+    vocab_artifact: str
+    declared: DeclaredSize
+    sizes: Sizes
+    profiles: dict[str, IdTable]
+
+    @property
+    def files(self) -> IdTable:
+        return self.profiles[FILES]
+
+    @property
+    def checked_size(self) -> int:
+        """The size the id space is checked against: declared, else the highest id any profile maps + 1."""
+        if self.declared.size is not None:
+            return self.declared.size
+        return max((t.mapped.ranges[-1][1] + 1 for t in self.profiles.values() if t.mapped), default=0)
+
+
+def _added_layers(tokens: tuple[AddedToken, ...], rule: str, artifact: str) -> list[Layer]:
+    """Split added tokens into a special and a non-special layer (ids without a token are skipped)."""
+    by_key = {t.id: t for t in tokens if t.id is not None}
+    layers = []
+    for special in (True, False):
+        chosen = {i: t.content.encode("utf-8") for i, t in by_key.items() if bool(t.special) is special}
+        if chosen:
+            layers.append(
+                Layer(
+                    f"{rule} ({'special' if special else 'not special'})",
+                    artifact,
+                    chosen,
+                    special,
+                    lambda i, by_key=by_key: by_key[i].source,
+                )
+            )
+    return layers
+
+
+def _base_layers(a: Artifacts) -> tuple[Layer, list[Layer], list[AddedToken]]:
+    """The base vocabulary a files-only loader reads (by the usual precedence), all its layers, its added tokens."""
+    config_added = list(a.tokenizer_config.added_tokens_decoder) if a.tokenizer_config else []
+    if a.tokenizer_json:
+        tj = a.tokenizer_json
+        vocab = {i: tj.token_bytes(i) or b"" for i in tj.vocab}
+        base = Layer(f"{tj.model_type} vocab", tj.name, vocab, False, tj.source)
+        added = _added_layers(tj.added_tokens, "added_tokens", tj.name)
+        # tokenizers looks added tokens up before the model vocabulary
+        return base, added + [base], list(tj.added_tokens)
+    if a.tiktoken:
+        rk = a.tiktoken
+        base = Layer("tiktoken ranks", rk.name, rk.by_id, False, rk.source)
+        cfg = a.tokenizer_config.name if a.tokenizer_config else "tokenizer_config.json"
+        return base, [base] + _added_layers(tuple(config_added), "added_tokens_decoder", cfg), config_added
+    if a.tekken:
+        tk = a.tekken
+        base = Layer("tekken vocab", tk.name, tk.by_id, False, tk.source)
+        return base, _added_layers(tk.specials, "special_tokens", tk.name) + [base], list(tk.specials)
+    vocab_file = a.vocab_json or a.vocab_txt
+    assert vocab_file is not None  # load_artifacts guarantees one vocabulary file
+    vocab = {i: vocab_file.token_bytes(i) or b"" for i in vocab_file.vocab}
+    base = Layer("vocab", vocab_file.name, vocab, False, vocab_file.source)
+    cfg = a.tokenizer_config.name if a.tokenizer_config else "tokenizer_config.json"
+    return base, [base] + _added_layers(tuple(config_added), "added_tokens_decoder", cfg), config_added
+
+
+def _remote_code_layers(a: Artifacts, files: IdTable, base_count: int) -> list[Layer]:
+    """Static emulation of what known remote-code tokenizers add on top of the data files."""
+    layers: list[Layer] = []
+    mapped = files.mapped
+    for rc in a.remote_code:
+        for lst in rc.special_token_lists:
+            if lst.ids:
+                tokens = {i: t.encode("utf-8") for i, t in zip(lst.ids, lst.tokens)}
+                layers.append(Layer(f"special tokens {lst.name}", rc.name, tokens, True, lambda _i, s=lst.source: s))
+        if rc.num_reserved_special_tokens:
+            # Kimi: slots [len(ranks), len(ranks) + N) named from added_tokens_decoder, else placeholders.
+            template = next(iter(rc.reserved_templates), DEFAULT_RESERVED_TEMPLATE).replace("{}", "{0}")
+            n = min(rc.num_reserved_special_tokens, 10_000_000)
+            fill = {
+                i: template.format(i).encode("utf-8")
+                for i in range(base_count, base_count + n)
+                if i not in mapped
+            }
+            if fill:
+                src = rc.num_reserved_source
+                layers.append(
+                    Layer("reserved-slot fill (num_reserved_special_tokens)", rc.name, fill, True, lambda _i, s=src: s)
+                )
+    return layers
+
+
+def _uses_remote_code(a: Artifacts) -> bool:
+    auto_map: dict[str, Any] = a.tokenizer_config.auto_map if a.tokenizer_config else {}
+    return bool(a.remote_code) or "AutoTokenizer" in auto_map
+
+
+def build_model(artifacts: Artifacts, target: str) -> TokenizerModel:
+    a = artifacts
+    base, layers, added = _base_layers(a)
+    files = IdTable(FILES, "what a loader that reads only the data files sees (smg, tiktoken-rs, Dynamo, tokenizers)", tuple(layers))
+    profiles = {FILES: files}
+    if _uses_remote_code(a):
+        extra = _remote_code_layers(a, files, len(base.tokens))
+        profiles[REMOTE_CODE] = IdTable(
+            REMOTE_CODE,
+            "static emulation of the model's remote tokenizer code (transformers with trust_remote_code)",
+            tuple(layers) + tuple(extra),
+        )
+
+    if a.config and a.config.vocab_size is not None:
+        declared = DeclaredSize(a.config.vocab_size, a.config.vocab_size_source, f"{a.config.name} {a.config.vocab_size_key}")
+    elif a.tekken and a.tekken.default_vocab_size is not None:
+        src = Provenance(a.tekken.name, key="config.default_vocab_size")
+        declared = DeclaredSize(a.tekken.default_vocab_size, src, f"{a.tekken.name} config.default_vocab_size")
+    else:
+        declared = DeclaredSize(None, None, "nothing declares a size: checked up to the highest mapped id")
+
+    added_ids = [t.id for t in added if t.id is not None]
+    emb = a.embedding
+    sizes = Sizes(
+        entries=len(base.tokens),
+        max_rank_plus_one=(max(base.tokens) + 1) if base.tokens else None,
+        max_added_plus_one=(max(added_ids) + 1) if added_ids else None,
+        config_vocab_size=a.config.vocab_size if a.config else None,
+        embedding_rows=emb.embedding.rows if emb and emb.embedding else (emb.lm_head.rows if emb and emb.lm_head else None),
+    )
+    return TokenizerModel(target, a, base.artifact, declared, sizes, profiles)

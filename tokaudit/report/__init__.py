@@ -1,0 +1,1 @@
+"""Findings, reports, exit-code policy and renderers."""

@@ -1,0 +1,52 @@
+"""The Finding: one problem, with a stable code and name, a severity, a location and its ids."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any
+
+from tokaudit.artifacts.base import Provenance
+from tokaudit.ids import IdRanges
+
+
+class Severity(str, Enum):
+    """SARIF levels, from most to least severe."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    NOTE = "note"
+
+    @property
+    def rank(self) -> int:
+        return {"error": 3, "warning": 2, "note": 1}[self.value]
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    name: str
+    severity: Severity
+    message: str
+    location: Provenance | None = None
+    ids: IdRanges | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    target: str = ""
+
+    def with_target(self, target: str) -> Finding:
+        return replace(self, target=target)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity.value,
+            "message": self.message,
+            "target": self.target,
+            "location": self.location.to_json() if self.location else None,
+        }
+        if self.ids is not None:
+            out["ids"] = self.ids.to_json()
+            out["count"] = self.ids.count
+        out["details"] = self.details
+        return out

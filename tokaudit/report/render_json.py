@@ -1,0 +1,28 @@
+"""``--format json``: one JSON object on stdout, per the contract in DESIGN.md."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+from tokaudit.report.report import Report, tool_version, versions
+
+
+def report_document(report: Report) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "tokaudit": tool_version(),
+        "command": report.command,
+        "target": report.targets[0] if len(report.targets) == 1 else None,
+        "versions": versions(),
+        "findings": [f.to_json() for f in report.findings],
+        "summary": report.summary(),
+    }
+    if len(report.results) == 1:
+        doc.update(report.results[0].data)
+    doc["targets"] = [{"target": r.target, **r.data} for r in report.results]
+    return doc
+
+
+def render_json(report: Report, stream: TextIO) -> None:
+    json.dump(report_document(report), stream, indent=2, ensure_ascii=False)
+    stream.write("\n")

@@ -1,0 +1,70 @@
+"""``scan``: load one target, build its model, run the selected rules."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from tokaudit.artifacts.load import Artifacts, load_artifacts
+from tokaudit.checks.registry import Rule, all_rules, run_rules
+from tokaudit.model.tokenizer_model import TokenizerModel, build_model
+from tokaudit.report.finding import Finding
+from tokaudit.report.report import TargetResult
+from tokaudit.source.resolve import resolve
+
+
+def load_model(target: str, revision: str | None = None) -> TokenizerModel:
+    source = resolve(target, revision)
+    return build_model(load_artifacts(source.path), source.display)
+
+
+def scan_model(model: TokenizerModel, rules: Iterable[Rule] | None = None) -> tuple[TargetResult, list[Finding]]:
+    chosen = [r for r in all_rules() if not r.deep] if rules is None else list(rules)
+    findings = list(run_rules(model, chosen))
+    return TargetResult(model.target, {"artifacts": artifact_summary(model.artifacts), "vocab": vocab_summary(model)}), findings
+
+
+def artifact_summary(a: Artifacts) -> list[dict[str, Any]]:
+    """One row per parsed file: its kind and how many entries it holds."""
+    rows = []
+    for kind, record in a.present():
+        rows.append({"file": record.name, "kind": kind, "entries": _entries(kind, record)})  # type: ignore[attr-defined]
+    return rows
+
+
+def _entries(kind: str, record: Any) -> int | None:
+    if kind in ("tiktoken", "tekken"):
+        return len(record.by_id)
+    if kind in ("tokenizer_json", "vocab_json", "vocab_txt"):
+        return len(record.vocab) + len(getattr(record, "added_tokens", ()))
+    if kind == "tokenizer_config":
+        return len(record.added_tokens_decoder)
+    if kind == "merges":
+        return len(record.merges)
+    if kind == "remote_code":
+        return sum(len(lst.tokens) for lst in record.special_token_lists) + (record.num_reserved_special_tokens or 0)
+    return None
+
+
+def vocab_summary(model: TokenizerModel) -> dict[str, Any]:
+    size = model.checked_size
+    files = model.files.mapped
+    unmapped = files.complement(size)
+    return {
+        "declared_size": model.declared.size,
+        "declared_by": model.declared.basis,
+        "declared_source": model.declared.source.to_json() if model.declared.source else None,
+        "vocab_artifact": model.vocab_artifact,
+        "mapped": files.count,
+        "unmapped": unmapped.count,
+        "sizes": model.sizes.to_json(),
+        "profiles": {
+            name: {
+                "description": table.description,
+                "mapped": table.mapped.count,
+                "unmapped": table.mapped.complement(size).count,
+                "unmapped_ids": table.mapped.complement(size).to_json(),
+            }
+            for name, table in model.profiles.items()
+        },
+    }
