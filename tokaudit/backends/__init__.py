@@ -1,0 +1,1 @@
+"""Encode/decode engines behind one protocol (see :mod:`tokaudit.backends.base`)."""

@@ -1,0 +1,95 @@
+"""``hf``: HF ``tokenizers`` from tokenizer.json, or a byte-level BPE rebuilt from the ranks.
+
+Rebuilding from ranks is what converters do: every split of a token into two known tokens
+becomes a merge ranked by the token's own rank, so BPE merges in tiktoken's order. Special
+tokens are put in the vocabulary at their declared ids *before* they are registered, so that
+sparse ids (Kimi's) are kept instead of being renumbered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tokaudit.backends.base import BackendUnavailable
+from tokaudit.backends.pattern import Pattern
+from tokaudit.backends.vocab import ByteVocab
+from tokaudit.model.tokenizer_model import TokenizerModel
+
+
+def recover_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
+    """Merges implied by ranks: each split of a token into two lower-ranked tokens, ordered by the token's rank."""
+    merges: list[tuple[int, int, int, bytes, bytes]] = []
+    for token, rank in ranks.items():
+        for cut in range(1, len(token)):
+            left, right = token[:cut], token[cut:]
+            left_rank, right_rank = ranks.get(left), ranks.get(right)
+            if left_rank is not None and right_rank is not None:
+                merges.append((rank, left_rank, right_rank, left, right))
+    merges.sort()
+    return [(left, right) for _, _, _, left, right in merges]
+
+
+def tokenizer_from_ranks(vocab: ByteVocab, pattern: Pattern) -> Any:
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    from tokaudit.artifacts.token_bytes import byte_encoder
+
+    enc = byte_encoder()
+
+    def spell(token: bytes) -> str:
+        return "".join(enc[b] for b in token)
+
+    bpe_vocab = {spell(token): rank for token, rank in vocab.ranks.items()}
+    for content, token_id in vocab.specials.items():
+        bpe_vocab.setdefault(content, token_id)
+    merges = [(spell(a), spell(b)) for a, b in recover_merges(vocab.ranks)]
+    tok = Tokenizer(models.BPE(vocab=bpe_vocab, merges=merges, ignore_merges=False))
+    try:
+        split = pre_tokenizers.Split(Regex(pattern.regex), behavior="isolated", invert=False)
+    except Exception as exc:  # noqa: BLE001 - tokenizers raises plain Exception for a bad regex
+        raise BackendUnavailable(f"tokenizers rejects the pattern: {exc}") from None
+    tok.pre_tokenizer = pre_tokenizers.Sequence([split, pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([AddedToken(content, special=True, normalized=False) for content in vocab.specials])
+    return tok
+
+
+class HFBackend:
+    name = "hf"
+
+    def __init__(self, tokenizer: Any, origin: str) -> None:
+        self.tokenizer = tokenizer
+        #: "tokenizer.json" or "rebuilt from tiktoken.model ranks".
+        self.origin = origin
+
+    @classmethod
+    def from_model(cls, model: TokenizerModel, vocab: ByteVocab | None, pattern: Pattern | None) -> HFBackend:
+        from tokenizers import Tokenizer
+
+        tj = model.artifacts.tokenizer_json
+        if tj is not None:
+            try:
+                return cls(Tokenizer.from_file(str(tj.path)), tj.name)
+            except BaseException as exc:  # noqa: BLE001 - includes Rust panics on malformed files
+                if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                    raise
+                raise BackendUnavailable(f"tokenizers cannot load {tj.name}: {type(exc).__name__}: {exc}") from None
+        if vocab is None:
+            raise BackendUnavailable("needs tokenizer.json or byte-level ranks")
+        if pattern is None:
+            raise BackendUnavailable("no pre-tokenizer pattern found (pattern-unknown); pass --pat-str")
+        return cls(tokenizer_from_ranks(vocab, pattern), f"rebuilt from {model.vocab_artifact} ranks")
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        return [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
+
+    def versions(self) -> dict[str, str]:
+        import tokenizers
+
+        return {"tokenizers": tokenizers.__version__}

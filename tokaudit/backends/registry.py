@@ -1,0 +1,92 @@
+"""Build the backends a command asks for, recording which are unavailable and why."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from tokaudit.backends.base import Backend, BackendUnavailable
+from tokaudit.backends.pattern import find_pattern
+from tokaudit.backends.vocab import ByteVocab, byte_vocab
+from tokaudit.errors import InputError
+from tokaudit.model.tokenizer_model import TokenizerModel
+
+#: Every backend name, in display order.
+BACKEND_NAMES = ("tiktoken", "hf", "reference", "strict")
+
+
+@dataclass
+class LoadedBackend:
+    name: str
+    backend: Backend | None
+    unavailable: str | None
+    load_seconds: float
+
+    @property
+    def available(self) -> bool:
+        return self.backend is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "available": self.available,
+            "reason": self.unavailable,
+            "load_seconds": round(self.load_seconds, 4),
+        }
+
+
+def parse_backend_list(value: str | None) -> list[str]:
+    """``--backends a,b``: validated names (all of them when not given)."""
+    if not value:
+        return list(BACKEND_NAMES)
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in BACKEND_NAMES]
+    if unknown:
+        raise InputError(f"unknown backend {unknown[0]!r} (choose from {', '.join(BACKEND_NAMES)})", key="--backends")
+    return names
+
+
+def load_backends(model: TokenizerModel, names: list[str], pat_str: str | None = None) -> list[LoadedBackend]:
+    pattern = find_pattern(model, pat_str)
+    vocab_cache: dict[str, ByteVocab | None] = {}
+
+    def vocab(required: bool) -> ByteVocab | None:
+        if "v" not in vocab_cache:
+            try:
+                vocab_cache["v"] = byte_vocab(model)
+            except BackendUnavailable:
+                vocab_cache["v"] = None
+        if required and vocab_cache["v"] is None:
+            byte_vocab(model)  # raises the precise reason
+        return vocab_cache["v"]
+
+    def build(name: str) -> Backend:
+        if name == "tiktoken":
+            from tokaudit.backends.tiktoken_backend import TiktokenBackend
+
+            return TiktokenBackend(vocab(True), pattern)  # type: ignore[arg-type]
+        if name == "hf":
+            from tokaudit.backends.hf_backend import HFBackend
+
+            return HFBackend.from_model(model, vocab(False), pattern)
+        if name == "reference":
+            from tokaudit.backends.reference import ReferenceBackend
+
+            return ReferenceBackend(vocab(True), pattern)  # type: ignore[arg-type]
+        if name == "strict":
+            from tokaudit.backends.strict import StrictBackend
+
+            return StrictBackend(model)
+        raise InputError(f"unknown backend {name!r}", key="--backends")
+
+    out = []
+    for name in names:
+        start = time.perf_counter()
+        try:
+            backend: Backend | None = build(name)
+            reason = None
+        except BackendUnavailable as exc:
+            backend, reason = None, str(exc)
+        out.append(LoadedBackend(name, backend, reason, time.perf_counter() - start))
+    return out

@@ -1,0 +1,41 @@
+"""``tiktoken``: an Encoding built from the ranks, the model's pattern and its special tokens."""
+
+from __future__ import annotations
+
+from tokaudit.backends.base import BackendUnavailable
+from tokaudit.backends.pattern import Pattern
+from tokaudit.backends.vocab import ByteVocab
+
+
+class TiktokenBackend:
+    name = "tiktoken"
+
+    def __init__(self, vocab: ByteVocab, pattern: Pattern | None) -> None:
+        import tiktoken
+
+        if pattern is None:
+            raise BackendUnavailable("no pre-tokenizer pattern found (pattern-unknown); pass --pat-str")
+        try:
+            self.encoding = tiktoken.Encoding(
+                name="tokaudit", pat_str=pattern.regex, mergeable_ranks=vocab.ranks, special_tokens=vocab.specials
+            )
+        except ValueError as exc:
+            raise BackendUnavailable(f"tiktoken rejects the pattern: {exc}") from None
+        self.pattern = pattern
+        self.special_ids = frozenset(vocab.specials.values())
+
+    def encode(self, text: str) -> list[int]:
+        return self.encoding.encode(text, allowed_special="all")
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        return self.encoding.encode_batch(texts, allowed_special="all")
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        if skip_special_tokens:
+            ids = [i for i in ids if i not in self.special_ids]
+        return self.encoding.decode(ids)
+
+    def versions(self) -> dict[str, str]:
+        import tiktoken
+
+        return {"tiktoken": tiktoken.__version__}

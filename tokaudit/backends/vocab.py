@@ -1,0 +1,40 @@
+"""The byte-level vocabulary a BPE backend is built from: ranks (token bytes -> id) and specials."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from tokaudit.backends.base import BackendUnavailable
+from tokaudit.model.tokenizer_model import TokenizerModel
+
+
+@dataclass(frozen=True)
+class ByteVocab:
+    #: token bytes -> rank (rank == id for tiktoken files; tekken ids are shifted by the special block).
+    ranks: dict[bytes, int]
+    #: special/added token text -> id.
+    specials: dict[str, int]
+
+    @cached_property
+    def by_id(self) -> dict[int, bytes]:
+        return {i: b for b, i in self.ranks.items()}
+
+
+def byte_vocab(model: TokenizerModel) -> ByteVocab:
+    """Ranks and specials from the files profile; requires a rank file (tiktoken.model, *.tiktoken, tekken.json)."""
+    a = model.artifacts
+    if a.tiktoken is None and a.tekken is None:
+        raise BackendUnavailable("needs byte-level ranks (tiktoken.model, *.tiktoken or tekken.json)")
+    base = a.tiktoken.by_id if a.tiktoken else a.tekken.by_id  # type: ignore[union-attr]
+    ranks = {token: i for i, token in base.items()}
+    specials: dict[str, int] = {}
+    for layer in model.files.layers:
+        if layer.tokens is base:
+            continue
+        for i, token in layer.tokens.items():
+            specials.setdefault(token.decode("utf-8", "replace"), i)
+    missing = [b for b in range(256) if bytes([b]) not in ranks]
+    if missing:
+        raise BackendUnavailable(f"ranks lack {len(missing)} of the 256 single bytes (e.g. 0x{missing[0]:02X}): not byte-level BPE")
+    return ByteVocab(ranks, specials)
