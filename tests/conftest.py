@@ -1,0 +1,56 @@
+"""Shared test helpers: fixture paths and a CLI runner that keeps stdout and stderr apart."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tokaudit.cli.app import app
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+@dataclass
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> Result:
+    """Invoke ``tokaudit ARGS`` in-process. Exceptions that escaped tokaudit's own handling fail the test."""
+    result = CliRunner().invoke(app, [str(a) for a in args], input=input, env=env, catch_exceptions=True)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return Result(result.exit_code, result.stdout, result.stderr)
+
+
+@pytest.fixture(autouse=True)
+def _pinned_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "GITHUB_ACTIONS", "CI"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COLUMNS", "120")
+    monkeypatch.setenv("TERM", "dumb")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # tests never reach the network
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+
+
+@pytest.fixture
+def fixtures() -> Path:
+    return FIXTURES
+
+
+def tree_snapshot(path: Path) -> dict[str, tuple[int, int]]:
+    """(size, mtime_ns) of every file under path, to prove a command wrote nothing there."""
+    out = {}
+    for dirpath, _, files in os.walk(path):
+        for name in files:
+            p = Path(dirpath) / name
+            st = p.stat()
+            out[str(p.relative_to(path))] = (st.st_size, st.st_mtime_ns)
+    return out
