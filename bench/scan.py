@@ -1,0 +1,68 @@
+"""Benchmark: `tokaudit scan <Kimi-K2.5 fixture> --format json` as a whole process, against a
+minimal script that only parses the same files and computes the gap set, measured in the same run.
+
+    python bench/scan.py [TARGET] [--runs N]
+
+Prints the median wall time of each and their ratio (target: <= 1.5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The least a gap check has to do: parse ranks and added tokens, read vocab_size, find the holes.
+BASELINE = r"""
+import base64, json, sys
+from pathlib import Path
+d = Path(sys.argv[1])
+ids = set()
+for line in (d / "tiktoken.model").read_bytes().split(b"\n"):
+    parts = line.split()
+    if parts:
+        base64.b64decode(parts[0], validate=True)
+        ids.add(int(parts[1]))
+cfg = json.loads((d / "tokenizer_config.json").read_text())
+ids.update(int(k) for k in cfg.get("added_tokens_decoder", {}))
+conf = json.loads((d / "config.json").read_text())
+size = conf.get("vocab_size") or conf["text_config"]["vocab_size"]
+gaps = [i for i in range(size) if i not in ids]
+print(json.dumps({"unmapped": len(gaps)}))
+"""
+
+
+def timed(cmd: list[str]) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        sys.exit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr.decode()}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("target", nargs="?", default=str(ROOT / "fixtures" / "kimi-k2.5"))
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    scan = [sys.executable, "-m", "tokaudit", "scan", args.target, "--format", "json"]
+    base = [sys.executable, "-c", BASELINE, args.target]
+    timed(scan), timed(base)  # warm the page cache and .pyc files
+    scan_times, base_times = [], []
+    for _ in range(args.runs):  # interleaved so both see the same machine load
+        scan_times.append(timed(scan))
+        base_times.append(timed(base))
+    s, b = statistics.median(scan_times), statistics.median(base_times)
+    print(f"tokaudit scan --format json: {s * 1000:.0f} ms (median of {args.runs})")
+    print(f"parse-only baseline:         {b * 1000:.0f} ms (median of {args.runs})")
+    print(f"ratio: {s / b:.2f} (target <= 1.5)")
+
+
+if __name__ == "__main__":
+    main()

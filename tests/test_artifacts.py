@@ -1,0 +1,286 @@
+"""Parsers: each file kind parsed from real files, with provenance; bad input is one clear InputError."""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from tokaudit.artifacts.model_config import parse_generation_config, parse_model_config
+from tokaudit.artifacts.remote_code import parse_remote_code
+from tokaudit.artifacts.safetensors_header import parse_safetensors, parse_safetensors_index
+from tokaudit.artifacts.tekken import parse_tekken
+from tokaudit.artifacts.text_files import parse_merges, parse_vocab_json, parse_vocab_txt
+from tokaudit.artifacts.tiktoken_ranks import parse_tiktoken_ranks
+from tokaudit.artifacts.tokenizer_config import parse_special_tokens_map, parse_tokenizer_config
+from tokaudit.artifacts.tokenizer_json import parse_tokenizer_json
+from tokaudit.errors import InputError
+
+
+def b64(token: bytes) -> str:
+    return base64.b64encode(token).decode()
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_tiktoken_ranks_accept_crlf_and_blank_lines(tmp_path: Path) -> None:
+    lines = [f"{b64(b'a')} 0", "", f"{b64(b'b')} 1", "   ", f"{b64(b'ab')} 2", ""]
+    ranks = parse_tiktoken_ranks(write(tmp_path / "tiktoken.model", "\r\n".join(lines)))
+    assert ranks.by_id == {0: b"a", 1: b"b", 2: b"ab"}
+    assert ranks.lines == {0: 1, 1: 3, 2: 5}
+    assert str(ranks.source(2)) == "tiktoken.model:5"
+    assert ranks.duplicate_tokens == ()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (f"{b64(b'a')} 0\n{b64(b'b')} 1\n!!!notbase64 2\n", "tiktoken.model:3: token is not valid base64: '!!!notbase64'"),
+        (f"{b64(b'a')} 0\n{b64(b'b')} x1\n", "tiktoken.model:2: rank is not a non-negative integer: 'x1'"),
+        (f"{b64(b'a')} 0\n{b64(b'b')} 1\n{b64(b'c')} 2\n{b64(b'd')} 1\n", "tiktoken.model:4: duplicate rank 1 (first on line 2)"),
+        (f"{b64(b'a')} 0 extra\n", "tiktoken.model:1: expected '<base64 token> <rank>'"),
+        (f"{b64(b'a')} -1\n", "tiktoken.model:1: rank is not a non-negative integer: '-1'"),
+        ("\n\n", "tiktoken.model: no ranks found: not a tiktoken rank file"),
+    ],
+)
+def test_tiktoken_ranks_errors_name_the_line(tmp_path: Path, content: str, message: str) -> None:
+    path = write(tmp_path / "tiktoken.model", content)
+    with pytest.raises(InputError) as err:
+        parse_tiktoken_ranks(path)
+    assert str(err.value) == f"{tmp_path}/{message}"
+
+
+def test_tiktoken_duplicate_token_bytes_are_recorded_not_fatal(tmp_path: Path) -> None:
+    path = write(tmp_path / "x.tiktoken", f"{b64(b'a')} 0\n{b64(b'b')} 1\n{b64(b'a')} 2\n")
+    assert parse_tiktoken_ranks(path).duplicate_tokens == ((2, 0),)
+
+
+def test_tokenizer_config_added_tokens_and_special_fields(tmp_path: Path) -> None:
+    data = {
+        "added_tokens_decoder": {
+            "7": {"content": "<|eot|>", "special": True, "lstrip": False, "rstrip": False, "normalized": False, "single_word": False},
+            "5": {"content": "<tool>", "special": False},
+        },
+        "bos_token": {"content": "<s>", "special": True},
+        "eos_token": "<|eot|>",
+        "pad_token": None,
+        "additional_special_tokens": ["<tool>"],
+        "chat_template": [{"name": "default", "template": "{{ x }}"}, {"name": "tool_use", "template": "t"}],
+        "tokenizer_class": "TikTokenTokenizer",
+        "auto_map": {"AutoTokenizer": ["tokenization_x.T", None]},
+    }
+    cfg = parse_tokenizer_config(write(tmp_path / "tokenizer_config.json", json.dumps(data)))
+    assert [(t.id, t.content, t.special) for t in cfg.added_tokens_decoder] == [(5, "<tool>", False), (7, "<|eot|>", True)]
+    assert str(cfg.added_tokens_decoder[1].source) == "tokenizer_config.json (added_tokens_decoder.7)"
+    assert cfg.special["bos_token"].content == "<s>" and cfg.special["eos_token"].content == "<|eot|>"
+    assert "pad_token" not in cfg.special
+    assert cfg.chat_template == "{{ x }}"
+    assert cfg.auto_map == {"AutoTokenizer": ["tokenization_x.T", None]}
+
+
+def test_tokenizer_config_non_integer_key(tmp_path: Path) -> None:
+    path = write(tmp_path / "tokenizer_config.json", json.dumps({"added_tokens_decoder": {"abc": {"content": "x"}}}))
+    with pytest.raises(InputError) as err:
+        parse_tokenizer_config(path)
+    assert str(err.value) == f"{path} (key added_tokens_decoder.abc): id 'abc' is not a non-negative integer"
+
+
+def test_truncated_json_names_line_and_column(tmp_path: Path) -> None:
+    path = write(tmp_path / "tokenizer.json", '{\n  "model": {\n    "type": "BPE",\n    "vocab": {"a": ')
+    with pytest.raises(InputError) as err:
+        parse_tokenizer_json(path)
+    assert str(err.value).startswith(f"{path}:4: invalid JSON: Expecting value")
+
+
+def test_special_tokens_map(tmp_path: Path) -> None:
+    data = {"eos_token": {"content": "</s>", "special": True}, "unk_token": "<unk>"}
+    stm = parse_special_tokens_map(write(tmp_path / "special_tokens_map.json", json.dumps(data)))
+    assert {k: v.content for k, v in stm.special.items()} == {"eos_token": "</s>", "unk_token": "<unk>"}
+
+
+@pytest.mark.parametrize(
+    ("data", "size", "key"),
+    [
+        ({"vocab_size": 32000}, 32000, "vocab_size"),
+        ({"text_config": {"vocab_size": 163840}}, 163840, "text_config.vocab_size"),
+        ({"llm_config": {"vocab_size": 151674}}, 151674, "llm_config.vocab_size"),
+        ({"thinker_config": {"text_config": {"vocab_size": 152064}}}, 152064, "thinker_config.text_config.vocab_size"),
+        ({"architectures": ["X"]}, None, None),
+    ],
+)
+def test_config_vocab_size_top_level_or_nested(tmp_path: Path, data: dict, size: int | None, key: str | None) -> None:
+    cfg = parse_model_config(write(tmp_path / "config.json", json.dumps(data)))
+    assert (cfg.vocab_size, cfg.vocab_size_key) == (size, key)
+
+
+def test_config_token_ids_int_or_list(tmp_path: Path) -> None:
+    data = {"text_config": {"vocab_size": 10, "eos_token_id": [3, 4], "bos_token_id": 1}, "pad_token_id": 0}
+    cfg = parse_model_config(write(tmp_path / "config.json", json.dumps(data)))
+    assert (cfg.ids.bos, cfg.ids.eos, cfg.ids.pad) == ((1,), (3, 4), (0,))
+    assert cfg.ids.keys == {"bos": "text_config.bos_token_id", "eos": "text_config.eos_token_id", "pad": "pad_token_id"}
+    gen = parse_generation_config(write(tmp_path / "generation_config.json", json.dumps({"eos_token_id": [7, 8]})))
+    assert gen.ids.eos == (7, 8)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"vocab_size": "lots"}, '(key vocab_size): expected an integer, found "lots"'),
+        ({"vocab_size": True}, "(key vocab_size): expected an integer, found true"),
+        ({"vocab_size": -5}, "(key vocab_size): integer -5 out of range"),
+        ({"eos_token_id": [1, "x"]}, '(key eos_token_id[1]): expected an integer, found "x"'),
+    ],
+)
+def test_config_bad_values(tmp_path: Path, data: dict, message: str) -> None:
+    path = write(tmp_path / "config.json", json.dumps(data))
+    with pytest.raises(InputError) as err:
+        parse_model_config(path)
+    assert str(err.value) == f"{path} {message}"
+
+
+def test_tokenizer_json_bpe_unigram_wordpiece(tmp_path: Path) -> None:
+    bpe = {
+        "added_tokens": [{"id": 3, "content": "<|eot|>", "special": True, "lstrip": False, "rstrip": False, "normalized": False, "single_word": False}],
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        "decoder": {"type": "ByteLevel"},
+        "model": {"type": "BPE", "vocab": {"a": 0, "Ġ": 1, "Ġa": 2}, "merges": ["Ġ a"]},
+    }
+    tj = parse_tokenizer_json(write(tmp_path / "tokenizer.json", json.dumps(bpe)))
+    assert tj.model_type == "BPE" and tj.vocab == {0: "a", 1: "Ġ", 2: "Ġa"}
+    assert tj.token_bytes(2) == b" a"
+    assert [(t.id, t.content, t.special) for t in tj.added_tokens] == [(3, "<|eot|>", True)]
+    assert len(tj.patterns) == 1
+
+    unigram = {"model": {"type": "Unigram", "vocab": [["<unk>", 0.0], ["▁hi", -1.0], ["<0x0A>", -2.0]]},
+               "decoder": {"type": "Metaspace"}}
+    tu = parse_tokenizer_json(write(tmp_path / "u.json", json.dumps(unigram)))
+    assert tu.vocab == {0: "<unk>", 1: "▁hi", 2: "<0x0A>"}
+    assert (tu.token_bytes(1), tu.token_bytes(2)) == (b" hi", b"\n")
+
+    wordpiece = {"model": {"type": "WordPiece", "vocab": {"[UNK]": 0, "play": 1, "##ing": 2}}}
+    tw = parse_tokenizer_json(write(tmp_path / "w.json", json.dumps(wordpiece)))
+    assert tw.token_bytes(2) == b"ing"
+
+
+def test_tokenizer_json_not_a_tokenizer(tmp_path: Path) -> None:
+    path = write(tmp_path / "tokenizer.json", json.dumps({"hello": 1}))
+    with pytest.raises(InputError) as err:
+        parse_tokenizer_json(path)
+    assert str(err.value) == f"{path} (key model): missing 'model' object: not a tokenizers tokenizer.json"
+
+
+def test_vocab_json_merges_vocab_txt(tmp_path: Path) -> None:
+    vj = parse_vocab_json(write(tmp_path / "vocab.json", json.dumps({"a": 0, "Ġb": 1})))
+    assert vj.token_bytes(1) == b" b"
+    merges = parse_merges(write(tmp_path / "merges.txt", "#version: 0.2\nĠ b\na b\n"))
+    assert merges.merges == (("Ġ", "b"), ("a", "b"))
+    vt = parse_vocab_txt(write(tmp_path / "vocab.txt", "[PAD]\n[UNK]\nplay\n##ing\n"))
+    assert vt.vocab == {0: "[PAD]", 1: "[UNK]", 2: "play", 3: "##ing"} and str(vt.source(3)) == "vocab.txt:4"
+    with pytest.raises(InputError, match=r"merges.txt:2: expected two space-separated tokens"):
+        parse_merges(write(tmp_path / "merges.txt", "#version: 0.2\nabc\n"))
+
+
+def test_tekken_shifts_ids_by_the_special_block(tmp_path: Path) -> None:
+    data = {
+        "config": {"pattern": r"\S+|\s+", "default_vocab_size": 6, "default_num_special_tokens": 3},
+        "vocab": [{"rank": i, "token_bytes": b64(t), "token_str": t.decode()} for i, t in enumerate([b"a", b"b", b"c", b"d"])],
+        "special_tokens": [{"rank": 0, "token_str": "<unk>", "is_control": True}, {"rank": 1, "token_str": "<s>", "is_control": True}],
+    }
+    tk = parse_tekken(write(tmp_path / "tekken.json", json.dumps(data)))
+    assert tk.by_id == {3: b"a", 4: b"b", 5: b"c"}  # only default_vocab_size - num_special ranks are used
+    assert [(t.id, t.content) for t in tk.specials] == [(0, "<unk>"), (1, "<s>")]
+    assert tk.default_vocab_size == 6 and tk.pattern == r"\S+|\s+"
+
+
+def _safetensors(path: Path, tensors: dict[str, list[int]]) -> Path:
+    header, offset = {}, 0
+    for name, shape in tensors.items():
+        size = 2 * shape[0] * shape[1]
+        header[name] = {"dtype": "F16", "shape": shape, "data_offsets": [offset, offset + size]}
+        offset += size
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * offset)
+    return path
+
+
+def test_safetensors_header_rows(tmp_path: Path) -> None:
+    path = _safetensors(tmp_path / "model.safetensors", {"model.embed_tokens.weight": [300, 2], "lm_head.weight": [300, 2],
+                                                         "vision_tower.embeddings.weight": [9, 2]})
+    shapes = parse_safetensors(path)
+    assert (shapes.embedding.tensor, shapes.embedding.rows) == ("model.embed_tokens.weight", 300)
+    assert shapes.lm_head.rows == 300
+
+
+def test_safetensors_index_reads_only_the_shard_header(tmp_path: Path) -> None:
+    _safetensors(tmp_path / "model-00002-of-00002.safetensors", {"lm_head.weight": [320, 2]})
+    index = {"weight_map": {"model.embed_tokens.weight": "model-00001-of-00002.safetensors",
+                            "lm_head.weight": "model-00002-of-00002.safetensors"}}
+    shapes = parse_safetensors_index(write(tmp_path / "model.safetensors.index.json", json.dumps(index)))
+    assert shapes.embedding is None and shapes.lm_head.rows == 320
+    assert shapes.missing_shards == ("model-00001-of-00002.safetensors",)
+
+
+def test_safetensors_garbage_is_a_clear_error(tmp_path: Path) -> None:
+    path = write(tmp_path / "model.safetensors", b"\xff" * 16)
+    with pytest.raises(InputError, match="implausible: not a safetensors file"):
+        parse_safetensors(path)
+
+
+KIMI_STYLE = '''
+import tiktoken
+class TikTokenTokenizer(PreTrainedTokenizer):
+    num_reserved_special_tokens = 256
+    pat_str = "|".join(
+        [
+            r"""[\\p{Han}]+""",
+            r"""\\p{N}{1,3}""",
+            r"""\\s+""",
+        ]
+    )
+    def __init__(self, vocab_file):
+        self.special_tokens = {f"<|reserved_token_{i}|>": i for i in range(10)}
+'''
+
+QWEN_STYLE = '''
+PAT_STR = r"""(?i:'s|'t)|\\p{L}+|\\s+"""
+ENDOFTEXT = "<|endoftext|>"
+IMSTART = "<|im_start|>"
+IMEND = "<|im_end|>"
+EXTRAS = tuple((f"<|extra_{i}|>" for i in range(3)))
+SPECIAL_START_ID = 500
+SPECIAL_TOKENS = tuple(enumerate(((ENDOFTEXT, IMSTART, IMEND,) + EXTRAS), start=SPECIAL_START_ID))
+SPECIAL_TOKENS_SET = set(t for i, t in SPECIAL_TOKENS)
+'''
+
+
+def test_remote_code_kimi_join_form(tmp_path: Path) -> None:
+    rc = parse_remote_code(write(tmp_path / "tokenization_kimi.py", KIMI_STYLE))
+    assert rc.pat_str == r"[\p{Han}]+|\p{N}{1,3}|\s+"
+    assert rc.num_reserved_special_tokens == 256
+    assert str(rc.num_reserved_source) == "tokenization_kimi.py:4"
+    assert rc.reserved_templates == ("<|reserved_token_{}|>",)
+    assert rc.classes == ("TikTokenTokenizer",)
+
+
+def test_remote_code_qwen_enumerate_form(tmp_path: Path) -> None:
+    rc = parse_remote_code(write(tmp_path / "tokenization_qwen.py", QWEN_STYLE))
+    assert rc.pat_str == r"(?i:'s|'t)|\p{L}+|\s+"
+    lists = {lst.name: lst for lst in rc.special_token_lists}
+    specials = lists["SPECIAL_TOKENS"]
+    assert specials.ids == (500, 501, 502, 503, 504, 505)
+    assert specials.tokens == ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|extra_0|>", "<|extra_1|>", "<|extra_2|>")
+
+
+def test_remote_code_syntax_error_is_recorded(tmp_path: Path) -> None:
+    rc = parse_remote_code(write(tmp_path / "tokenization_bad.py", "def broken(:\n"))
+    assert rc.syntax_error is not None and rc.syntax_error.startswith("line 1: SyntaxError")
+    assert rc.pat_str is None
