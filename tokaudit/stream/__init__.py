@@ -1,0 +1,1 @@
+"""Token streams for replay: readers (formats) and detokenizers (strategies)."""

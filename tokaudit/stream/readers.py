@@ -1,0 +1,255 @@
+"""Token-stream readers: the ids a server produced, in the formats people capture them in.
+
+Formats (``fmt`` / ``--stream-format``):
+
+* ``json``  — one JSON array of ids; one id per step.
+* ``ids``   — ids separated by whitespace and/or commas; one id per step.
+* ``jsonl`` — JSON Lines, one step per line: an object with ``token_ids``, ``ids``,
+  ``output_ids`` or ``token_id`` (an id or a list: speculative decoding emits several per step),
+  or a bare JSON array of ids.
+* ``sse``   — an OpenAI-compatible server-sent-events capture: ``data: {...}`` lines whose
+  ``choices`` carry token ids under the same keys, ``data: [DONE]`` at the end; one step per event.
+
+Every error is an :class:`InputError` naming the source and the line (and column or element).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from tokaudit.errors import InputError
+
+FORMATS = ("json", "ids", "jsonl", "sse")
+ID_KEYS = ("token_ids", "ids", "output_ids", "token_id")
+MAX_ID = 2**32  # ids are u32 in every gateway; anything at or above is not a token id
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A token stream as the server emitted it: ``steps`` holds one tuple of ids per step."""
+
+    format: str
+    steps: tuple[tuple[int, ...], ...]
+
+    @cached_property
+    def ids(self) -> tuple[int, ...]:
+        return tuple(i for step in self.steps for i in step)
+
+
+def read_stream(arg: str, fmt: str | None = None) -> Stream:
+    """Read a stream from a path, or from stdin when ``arg`` is ``-``."""
+    if arg == "-":
+        return parse_stream(sys.stdin.read(), "<stdin>", fmt)
+    path = Path(arg)
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise InputError("is a directory, not a token stream", file=arg) from None
+    except OSError as exc:
+        raise InputError(f"cannot read stream: {exc.strerror or exc}", file=arg) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte offset {exc.start})", file=arg) from None
+    return parse_stream(text, arg, fmt)
+
+
+def parse_stream(text: str, source: str, fmt: str | None = None) -> Stream:
+    """Parse ``text`` in format ``fmt`` (auto-detected when None)."""
+    if fmt is not None and fmt not in FORMATS:
+        raise InputError(f"unknown stream format {fmt!r} (expected one of {', '.join(FORMATS)})")
+    fmt = fmt or detect_format(text)
+    parser = {"json": _parse_json, "ids": _parse_ids, "jsonl": _parse_jsonl, "sse": _parse_sse}[fmt]
+    steps = tuple(step for step in parser(text, source) if step)
+    if not steps:
+        raise InputError(f"no token ids in the stream (read as {fmt})", file=source)
+    return Stream(fmt, steps)
+
+
+def detect_format(text: str) -> str:
+    """Pick the format from the first meaningful line."""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith(("data:", "event:", "id:", "retry:", ":")):
+            return "sse"
+        if line.startswith("{"):
+            return "jsonl"
+        if line.startswith("["):
+            # One array spread over lines, or one array per line (JSONL steps).
+            stripped = text.strip()
+            if "\n" in stripped and line.endswith("]") and _is_json(line):
+                return "jsonl"
+            return "json"
+        return "ids"
+    return "ids"
+
+
+def _is_json(line: str) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_id(value: Any, where: str, source: str, line: int | None) -> int:
+    """Return ``value`` as a token id or raise an error naming where it was."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        shown = json.dumps(value) if not isinstance(value, str) else repr(value)
+        raise InputError(f"{where}: {shown} is not an integer token id", file=source, line=line)
+    if value < 0:
+        raise InputError(f"{where}: id {value} is negative", file=source, line=line)
+    if value >= MAX_ID:
+        raise InputError(f"{where}: id {value} is out of range (>= 2**32)", file=source, line=line)
+    return value
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+# JSON scalars at their offsets, so that an error in a flat array can name its line.
+_JSON_SCALAR = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null')
+
+
+def _parse_json(text: str, source: str) -> list[tuple[int, ...]]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"invalid JSON: {exc.msg} (column {exc.colno})", file=source, line=exc.lineno
+        ) from None
+    if not isinstance(value, list):
+        raise InputError(f"expected a JSON array of ids, got {type(value).__name__}", file=source)
+    offsets = None
+    out: list[tuple[int, ...]] = []
+    for k, item in enumerate(value):
+        if isinstance(item, int) and not isinstance(item, bool) and 0 <= item < MAX_ID:
+            out.append((item,))
+            continue
+        if offsets is None:
+            offsets = [m.start() for m in _JSON_SCALAR.finditer(text)]
+        flat = all(not isinstance(v, (list, dict)) for v in value)
+        line = _line_of(text, offsets[k]) if flat and k < len(offsets) else None
+        _check_id(item, f"element {k}", source, line)
+    return out
+
+
+_ID_TOKEN = re.compile(r"[^\s,]+")
+_INT = re.compile(r"[+-]?\d+")
+
+
+def _parse_ids(text: str, source: str) -> list[tuple[int, ...]]:
+    out: list[tuple[int, ...]] = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        for m in _ID_TOKEN.finditer(line):
+            word = m.group()
+            where = f"column {m.start() + 1}"
+            if not _INT.fullmatch(word):
+                raise InputError(f"{where}: {word!r} is not an integer token id", file=source, line=lineno)
+            out.append((_check_id(int(word), where, source, lineno),))
+    return out
+
+
+def _ids_of(value: Any, key: str, source: str, line: int) -> tuple[int, ...]:
+    items = value if isinstance(value, list) else [value]
+    return tuple(_check_id(v, f"{key}[{k}]" if isinstance(value, list) else key, source, line)
+                 for k, v in enumerate(items))
+
+
+def _step_from_object(obj: dict[str, Any], source: str, line: int) -> tuple[int, ...] | None:
+    """Ids of one step from an object, or None when it carries no ids."""
+    for key in ID_KEYS:
+        if key in obj and obj[key] is not None:
+            return _ids_of(obj[key], key, source, line)
+    return None
+
+
+def _parse_jsonl(text: str, source: str) -> list[tuple[int, ...]]:
+    out: list[tuple[int, ...]] = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=source, line=lineno) from None
+        if isinstance(value, list):
+            out.append(_ids_of(value, "step", source, lineno))
+            continue
+        if not isinstance(value, dict):
+            raise InputError(
+                f"expected an object with one of {', '.join(ID_KEYS)} or an array of ids",
+                file=source, line=lineno,
+            )
+        step = _step_from_object(value, source, lineno)
+        if step is None:
+            step = _step_from_choices(value, source, lineno)
+        if step is None:
+            raise InputError(f"no {', '.join(ID_KEYS)} key in this step", file=source, line=lineno)
+        out.append(step)
+    return out
+
+
+def _step_from_choices(event: dict[str, Any], source: str, line: int) -> tuple[int, ...] | None:
+    """Ids of one OpenAI-compatible chunk: from ``choices[*]`` (or their ``delta``)."""
+    choices = event.get("choices")
+    if not isinstance(choices, list):
+        return None
+    indices = {c.get("index", 0) for c in choices if isinstance(c, dict)}
+    if len(indices) > 1:
+        raise InputError(
+            f"chunk carries choices {sorted(indices)}: replay one choice (n=1) at a time",
+            file=source, line=line,
+        )
+    found: tuple[int, ...] | None = None
+    for choice in choices:
+        if not isinstance(choice, dict):
+            continue
+        for holder in (choice, choice.get("delta")):
+            if isinstance(holder, dict):
+                step = _step_from_object(holder, source, line)
+                if step is not None:
+                    found = (found or ()) + step
+                    break
+    return found
+
+
+def _parse_sse(text: str, source: str) -> list[tuple[int, ...]]:
+    out: list[tuple[int, ...]] = []
+    done = False
+    for lineno, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith(":") or stripped.split(":", 1)[0] in ("event", "id", "retry"):
+            continue
+        if not stripped.startswith("data:"):
+            raise InputError("not a server-sent-events line (expected 'data: ...')", file=source, line=lineno)
+        payload = stripped[5:].strip()
+        if payload == "[DONE]":
+            done = True
+            continue
+        if done:
+            raise InputError("data after 'data: [DONE]'", file=source, line=lineno)
+        try:
+            event = json.loads(payload)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"invalid JSON in data line: {exc.msg} (column {line.index(payload) + exc.colno})",
+                file=source, line=lineno,
+            ) from None
+        if not isinstance(event, dict):
+            raise InputError("data line is not a JSON object", file=source, line=lineno)
+        step = _step_from_choices(event, source, lineno)
+        if step is None:
+            step = _step_from_object(event, source, lineno)
+        if step is not None:
+            out.append(step)
+    return out
