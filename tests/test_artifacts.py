@@ -284,3 +284,14 @@ def test_remote_code_syntax_error_is_recorded(tmp_path: Path) -> None:
     rc = parse_remote_code(write(tmp_path / "tokenization_bad.py", "def broken(:\n"))
     assert rc.syntax_error is not None and rc.syntax_error.startswith("line 1: SyntaxError")
     assert rc.pat_str is None
+
+
+def test_remote_code_odd_constants_are_ignored(tmp_path: Path) -> None:
+    src = 'SPECIAL_MIXED = {1, "<a>"}\nSPECIAL_NESTED = [[1], [2]]\nX = open("f").read()\nY = 2 ** 10000\n'
+    rc = parse_remote_code(write(tmp_path / "tokenization_odd.py", src))
+    assert rc.special_token_lists == () and rc.pat_str is None
+
+
+def test_chat_template_list_with_odd_names(tmp_path: Path) -> None:
+    data = {"chat_template": [{"name": ["x"], "template": "a"}, {"name": "default", "template": "b"}]}
+    assert parse_tokenizer_config(write(tmp_path / "tokenizer_config.json", json.dumps(data))).chat_template == "b"

@@ -182,7 +182,7 @@ def _as_special_list(name: str, value: Any, source: Provenance) -> SpecialTokenL
             return SpecialTokenList(name, tuple(value.values()), tuple(value), source)
         return None
     if isinstance(value, (tuple, list, set)) and value:
-        items = sorted(value) if isinstance(value, set) else list(value)
+        items = sorted(value, key=repr) if isinstance(value, set) else list(value)
         if all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], int) and isinstance(p[1], str) for p in items):
             return SpecialTokenList(name, tuple(p[1] for p in items), tuple(p[0] for p in items), source)
         if "special" in name.lower() and all(isinstance(t, str) and _TOKEN_SHAPE.match(t) for t in items):

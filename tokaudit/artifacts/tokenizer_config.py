@@ -60,7 +60,7 @@ def _chat_template(value: Any, path: Path) -> str | None:
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, list):
-        named = {t.get("name"): t.get("template") for t in value if isinstance(t, dict)}
+        named = {t.get("name"): t.get("template") for t in value if isinstance(t, dict) and isinstance(t.get("name"), str)}
         chosen = named.get("default", next(iter(named.values()), None))
         if chosen is None or isinstance(chosen, str):
             return chosen
