@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from tokaudit import __version__
+from tokaudit.cli.replay import replay
 from tokaudit.cli.scan import scan
 
 app = typer.Typer(
@@ -35,6 +36,7 @@ def _root(
 
 
 app.command("scan")(scan)
+app.command("replay")(replay)
 
 
 def main() -> None:

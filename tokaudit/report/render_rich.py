@@ -58,6 +58,10 @@ def scan_section(console: Console, result: TargetResult) -> None:
 
 SECTIONS: dict[str, Section] = {"scan": scan_section}
 
+from tokaudit.report.rich_replay import replay_section  # noqa: E402
+
+SECTIONS["replay"] = replay_section
+
 
 def _finding(console: Console, f: Finding) -> None:
     head = Text()

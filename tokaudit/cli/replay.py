@@ -1,0 +1,79 @@
+"""``tokaudit replay TARGET STREAM``"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tokaudit.cli.common import (
+    DebugOpt,
+    FailOn,
+    FailOnOpt,
+    FormatOpt,
+    OutputFormat,
+    OutputOpt,
+    QuietOpt,
+    RevisionOpt,
+    emit,
+    handle_errors,
+)
+
+
+class StreamFormat(str, Enum):
+    json = "json"
+    ids = "ids"
+    jsonl = "jsonl"
+    sse = "sse"
+
+
+def replay(
+    target: Annotated[str, typer.Argument(help="Model directory, tokenizer file, or Hugging Face repo id.", show_default=False)],
+    stream: Annotated[
+        str,
+        typer.Argument(help="The token ids the server produced: a file, or - for stdin (JSON array, ids, JSON Lines steps, SSE capture).",
+                       show_default=False),
+    ],
+    stream_format: Annotated[
+        StreamFormat | None, typer.Option("--stream-format", help="Force the stream format (default: detected).", case_sensitive=False)
+    ] = None,
+    detokenizers: Annotated[
+        str | None, typer.Option("--detokenizers", help="Comma-separated: full,offsets,decodestream,bytes,naive (default: all).")
+    ] = None,
+    prompt: Annotated[
+        str | None, typer.Option("--prompt", help="Prompt ids that prime the detokenizers: ids inline (\"1 2 3\") or a file.")
+    ] = None,
+    stop: Annotated[list[str] | None, typer.Option("--stop", help="A stop string (repeatable).")] = None,
+    stop_id: Annotated[list[int] | None, typer.Option("--stop-id", help="A stop token id (repeatable).", min=0)] = None,
+    skip_special_tokens: Annotated[
+        bool, typer.Option("--skip-special-tokens/--keep-special-tokens", help="Drop special tokens from the text, as servers do by default.")
+    ] = True,
+    chunk_invariance: Annotated[
+        bool, typer.Option("--chunk-invariance/--no-chunk-invariance", help="Re-chunk the ids into steps of 1..8 and compare.")
+    ] = True,
+    revision: RevisionOpt = None,
+    fmt: FormatOpt = OutputFormat.rich,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    debug: DebugOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Replay recorded token ids through incremental detokenizers and show where each one breaks."""
+    with handle_errors(debug):
+        from tokaudit.report.report import Report
+        from tokaudit.scan import load_model
+        from tokaudit.stream.detokenizers import parse_detokenizer_list
+        from tokaudit.stream.readers import parse_stream, read_stream
+        from tokaudit.stream.replay import ReplayOptions, replay_result
+
+        names = parse_detokenizer_list(detokenizers)
+        tokens = read_stream(stream, stream_format.value if stream_format else None)
+        prompt_ids: tuple[int, ...] = ()
+        if prompt:
+            source = read_stream(prompt) if Path(prompt).is_file() else parse_stream(prompt, "--prompt")
+            prompt_ids = source.ids
+        options = ReplayOptions(names, prompt_ids, tuple(stop or ()), tuple(stop_id or ()), skip_special_tokens, chunk_invariance)
+        result, findings = replay_result(load_model(target, revision), tokens, options)
+        emit(Report("replay", [result], findings), fmt, output, fail_on, quiet)

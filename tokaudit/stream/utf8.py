@@ -1,0 +1,55 @@
+"""UTF-8 facts about byte strings: a trailing partial character and which characters it could begin."""
+
+from __future__ import annotations
+
+import codecs
+
+
+def incomplete_tail(data: bytes) -> bytes:
+    """The trailing bytes of ``data`` that begin a valid but unfinished multi-byte character."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    decoder.decode(data[-8:] if len(data) > 8 else data)
+    return decoder.getstate()[0]
+
+
+def sequence_length(lead: int) -> int:
+    if lead < 0x80:
+        return 1
+    if 0xC2 <= lead <= 0xDF:
+        return 2
+    if 0xE0 <= lead <= 0xEF:
+        return 3
+    if 0xF0 <= lead <= 0xF4:
+        return 4
+    return 0
+
+
+# Second-byte bounds for the leads whose range is narrower than 80..BF (Unicode Table 3-7).
+_SECOND = {0xE0: (0xA0, 0xBF), 0xED: (0x80, 0x9F), 0xF0: (0x90, 0xBF), 0xF4: (0x80, 0x8F)}
+
+
+def char_range(partial: bytes) -> tuple[int, int] | None:
+    """The first and last code point a partial character could complete to (None if not a valid start)."""
+    if not partial:
+        return None
+    need = sequence_length(partial[0])
+    if need <= len(partial):
+        return None
+    lo, hi = bytearray(partial), bytearray(partial)
+    for k in range(len(partial), need):
+        low, high = _SECOND.get(partial[0], (0x80, 0xBF)) if k == 1 else (0x80, 0xBF)
+        lo.append(low)
+        hi.append(high)
+    try:
+        return ord(bytes(lo).decode("utf-8")), ord(bytes(hi).decode("utf-8"))
+    except UnicodeDecodeError:
+        return None
+
+
+def describe_partial(partial: bytes) -> str:
+    """'2 of 3 bytes (E6 97) of a character in U+65C0..U+65FF'."""
+    hexed = " ".join(f"{b:02X}" for b in partial)
+    need = sequence_length(partial[0]) if partial else 0
+    span = char_range(partial)
+    where = f" of a character in U+{span[0]:04X}..U+{span[1]:04X}" if span else ""
+    return f"{len(partial)} of {need} bytes ({hexed}){where}"
