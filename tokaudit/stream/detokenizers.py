@@ -9,7 +9,7 @@ compared with the full decode whatever the detokenizer was still holding.
 from __future__ import annotations
 
 import codecs
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,16 +67,27 @@ class TokenBytes:
         return sum(len(self.data(i, skip_special)) for i in ids)
 
 
-@dataclass
 class DecodeContext:
-    """What every detokenizer decodes with: the ``tokenizers.Tokenizer``, the skip flag, token bytes."""
+    """What every detokenizer decodes with: the ``tokenizers.Tokenizer``, the skip flag, token bytes.
 
-    tokenizer: Any
-    skip_special_tokens: bool
-    tokens: TokenBytes
+    Single-id decodes are memoised: decode is a pure function of the ids, and the window after an
+    emission is usually one token, so this saves one of the two decodes per token of ``offsets``.
+    """
+
+    def __init__(self, tokenizer: Any, skip_special_tokens: bool, tokens: TokenBytes) -> None:
+        self.tokenizer = tokenizer
+        self.skip_special_tokens = skip_special_tokens
+        self.tokens = tokens
+        self.memo: dict[int, str] = {}
 
     def decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=self.skip_special_tokens)
+        return self.tokenizer.decode(ids, self.skip_special_tokens)
+
+    def decode_one(self, token_id: int) -> str:
+        text = self.memo.get(token_id)
+        if text is None:
+            text = self.memo[token_id] = self.tokenizer.decode([token_id], self.skip_special_tokens)
+        return text
 
 
 @dataclass
@@ -101,8 +112,13 @@ class Detokenizer:
         self.ctx = ctx
         self.errors: list[StepError] = []
 
-    def step(self, ids: Sequence[int], position: int) -> str:
+    def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
+        """Feed the steps; return the chunk emitted for each and, with ``track_held``, the bytes held
+        after each. Subclasses run this as one tight loop: per-step calls would dominate the cost."""
         raise NotImplementedError
+
+    def step(self, ids: Sequence[int], position: int) -> str:
+        return self.feed([ids], position, track_held=False)[0][0]
 
     def held_bytes(self) -> int:
         return 0
@@ -112,7 +128,7 @@ class Detokenizer:
 
 
 class Offsets(Detokenizer):
-    """TGI / vLLM slow path: decode ``ids[prefix:read]`` and ``ids[prefix:]`` per token, emit the
+    """TGI / vLLM slow path: per token, decode ``ids[prefix:read]`` and ``ids[prefix:]``, emit the
     difference unless the window ends in U+FFFD (then hold), slide the window on emission."""
 
     name = "offsets"
@@ -123,29 +139,50 @@ class Offsets(Detokenizer):
         self.read = len(self.ids)
         self.prefix = max(self.read - INITIAL_OFFSET, 0)
 
-    def step(self, ids: Sequence[int], position: int) -> str:
-        decode = self.ctx.decode
-        out = []
-        for k, token_id in enumerate(ids):
-            self.ids.append(token_id)
-            prefix_text = decode(self.ids[self.prefix:self.read])
-            new_text = decode(self.ids[self.prefix:])
-            if len(new_text) > len(prefix_text) and not new_text.endswith(REPLACEMENT):
-                if not new_text.startswith(prefix_text):
-                    self.errors.append(StepError(
-                        position + k, token_id, "rewritten",
-                        f"window decode {new_text!r} no longer starts with {prefix_text!r}: the emitted "
-                        "text would have to change; the window emits a slice by length regardless",
-                    ))
-                out.append(new_text[len(prefix_text):])
-                self.prefix, self.read = self.read, len(self.ids)
-                if self.prefix > 4096:  # keep the id list short: only the window matters
-                    del self.ids[:self.prefix]
-                    self.read -= self.prefix
-                    self.prefix = 0
-        return "".join(out)
+    def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
+        decode, skip, memo = self.ctx.tokenizer.decode, self.ctx.skip_special_tokens, self.ctx.memo
+        ids, prefix, read = self.ids, self.prefix, self.read
+        chunks: list[str] = []
+        held: list[int] = []
+        prefix_text: str | None = None  # unchanged while the window holds
+        fffd = REPLACEMENT
+        for step in steps:
+            out = ""
+            for token_id in step:
+                ids.append(token_id)
+                if prefix_text is None:
+                    if read - prefix == 1:
+                        first = ids[prefix]
+                        prefix_text = memo.get(first)
+                        if prefix_text is None:
+                            prefix_text = memo[first] = decode([first], skip)
+                    else:
+                        prefix_text = decode(ids[prefix:read], skip)
+                new_text = decode(ids[prefix:], skip)
+                n = len(prefix_text)
+                if len(new_text) > n and new_text[-1] != fffd:
+                    if not new_text.startswith(prefix_text):
+                        self.errors.append(StepError(
+                            position, token_id, "rewritten",
+                            f"window decode {new_text!r} no longer starts with {prefix_text!r}: the emitted "
+                            "text would have to change (the window emits a slice by length regardless)",
+                        ))
+                    out += new_text[n:]
+                    prefix, read, prefix_text = read, len(ids), None
+                    if prefix > 4096:  # keep the id list short: only the window matters
+                        del ids[:prefix]
+                        read -= prefix
+                        prefix = 0
+                position += 1
+            chunks.append(out)
+            if track_held:
+                held.append(0 if read == len(ids) else self.ctx.tokens.count(ids[read:], skip))
+        self.prefix, self.read = prefix, read
+        return chunks, held
 
     def held_bytes(self) -> int:
+        if self.read == len(self.ids):
+            return 0
         return self.ctx.tokens.count(self.ids[self.read:], self.ctx.skip_special_tokens)
 
     def flush(self) -> str:
@@ -156,44 +193,59 @@ class Offsets(Detokenizer):
 
 
 class DecodeStreamDetok(Detokenizer):
-    """``tokenizers.decoders.DecodeStream``. ``prefill``: built with the prompt ids (vLLM since
-    #34217); otherwise the prompt ids are stepped through first and their output discarded.
-    An ``Invalid prefix`` error is handled as vLLM does: a fresh stream, the ids stepped again."""
+    """``tokenizers.decoders.DecodeStream``, stepped with each step's ids (an int, or a list for a
+    multi-token step). ``prefill``: built with the prompt ids (vLLM since #34217); otherwise the
+    prompt ids are stepped through first and their output discarded. An ``Invalid prefix`` error is
+    handled as vLLM does: a fresh stream without context, the ids stepped again."""
 
     def __init__(self, ctx: DecodeContext, prompt: Sequence[int], prefill: bool) -> None:
         super().__init__(ctx)
-        from tokenizers.decoders import DecodeStream
-
-        self._new = lambda ids=None: DecodeStream(ids=ids, skip_special_tokens=ctx.skip_special_tokens) if ids \
-            else DecodeStream(skip_special_tokens=ctx.skip_special_tokens)
         self.name = "decodestream-prefill" if prefill else "decodestream"
         self.stream = self._new(list(prompt)) if prefill else self._new()
         self.pending: list[int] = []  # ids stepped since the last emission
-        self.context: list[int] = list(prompt[-INITIAL_OFFSET:])
+        self.last: tuple[list[int], Sequence[int]] = (list(prompt[-INITIAL_OFFSET:]), ())  # context for flush
         if not prefill:
             for token_id in prompt:
-                self._step(token_id)
-            self.pending = []
+                self.stream.step(ctx.tokenizer, token_id)
 
-    def _step(self, arg: int | list[int]) -> str | None:
-        return self.stream.step(self.ctx.tokenizer, arg)
+    def _new(self, ids: list[int] | None = None) -> Any:
+        from tokenizers.decoders import DecodeStream
 
-    def step(self, ids: Sequence[int], position: int) -> str:
-        arg: int | list[int] = ids[0] if len(ids) == 1 else list(ids)
-        try:
-            out = self._step(arg)
-        except Exception as exc:  # noqa: BLE001 - tokenizers raises a plain Exception for Invalid prefix
-            message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            kind = "rewritten" if "Invalid prefix" in message else "error"
-            self.errors.append(StepError(position + len(ids) - 1, ids[-1], kind, message[:300]))
-            self.stream = self._new()
-            out = self._step(arg)
-        self.pending.extend(ids)
-        if out is None:
-            return ""
-        self.context = self.pending[-INITIAL_OFFSET:]
-        self.pending = []
-        return out
+        if ids:
+            return DecodeStream(ids=ids, skip_special_tokens=self.ctx.skip_special_tokens)
+        return DecodeStream(skip_special_tokens=self.ctx.skip_special_tokens)
+
+    def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
+        tokenizer, skip, count = self.ctx.tokenizer, self.ctx.skip_special_tokens, self.ctx.tokens.count
+        step = self.stream.step
+        pending = self.pending
+        chunks: list[str] = []
+        held: list[int] = []
+        for ids in steps:
+            arg: int | list[int] = ids[0] if len(ids) == 1 else list(ids)
+            try:
+                out = step(tokenizer, arg)
+            except Exception as exc:  # noqa: BLE001 - tokenizers raises a plain Exception for Invalid prefix
+                message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                kind = "rewritten" if "Invalid prefix" in message else "error"
+                self.errors.append(StepError(position + len(ids) - 1, ids[-1], kind, message[:300]))
+                self.stream = self._new()
+                step = self.stream.step
+                out = step(tokenizer, arg)
+            position += len(ids)
+            if out is None:
+                pending.extend(ids)
+                chunks.append("")
+                if track_held:
+                    held.append(count(pending, skip))
+            else:
+                self.last = (pending, ids)
+                pending = []
+                chunks.append(out)
+                if track_held:
+                    held.append(0)
+        self.pending = pending
+        return chunks, held
 
     def held_bytes(self) -> int:
         return self.ctx.tokens.count(self.pending, self.ctx.skip_special_tokens)
@@ -201,8 +253,9 @@ class DecodeStreamDetok(Detokenizer):
     def flush(self) -> str:
         if not self.pending:
             return ""
-        before = self.ctx.decode(self.context)
-        return self.ctx.decode(self.context + self.pending)[len(before):]
+        context = (list(self.last[0]) + list(self.last[1]))[-INITIAL_OFFSET:]
+        before = self.ctx.decode(context)
+        return self.ctx.decode(context + self.pending)[len(before):]
 
 
 class BytesDetok(Detokenizer):
@@ -218,25 +271,32 @@ class BytesDetok(Detokenizer):
         # The prompt's trailing partial character (if any) is held for the first generated bytes.
         self.decoder.decode(b"".join(ctx.tokens.data(i, ctx.skip_special_tokens) for i in prompt))
 
-    def step(self, ids: Sequence[int], position: int) -> str:
-        tokens, skip = self.ctx.tokens, self.ctx.skip_special_tokens
-        parts = []
-        for k, token_id in enumerate(ids):
-            entry = tokens.get(token_id)
-            if entry is None:
-                self.errors.append(StepError(
-                    position + k, token_id, "error", f"no entry found for key {token_id} (the data files map no token to it)"
-                ))
-            elif not (skip and entry[1]):
-                parts.append(entry[0])
-        return self.decoder.decode(b"".join(parts) if len(parts) != 1 else parts[0])
+    def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
+        get, skip = self.ctx.tokens.get, self.ctx.skip_special_tokens
+        decode, state = self.decoder.decode, self.decoder.getstate
+        chunks: list[str] = []
+        held: list[int] = []
+        for ids in steps:
+            data = b""
+            for token_id in ids:
+                entry = get(token_id)
+                if entry is None:
+                    self.errors.append(StepError(
+                        position, token_id, "error", f"no entry found for key {token_id} (the data files map no token to it)"
+                    ))
+                elif not (skip and entry[1]):
+                    data += entry[0]
+                position += 1
+            chunks.append(decode(data))
+            if track_held:
+                held.append(len(state()[0]))
+        return chunks, held
 
     def held_bytes(self) -> int:
         return len(self.decoder.getstate()[0])
 
     def flush(self) -> str:
-        held = self.decoder.getstate()[0]
-        return held.decode("utf-8", "replace")
+        return self.decoder.getstate()[0].decode("utf-8", "replace")
 
 
 class Naive(Detokenizer):
@@ -244,9 +304,10 @@ class Naive(Detokenizer):
 
     name = "naive"
 
-    def step(self, ids: Sequence[int], position: int) -> str:
-        decode = self.ctx.decode
-        return "".join(decode([i]) for i in ids)
+    def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
+        decode_one = self.ctx.decode_one
+        chunks = ["".join(decode_one(i) for i in ids) if len(ids) != 1 else decode_one(ids[0]) for ids in steps]
+        return chunks, [0] * len(chunks) if track_held else []
 
 
 def build_detokenizers(names: Sequence[str], ctx: DecodeContext, prompt: Sequence[int]) -> list[Detokenizer]:
@@ -287,17 +348,7 @@ class Run:
 
 def run(detok: Detokenizer, steps: Sequence[Sequence[int]], track_held: bool = True) -> Run:
     """Feed every step to ``detok``. ``track_held=False`` skips the per-step held count (re-runs)."""
-    result = Run(detok.name)
-    chunks, held = result.chunks, result.held
-    position = 0
-    step = detok.step
-    for ids in steps:
-        chunks.append(step(ids, position))
-        position += len(ids)
-        if track_held:
-            held.append(detok.held_bytes())
+    chunks, held = detok.feed(steps, 0, track_held)
     if not track_held:
-        held.append(detok.held_bytes())
-    result.errors = detok.errors
-    result.flush = detok.flush()
-    return result
+        held = [detok.held_bytes()]
+    return Run(detok.name, chunks, held, detok.errors, detok.flush())

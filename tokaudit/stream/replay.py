@@ -144,9 +144,12 @@ def _rechunk(ids: Sequence[int], k: int) -> list[tuple[int, ...]]:
     return [tuple(ids[i:i + k]) for i in range(0, len(ids), k)]
 
 
-def replay(model: TokenizerModel, stream: Stream, options: ReplayOptions) -> Replay:
+def replay(
+    model: TokenizerModel, stream: Stream, options: ReplayOptions, loaded: tuple[Any, str, float] | None = None
+) -> Replay:
+    """Replay ``stream``; ``loaded`` is a :func:`load_tokenizer` result to reuse (benchmarks, tests)."""
     started = time.perf_counter()
-    tokenizer, origin, load_seconds = load_tokenizer(model)
+    tokenizer, origin, load_seconds = loaded or load_tokenizer(model)
     ctx = DecodeContext(tokenizer, options.skip_special_tokens, TokenBytes(model.files))
     ids, steps, prompt = stream.ids, stream.steps, options.prompt
     seconds: dict[str, float] = {"tokenizer": load_seconds}
@@ -237,8 +240,8 @@ def replay(model: TokenizerModel, stream: Stream, options: ReplayOptions) -> Rep
                    "skip_special_tokens": options.skip_special_tokens},
         "tokenizer": {"origin": origin, "load_seconds": round(load_seconds, 4)},
         "text": full,
-        "detokenizers": [{"name": "full", "text": full, "held_bytes": 0, "errors": [], "flush": ""}]
-        * ("full" in options.detokenizers) + [inv.detokenizer_json(r) for r in runs],
+        "detokenizers": ([{"name": "full", "text": full, "held_bytes": 0, "errors": [], "flush": ""}]
+                         if "full" in options.detokenizers else []) + [inv.detokenizer_json(r) for r in runs],
         "tool_calls": [{"format": c.format, "closed": c.closed, "valid": c.error is None, "error": c.error} for c in calls],
         "chunk_invariance": {"checked": options.chunk_invariance, "sizes": list(CHUNK_SIZES), "varied": variance},
     }

@@ -1,0 +1,121 @@
+"""Stream readers: every format, auto-detection, and one clear error per malformed input."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import pytest
+
+from tokaudit.errors import InputError
+from tokaudit.stream.readers import Stream, detect_format, parse_stream, read_stream
+
+
+def test_json_array_is_one_id_per_step():
+    s = parse_stream("[5, 17,\n 163600]", "s.json")
+    assert s == Stream("json", ((5,), (17,), (163600,)))
+    assert s.ids == (5, 17, 163600)
+
+
+def test_ids_separated_by_whitespace_and_commas():
+    s = parse_stream("1 2,3\n\n4 ,5\t6\n", "s.txt")
+    assert s.format == "ids"
+    assert s.ids == (1, 2, 3, 4, 5, 6)
+    assert len(s.steps) == 6
+
+
+def test_jsonl_steps_keep_their_sizes_and_keys():
+    text = '{"token_ids": [1, 2, 3]}\n\n{"ids": [4]}\n{"output_ids": [5, 6]}\n{"token_id": 7}\n[8, 9]\n'
+    s = parse_stream(text, "s.jsonl")
+    assert s.format == "jsonl"
+    assert s.steps == ((1, 2, 3), (4,), (5, 6), (7,), (8, 9))
+
+
+def test_sse_capture_takes_ids_from_choices_and_skips_events_without_ids():
+    text = (
+        ": keep-alive\n"
+        'data: {"id": "c1", "choices": [{"index": 0, "delta": {"role": "assistant"}}]}\n\n'
+        'data: {"id": "c1", "choices": [{"index": 0, "delta": {"content": "Hi"}, "token_ids": [9906, 1070]}]}\n\n'
+        'data: {"id": "c1", "choices": [{"index": 0, "delta": {"content": "!", "token_ids": [0]}}]}\n\n'
+        'data: {"id": "c1", "choices": [], "usage": {"completion_tokens": 3}}\n\n'
+        "data: [DONE]\n"
+    )
+    s = parse_stream(text, "cap.sse")
+    assert s.format == "sse"
+    assert s.steps == ((9906, 1070), (0,))
+
+
+@pytest.mark.parametrize(
+    ("text", "fmt"),
+    [("[1,2]", "json"), ("[1,\n2]", "json"), ("[1]\n[2, 3]\n", "jsonl"), ('{"ids": [1]}', "jsonl"),
+     ("data: [DONE]", "sse"), ("1 2 3", "ids"), ("", "ids")],
+)
+def test_detection(text, fmt):
+    assert detect_format(text) == fmt
+
+
+def test_forced_format_overrides_detection():
+    with pytest.raises(InputError) as exc:
+        parse_stream("1 2 3", "s.txt", "json")
+    assert str(exc.value) == "s.txt:1: invalid JSON: Extra data (column 3)"
+    with pytest.raises(InputError) as exc:
+        parse_stream('{"ids": [1]}', "s.json", "json")
+    assert str(exc.value) == "s.json: expected a JSON array of ids, got dict"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[1,\n2,\n-3]", "s:3: element 2: id -3 is negative"),
+        ("[1, 2.5]", "s:1: element 1: 2.5 is not an integer token id"),
+        ('[1, "2"]', "s:1: element 1: '2' is not an integer token id"),
+        ("[1, 4294967296]", "s:1: element 1: id 4294967296 is out of range (>= 2**32)"),
+        ('{"a": 1}', "s:1: no token_ids, ids, output_ids, token_id key in this step"),
+        ("[1, 2", "s:1: invalid JSON: Expecting ',' delimiter (column 6)"),
+        ("1 2\n3 x7", "s:2: column 3: 'x7' is not an integer token id"),
+        ("1 4294967296", "s:1: column 3: id 4294967296 is out of range (>= 2**32)"),
+        ("1 -2", "s:1: column 3: id -2 is negative"),
+        ('{"token_ids": [1]}\n{"token_ids": [1, true]}', "s:2: token_ids[1]: true is not an integer token id"),
+        ('{"token_ids": [1]}\n{"text": "hi"}', "s:2: no token_ids, ids, output_ids, token_id key in this step"),
+        ('{"token_ids": [1]}\n{"token_ids": [1]', "s:2: invalid JSON: Expecting ',' delimiter (column 18)"),
+        ('{"token_ids": [1]}\n"x"', "s:2: expected an object with one of token_ids, ids, output_ids, token_id or an array of ids"),
+        ('data: {"choices": [{"token_ids": [1]}]}\nHTTP/1.1 200 OK', "s:2: not a server-sent-events line (expected 'data: ...')"),
+        ('data: {"choices": [}', "s:1: invalid JSON in data line: Expecting value (column 20)"),
+        ("data: [DONE]\ndata: {}", "s:2: data after 'data: [DONE]'"),
+        ('data: {"choices": [{"index": 0, "token_ids": [1]}, {"index": 1, "token_ids": [2]}]}',
+         "s:1: chunk carries choices [0, 1]: replay one choice (n=1) at a time"),
+        ('data: {"choices": [{"token_ids": [-1]}]}', "s:1: token_ids[0]: id -1 is negative"),
+        ("   \n", "s: no token ids in the stream (read as ids)"),
+    ],
+)
+def test_malformed_streams_name_the_line(text, message):
+    with pytest.raises(InputError) as exc:
+        parse_stream(text, "s")
+    assert str(exc.value) == message
+
+
+def test_unknown_format_name():
+    with pytest.raises(InputError, match="unknown stream format 'csv'"):
+        parse_stream("1", "s", "csv")
+
+
+def test_read_stream_from_file_and_stdin(tmp_path, monkeypatch):
+    p = tmp_path / "s.json"
+    p.write_bytes(b"\xef\xbb\xbf[1, 2]")  # a UTF-8 BOM is accepted
+    assert read_stream(str(p)).ids == (1, 2)
+    monkeypatch.setattr(sys, "stdin", io.StringIO('{"token_ids": [3, 4]}\n'))
+    assert read_stream("-") == Stream("jsonl", ((3, 4),))
+
+
+def test_read_stream_errors_name_the_file(tmp_path):
+    with pytest.raises(InputError) as exc:
+        read_stream(str(tmp_path / "missing.json"))
+    assert str(exc.value) == f"{tmp_path / 'missing.json'}: cannot read stream: No such file or directory"
+    with pytest.raises(InputError) as exc:
+        read_stream(str(tmp_path))
+    assert str(exc.value) == f"{tmp_path}: is a directory, not a token stream"
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"1 2 \xff")
+    with pytest.raises(InputError) as exc:
+        read_stream(str(bad))
+    assert str(exc.value) == f"{bad}: not UTF-8 text (byte offset 4)"
