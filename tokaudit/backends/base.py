@@ -65,3 +65,23 @@ def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> Outcome:
     except BaseException as exc:  # noqa: BLE001 - Rust panics are BaseExceptions
         text = str(exc).strip().splitlines()
         return Outcome(None, type(exc).__name__, text[0][:200] if text else "", is_panic(exc))
+
+
+def can_encode(backend: Backend) -> bool:
+    """False for decode-only backends (``strict``)."""
+    return getattr(backend, "can_encode", True)
+
+
+def encode_batch(backend: Backend, texts: list[str]) -> list[list[int]]:
+    """The backend's own batch encoder when it has one (tiktoken, tokenizers), else one call per text."""
+    batch = getattr(backend, "encode_batch", None)
+    return batch(texts) if batch is not None else [backend.encode(t) for t in texts]
+
+
+def decode_batch(backend: Backend, ids: list[list[int]], skip_special_tokens: bool = False) -> list[str]:
+    """The backend's own batch decoder when it has one, else one call per sequence."""
+    batch = getattr(backend, "decode_batch", None)
+    if batch is not None:
+        return batch(ids, skip_special_tokens)
+    return [backend.decode(x, skip_special_tokens) for x in ids]
+

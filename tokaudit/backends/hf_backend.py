@@ -43,7 +43,8 @@ def tokenizer_from_ranks(vocab: ByteVocab, pattern: Pattern) -> Any:
     for content, token_id in vocab.specials.items():
         bpe_vocab.setdefault(content, token_id)
     merges = [(spell(a), spell(b)) for a, b in recover_merges(vocab.ranks)]
-    tok = Tokenizer(models.BPE(vocab=bpe_vocab, merges=merges, ignore_merges=False))
+    # ignore_merges: a pre-token that is itself a token is taken whole, as tiktoken and TikTokenConverter do.
+    tok = Tokenizer(models.BPE(vocab=bpe_vocab, merges=merges, ignore_merges=True))
     try:
         split = pre_tokenizers.Split(Regex(pattern.regex), behavior="isolated", invert=False)
     except Exception as exc:  # noqa: BLE001 - tokenizers raises plain Exception for a bad regex
@@ -88,6 +89,9 @@ class HFBackend:
 
     def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
+
+    def decode_batch(self, ids: list[list[int]], skip_special_tokens: bool = False) -> list[str]:
+        return self.tokenizer.decode_batch(ids, skip_special_tokens=skip_special_tokens)
 
     def versions(self) -> dict[str, str]:
         import tokenizers

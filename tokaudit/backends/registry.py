@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from tokaudit.backends.base import Backend, BackendUnavailable
-from tokaudit.backends.pattern import find_pattern
+from tokaudit.backends.pattern import Pattern, find_pattern
 from tokaudit.backends.vocab import ByteVocab, byte_vocab
 from tokaudit.errors import InputError
 from tokaudit.model.tokenizer_model import TokenizerModel
 
-#: Every backend name, in display order.
-BACKEND_NAMES = ("tiktoken", "hf", "reference", "strict")
+#: Every backend name, in display order. The transformers ones need the optional extra.
+BACKEND_NAMES = ("tiktoken", "hf", "reference", "strict", "transformers-fast", "transformers-slow")
 
 
 @dataclass
@@ -22,6 +22,8 @@ class LoadedBackend:
     backend: Backend | None
     unavailable: str | None
     load_seconds: float
+    #: What was really loaded: "tokenizer.json", "rebuilt from tiktoken.model ranks", "TokenizersBackend (fast)"...
+    detail: str | None = None
 
     @property
     def available(self) -> bool:
@@ -33,6 +35,7 @@ class LoadedBackend:
             "available": self.available,
             "reason": self.unavailable,
             "load_seconds": round(self.load_seconds, 4),
+            "detail": self.detail,
         }
 
 
@@ -47,7 +50,10 @@ def parse_backend_list(value: str | None) -> list[str]:
     return names
 
 
-def load_backends(model: TokenizerModel, names: list[str], pat_str: str | None = None) -> list[LoadedBackend]:
+def load_backends(
+    model: TokenizerModel, names: list[str], pat_str: str | None = None, *, trust_remote_code: bool = False
+) -> list[LoadedBackend]:
+    """Build each named backend; ``trust_remote_code`` only reaches transformers, and only when the user asked."""
     pattern = find_pattern(model, pat_str)
     vocab_cache: dict[str, ByteVocab | None] = {}
 
@@ -78,6 +84,14 @@ def load_backends(model: TokenizerModel, names: list[str], pat_str: str | None =
             from tokaudit.backends.strict import StrictBackend
 
             return StrictBackend(model)
+        if name.startswith("transformers-"):
+            from pathlib import Path
+
+            from tokaudit.backends.transformers_backend import TransformersBackend
+
+            if Path(model.target).is_file():
+                raise BackendUnavailable("AutoTokenizer loads a directory; the target is a single file")
+            return TransformersBackend.load(name, model.artifacts.root, trust_remote_code)
         raise InputError(f"unknown backend {name!r}", key="--backends")
 
     out = []
@@ -88,5 +102,21 @@ def load_backends(model: TokenizerModel, names: list[str], pat_str: str | None =
             reason = None
         except BackendUnavailable as exc:
             backend, reason = None, str(exc)
-        out.append(LoadedBackend(name, backend, reason, time.perf_counter() - start))
+        out.append(LoadedBackend(name, backend, reason, time.perf_counter() - start, _detail(backend, pattern)))
     return out
+
+
+def _detail(backend: Backend | None, pattern: Pattern | None) -> str | None:
+    """One line on what a backend really is (its origin, the loaded class, the pattern's source)."""
+    if backend is None:
+        return None
+    describe = getattr(backend, "describe", None)
+    if describe is not None:
+        return describe()
+    origin = getattr(backend, "origin", None)
+    if origin is not None:
+        return origin
+    if backend.name in ("tiktoken", "reference") and pattern is not None:
+        return f"pattern from {pattern.source}"
+    return None
+

@@ -35,6 +35,11 @@ class TiktokenBackend:
             ids = [i for i in ids if i not in self.special_ids]
         return self.encoding.decode(ids)
 
+    def decode_batch(self, ids: list[list[int]], skip_special_tokens: bool = False) -> list[str]:
+        if skip_special_tokens:
+            ids = [[i for i in x if i not in self.special_ids] for x in ids]
+        return self.encoding.decode_batch(ids)
+
     def versions(self) -> dict[str, str]:
         import tiktoken
 

@@ -29,11 +29,17 @@ def byte_vocab(model: TokenizerModel) -> ByteVocab:
     base = a.tiktoken.by_id if a.tiktoken else a.tekken.by_id  # type: ignore[union-attr]
     ranks = {token: i for i, token in base.items()}
     specials: dict[str, int] = {}
-    for layer in model.files.layers:
-        if layer.tokens is base:
-            continue
-        for i, token in layer.tokens.items():
-            specials.setdefault(token.decode("utf-8", "replace"), i)
+    if a.tokenizer_json is not None:
+        # tokenizer.json is then the files profile's base vocabulary: only its added tokens are specials.
+        for added in a.tokenizer_json.added_tokens:
+            if added.id is not None:
+                specials.setdefault(added.content, added.id)
+    else:
+        for layer in model.files.layers:
+            if layer.tokens is base:
+                continue
+            for i, token in layer.tokens.items():
+                specials.setdefault(token.decode("utf-8", "replace"), i)
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
         raise BackendUnavailable(f"ranks lack {len(missing)} of the 256 single bytes (e.g. 0x{missing[0]:02X}): not byte-level BPE")

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from tokaudit import __version__
+from tokaudit.cli.compare import compare
 from tokaudit.cli.replay import replay
 from tokaudit.cli.scan import scan
 
@@ -36,6 +37,7 @@ def _root(
 
 
 app.command("scan")(scan)
+app.command("compare")(compare)
 app.command("replay")(replay)
 
 

@@ -62,6 +62,10 @@ from tokaudit.report.rich_replay import replay_section  # noqa: E402
 
 SECTIONS["replay"] = replay_section
 
+from tokaudit.report.rich_compare import compare_section  # noqa: E402
+
+SECTIONS["compare"] = compare_section
+
 
 def _finding(console: Console, f: Finding) -> None:
     head = Text()

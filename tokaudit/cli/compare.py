@@ -1,0 +1,120 @@
+"""``tokaudit compare TARGET``"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from tokaudit.cli.common import (
+    DebugOpt,
+    FailOn,
+    FailOnOpt,
+    FormatOpt,
+    OutputFormat,
+    OutputOpt,
+    QuietOpt,
+    RevisionOpt,
+    emit,
+    handle_errors,
+)
+
+
+class Sweep(str, Enum):
+    planes = "planes"
+    full = "full"
+    off = "off"
+
+
+class _Bar:
+    """A rich progress bar on stderr (the core reports through start/advance)."""
+
+    def __init__(self, progress: Any) -> None:
+        self.progress = progress
+        self.task: Any = None
+
+    def start(self, total: int) -> None:
+        self.task = self.progress.add_task("compare", total=total)
+
+    def advance(self, label: str, amount: int) -> None:
+        self.progress.update(self.task, advance=amount, description=label)
+
+
+@contextmanager
+def _progress(quiet: bool) -> Iterator[_Bar | None]:
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    console = Console(file=sys.stderr, markup=False, highlight=False)
+    with Progress(TextColumn("{task.description}"), BarColumn(), TimeRemainingColumn(), console=console, transient=True) as p:
+        yield _Bar(p)
+
+
+def compare(
+    target: Annotated[str, typer.Argument(help="Model directory, tokenizer file, or Hugging Face repo id.", show_default=False)],
+    backends: Annotated[
+        str | None,
+        typer.Option("--backends", help="Comma-separated: tiktoken, hf, reference, strict, transformers-fast, transformers-slow "
+                     "(default: every backend the model supports)."),
+    ] = None,
+    corpus: Annotated[
+        list[Path] | None, typer.Option("--corpus", help="A text file (a case per line) or a directory of them; repeatable.")
+    ] = None,
+    whole_file: Annotated[bool, typer.Option("--whole-file", help="Each corpus file is one case.")] = False,
+    sample: Annotated[int | None, typer.Option("--sample", help="Compare N cases of the --corpus, picked at random.", min=0)] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of --sample and of the built-in generators.")] = 0,
+    builtin: Annotated[
+        bool, typer.Option("--builtin-corpus/--no-builtin-corpus", help="Include the built-in corpus of known failure classes.")
+    ] = True,
+    sweep: Annotated[
+        Sweep,
+        typer.Option("--unicode-sweep", help="Unicode sweep of the built-in corpus: planes with assigned characters "
+                     "in full and the others sampled, every scalar value, or none.", case_sensitive=False),
+    ] = Sweep.planes,
+    pat_str: Annotated[str | None, typer.Option("--pat-str", help="Pre-tokenizer regex, when the model declares none.")] = None,
+    trust_remote_code: Annotated[
+        bool, typer.Option("--trust-remote-code", help="Let the transformers backends run the model's own code (never by default).")
+    ] = False,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", help="Load the transformers tokenizer N times at once (threads, then processes).", min=0)
+    ] = 0,
+    examples: Annotated[int, typer.Option("--examples", help="First examples kept per pair and kind.", min=1)] = 3,
+    revision: RevisionOpt = None,
+    fmt: FormatOpt = OutputFormat.rich,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    debug: DebugOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Encode and decode the same text with every backend; report where they disagree."""
+    with handle_errors(debug):
+        from tokaudit.backends.registry import parse_backend_list
+        from tokaudit.compare.run import CompareOptions, compare_model
+        from tokaudit.report.report import Report
+        from tokaudit.scan import load_model
+
+        options = CompareOptions(
+            backends=parse_backend_list(backends),
+            pat_str=pat_str,
+            corpora=list(corpus or []),
+            whole_file=whole_file,
+            sample=sample,
+            seed=seed,
+            builtin=builtin,
+            sweep=sweep.value,
+            trust_remote_code=trust_remote_code,
+            concurrency=concurrency,
+            max_examples=examples,
+        )
+        model = load_model(target, revision)
+        with _progress(quiet) as bar:
+            result, findings = compare_model(model, options, bar)
+        emit(Report("compare", [result], findings), fmt, output, fail_on, quiet)

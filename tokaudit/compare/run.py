@@ -1,0 +1,314 @@
+"""``compare``: load the backends, run them over the corpus, compare every pair, build the findings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from tokaudit.backends.base import can_encode
+from tokaudit.backends.registry import LoadedBackend, load_backends
+from tokaudit.compare import codes
+from tokaudit.compare.corpus import Case, builtin_corpus, sample, user_corpus
+from tokaudit.compare.parity import PairResult, TokenView, compare_decoder, compare_encoders
+from tokaudit.compare.race import RaceResult, race
+from tokaudit.compare.runs import BackendRun, Progress, run_backend, run_decoder, throughput
+from tokaudit.compare.unknown_ids import UnknownIdTable, unknown_id_table
+from tokaudit.errors import InputError
+from tokaudit.ids import IdRanges
+from tokaudit.model.tokenizer_model import TokenizerModel
+from tokaudit.report.finding import Finding
+from tokaudit.report.report import TargetResult
+from tokaudit.report.text import plural, visible
+
+#: At most this many special-token strings go into the built-in corpus (Kimi-style models declare hundreds).
+MAX_SPECIALS = 512
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    backends: list[str]
+    pat_str: str | None = None
+    corpora: list[Path] = field(default_factory=list)
+    whole_file: bool = False
+    sample: int | None = None
+    seed: int = 0
+    builtin: bool = True
+    #: "planes" (default), "full" or "off"
+    sweep: str = "planes"
+    trust_remote_code: bool = False
+    concurrency: int = 0
+    max_examples: int = 3
+
+
+def special_strings(model: TokenizerModel) -> list[str]:
+    """Special-token strings a files-only loader knows (the strings users can type to reach them)."""
+    out: dict[str, None] = {}
+    for layer in model.files.layers:
+        if layer.special:
+            for token in layer.tokens.values():
+                out.setdefault(token.decode("utf-8", "replace"), None)
+    return sorted(out)[:MAX_SPECIALS]
+
+
+def build_corpus(model: TokenizerModel, options: CompareOptions) -> list[Case]:
+    cases: list[Case] = []
+    if options.builtin:
+        cases += builtin_corpus(special_strings(model), seed=options.seed, sweep=options.sweep)
+    user: list[Case] = []
+    for path in options.corpora:
+        user += user_corpus(path, options.whole_file)
+    cases += sample(user, options.sample, options.seed)
+    if not cases:
+        raise InputError("nothing to compare: the corpus is empty", key="--corpus" if options.corpora else "--no-builtin-corpus")
+    return cases
+
+
+@dataclass
+class Comparison:
+    loaded: list[LoadedBackend]
+    cases: list[Case]
+    corpus_bytes: int
+    runs: list[BackendRun]
+    pairs: list[PairResult]
+    unknown: UnknownIdTable
+    races: list[RaceResult]
+    race_note: str | None
+
+
+def _flat_tokens(model: TokenizerModel) -> dict[int, bytes]:
+    tokens: dict[int, bytes] = {}
+    for layer in reversed(model.files.layers):
+        tokens.update(layer.tokens)
+    return tokens
+
+
+def run_comparison(model: TokenizerModel, options: CompareOptions, progress: Progress | None = None) -> Comparison:
+    loaded = load_backends(model, options.backends, options.pat_str, trust_remote_code=options.trust_remote_code)
+    usable = [lb.backend for lb in loaded if lb.backend is not None]
+    encoders = [b for b in usable if can_encode(b)]
+    if not encoders or len(usable) < 2:
+        why = "; ".join(f"{lb.name}: {lb.unavailable}" for lb in loaded if lb.unavailable) or "fewer than two were asked for"
+        raise InputError(f"compare needs two usable backends, one of which encodes ({why})", key="--backends")
+    cases = build_corpus(model, options)
+    texts = [c.text for c in cases]
+    sizes = [len(t.encode("utf-8")) for t in texts]
+    if progress:
+        progress.start(sum(sizes) * (2 * len(encoders) + len(usable) - len(encoders)))
+    runs = [run_backend(b, texts, sizes, progress) for b in encoders]
+    primary = runs[0]
+    assert primary.ids is not None
+    runs += [run_decoder(b, primary.ids, sizes, progress) for b in usable if not can_encode(b)]
+    view = TokenView(_flat_tokens(model))
+    enc_runs = [r for r in runs if r.encodes]
+    dec_runs = [r for r in runs if not r.encodes]
+    pairs = [compare_encoders(a, b, cases, view, options.max_examples) for a, b in combinations(enc_runs, 2)]
+    pairs += [compare_decoder(e, d, cases, primary, options.max_examples) for d in dec_runs for e in enc_runs]
+    unknown = unknown_id_table(model, usable)
+    races, note = _races(model, loaded, options)
+    return Comparison(loaded, cases, sum(sizes), runs, pairs, unknown, races, note)
+
+
+def _races(model: TokenizerModel, loaded: list[LoadedBackend], options: CompareOptions) -> tuple[list[RaceResult], str | None]:
+    if options.concurrency <= 0:
+        return [], None
+    from tokaudit.backends.transformers_backend import USE_FAST
+
+    chosen = [lb for lb in loaded if lb.name in USE_FAST and lb.backend is not None]
+    if not chosen:
+        return [], "no transformers backend is loaded (is the transformers extra installed, and is it in --backends?)"
+    return [race(lb.name, model.artifacts.root, options.concurrency, options.trust_remote_code, USE_FAST[lb.name]) for lb in chosen], None
+
+
+# -- findings -------------------------------------------------------------------------------------
+
+
+def _finding(code: codes.Code, message: str, target: str, details: dict[str, Any], ids: IdRanges | None = None) -> Finding:
+    return Finding(code.code, code.name, code.severity, message, None, ids, details, target)
+
+
+def _tokens(side: dict[str, Any]) -> str:
+    """'ab' 'c' (ids 1, 2): the tokens around a difference and their ids."""
+    more = " …" if side["truncated"] else ""
+    return " ".join(f"'{t}'" for t in side["tokens"]) + f"{more} (ids {', '.join(map(str, side['ids']))}{more})"
+
+
+def pair_findings(pair: PairResult, target: str) -> list[Finding]:
+    out = []
+    name = f"{pair.a} vs {pair.b}"
+    base = {"backends": [pair.a, pair.b], "cases": pair.cases}
+    if pair.encode_mismatch:
+        ex = pair.examples["encode"][0]
+        out.append(_finding(
+            codes.ENCODE_MISMATCH,
+            f"{name}: {pair.encode_mismatch} of {plural(pair.cases, 'case')} encode to different ids "
+            f"({pair.benign} benign: same decoded text, different ids; {pair.real} real: the decoded text differs). "
+            f"First, {ex['case']} at \"{ex['text']}\": {pair.a} {_tokens(ex['a'])} vs {pair.b} {_tokens(ex['b'])}",
+            target,
+            {**base, "mismatches": pair.encode_mismatch, "benign": pair.benign, "real": pair.real, "examples": pair.examples["encode"]},
+        ))
+    if pair.decode_mismatch:
+        ex = pair.examples["decode"][0]
+        out.append(_finding(
+            codes.DECODE_MISMATCH,
+            f"{name}: the same ids decode to different text in {pair.decode_mismatch} of {plural(pair.cases, 'case')}. "
+            f"First, {ex['case']}: {pair.a} \"{ex[pair.a]}\" vs {pair.b} \"{ex[pair.b]}\"",
+            target,
+            {**base, "mismatches": pair.decode_mismatch, "examples": pair.examples["decode"]},
+        ))
+    if pair.cross_roundtrip_failure:
+        ex = pair.examples["roundtrip"][0]
+        out.append(_finding(
+            codes.ROUNDTRIP_FAILURE,
+            f"{name}: encoding with one and decoding with the other loses the text in {pair.cross_roundtrip_failure} of "
+            f"{plural(pair.cases, 'case')} where each backend alone round-trips. First, {ex['case']} "
+            f"(encode {ex['encode']}, decode {ex['decode']}): \"{ex['input']}\" -> \"{ex['output']}\"",
+            target,
+            {**base, "failures": pair.cross_roundtrip_failure, "examples": pair.examples["roundtrip"]},
+        ))
+    return out
+
+
+def own_roundtrip_findings(runs: list[BackendRun], cases: list[Case], target: str, max_examples: int) -> list[Finding]:
+    from tokaudit.compare.parity import text_example
+
+    out = []
+    for run in runs:
+        if not run.encodes or run.ids is None:
+            continue
+        bad = [i for i, (c, t) in enumerate(zip(cases, run.texts)) if t is not None and run.ids[i] is not None and t != c.text]
+        if not bad:
+            continue
+        examples = [{**text_example(cases[i], run.ids[i], cases[i].text, run.texts[i], "input", "output"),  # type: ignore[arg-type]
+                     "encode": run.name, "decode": run.name} for i in bad[:max_examples]]
+        ex = examples[0]
+        out.append(_finding(
+            codes.ROUNDTRIP_FAILURE,
+            f"{run.name}: decode(encode(text)) differs from the text in {len(bad)} of {plural(len(cases), 'case')}. "
+            f"First, {ex['case']}: \"{ex['input']}\" -> \"{ex['output']}\"",
+            target,
+            {"backend": run.name, "failures": len(bad), "examples": examples},
+        ))
+    return out
+
+
+def crash_findings(runs: list[BackendRun], cases: list[Case], target: str, max_examples: int) -> list[Finding]:
+    out = []
+    for run in runs:
+        if not run.crashes:
+            continue
+        first = run.crashes[0]
+        examples = [
+            {"case": cases[c.case].source, "operation": c.operation, "input": visible(cases[c.case].text[:80]),
+             "error_type": "PanicException" if c.outcome.panic else c.outcome.error_type, "error": c.outcome.error}
+            for c in run.crashes[:max_examples]
+        ]
+        ex = examples[0]
+        out.append(_finding(
+            codes.BACKEND_CRASH,
+            f"{run.name}: {first.operation} raised in {plural(len(run.crashes), 'case')}. First, {ex['case']} "
+            f"(\"{ex['input']}\"): {ex['error_type']}: {ex['error']}",
+            target,
+            {"backend": run.name, "crashes": len(run.crashes), "examples": examples},
+        ))
+    return out
+
+
+def unknown_id_findings(table: UnknownIdTable, target: str) -> list[Finding]:
+    out = []
+    differing = table.differing()
+    if differing:
+        rows = []
+        for probe in differing:
+            k = table.probes.index(probe)
+            answers = ", ".join(f"{name} {_short(answers[k])}" for name, answers in table.answers.items())
+            rows.append(f"{probe.label} ({probe.id}): {answers}")
+        out.append(_finding(
+            codes.UNKNOWN_ID_BEHAVIOUR,
+            "backends disagree on ids they may not know: " + "; ".join(rows),
+            target,
+            table.to_json(),
+            IdRanges.from_ids(p.id for p in differing if p.id >= 0),
+        ))
+    for name, answers in table.answers.items():
+        for probe, a in zip(table.probes, answers):
+            if a.kind == "panic":
+                out.append(_finding(
+                    codes.BACKEND_CRASH,
+                    f"{name}: decode([{probe.id}]) ({probe.label}) panicked: {a.value}",
+                    target,
+                    {"backend": name, "crashes": 1, "examples": [{"case": f"unknown id {probe.label}", "operation": "decode",
+                                                                  "input": f"[{probe.id}]", "error_type": "PanicException",
+                                                                  "error": a.outcome.error}]},
+                ))
+    return out
+
+
+def _short(a: Any) -> str:
+    """An unknown-id answer in a few words: "dropped", "text 'x'", "KeyError", "panic"."""
+    if a.kind == "text":
+        return f"text '{a.value}'"
+    if a.kind == "error":
+        return a.value.split(":", 1)[0]
+    return a.kind
+
+
+def race_findings(races: list[RaceResult], target: str) -> list[Finding]:
+    out = []
+    for r in races:
+        failures = r.failures()
+        if failures:
+            f = failures[0]
+            out.append(_finding(
+                codes.BACKEND_CRASH,
+                f"{r.backend}: {len(failures)} of {r.concurrency * 2} concurrent loads failed. First, {f.mode} {f.index}: {f.error}",
+                target,
+                {"backend": r.backend, "crashes": len(failures), "race": r.to_json()},
+            ))
+        groups = r.groups()
+        ok_groups = {sig for sig in groups if sig[2] is None}
+        if len(ok_groups) > 1:
+            desc = "; ".join(f"{len(groups[sig])} load(s) produced {sig[0]}" for sig in ok_groups)
+            out.append(_finding(
+                codes.ENCODE_MISMATCH,
+                f"{r.backend}: concurrent loads of the same files produced different tokenizers: {desc}",
+                target,
+                {"backend": r.backend, "race": r.to_json()},
+            ))
+    return out
+
+
+# -- result ---------------------------------------------------------------------------------------
+
+
+def result_data(c: Comparison) -> dict[str, Any]:
+    by_name = {r.name: r for r in c.runs}
+    backends = []
+    for lb in c.loaded:
+        row = lb.to_json()
+        run = by_name.get(lb.name)
+        row["throughput"] = throughput(run, c.corpus_bytes) if run else None
+        row["crashes"] = len(run.crashes) if run else None
+        backends.append(row)
+    builtin = sum(1 for case in c.cases if case.source.startswith("builtin:"))
+    return {
+        "backends": backends,
+        "corpus": {"cases": len(c.cases), "bytes": c.corpus_bytes, "builtin_cases": builtin, "user_cases": len(c.cases) - builtin},
+        "pairs": [p.to_json() for p in c.pairs],
+        "unknown_ids": c.unknown.to_json(),
+        "race": {"results": [r.to_json() for r in c.races], "note": c.race_note},
+    }
+
+
+def compare_model(model: TokenizerModel, options: CompareOptions, progress: Progress | None = None) -> tuple[TargetResult, list[Finding]]:
+    c = run_comparison(model, options, progress)
+    t = model.target
+    findings: list[Finding] = []
+    for pair in c.pairs:
+        findings += pair_findings(pair, t)
+    findings += own_roundtrip_findings(c.runs, c.cases, t, options.max_examples)
+    findings += crash_findings(c.runs, c.cases, t, options.max_examples)
+    findings += unknown_id_findings(c.unknown, t)
+    findings += race_findings(c.races, t)
+    return TargetResult(t, result_data(c)), findings
