@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from tokaudit.backends.base import Backend, BackendUnavailable
+from tokaudit.backends.base import Backend, BackendUnavailable, is_panic
 from tokaudit.backends.pattern import Pattern, find_pattern
 from tokaudit.backends.vocab import ByteVocab, byte_vocab
 from tokaudit.errors import InputError
@@ -102,6 +102,13 @@ def load_backends(
             reason = None
         except BackendUnavailable as exc:
             backend, reason = None, str(exc)
+        except InputError:
+            raise
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a library that cannot load these files (a Rust panic too)
+            first = (str(exc).strip().splitlines() or [""])[0][:200]
+            backend, reason = None, f"loading raised {'a panic' if is_panic(exc) else type(exc).__name__}: {first}"
         out.append(LoadedBackend(name, backend, reason, time.perf_counter() - start, _detail(backend, pattern)))
     return out
 

@@ -73,8 +73,11 @@ class TransformersBackend:
         return self.tokenizer.batch_decode(ids, skip_special_tokens=skip_special_tokens)
 
     def describe(self) -> str:
-        """"TokenizersBackend (fast)" — what this load really is."""
-        return f"{self.loaded_class} ({'fast' if self.is_fast else 'slow'})"
+        """"TokenizersBackend (fast)": what this load really is, and whether it is what was asked for."""
+        got = f"{self.loaded_class} ({'fast' if self.is_fast else 'slow'})"
+        if self.is_fast != self.requested_fast:
+            got += f", asked for use_fast={self.requested_fast}"
+        return got
 
     def versions(self) -> dict[str, str]:
         import transformers

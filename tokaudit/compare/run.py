@@ -85,13 +85,13 @@ def _flat_tokens(model: TokenizerModel) -> dict[int, bytes]:
 
 
 def run_comparison(model: TokenizerModel, options: CompareOptions, progress: Progress | None = None) -> Comparison:
+    cases = build_corpus(model, options)  # first: a bad corpus fails before any backend loads
     loaded = load_backends(model, options.backends, options.pat_str, trust_remote_code=options.trust_remote_code)
     usable = [lb.backend for lb in loaded if lb.backend is not None]
     encoders = [b for b in usable if can_encode(b)]
     if not encoders or len(usable) < 2:
         why = "; ".join(f"{lb.name}: {lb.unavailable}" for lb in loaded if lb.unavailable) or "fewer than two were asked for"
         raise InputError(f"compare needs two usable backends, one of which encodes ({why})", key="--backends")
-    cases = build_corpus(model, options)
     texts = [c.text for c in cases]
     sizes = [len(t.encode("utf-8")) for t in texts]
     if progress:
