@@ -56,11 +56,15 @@ def _expected(name: str) -> str:
 
 
 def _first_difference(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    for k in range(n):
-        if a[k] != b[k]:
-            return k
-    return n
+    """Length of the common prefix (binary search over slice comparisons, which run in C)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _excerpt(text: str, at: int, width: int = 24) -> str:
@@ -196,9 +200,11 @@ def stop_findings(reference: StopOutcome, outcomes: dict[str, StopOutcome], ids:
             what = "detects the stop where expected but the text sent differs"
         at = _first_difference(got.text, reference.text)
         pos = got.position if got.position is not None else (reference.position or 0)
+        sent = "" if got.text == reference.text else \
+            f"; sent …{_excerpt(got.text, at)!r}… instead of …{_excerpt(reference.text, at)!r}…"
         out.append(codes.finding(
             codes.STOP_SPLIT,
-            f"{name}: {what}; sent …{_excerpt(got.text, at)!r}… instead of …{_excerpt(reference.text, at)!r}…{_expected(name)}",
+            f"{name}: {what}{sent}{_expected(name)}",
             severity=_severity(name),
             details={"detokenizer": name, "position": pos, "id": ids[pos] if ids else None,
                      "expected": reference.to_json(), "got": got.to_json()},

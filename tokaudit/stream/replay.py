@@ -228,7 +228,9 @@ def replay(
                 again = [d for d in again if d.name == r.name]
                 got = run(again[0], _rechunk(ids, k), track_held=False)
                 text = got.text + got.flush
-                if text != base or got.held_bytes != r.held_bytes:
+                # The final output (emitted + released) must not depend on the chunking; *when* text
+                # is emitted may (a bigger step emits later), and what is held at a cut end is TA502.
+                if text != base:
                     findings.append(inv.variance_finding(r.name, k, base, text, chars, ids))
                     variance.append({"detokenizer": r.name, "k": k})
                     break
