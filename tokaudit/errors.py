@@ -25,9 +25,17 @@ class InputError(Exception):
         self.key = key
 
     def __str__(self) -> str:
+        return _one_line(self._text())
+
+    def _text(self) -> str:
         where = self.file or ""
         if self.file and self.line is not None:
             where = f"{self.file}:{self.line}"
         if self.key is not None:
             where = f"{where} (key {self.key})" if where else f"key {self.key}"
         return f"{where}: {self.message}" if where else self.message
+
+
+def _one_line(text: str) -> str:
+    """Keys and messages can carry data from the file: keep the error on one line."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")

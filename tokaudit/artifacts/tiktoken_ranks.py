@@ -4,25 +4,45 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from tokaudit.artifacts.base import MAX_ID, Provenance, read_bytes
 from tokaudit.errors import InputError
+
+if sys.version_info >= (3, 11):
+    from functools import partial
+
+    _b64 = partial(binascii.a2b_base64, strict_mode=True)
+else:  # pragma: no cover - Python 3.10
+
+    def _b64(data: bytes) -> bytes:
+        return base64.b64decode(data, validate=True)
 
 
 @dataclass(frozen=True)
 class TiktokenRanks:
     path: Path
     by_id: dict[int, bytes]
-    #: 1-based line number of each rank, for provenance.
-    lines: dict[int, int]
     #: ``(rank, earlier_rank)`` for token bytes that appear more than once.
     duplicate_tokens: tuple[tuple[int, int], ...]
+    _data: bytes = field(repr=False, compare=False)
 
     @property
     def name(self) -> str:
         return self.path.name
+
+    @cached_property
+    def lines(self) -> dict[int, int]:
+        """1-based line number of each rank (computed on first use: only provenance needs it)."""
+        out = {}
+        for lineno, raw in enumerate(self._data.split(b"\n"), 1):
+            parts = raw.split()
+            if parts:
+                out[int(parts[1])] = lineno
+        return out
 
     def source(self, rank: int) -> Provenance:
         return Provenance(self.path.name, line=self.lines.get(rank))
@@ -31,8 +51,28 @@ class TiktokenRanks:
 def parse_tiktoken_ranks(path: Path) -> TiktokenRanks:
     data = read_bytes(path)
     by_id: dict[int, bytes] = {}
+    lines = data.split(b"\n")
+    if lines and not lines[-1].strip():
+        lines.pop()  # the final newline
+    b64 = _b64
+    try:
+        for line in lines:
+            token_b64, rank_text = line.split()  # ValueError on a blank or malformed line
+            rank = int(rank_text)  # ValueError on a non-integer
+            if rank in by_id or rank < 0 or rank > MAX_ID:
+                raise ValueError
+            by_id[rank] = b64(token_b64)
+    except (ValueError, binascii.Error):
+        # The fast loop stops at the first line it does not like: re-scan for blanks and a precise error.
+        by_id = _parse_carefully(data, path)
+    if not by_id:
+        raise InputError("no ranks found: not a tiktoken rank file", file=str(path))
+    return TiktokenRanks(path, by_id, _duplicate_tokens(by_id), data)
+
+
+def _parse_carefully(data: bytes, path: Path) -> dict[int, bytes]:
+    by_id: dict[int, bytes] = {}
     lines: dict[int, int] = {}
-    b64decode = base64.b64decode
     for lineno, raw in enumerate(data.split(b"\n"), 1):
         parts = raw.split()
         if not parts:
@@ -41,7 +81,7 @@ def parse_tiktoken_ranks(path: Path) -> TiktokenRanks:
             raise InputError("expected '<base64 token> <rank>'", file=str(path), line=lineno)
         token_b64, rank_text = parts
         try:
-            token = b64decode(token_b64, validate=True)
+            token = _b64(token_b64)
         except (binascii.Error, ValueError):
             shown = token_b64[:40].decode("ascii", "backslashreplace")
             raise InputError(f"token is not valid base64: {shown!r}", file=str(path), line=lineno) from None
@@ -55,9 +95,7 @@ def parse_tiktoken_ranks(path: Path) -> TiktokenRanks:
             raise InputError(f"duplicate rank {rank} (first on line {lines[rank]})", file=str(path), line=lineno)
         by_id[rank] = token
         lines[rank] = lineno
-    if not by_id:
-        raise InputError("no ranks found: not a tiktoken rank file", file=str(path))
-    return TiktokenRanks(path, by_id, lines, _duplicate_tokens(by_id))
+    return by_id
 
 
 def _duplicate_tokens(by_id: dict[int, bytes]) -> tuple[tuple[int, int], ...]:
