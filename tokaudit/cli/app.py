@@ -8,6 +8,10 @@ import typer
 
 from tokaudit import __version__
 from tokaudit.cli.compare import compare
+from tokaudit.cli.decode import decode, encode
+from tokaudit.cli.diff import diff
+from tokaudit.cli.explain import explain
+from tokaudit.cli.fuzz import fuzz
 from tokaudit.cli.replay import replay
 from tokaudit.cli.scan import scan
 
@@ -39,6 +43,11 @@ def _root(
 app.command("scan")(scan)
 app.command("compare")(compare)
 app.command("replay")(replay)
+app.command("explain")(explain)
+app.command("decode")(decode)
+app.command("encode")(encode)
+app.command("fuzz")(fuzz)
+app.command("diff")(diff)
 
 
 def main() -> None:

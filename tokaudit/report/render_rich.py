@@ -66,6 +66,16 @@ from tokaudit.report.rich_compare import compare_section  # noqa: E402
 
 SECTIONS["compare"] = compare_section
 
+from tokaudit.report.rich_oncall import (  # noqa: E402
+    decode_section,
+    diff_section,
+    encode_section,
+    explain_section,
+    fuzz_section,
+)
+
+SECTIONS.update(explain=explain_section, decode=decode_section, encode=encode_section, fuzz=fuzz_section, diff=diff_section)
+
 
 def _finding(console: Console, f: Finding) -> None:
     head = Text()

@@ -1,0 +1,97 @@
+"""``tokaudit decode TARGET IDS...`` and ``tokaudit encode TARGET TEXT``"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tokaudit.cli.common import (
+    DebugOpt,
+    FailOn,
+    FailOnOpt,
+    FormatOpt,
+    OutputFormat,
+    OutputOpt,
+    QuietOpt,
+    RevisionOpt,
+    emit,
+    handle_errors,
+)
+from tokaudit.cli.replay import StreamFormat
+
+BackendOpt = Annotated[
+    str | None,
+    typer.Option("--backend", help="tiktoken, hf, reference, strict (decode only), transformers-fast or transformers-slow. "
+                 "Default: what a files-only gateway (smg, Dynamo) uses: hf (tokenizers) when there is a tokenizer.json, "
+                 "else tiktoken for a rank file (tiktoken.model, *.tiktoken, tekken.json)."),
+]
+
+
+def _read_ids(args: list[str], fmt: StreamFormat | None) -> tuple[list[int], str]:
+    from tokaudit.stream.readers import parse_stream, read_stream
+
+    value = fmt.value if fmt else None
+    if len(args) == 1 and (args[0] == "-" or Path(args[0]).is_file()):
+        stream = read_stream(args[0], value)
+        return list(stream.ids), "<stdin>" if args[0] == "-" else args[0]
+    return list(parse_stream(" ".join(args), "<arguments>", value).ids), "<arguments>"
+
+
+def decode(
+    target: Annotated[str, typer.Argument(help="Model directory, tokenizer file, or Hugging Face repo id.", show_default=False)],
+    ids: Annotated[
+        list[str],
+        typer.Argument(help="Ids as arguments ('1 2 3', '1,2,3', '[1, 2, 3]'), a file of ids, or - for stdin "
+                       "(the formats of replay: JSON array, ids, JSON Lines steps, SSE capture).", show_default=False),
+    ],
+    backend: BackendOpt = None,
+    skip_special_tokens: Annotated[bool, typer.Option("--skip-special-tokens", help="Leave special tokens out of the text.")] = False,
+    stream_format: Annotated[
+        StreamFormat | None, typer.Option("--stream-format", help="Force the format of the ids (default: detected).", case_sensitive=False)
+    ] = None,
+    revision: RevisionOpt = None,
+    fmt: FormatOpt = OutputFormat.rich,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    debug: DebugOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Decode ids with one backend, showing each token's boundaries and id."""
+    with handle_errors(debug):
+        from tokaudit.oncall.codec import decode_ids, pick_backend
+        from tokaudit.report.report import Report
+        from tokaudit.scan import load_model
+
+        token_ids, source = _read_ids(ids, stream_format)
+        model = load_model(target, revision)
+        lb = pick_backend(model, backend, encode=False)
+        result, findings = decode_ids(model, lb, token_ids, skip_special_tokens, source)
+        emit(Report("decode", [result], findings), fmt, output, fail_on, quiet)
+
+
+def encode(
+    target: Annotated[str, typer.Argument(help="Model directory, tokenizer file, or Hugging Face repo id.", show_default=False)],
+    text: Annotated[str, typer.Argument(help="The text to encode, or - to read it from stdin.", show_default=False)],
+    backend: BackendOpt = None,
+    revision: RevisionOpt = None,
+    fmt: FormatOpt = OutputFormat.rich,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    debug: DebugOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Encode text with one backend (special-token strings become their ids), showing each token."""
+    with handle_errors(debug):
+        from tokaudit.oncall.codec import encode_text, pick_backend
+        from tokaudit.report.report import Report
+        from tokaudit.scan import load_model
+
+        if text == "-":
+            text = sys.stdin.read()
+        model = load_model(target, revision)
+        lb = pick_backend(model, backend, encode=True)
+        result, findings = encode_text(model, lb, text)
+        emit(Report("encode", [result], findings), fmt, output, fail_on, quiet)

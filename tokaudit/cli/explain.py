@@ -1,0 +1,61 @@
+"""``tokaudit explain TARGET ID|TEXT...``"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from tokaudit.cli.common import (
+    DebugOpt,
+    FailOn,
+    FailOnOpt,
+    FormatOpt,
+    OutputFormat,
+    OutputOpt,
+    QuietOpt,
+    RevisionOpt,
+    emit,
+    handle_errors,
+)
+
+BackendsOpt = Annotated[
+    str | None,
+    typer.Option("--backends", help="Comma-separated: tiktoken, hf, reference, strict, transformers-fast, transformers-slow "
+                 "(default: every backend the model supports)."),
+]
+PatStrOpt = Annotated[str | None, typer.Option("--pat-str", help="Pre-tokenizer regex, when the model declares none.")]
+TrustOpt = Annotated[
+    bool, typer.Option("--trust-remote-code", help="Let the transformers backends run the model's own code (never by default).")
+]
+
+
+def explain(
+    target: Annotated[str, typer.Argument(help="Model directory, tokenizer file, or Hugging Face repo id.", show_default=False)],
+    queries: Annotated[
+        list[str],
+        typer.Argument(help="Token ids, or a token's exact text (e.g. '<|im_end|>'): every id with that token.", show_default=False),
+    ],
+    backends: BackendsOpt = None,
+    pat_str: PatStrOpt = None,
+    trust_remote_code: TrustOpt = False,
+    revision: RevisionOpt = None,
+    fmt: FormatOpt = OutputFormat.rich,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    debug: DebugOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """What an id is: declared range, which profile and file map it, its bytes, what each backend does with it."""
+    with handle_errors(debug):
+        from tokaudit.backends.registry import load_backends, parse_backend_list
+        from tokaudit.oncall.explain import explain as explain_ids
+        from tokaudit.oncall.explain import resolve
+        from tokaudit.report.report import Report
+        from tokaudit.scan import load_model
+
+        names = parse_backend_list(backends)
+        model = load_model(target, revision)
+        pairs = resolve(model, queries)
+        loaded = load_backends(model, names, pat_str, trust_remote_code=trust_remote_code)
+        emit(Report("explain", [explain_ids(model, loaded, pairs)], []), fmt, output, fail_on, quiet)

@@ -1,0 +1,53 @@
+"""``tokaudit fuzz TARGET``"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from tokaudit.cli.common import (
+    DebugOpt,
+    FailOn,
+    FailOnOpt,
+    FormatOpt,
+    OutputFormat,
+    OutputOpt,
+    QuietOpt,
+    RevisionOpt,
+    emit,
+    handle_errors,
+)
+from tokaudit.cli.explain import BackendsOpt, PatStrOpt, TrustOpt
+
+
+def fuzz(
+    target: Annotated[str, typer.Argument(help="Model directory, tokenizer file, or Hugging Face repo id.", show_default=False)],
+    backends: BackendsOpt = None,
+    iterations: Annotated[int, typer.Option("--iterations", "-n", help="Id sequences each backend decodes.", min=1)] = 2000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the sequences (the same seed gives the same run).")] = 0,
+    max_length: Annotated[int, typer.Option("--max-length", help="Longest sequence, in ids.", min=1)] = 8,
+    pat_str: PatStrOpt = None,
+    trust_remote_code: TrustOpt = False,
+    revision: RevisionOpt = None,
+    fmt: FormatOpt = OutputFormat.rich,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    debug: DebugOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Decode seeded random id sequences, weighted toward edge ids, with every backend; shrink each crash."""
+    with handle_errors(debug):
+        from tokaudit.backends.registry import load_backends, parse_backend_list
+        from tokaudit.cli.compare import _progress
+        from tokaudit.oncall.fuzz import FuzzOptions
+        from tokaudit.oncall.fuzz import fuzz as run_fuzz
+        from tokaudit.report.report import Report
+        from tokaudit.scan import load_model
+
+        names = parse_backend_list(backends)
+        model = load_model(target, revision)
+        loaded = load_backends(model, names, pat_str, trust_remote_code=trust_remote_code)
+        with _progress(quiet) as bar:
+            result, findings = run_fuzz(model, loaded, FuzzOptions(iterations, seed, max_length), bar)
+        emit(Report("fuzz", [result], findings), fmt, output, fail_on, quiet)

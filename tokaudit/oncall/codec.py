@@ -1,0 +1,116 @@
+"""``decode`` / ``encode`` with token boundaries: the full text from one backend, and each token's
+bytes from the id tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tokaudit.backends.base import call, can_encode
+from tokaudit.backends.registry import LoadedBackend, load_backends
+from tokaudit.errors import InputError
+from tokaudit.ids import IdRanges
+from tokaudit.model.tokenizer_model import TokenizerModel
+from tokaudit.oncall.codes import BACKEND_CRASH
+from tokaudit.oncall.shrink import Shrinker, failure_class
+from tokaudit.oncall.tokens import in_declared_range, token_info, token_json
+from tokaudit.report.finding import Finding, Severity
+from tokaudit.report.report import TargetResult
+from tokaudit.report.text import visible
+
+
+def gateway_backend(model: TokenizerModel) -> str:
+    """The engine a files-only gateway (smg, Dynamo) uses: tokenizers for tokenizer.json, else tiktoken
+    for a rank file (tiktoken.model, *.tiktoken, tekken.json); hf for anything else."""
+    a = model.artifacts
+    if a.tokenizer_json is None and (a.tiktoken is not None or a.tekken is not None):
+        return "tiktoken"
+    return "hf"
+
+
+def pick_backend(model: TokenizerModel, name: str | None, *, encode: bool) -> LoadedBackend:
+    chosen = name or gateway_backend(model)
+    lb = load_backends(model, [chosen])[0]
+    if lb.backend is None:
+        raise InputError(f"backend {chosen} is unavailable for this model: {lb.unavailable}", key="--backend")
+    if encode and not can_encode(lb.backend):
+        raise InputError(f"backend {chosen} only decodes", key="--backend")
+    return lb
+
+
+def _tokens(model: TokenizerModel, ids: list[int], skip_special_tokens: bool) -> list[dict[str, Any]]:
+    out = []
+    for i in ids:
+        row = token_json(token_info(model, i))
+        row["skipped"] = skip_special_tokens and row["special"] and row["profile"] == "files"
+        out.append(row)
+    return out
+
+
+def decode_ids(
+    model: TokenizerModel, lb: LoadedBackend, ids: list[int], skip_special_tokens: bool, source: str
+) -> tuple[TargetResult, list[Finding]]:
+    backend = lb.backend
+    assert backend is not None
+    outcome = call(backend.decode, list(ids), skip_special_tokens)
+    findings: list[Finding] = []
+    data: dict[str, Any] = {
+        "backend": lb.name,
+        "backend_detail": lb.detail,
+        "source": source,
+        "skip_special_tokens": skip_special_tokens,
+        "ids": list(ids),
+        "text": outcome.value if outcome.ok else None,
+        "error": None if outcome.ok else {"exception": outcome.error_type, "message": outcome.error, "panic": outcome.panic},
+        "tokens": _tokens(model, ids, skip_special_tokens),
+    }
+    if not outcome.ok:
+        findings.append(_crash(model, lb, ids, skip_special_tokens, failure_class(outcome) or "unknown", outcome.describe()))
+    return TargetResult(model.target, data), findings
+
+
+def _crash(model: TokenizerModel, lb: LoadedBackend, ids: list[int], skip: bool, cls: str, described: str) -> Finding:
+    """backend-crash for a failed decode, naming the ids that fail on their own."""
+    shrinker = Shrinker(lambda x: lb.backend.decode(x, skip))  # type: ignore[union-attr]
+    failing = sorted({i for i in set(ids) if failure_class(shrinker.outcome([i])) is not None})
+    inside = [i for i in failing if in_declared_range(model, i)]
+    severity = BACKEND_CRASH.severity if inside or not failing else Severity.NOTE
+    culprits = f"; ids that fail alone: {IdRanges.from_ids(failing).describe()}" if failing else ""
+    return Finding(
+        BACKEND_CRASH.code,
+        BACKEND_CRASH.name,
+        severity,
+        f"{lb.name} cannot decode these ids: {visible(described)}{culprits}"
+        + (f" ({len(inside)} inside the declared range [0, {model.checked_size}))" if inside else ""),
+        location=model.declared.source,
+        ids=IdRanges.from_ids(failing) if failing else None,
+        details={"backend": lb.name, "class": cls, "in_declared_range": inside},
+        target=model.target,
+    )
+
+
+def encode_text(model: TokenizerModel, lb: LoadedBackend, text: str) -> tuple[TargetResult, list[Finding]]:
+    backend = lb.backend
+    assert backend is not None
+    outcome = call(backend.encode, text)
+    ids = list(outcome.value) if outcome.ok else []
+    data = {
+        "backend": lb.name,
+        "backend_detail": lb.detail,
+        "text": text,
+        "ids": ids,
+        "error": None if outcome.ok else {"exception": outcome.error_type, "message": outcome.error, "panic": outcome.panic},
+        "tokens": _tokens(model, ids, False),
+    }
+    findings = []
+    if not outcome.ok:
+        findings.append(
+            Finding(
+                BACKEND_CRASH.code,
+                BACKEND_CRASH.name,
+                BACKEND_CRASH.severity,
+                f"{lb.name} cannot encode this text: {visible(outcome.describe())}",
+                details={"backend": lb.name, "class": failure_class(outcome)},
+                target=model.target,
+            )
+        )
+    return TargetResult(model.target, data), findings

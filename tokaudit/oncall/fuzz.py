@@ -1,0 +1,245 @@
+"""``fuzz``: seeded random id sequences, weighted toward the edges, decoded by every backend
+in-process. Every exception (Rust panics included) is caught, classified and shrunk."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tokaudit.backends.base import Backend, Outcome, call
+from tokaudit.backends.registry import LoadedBackend
+from tokaudit.ids import IdRanges
+from tokaudit.model.tokenizer_model import TokenizerModel
+from tokaudit.oncall.codes import BACKEND_CRASH
+from tokaudit.oncall.edges import edge_pools, sample_ranges
+from tokaudit.oncall.shrink import Shrinker, failure_class
+from tokaudit.report.finding import Finding, Severity
+from tokaudit.report.report import TargetResult
+from tokaudit.report.text import visible
+
+#: Share of positions filled with an ordinary mapped id (the rest are edge ids).
+ORDINARY_SHARE = 0.6
+#: Decode calls between two progress updates.
+CHUNK = 256
+#: Distinct reproducers kept per backend.
+MAX_REPRODUCERS = 12
+
+
+class Progress(Protocol):
+    def start(self, total: int) -> None: ...
+
+    def advance(self, label: str, amount: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class FuzzOptions:
+    iterations: int = 2000
+    seed: int = 0
+    max_length: int = 8
+
+
+def sequences(model: TokenizerModel, options: FuzzOptions) -> tuple[list[list[int]], dict[str, list[int]]]:
+    """The id sequences every backend decodes, and the edge pools they were drawn from."""
+    rng = random.Random(options.seed)
+    pools = edge_pools(model, options.seed)
+    categories = list(pools)
+    ordinary = sample_ranges(model.files.mapped, 4096, rng) or [0]
+    out = []
+    for _ in range(options.iterations):
+        seq = []
+        for _ in range(rng.randint(1, options.max_length)):
+            if not categories or rng.random() < ORDINARY_SHARE:
+                seq.append(rng.choice(ordinary))
+            else:
+                seq.append(rng.choice(pools[rng.choice(categories)]))
+        out.append(seq)
+    return out, pools
+
+
+def _reraise(exc: BaseException) -> None:
+    raise exc
+
+
+def decode_loop(
+    decode: Callable[[list[int]], object], seqs: list[list[int]], progress: Callable[[int], None] | None = None
+) -> tuple[list[tuple[int, BaseException]], float]:
+    """Decode every sequence; (index, exception) of each failure and the seconds spent.
+
+    The loop is kept bare (no per-call wrapper objects) so that calls/s measure the backend:
+    exceptions are classified afterwards, through :func:`~tokaudit.backends.base.call`.
+    """
+    failures: list[tuple[int, BaseException]] = []
+    start = time.perf_counter()
+    for first in range(0, len(seqs), CHUNK):
+        for k in range(first, min(first + CHUNK, len(seqs))):
+            try:
+                decode(seqs[k])
+            except (KeyboardInterrupt, SystemExit, GeneratorExit):
+                raise
+            except BaseException as exc:  # noqa: BLE001 - Rust panics are BaseExceptions
+                failures.append((k, exc))
+        if progress is not None:
+            progress(min(CHUNK, len(seqs) - first))
+    return failures, time.perf_counter() - start
+
+
+@dataclass
+class Failure:
+    cls: str
+    sequence: list[int]
+    reproducer: list[int]
+    outcome: Outcome
+    in_declared_range: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "class": self.cls,
+            "ids": self.reproducer,
+            "sequence": self.sequence,
+            "exception": self.outcome.error_type,
+            "message": self.outcome.error,
+            "panic": self.outcome.panic,
+            "in_declared_range": self.in_declared_range,
+        }
+
+
+@dataclass
+class BackendRun:
+    name: str
+    calls: int = 0
+    seconds: float = 0.0
+    failures: list[Failure] = field(default_factory=list)
+    shrink_calls: int = 0
+    shrink_seconds: float = 0.0
+
+    @property
+    def calls_per_second(self) -> float | None:
+        return self.calls / self.seconds if self.seconds > 0 else None
+
+    def by_class(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for f in self.failures:
+            row = out.setdefault(f.cls, {"count": 0, "in_declared_range": 0, "first_reproducer": f.to_json()})
+            row["count"] += 1
+            row["in_declared_range"] += f.in_declared_range
+        return out
+
+    def reproducers(self) -> list[dict[str, Any]]:
+        """Distinct (class, reproducer) pairs in order of discovery, with how often each was hit."""
+        seen: dict[tuple[str, tuple[int, ...]], dict[str, Any]] = {}
+        for f in self.failures:
+            key = (f.cls, tuple(f.reproducer))
+            if key not in seen:
+                if len(seen) >= MAX_REPRODUCERS:
+                    continue
+                seen[key] = {**f.to_json(), "hits": 0}
+                del seen[key]["sequence"]
+            seen[key]["hits"] += 1
+        return list(seen.values())
+
+    def to_json(self) -> dict[str, Any]:
+        cps = self.calls_per_second
+        return {
+            "name": self.name,
+            "available": True,
+            "calls": self.calls,
+            "failures": len(self.failures),
+            "rate": round(len(self.failures) / self.calls, 6) if self.calls else 0.0,
+            "by_class": self.by_class(),
+            "first_reproducer": self.failures[0].to_json() if self.failures else None,
+            "reproducers": self.reproducers(),
+            "seconds": round(self.seconds, 6),
+            "calls_per_second": None if cps is None else round(cps, 1),
+            "shrink_calls": self.shrink_calls,
+            "shrink_seconds": round(self.shrink_seconds, 6),
+        }
+
+
+def fuzz_backend(
+    backend: Backend, seqs: list[list[int]], size: int, progress: Callable[[int], None] | None = None
+) -> BackendRun:
+    run = BackendRun(backend.name, calls=len(seqs))
+    raw, run.seconds = decode_loop(backend.decode, seqs, progress)
+    start = time.perf_counter()
+    shrinker = Shrinker(backend.decode)
+    for k, exc in raw:
+        outcome = call(_reraise, exc)
+        cls = failure_class(outcome) or "unknown"
+        reproducer, small = shrinker.shrink(seqs[k], cls)
+        inside = all(0 <= i < size for i in reproducer)
+        run.failures.append(Failure(cls, seqs[k], reproducer, small if not small.ok else outcome, inside))
+    run.shrink_calls = shrinker.calls
+    run.shrink_seconds = time.perf_counter() - start
+    return run
+
+
+def _crash_findings(model: TokenizerModel, run: BackendRun) -> Iterator[Finding]:
+    size = model.checked_size
+    for inside in (True, False):
+        chosen = [f for f in run.failures if f.in_declared_range is inside]
+        if not chosen:
+            continue
+        first = chosen[0]
+        single = IdRanges.from_ids({f.reproducer[0] for f in chosen if len(f.reproducer) == 1})
+        classes = sorted({f.cls for f in chosen})
+        example = f"decode({first.reproducer}) raises {first.outcome.describe()}"
+        if inside:
+            severity = BACKEND_CRASH.severity
+            what = f"inside the declared range [0, {size})"
+            why = "the model can produce these ids, so a server using this backend fails on them"
+        else:
+            severity = Severity.WARNING if any(f.cls == "panic" for f in chosen) else Severity.NOTE
+            what = f"outside the declared range [0, {size})"
+            why = "the model cannot produce these ids; validate ids before decoding" + (
+                " (a Rust panic aborts a Rust server)" if severity is Severity.WARNING else ""
+            )
+        yield Finding(
+            BACKEND_CRASH.code,
+            BACKEND_CRASH.name,
+            severity,
+            f"{run.name} fails on {len(chosen)} of {run.calls} fuzzed sequences with ids {what} "
+            f"({', '.join(classes)}); e.g. {visible(example)}. {why[0].upper()}{why[1:]}.",
+            location=model.declared.source,
+            ids=single if single else None,
+            details={
+                "backend": run.name,
+                "in_declared_range": inside,
+                "classes": classes,
+                "first_reproducer": first.to_json(),
+            },
+            target=model.target,
+        )
+
+
+def fuzz(
+    model: TokenizerModel, backends: list[LoadedBackend], options: FuzzOptions, progress: Progress | None = None
+) -> tuple[TargetResult, list[Finding]]:
+    seqs, pools = sequences(model, options)
+    available = [lb for lb in backends if lb.backend is not None]
+    if progress is not None:
+        progress.start(len(seqs) * len(available))
+    rows: list[dict[str, Any]] = []
+    findings: list[Finding] = []
+    for lb in backends:
+        if lb.backend is None:
+            rows.append({"name": lb.name, "available": False, "reason": lb.unavailable})
+            continue
+        tick = (lambda n, name=lb.name: progress.advance(f"fuzz {name}", n)) if progress is not None else None
+        run = fuzz_backend(lb.backend, seqs, model.checked_size, tick)
+        rows.append(run.to_json())
+        findings.extend(_crash_findings(model, run))
+    data = {
+        "fuzz": {
+            "iterations": options.iterations,
+            "seed": options.seed,
+            "max_length": options.max_length,
+            "declared_size": model.declared.size,
+            "checked_size": model.checked_size,
+            "edges": {name: {"count": len(ids), "examples": ids[:8]} for name, ids in pools.items()},
+        },
+        "backends": rows,
+    }
+    return TargetResult(model.target, data), findings

@@ -1,0 +1,191 @@
+"""Rich sections of the on-call verbs (explain, decode, encode, fuzz, diff). Layout only: every
+value comes from the command's result; token text is shown with :func:`visible`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from tokaudit.report.report import TargetResult
+from tokaudit.report.text import visible
+
+KIND_STYLE = {"text": "green", "dropped": "yellow", "error": "magenta", "panic": "bold red"}
+#: Alternating backgrounds that make token boundaries visible on a terminal.
+PIECE_STYLES = ("black on bright_cyan", "black on bright_yellow")
+CLASS_STYLE = {"identical": "bold green", "compatible": "bold yellow", "incompatible": "bold red"}
+
+
+def _kv(console: Console, key: str, value: str | Text, indent: int = 2) -> None:
+    line = Text(" " * indent + f"{key:<12} ", style="bold")
+    line.append(value if isinstance(value, Text) else Text(value))
+    console.print(line)
+
+
+def _grid() -> Table:
+    return Table(box=None, padding=(0, 1), pad_edge=False, header_style="bold")
+
+
+def _token_text(tok: dict[str, Any]) -> str:
+    """A token's text with invisible characters shown; partial UTF-8 as hex bytes."""
+    if tok["bytes_hex"] is None:
+        return "<unmapped>"
+    if tok["partial_utf8"]:
+        return "<" + " ".join(tok["bytes_hex"][k : k + 2].upper() for k in range(0, len(tok["bytes_hex"]), 2)) + ">"
+    return visible(tok["text"])
+
+
+def _where(src: dict[str, Any]) -> str:
+    where = src["file"] + (f":{src['line']}" if src.get("line") is not None else f" ({src['key']})" if src.get("key") else "")
+    return f"{where} ({src['rule']})"
+
+
+def explain_section(console: Console, result: TargetResult) -> None:
+    d = result.data
+    size = d["checked_size"]
+    declared = d["declared_size"]
+    _kv(console, "declared", f"{declared if declared is not None else '—'} ({d['declared_by']})")
+    for entry in d["ids"]:
+        console.print()
+        head = Text(f"  {entry['id']}", style="bold cyan")
+        if entry["query"] != str(entry["id"]):
+            head.append(f"  ({visible(entry['query'])})", style="dim")
+        inside = entry["in_declared_range"]
+        head.append(f"  {'inside' if inside else 'OUTSIDE'} the declared range [0, {size})", style="green" if inside else "bold red")
+        console.print(head)
+        by_profile = {s["profile"]: s for s in entry["sources"]}
+        profiles = Table(box=None, padding=(0, 1), pad_edge=False, show_header=False)
+        for _ in range(3):
+            profiles.add_column()
+        for profile, mapped in entry["mapped"].items():
+            src = by_profile.get(profile)
+            if not mapped or src is None:
+                profiles.add_row(Text(profile, style="bold"), Text("unmapped", style="bold red"), Text(""))
+                continue
+            where = ("special · " if src["special"] else "") + _where(src)
+            profiles.add_row(Text(profile, style="bold"), Text(_token_text(src), style="reverse"), Text(where, style="dim"))
+        console.print(Padding(profiles, (0, 0, 0, 4), expand=False))
+        if entry["bytes_hex"] is not None:
+            flags = "partial UTF-8" if entry["partial_utf8"] else "valid UTF-8"
+            _kv(console, "bytes", f"{entry['bytes_hex'] or '(empty)'}  ({flags})", 4)
+        table = _grid()
+        table.add_column("backend")
+        table.add_column("decode([id])")
+        for name, a in entry["backends"].items():
+            if not a["available"]:
+                table.add_row(Text(name, style="dim"), Text(f"unavailable: {a['reason']}", style="dim"))
+            elif a["kind"] in ("text", "dropped"):
+                shown = Text(visible(a["text"]), style="reverse") if a["text"] else Text("dropped (empty string)", style="yellow")
+                table.add_row(Text(name), shown)
+            else:
+                what = "panic" if a["panic"] else a["exception"]
+                table.add_row(Text(name), Text(f"{what}: {a['message']}", style=KIND_STYLE[a["kind"]]))
+        console.print(Padding(table, (0, 0, 0, 4), expand=False))
+
+
+def _pieces(console: Console, tokens: list[dict[str, Any]]) -> Text:
+    """Token texts end to end: alternating colours on a terminal, ``|`` between pieces elsewhere."""
+    out = Text()
+    shown = [t for t in tokens if not t.get("skipped")]
+    for k, tok in enumerate(shown):
+        piece = _token_text(tok)
+        if console.is_terminal:
+            out.append(piece, style=PIECE_STYLES[k % 2] if tok["bytes_hex"] is not None else "bold white on red")
+        else:
+            out.append(("|" if k else "") + piece)
+    return out
+
+
+def _token_table(console: Console, tokens: list[dict[str, Any]]) -> None:
+    table = _grid()
+    for col in ("#", "id", "token", ""):
+        table.add_column(col, justify="right" if col in ("#", "id") else "left")
+    for k, tok in enumerate(tokens):
+        flags = [f for f, on in (("special", tok["special"]), ("partial UTF-8", tok["partial_utf8"]),
+                                 ("skipped", tok.get("skipped")), ("unmapped", not tok["mapped"])) if on]
+        if tok["mapped"] and tok["profile"] != "files":
+            flags.append(f"only in {tok['profile']}")
+        table.add_row(Text(str(k), style="dim"), Text(str(tok["id"]), style="cyan"), Text(_token_text(tok)),
+                      Text(", ".join(flags), style="dim"))
+    console.print(Padding(table, (0, 0, 0, 4), expand=False))
+
+
+def _codec(console: Console, d: dict[str, Any], decoding: bool) -> None:
+    _kv(console, "backend", d["backend"] + (f" ({d['backend_detail']})" if d.get("backend_detail") else ""))
+    if decoding:
+        _kv(console, "ids", f"{len(d['ids'])} from {d['source']}" + ("  (--skip-special-tokens)" if d["skip_special_tokens"] else ""))
+    if d.get("error"):
+        e = d["error"]
+        _kv(console, "error", Text(f"{'panic' if e['panic'] else e['exception']}: {e['message']}", style="bold red"))
+    else:
+        _kv(console, "text", Text(visible(d["text"])))
+    if d["tokens"]:
+        _kv(console, "tokens", _pieces(console, d["tokens"]))
+        if not decoding:
+            _kv(console, "ids", " ".join(str(i) for i in d["ids"]))
+    _token_table(console, d["tokens"])
+
+
+def decode_section(console: Console, result: TargetResult) -> None:
+    _codec(console, result.data, True)
+
+
+def encode_section(console: Console, result: TargetResult) -> None:
+    _codec(console, result.data, False)
+
+
+def fuzz_section(console: Console, result: TargetResult) -> None:
+    f = result.data["fuzz"]
+    _kv(console, "run", f"{f['iterations']:,} sequences of 1–{f['max_length']} ids · seed {f['seed']} · "
+        f"declared range [0, {f['checked_size']})")
+    _kv(console, "edges", " · ".join(f"{name} {e['count']}" for name, e in f["edges"].items()))
+    table = _grid()
+    for col in ("backend", "calls", "failures", "rate", "decode calls/s", "by class (in declared range)", "first reproducer"):
+        table.add_column(col, justify="right" if col in ("calls", "failures", "rate", "decode calls/s") else "left")
+    for row in result.data["backends"]:
+        if not row["available"]:
+            table.add_row(Text(row["name"], style="dim"), *[Text("—", style="dim")] * 5, Text(f"unavailable: {row['reason']}", style="dim"))
+            continue
+        classes = ", ".join(f"{cls} {c['count']} ({c['in_declared_range']})" for cls, c in row["by_class"].items())
+        first = row["first_reproducer"]
+        repro = Text("—", style="green")
+        if first:
+            what = "panic" if first["panic"] else first["exception"]
+            repro = Text(f"{first['ids']} → {what}", style="bold red" if first["in_declared_range"] else "magenta")
+        cps = row["calls_per_second"]
+        table.add_row(
+            Text(row["name"], style="bold"),
+            Text(f"{row['calls']:,}"),
+            Text(f"{row['failures']:,}", style="bold red" if row["failures"] else "green"),
+            Text(f"{row['rate']:.1%}"),
+            Text("—" if cps is None else f"{cps:,.0f}"),
+            Text(classes or "none"),
+            repro,
+        )
+    console.print(Padding(table, (1, 0, 0, 2), expand=False))
+
+
+def diff_section(console: Console, result: TargetResult) -> None:
+    d = result.data["diff"]
+    cls = d["classification"]
+    _kv(console, "verdict", Text(cls.upper(), style=CLASS_STYLE[cls]))
+    table = _grid()
+    for col in ("", "draft", "target"):
+        table.add_column(col)
+    a, b = d["draft"], d["target"]
+    for label, key in (("path", "path"), ("vocabulary", "vocab_artifact"), ("declared size", "declared_size"),
+                       ("mapped ids", "mapped"), ("pattern from", "pattern_source")):
+        table.add_row(Text(label, style="bold"), Text(str(a[key]) if a[key] is not None else "—"), Text(str(b[key]) if b[key] is not None else "—"))
+    console.print(Padding(table, (0, 0, 0, 4), expand=False))
+    _kv(console, "ids", f"{d['same_bytes']:,} same bytes · {d['mismatched']:,} other bytes · {d['draft_only']:,} draft only · "
+        f"{d['target_only']:,} target only · {d['special_divergent']:,} special divergent · pattern "
+        f"{'same' if d['same_pattern'] else 'differs'}")
+    for e in d["examples"]:
+        line = Text(f"    {e['id']}  ", style="cyan")
+        line.append(e["draft"] if e["draft"] is not None else "(none)", style="reverse")
+        line.append("  ≠  ")
+        line.append(e["target"] if e["target"] is not None else "(none)", style="reverse")
+        console.print(line)
