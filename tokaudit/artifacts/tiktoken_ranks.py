@@ -22,17 +22,23 @@ else:  # pragma: no cover - Python 3.10
         return base64.b64decode(data, validate=True)
 
 
+_B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
+
+
 @dataclass(frozen=True)
 class TiktokenRanks:
     path: Path
     by_id: dict[int, bytes]
-    #: ``(rank, earlier_rank)`` for token bytes that appear more than once.
-    duplicate_tokens: tuple[tuple[int, int], ...]
     _data: bytes = field(repr=False, compare=False)
 
     @property
     def name(self) -> str:
         return self.path.name
+
+    @cached_property
+    def duplicate_tokens(self) -> tuple[tuple[int, int], ...]:
+        """``(rank, earlier_rank)`` for token bytes that appear more than once."""
+        return _duplicate_tokens(self.by_id)
 
     @cached_property
     def lines(self) -> dict[int, int]:
@@ -50,24 +56,35 @@ class TiktokenRanks:
 
 def parse_tiktoken_ranks(path: Path) -> TiktokenRanks:
     data = read_bytes(path)
-    by_id: dict[int, bytes] = {}
-    lines = data.split(b"\n")
-    if lines and not lines[-1].strip():
-        lines.pop()  # the final newline
-    b64 = _b64
-    try:
-        for line in lines:
-            token_b64, rank_text = line.split()  # ValueError on a blank or malformed line
-            rank = int(rank_text)  # ValueError on a non-integer
-            if rank in by_id or rank < 0 or rank > MAX_ID:
-                raise ValueError
-            by_id[rank] = b64(token_b64)
-    except (ValueError, binascii.Error):
-        # The fast loop stops at the first line it does not like: re-scan for blanks and a precise error.
+    by_id = _parse_columns(data)
+    if by_id is None:  # not the plain layout, or a bad line: find and name it
         by_id = _parse_carefully(data, path)
     if not by_id:
         raise InputError("no ranks found: not a tiktoken rank file", file=str(path))
-    return TiktokenRanks(path, by_id, _duplicate_tokens(by_id), data)
+    return TiktokenRanks(path, by_id, data)
+
+
+def _parse_columns(data: bytes) -> dict[int, bytes] | None:
+    """The common layout (``token rank`` with one space, one line each, no blank lines) parsed
+    column-wise with C-level loops; ``None`` when the file is not exactly that, or is invalid."""
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    if data.count(b" ") != lines or b"\n\n" in data or b"\r" in data or b"\t" in data or not data.strip():
+        return None
+    fields = data.split()
+    if len(fields) != 2 * lines:
+        return None
+    token_column = fields[0::2]
+    if b"".join(token_column).translate(None, _B64_ALPHABET):
+        return None  # a character outside the base64 alphabet
+    try:
+        ranks = list(map(int, fields[1::2]))
+        tokens = list(map(binascii.a2b_base64, token_column))
+    except (ValueError, binascii.Error):
+        return None
+    by_id = dict(zip(ranks, tokens))
+    if len(by_id) != len(ranks) or min(ranks) < 0 or max(ranks) > MAX_ID:
+        return None
+    return by_id
 
 
 def _parse_carefully(data: bytes, path: Path) -> dict[int, bytes]:

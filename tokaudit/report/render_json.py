@@ -24,5 +24,6 @@ def report_document(report: Report) -> dict[str, Any]:
 
 
 def render_json(report: Report, stream: TextIO) -> None:
-    json.dump(report_document(report), stream, indent=2, ensure_ascii=False)
-    stream.write("\n")
+    # One line, written by the C encoder (``indent`` would force the pure-Python one: ~10x slower
+    # on reports with many id ranges). Pipe through ``jq`` or ``python -m json.tool`` to read it.
+    stream.write(json.dumps(report_document(report), ensure_ascii=False) + "\n")
