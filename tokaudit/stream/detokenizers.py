@@ -45,6 +45,7 @@ class TokenBytes:
     def __init__(self, table: IdTable) -> None:
         self.table = table
         self._cache: dict[int, tuple[bytes, bool] | None] = {}
+        self._lengths: dict[bool, dict[int, int]] = {}
 
     def get(self, token_id: int) -> tuple[bytes, bool] | None:
         """``(bytes, special)``, or None when the files profile maps nothing to the id."""
@@ -65,6 +66,17 @@ class TokenBytes:
 
     def count(self, ids: Sequence[int], skip_special: bool) -> int:
         return sum(len(self.data(i, skip_special)) for i in ids)
+
+    def lengths(self, skip_special: bool) -> dict[int, int]:
+        """A cache id -> byte length (fill with :meth:`length`), for per-token loops."""
+        return self._lengths.setdefault(skip_special, {})
+
+    def length(self, token_id: int, skip_special: bool) -> int:
+        cache = self.lengths(skip_special)
+        n = cache.get(token_id)
+        if n is None:
+            n = cache[token_id] = len(self.data(token_id, skip_special))
+        return n
 
 
 class DecodeContext:
@@ -140,45 +152,71 @@ class Offsets(Detokenizer):
         self.prefix = max(self.read - INITIAL_OFFSET, 0)
 
     def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
-        decode, skip, memo = self.ctx.tokenizer.decode, self.ctx.skip_special_tokens, self.ctx.memo
-        ids, prefix, read = self.ids, self.prefix, self.read
-        chunks: list[str] = []
-        held: list[int] = []
-        prefix_text: str | None = None  # unchanged while the window holds
-        fffd = REPLACEMENT
+        steps = steps if isinstance(steps, Sequence) else list(steps)
+        if all(len(step) == 1 for step in steps):
+            return self._tokens([step[0] for step in steps], position, track_held)
+        outs, helds = self._tokens([i for step in steps for i in step], position, True)
+        chunks, held, k = [], [], 0
         for step in steps:
-            out = ""
-            for token_id in step:
-                ids.append(token_id)
-                if prefix_text is None:
-                    if read - prefix == 1:
-                        first = ids[prefix]
-                        prefix_text = memo.get(first)
-                        if prefix_text is None:
-                            prefix_text = memo[first] = decode([first], skip)
-                    else:
-                        prefix_text = decode(ids[prefix:read], skip)
-                new_text = decode(ids[prefix:], skip)
-                n = len(prefix_text)
-                if len(new_text) > n and new_text[-1] != fffd:
-                    if not new_text.startswith(prefix_text):
-                        self.errors.append(StepError(
-                            position, token_id, "rewritten",
-                            f"window decode {new_text!r} no longer starts with {prefix_text!r}: the emitted "
-                            "text would have to change (the window emits a slice by length regardless)",
-                        ))
-                    out += new_text[n:]
-                    prefix, read, prefix_text = read, len(ids), None
-                    if prefix > 4096:  # keep the id list short: only the window matters
-                        del ids[:prefix]
-                        read -= prefix
-                        prefix = 0
-                position += 1
-            chunks.append(out)
-            if track_held:
-                held.append(0 if read == len(ids) else self.ctx.tokens.count(ids[read:], skip))
+            chunks.append("".join(outs[k:k + len(step)]))
+            k += len(step)
+            held.append(helds[k - 1] if step else (held[-1] if held else 0))
+        return chunks, held if track_held else []
+
+    def _tokens(self, tokens: list[int], position: int, track_held: bool) -> tuple[list[str], list[int]]:
+        """The algorithm, one token at a time: the text emitted for each and the bytes held after it."""
+        decode, skip, memo = self.ctx.tokenizer.decode, self.ctx.skip_special_tokens, self.ctx.memo
+        table = self.ctx.tokens
+        lengths, length = table.lengths(skip), table.length
+        ids, prefix, read = self.ids, self.prefix, self.read
+        base = position - len(ids)  # the stream position of ids[k] is base + k
+        held_now = table.count(ids[read:], skip)  # bytes of ids[read:], kept up to date per token
+        outs: list[str] = []
+        emit = outs.append
+        held: list[int] = []
+        hold = held.append
+        fffd = REPLACEMENT
+        prefix_text = ""
+        stale = True  # the window slid: prefix_text must be decoded again
+        for token_id in tokens:
+            ids.append(token_id)
+            if stale:
+                if read - prefix == 1:
+                    prefix_text = memo.get(ids[prefix])  # type: ignore[assignment]
+                    if prefix_text is None:
+                        prefix_text = memo[ids[prefix]] = decode([ids[prefix]], skip)
+                else:
+                    prefix_text = decode(ids[prefix:read], skip)
+                stale = False
+            new_text = decode(ids[prefix:], skip)
+            n = len(prefix_text)
+            if len(new_text) > n and new_text[-1] != fffd:
+                if not new_text.startswith(prefix_text):
+                    self.errors.append(StepError(
+                        base + len(ids) - 1, token_id, "rewritten",
+                        f"window decode {new_text!r} no longer starts with {prefix_text!r}: the emitted "
+                        "text would have to change (the window emits a slice by length regardless)",
+                    ))
+                emit(new_text[n:])
+                prefix = read
+                read = len(ids)
+                stale = True
+                if prefix > 4096:  # keep the id list short: only the window matters
+                    del ids[:prefix]
+                    base += prefix
+                    read -= prefix
+                    prefix = 0
+                held_now = 0
+                if track_held:
+                    hold(0)
+            else:
+                emit("")
+                if track_held:
+                    n = lengths.get(token_id)
+                    held_now += n if n is not None else length(token_id, skip)
+                    hold(held_now)
         self.prefix, self.read = prefix, read
-        return chunks, held
+        return outs, held
 
     def held_bytes(self) -> int:
         if self.read == len(self.ids):
@@ -203,7 +241,7 @@ class DecodeStreamDetok(Detokenizer):
         self.name = "decodestream-prefill" if prefill else "decodestream"
         self.stream = self._new(list(prompt)) if prefill else self._new()
         self.pending: list[int] = []  # ids stepped since the last emission
-        self.last: tuple[list[int], Sequence[int]] = (list(prompt[-INITIAL_OFFSET:]), ())  # context for flush
+        self.last: tuple[Sequence[int], Sequence[int]] = (list(prompt[-INITIAL_OFFSET:]), ())  # context for flush
         if not prefill:
             for token_id in prompt:
                 self.stream.step(ctx.tokenizer, token_id)
@@ -216,32 +254,40 @@ class DecodeStreamDetok(Detokenizer):
         return DecodeStream(skip_special_tokens=self.ctx.skip_special_tokens)
 
     def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
-        tokenizer, skip, count = self.ctx.tokenizer, self.ctx.skip_special_tokens, self.ctx.tokens.count
+        tokenizer, skip, table = self.ctx.tokenizer, self.ctx.skip_special_tokens, self.ctx.tokens
+        length = table.length
         step = self.stream.step
         pending = self.pending
         chunks: list[str] = []
+        append_chunk = chunks.append
         held: list[int] = []
+        held_now = table.count(pending, skip)
         for ids in steps:
-            arg: int | list[int] = ids[0] if len(ids) == 1 else list(ids)
             try:
-                out = step(tokenizer, arg)
+                out = step(tokenizer, ids[0] if len(ids) == 1 else list(ids))
             except Exception as exc:  # noqa: BLE001 - tokenizers raises a plain Exception for Invalid prefix
                 message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 kind = "rewritten" if "Invalid prefix" in message else "error"
                 self.errors.append(StepError(position + len(ids) - 1, ids[-1], kind, message[:300]))
                 self.stream = self._new()
                 step = self.stream.step
-                out = step(tokenizer, arg)
+                out = step(tokenizer, ids[0] if len(ids) == 1 else list(ids))
             position += len(ids)
             if out is None:
                 pending.extend(ids)
-                chunks.append("")
+                append_chunk("")
                 if track_held:
-                    held.append(count(pending, skip))
+                    for token_id in ids:
+                        held_now += length(token_id, skip)
+                    held.append(held_now)
             else:
-                self.last = (pending, ids)
-                pending = []
-                chunks.append(out)
+                if pending:
+                    self.last = (pending, ids)
+                    pending = []
+                else:
+                    self.last = ((), ids)
+                append_chunk(out)
+                held_now = 0
                 if track_held:
                     held.append(0)
         self.pending = pending
