@@ -34,7 +34,8 @@ def _read_ids(args: list[str], fmt: StreamFormat | None) -> tuple[list[int], str
     from tokaudit.stream.readers import parse_stream, read_stream
 
     value = fmt.value if fmt else None
-    if len(args) == 1 and (args[0] == "-" or Path(args[0]).is_file()):
+    # one argument that is "-", a file, or does not start like ids ("12", "[12", "+12") is a stream to read
+    if len(args) == 1 and (args[0] == "-" or Path(args[0]).is_file() or args[0].lstrip()[:1] not in tuple("0123456789[+")):
         stream = read_stream(args[0], value)
         return list(stream.ids), "<stdin>" if args[0] == "-" else args[0]
     return list(parse_stream(" ".join(args), "<arguments>", value).ids), "<arguments>"

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tokaudit.backends.base import Backend, Outcome, call
+from tokaudit.backends.base import Backend, Outcome
 from tokaudit.backends.registry import LoadedBackend
 from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel
@@ -59,19 +59,17 @@ def sequences(model: TokenizerModel, options: FuzzOptions) -> tuple[list[list[in
     return out, pools
 
 
-def _reraise(exc: BaseException) -> None:
-    raise exc
-
-
 def decode_loop(
     decode: Callable[[list[int]], object], seqs: list[list[int]], progress: Callable[[int], None] | None = None
-) -> tuple[list[tuple[int, BaseException]], float]:
-    """Decode every sequence; (index, exception) of each failure and the seconds spent.
+) -> tuple[list[int], float]:
+    """Decode every sequence; the indices of the sequences that raised, and the seconds spent.
 
-    The loop is kept bare (no per-call wrapper objects) so that calls/s measure the backend:
-    exceptions are classified afterwards, through :func:`~tokaudit.backends.base.call`.
+    The loop is kept as bare as a hand-written one (no wrapper objects, no exception kept alive:
+    thousands of live tracebacks make the garbage collector dominate), so calls/s measure the
+    backend. Failing sequences are decoded again through :func:`~tokaudit.backends.base.call`
+    afterwards to classify them.
     """
-    failures: list[tuple[int, BaseException]] = []
+    failed: list[int] = []
     start = time.perf_counter()
     for first in range(0, len(seqs), CHUNK):
         for k in range(first, min(first + CHUNK, len(seqs))):
@@ -79,11 +77,11 @@ def decode_loop(
                 decode(seqs[k])
             except (KeyboardInterrupt, SystemExit, GeneratorExit):
                 raise
-            except BaseException as exc:  # noqa: BLE001 - Rust panics are BaseExceptions
-                failures.append((k, exc))
+            except BaseException:  # noqa: BLE001 - Rust panics are BaseExceptions
+                failed.append(k)
         if progress is not None:
             progress(min(CHUNK, len(seqs) - first))
-    return failures, time.perf_counter() - start
+    return failed, time.perf_counter() - start
 
 
 @dataclass
@@ -162,11 +160,14 @@ def fuzz_backend(
     backend: Backend, seqs: list[list[int]], size: int, progress: Callable[[int], None] | None = None
 ) -> BackendRun:
     run = BackendRun(backend.name, calls=len(seqs))
-    raw, run.seconds = decode_loop(backend.decode, seqs, progress)
+    failed, run.seconds = decode_loop(backend.decode, seqs, progress)
     start = time.perf_counter()
     shrinker = Shrinker(backend.decode)
-    for k, exc in raw:
-        outcome = call(_reraise, exc)
+    for k in failed:
+        outcome = shrinker.outcome(seqs[k])
+        if outcome.ok:  # not reproducible (a backend with state): keep the sequence as it is
+            run.failures.append(Failure("not reproducible", seqs[k], seqs[k], outcome, all(0 <= i < size for i in seqs[k])))
+            continue
         cls = failure_class(outcome) or "unknown"
         reproducer, small = shrinker.shrink(seqs[k], cls)
         inside = all(0 <= i < size for i in reproducer)

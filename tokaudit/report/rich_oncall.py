@@ -20,7 +20,8 @@ CLASS_STYLE = {"identical": "bold green", "compatible": "bold yellow", "incompat
 
 
 def _kv(console: Console, key: str, value: str | Text, indent: int = 2) -> None:
-    line = Text(" " * indent + f"{key:<12} ", style="bold")
+    line = Text(" " * indent)
+    line.append(f"{key:<12} ", style="bold")
     line.append(value if isinstance(value, Text) else Text(value))
     console.print(line)
 
