@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextvars
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from tokaudit.artifacts.load import Artifacts, load_artifacts
 from tokaudit.checks.registry import Rule, all_rules, run_rules
+from tokaudit.model.loaders import loader_views
 from tokaudit.model.tokenizer_model import TokenizerModel, build_model
 from tokaudit.report.finding import Finding
 from tokaudit.report.report import TargetResult
@@ -21,7 +24,35 @@ def load_model(target: str, revision: str | None = None) -> TokenizerModel:
 def scan_model(model: TokenizerModel, rules: Iterable[Rule] | None = None) -> tuple[TargetResult, list[Finding]]:
     chosen = [r for r in all_rules() if not r.deep] if rules is None else list(rules)
     findings = list(run_rules(model, chosen))
-    return TargetResult(model.target, {"artifacts": artifact_summary(model.artifacts), "vocab": vocab_summary(model)}), findings
+    data = {
+        "artifacts": artifact_summary(model.artifacts),
+        "vocab": vocab_summary(model),
+        "loaders": [view.to_json() for view in loader_views(model)],
+        "rules": [{"code": r.code, "name": r.name} for r in chosen],
+    }
+    return TargetResult(model.target, data), findings
+
+
+def scan_targets(
+    targets: Sequence[str], revision: str | None, rules: Sequence[Rule], jobs: int = 1
+) -> tuple[list[TargetResult], list[Finding]]:
+    """Scan several targets (``jobs`` threads); results and findings in the order the targets were given.
+
+    The first target that cannot be read raises its InputError, as a single target would.
+    """
+
+    def one(target: str) -> tuple[TargetResult, list[Finding]]:
+        return scan_model(load_model(target, revision), rules)
+
+    if jobs <= 1 or len(targets) <= 1:
+        outcomes = [one(t) for t in targets]
+    else:
+        with ThreadPoolExecutor(max_workers=min(jobs, len(targets))) as pool:
+            futures = [pool.submit(contextvars.copy_context().run, one, t) for t in targets]
+            outcomes = [f.result() for f in futures]
+    results = [r for r, _ in outcomes]
+    findings = [f for _, found in outcomes for f in found]
+    return results, findings
 
 
 def artifact_summary(a: Artifacts) -> list[dict[str, Any]]:

@@ -42,7 +42,7 @@ def rule(code: str, name: str, severity: Severity, summary: str, *, deep: bool =
 
 def all_rules() -> list[Rule]:
     """Every registered rule, in code order (importing the rule modules registers them)."""
-    from tokaudit.checks import id_space  # noqa: F401
+    from tokaudit.checks import artifact_rules, id_rules, id_space, special_tokens, token_classes  # noqa: F401
 
     return sorted(RULES.values(), key=lambda r: r.code)
 

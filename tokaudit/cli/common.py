@@ -19,6 +19,10 @@ from tokaudit.report.report import Report
 class OutputFormat(str, Enum):
     rich = "rich"
     json = "json"
+    sarif = "sarif"
+    junit = "junit"
+    markdown = "markdown"
+    github = "github"
 
 
 class FailOn(str, Enum):
@@ -40,6 +44,18 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No summary or pro
 RevisionOpt = Annotated[
     str | None, typer.Option("--revision", help="Branch, tag or commit for a Hugging Face repo id target.")
 ]
+SelectOpt = Annotated[
+    list[str] | None,
+    typer.Option("--select", help="Only these rules: codes, names or code prefixes (TA2), comma-separated or repeated."),
+]
+IgnoreOpt = Annotated[
+    list[str] | None, typer.Option("--ignore", help="Skip these rules: codes, names or code prefixes; comma-separated or repeated.")
+]
+BaselineOpt = Annotated[
+    Path | None,
+    typer.Option("--baseline", help="A previous --format json report: only findings not in it count.", dir_okay=False),
+]
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", help="Targets checked in parallel (threads).", min=1)]
 
 
 def err(message: str) -> None:
@@ -94,6 +110,22 @@ def emit(report: Report, fmt: OutputFormat, output: Path | None, fail_on: FailOn
                 from tokaudit.report.render_json import render_json
 
                 render_json(report, stream)
+            elif fmt is OutputFormat.sarif:
+                from tokaudit.report.render_sarif import render_sarif
+
+                render_sarif(report, stream)
+            elif fmt is OutputFormat.junit:
+                from tokaudit.report.render_junit import render_junit
+
+                render_junit(report, stream, fail_on.value)
+            elif fmt is OutputFormat.markdown:
+                from tokaudit.report.render_markdown import render_markdown
+
+                render_markdown(report, stream, fail_on.value)
+            elif fmt is OutputFormat.github:
+                from tokaudit.report.render_github import render_github
+
+                render_github(report, stream, fail_on.value)
             else:
                 from tokaudit.report.render_rich import render_rich
 

@@ -2,29 +2,63 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
 
 from tokaudit.cli.common import (
+    BaselineOpt,
     DebugOpt,
     FailOn,
     FailOnOpt,
     FormatOpt,
+    IgnoreOpt,
+    JobsOpt,
     OutputFormat,
     OutputOpt,
     QuietOpt,
     RevisionOpt,
+    SelectOpt,
     emit,
     handle_errors,
 )
+from tokaudit.checks.progress import Sink
+
+
+@contextmanager
+def _progress(quiet: bool) -> Iterator[Sink | None]:
+    """A transient rich progress bar on stderr for slow (--deep) rules, only on a terminal."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    console = Console(file=sys.stderr, markup=False, highlight=False)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=console, transient=True) as bar:
+        tasks: dict[str, object] = {}
+
+        def sink(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = bar.add_task(label, total=total)
+            bar.update(tasks[label], completed=done, total=total)  # type: ignore[arg-type]
+
+        yield sink
 
 
 def scan(
     targets: Annotated[
         list[str], typer.Argument(help="Model directory, tokenizer file, or Hugging Face repo id (org/name).", show_default=False)
     ],
-    deep: Annotated[bool, typer.Option("--deep", help="Also run the slow rules.")] = False,
+    deep: Annotated[bool, typer.Option("--deep", help="Also run the slow rules (TA402 unreachable-token).")] = False,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    baseline: BaselineOpt = None,
+    jobs: JobsOpt = 1,
     revision: RevisionOpt = None,
     fmt: FormatOpt = OutputFormat.rich,
     output: OutputOpt = None,
@@ -32,16 +66,42 @@ def scan(
     debug: DebugOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Check a tokenizer's id space and artifacts for problems that break serving stacks."""
+    """Check a tokenizer's id space, special tokens and artifacts for problems that break serving stacks."""
     with handle_errors(debug):
+        from tokaudit.checks.progress import reporting_to
         from tokaudit.checks.registry import all_rules
+        from tokaudit.config import load_config
+        from tokaudit.errors import InputError
+        from tokaudit.report.baseline import load_baseline
+        from tokaudit.report.policy import META_CODES, Selection, apply_policy, split_selectors, validate
         from tokaudit.report.report import Report
-        from tokaudit.scan import load_model, scan_model
+        from tokaudit.scan import scan_targets
 
-        rules = [r for r in all_rules() if deep or not r.deep]
-        results, findings = [], []
-        for target in targets:
-            result, found = scan_model(load_model(target, revision), rules)
-            results.append(result)
-            findings.extend(found)
-        emit(Report("scan", results, findings), fmt, output, fail_on, quiet)
+        config = load_config()
+        known = [(r.code, r.name) for r in all_rules()] + [(code, meta[0]) for code, meta in META_CODES.items()]
+        cli_select, cli_ignore = split_selectors(select), split_selectors(ignore)
+        validate(cli_select, known, "--select")
+        validate(cli_ignore, known, "--ignore")
+        validate(config.select, known, "tool.tokaudit.select", config.name)
+        validate(config.ignore, known, "tool.tokaudit.ignore", config.name)
+        for entry in config.per_target_ignores:
+            validate(entry.rules, known, f"{entry.key}.rules", config.name)
+        selection = Selection(cli_select or config.select, config.ignore + cli_ignore)
+        rules = [r for r in all_rules()
+                 if selection.chosen(r.code, r.name) and (deep or not r.deep or selection.named_exactly(r.code, r.name))]
+        if not rules:
+            raise InputError("no rule is selected", key="--select/--ignore")
+        baseline_path = baseline or config.baseline
+        fingerprints = load_baseline(baseline_path) if baseline_path else None
+
+        with _progress(quiet) as sink, reporting_to(sink):
+            results, findings = scan_targets(targets, revision, rules, jobs)
+        outcome = apply_policy(findings, [r.target for r in results], selection=selection, config=config,
+                               baseline=fingerprints, rules_run=[(r.code, r.name) for r in rules])
+        for result in results:
+            result.data["policy"] = {
+                **outcome.counts.get(result.target, {"suppressed": 0, "baselined": 0}),
+                "config": str(config.path) if config.path else None,
+                "baseline": str(baseline_path) if baseline_path else None,
+            }
+        emit(Report("scan", results, outcome.findings), fmt, output, fail_on, quiet)

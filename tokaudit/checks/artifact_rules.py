@@ -1,0 +1,125 @@
+"""Artifacts and backend selection (TA301-TA304)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from itertools import combinations
+
+from tokaudit.artifacts.base import Provenance
+from tokaudit.backends.pattern import CL100K_PATTERN, find_pattern
+from tokaudit.checks.registry import rule
+from tokaudit.ids import IdRanges
+from tokaudit.model.loaders import dynamo_regex_model_type, remote_tokenizer_module, smg_detects_kimi
+from tokaudit.model.tokenizer_model import TokenizerModel
+from tokaudit.report.finding import Finding, Severity
+from tokaudit.report.text import token_text
+
+
+@rule("TA301", "slow-fallback-risk", Severity.WARNING, "No tokenizer.json: transformers must build a slow, converted or remote-code tokenizer.")
+def slow_fallback_risk(model: TokenizerModel) -> Iterator[Finding]:
+    a = model.artifacts
+    if a.tokenizer_json is not None:
+        return
+    module = remote_tokenizer_module(model)
+    if module:
+        how = f"the remote-code class in {module}.py (a PreTrainedTokenizer in pure Python, only with trust_remote_code)"
+    elif a.tiktoken is not None:
+        how = f"a TokenizersBackend converted from {a.tiktoken.name} at load time (with cl100k's regex unless told otherwise)"
+    else:
+        how = f"a tokenizer converted from {model.vocab_artifact} at load time, or the slow Python class"
+    yield slow_fallback_risk.finding(
+        f"there is no tokenizer.json, so transformers uses {how}. Slow and converted tokenizers differ from the fast path "
+        "(ids, added-token handling, speed), and concurrent first loads have fallen back to a half-implemented Python "
+        "backend (NotImplementedError in get_vocab). Ship a tokenizer.json saved from the reference tokenizer.",
+        location=Provenance(model.vocab_artifact),
+        details={"vocab_artifact": model.vocab_artifact, "remote_module": module},
+    )
+
+
+@rule("TA302", "remote-code-required", Severity.WARNING, "auto_map or tokenizer_class needs the model's own Python code.")
+def remote_code_required(model: TokenizerModel) -> Iterator[Finding]:
+    a = model.artifacts
+    tc = a.tokenizer_config
+    if tc is None:
+        return
+    module = remote_tokenizer_module(model)
+    defined = {cls: rc.name for rc in a.remote_code for cls in rc.classes}
+    if module is None and tc.tokenizer_class in defined:
+        module = defined[tc.tokenizer_class].removesuffix(".py")
+    if module is None:
+        return
+    present = (a.root / f"{module}.py").is_file()
+    key = "auto_map.AutoTokenizer" if "AutoTokenizer" in tc.auto_map else "tokenizer_class"
+    if present:
+        message = (f"the tokenizer is Python code ({module}.py, present): transformers loads it only with "
+                   "trust_remote_code=True, and gateways without Python (smg, Dynamo, tiktoken-rs) re-implement it from "
+                   "the data files; check the loader table for what each of them maps.")
+        severity = Severity.WARNING
+    else:
+        message = (f"{key} names {module}.py, which is not in the model directory: transformers cannot load this tokenizer "
+                   "even with trust_remote_code.")
+        severity = Severity.ERROR
+    yield remote_code_required.finding(
+        message, severity=severity, location=Provenance(tc.name, key=key),
+        details={"module": f"{module}.py", "present": present, "tokenizer_class": tc.tokenizer_class},
+    )
+
+
+def _vocabularies(model: TokenizerModel) -> list[tuple[str, Mapping[int, bytes]]]:
+    a = model.artifacts
+    out: list[tuple[str, Mapping[int, bytes]]] = []
+    if a.tokenizer_json is not None:
+        tj = a.tokenizer_json
+        out.append((tj.name, {i: tj.token_bytes(i) or b"" for i in tj.vocab}))
+    if a.tiktoken is not None:
+        out.append((a.tiktoken.name, a.tiktoken.by_id))
+    if a.tekken is not None:
+        out.append((a.tekken.name, a.tekken.by_id))
+    for record in (a.vocab_json, a.vocab_txt):
+        if record is not None:
+            out.append((record.name, {i: record.token_bytes(i) or b"" for i in record.vocab}))
+    return out
+
+
+@rule("TA303", "artifact-disagreement", Severity.ERROR, "Two vocabulary artifacts give one id different bytes.")
+def artifact_disagreement(model: TokenizerModel) -> Iterator[Finding]:
+    vocabs = _vocabularies(model)
+    for (name_a, va), (name_b, vb) in combinations(vocabs, 2):
+        differ = [i for i, token in va.items() if i in vb and vb[i] != token]
+        only_a = len(va.keys() - vb.keys())
+        only_b = len(vb.keys() - va.keys())
+        if not differ and not only_a and not only_b:
+            continue
+        ids = IdRanges.from_ids(differ)
+        examples = [{"id": i, name_a: token_text(va[i]), name_b: token_text(vb[i])} for i in sorted(differ)[:10]]
+        shown = "; ".join(f"{e['id']}: {e[name_a]} vs {e[name_b]}" for e in examples[:3])
+        yield artifact_disagreement.finding(
+            f"{name_a} and {name_b} disagree: {len(differ)} ids have different bytes" + (f" ({shown})" if shown else "")
+            + f", {only_a} ids only in {name_a}, {only_b} only in {name_b}. Loaders that prefer one file over the other "
+            "(smg: tokenizer.json first; Dynamo: the file it is handed) produce different ids for the same text.",
+            location=Provenance(name_b),
+            ids=ids if ids else None,
+            details={"subject": f"{name_a}|{name_b}", "artifacts": [name_a, name_b], "examples": examples,
+                     f"only_in_{name_a}": only_a, f"only_in_{name_b}": only_b},
+        )
+
+
+@rule("TA304", "pattern-unknown", Severity.WARNING, "tiktoken ranks with no pre-tokenizer pattern: each loader falls back to its own regex.")
+def pattern_unknown(model: TokenizerModel) -> Iterator[Finding]:
+    a = model.artifacts
+    if a.tiktoken is None or a.tokenizer_json is not None or find_pattern(model) is not None:
+        return
+    kimi = smg_detects_kimi(model)
+    dynamo = dynamo_regex_model_type(model)
+    fallbacks = {
+        "transformers (TikTokenConverter)": "cl100k_base",
+        "smg": f"Kimi's Han-aware regex ({kimi})" if kimi else "cl100k_base",
+        "Dynamo": f"Kimi's regex (model_type {dynamo})" if dynamo else "none: it refuses to load",
+    }
+    listed = "; ".join(f"{k}: {v}" for k, v in fallbacks.items())
+    yield pattern_unknown.finding(
+        f"{a.tiktoken.name} holds ranks but no file declares the pre-tokenizer regex (pat_str): each loader guesses — {listed}. "
+        "A wrong regex splits text differently from training (Han, digits, contractions), so token counts and ids differ.",
+        location=Provenance(a.tiktoken.name),
+        details={"fallbacks": fallbacks, "cl100k_pattern": CL100K_PATTERN},
+    )

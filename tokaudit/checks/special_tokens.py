@@ -1,0 +1,262 @@
+"""Special tokens and EOS (TA201-TA205)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from tokaudit.artifacts.base import AddedToken, Provenance
+from tokaudit.checks.common import find_content, is_tool_or_reasoning_marker, looks_control, template_markers, turn_terminator
+from tokaudit.checks.registry import rule
+from tokaudit.ids import IdRanges
+from tokaudit.model.tokenizer_model import REMOTE_CODE, TokenizerModel
+from tokaudit.report.finding import Finding, Severity
+
+
+def _content_id(model: TokenizerModel, content: str) -> tuple[int | None, str]:
+    """(id, which profile maps it) for a token's text; files first, then the remote code."""
+    hit = find_content(model.files, content)
+    if hit is not None:
+        return hit[0], "files"
+    if REMOTE_CODE in model.profiles:
+        hit = find_content(model.profiles[REMOTE_CODE], content)
+        if hit is not None:
+            return hit[0], REMOTE_CODE
+    return None, ""
+
+
+def _text_of(model: TokenizerModel, token_id: int) -> str | None:
+    for table in model.profiles.values():
+        found = table.lookup(token_id)
+        if found is not None:
+            return found.token.decode("utf-8", "replace")
+    return None
+
+
+@rule("TA201", "special-token-missing", Severity.ERROR, "A bos/eos/pad/unk token named in a config file is not in the vocabulary or points into a gap.")
+def special_token_missing(model: TokenizerModel) -> Iterator[Finding]:
+    a = model.artifacts
+    size = model.checked_size
+    for record in (a.tokenizer_config, a.special_tokens_map):
+        if record is None:
+            continue
+        for field, tok in record.special.items():
+            token_id, profile = _content_id(model, tok.content)
+            if profile == "files":
+                continue
+            why = ("only the remote code registers it, so files-only loaders (smg, tiktoken-rs) cannot encode or decode it"
+                   if profile == REMOTE_CODE else "no vocabulary entry or added token has this text")
+            yield special_token_missing.finding(
+                f"{field} {tok.content} ({record.name}) is not a token for a loader of the data files: {why}.",
+                location=tok.source,
+                ids=IdRanges.from_ids([token_id]) if token_id is not None else None,
+                details={"subject": f"{record.name}:{field}", "field": field, "token": tok.content, "remote_code_id": token_id},
+            )
+    for record in (a.config, a.generation_config):
+        if record is None:
+            continue
+        for name, ids in (("bos", record.ids.bos), ("eos", record.ids.eos), ("pad", record.ids.pad)):
+            key = record.ids.keys.get(name, f"{name}_token_id")
+            for token_id in ids:
+                if token_id in model.files.mapped and token_id < size:
+                    continue
+                if token_id >= size:
+                    why = f"it is at or beyond the declared size {size}"
+                elif REMOTE_CODE in model.profiles and token_id in model.profiles[REMOTE_CODE].mapped:
+                    why = "it is in the vocabulary gap: only the remote code maps it, files-only loaders cannot decode it"
+                else:
+                    why = "it is in the vocabulary gap: no loader maps it"
+                yield special_token_missing.finding(
+                    f"{key} {token_id} ({record.name}) has no token for a loader of the data files: {why}.",
+                    location=Provenance(record.name, key=key),
+                    ids=IdRanges.from_ids([token_id]),
+                    details={"subject": f"{record.name}:{key}:{token_id}", "field": key, "id": token_id},
+                )
+
+
+def _eos_sets(model: TokenizerModel) -> list[dict[str, Any]]:
+    """The eos ids each file declares: config.json, generation_config.json, tokenizer_config.json (by text)."""
+    a = model.artifacts
+    sets: list[dict[str, Any]] = []
+    for record in (a.config, a.generation_config):
+        if record is not None and record.ids.eos:
+            key = record.ids.keys.get("eos", "eos_token_id")
+            ids = sorted(set(record.ids.eos))
+            sets.append({"source": f"{record.name} {key}", "ids": ids, "location": Provenance(record.name, key=key),
+                         "tokens": [_text_of(model, i) or "?" for i in ids]})
+    if a.tokenizer_config is not None and "eos_token" in a.tokenizer_config.special:
+        tok = a.tokenizer_config.special["eos_token"]
+        token_id, _ = _content_id(model, tok.content)
+        sets.append({"source": f"{a.tokenizer_config.name} eos_token", "ids": [] if token_id is None else [token_id],
+                     "location": tok.source, "tokens": [tok.content]})
+    return sets
+
+
+def _fmt(entry: dict[str, Any]) -> str:
+    pairs = " ".join(f"{i} {t}" for i, t in zip(entry["ids"], entry["tokens"]))
+    return f"{entry['source']} {pairs or entry['tokens'][0] + ' (not a token)'}"
+
+
+@rule("TA202", "eos-mismatch", Severity.WARNING, "End-of-sequence sets disagree across the configs and the chat template's turn terminator.")
+def eos_mismatch(model: TokenizerModel) -> Iterator[Finding]:
+    sets = _eos_sets(model)
+    term = turn_terminator(model)
+    term_id = _content_id(model, term.text)[0] if term else None
+    distinct = {tuple(s["ids"]) for s in sets}
+    union = {i for s in sets for i in s["ids"]}
+    term_outside = [s for s in sets if term_id is not None and term_id not in s["ids"]]
+    if len(distinct) <= 1 and not term_outside:
+        return
+    severity = Severity.ERROR if term_id is not None and sets and term_id not in union else Severity.WARNING
+    parts = [_fmt(s) for s in sets]
+    if term is not None:
+        parts.append(f"and the chat template's turn terminator {term.text} ({term_id if term_id is not None else 'not a token'})")
+    stacks = ("transformers generate() stops on generation_config.json (falling back to config.json); vLLM stops on the "
+              "tokenizer's eos_token plus generation_config.json's eos_token_id; smg stops on the union of config.json and "
+              "generation_config.json")
+    narrow = [s["source"] for s in term_outside]
+    tail = (f". A stack that reads only {' or '.join(narrow)} never stops on {term.text} and runs into a fake next turn"
+            if narrow and term is not None else "")
+    if severity is Severity.ERROR:
+        tail += f". No file lists {term.text}: generation only stops at max_tokens"  # type: ignore[union-attr]
+    location = term_outside[0]["location"] if term_outside else sets[0]["location"] if sets else (term.source if term else None)
+    yield eos_mismatch.finding(
+        f"end-of-sequence sets disagree between {', '.join(parts)}. {stacks}{tail}.",
+        severity=severity,
+        location=location,
+        ids=IdRanges.from_ids(union | ({term_id} if term_id is not None else set())),
+        details={
+            "sets": [{"source": s["source"], "ids": s["ids"], "tokens": s["tokens"]} for s in sets],
+            "template_terminator": None if term is None else {"token": term.text, "id": term_id, "location": term.source.to_json()},
+        },
+    )
+
+
+def _primary_added(model: TokenizerModel) -> tuple[AddedToken, ...]:
+    a = model.artifacts
+    if a.tokenizer_json is not None:
+        return a.tokenizer_json.added_tokens
+    return a.tokenizer_config.added_tokens_decoder if a.tokenizer_config else ()
+
+
+@rule("TA203", "control-token-not-special", Severity.WARNING, "Added tokens shaped like control tokens but marked special: false.")
+def control_token_not_special(model: TokenizerModel) -> Iterator[Finding]:
+    plain = [t for t in _primary_added(model) if t.special is False and t.id is not None and looks_control(t.content)]
+    groups = {
+        "tool/reasoning markers": [t for t in plain if is_tool_or_reasoning_marker(t.content)],
+        "control tokens": [t for t in plain if not is_tool_or_reasoning_marker(t.content)],
+    }
+    for group, tokens in groups.items():
+        if not tokens:
+            continue
+        names = ", ".join(f"{t.content} ({t.id})" for t in tokens[:8]) + (" …" if len(tokens) > 8 else "")
+        if group == "control tokens":
+            message = (f"{len(tokens)} added tokens look like control tokens but are marked special: false: {names}. "
+                       "skip_special_tokens keeps them in user-visible text and transformers may split them "
+                       "(split_special_tokens); mark them special unless a parser must see them.")
+            severity = Severity.WARNING
+        else:
+            message = (f"{len(tokens)} tool-call/reasoning markers are marked special: false: {names}. This is often "
+                       "deliberate (skip_special_tokens must keep them so the tool/reasoning parser sees them); check that "
+                       "your serving stack does not strip or split them.")
+            severity = Severity.NOTE
+        yield control_token_not_special.finding(
+            message, severity=severity, location=tokens[0].source, ids=IdRanges.from_ids(t.id for t in tokens if t.id is not None),
+            details={"subject": group, "tokens": [{"id": t.id, "token": t.content} for t in tokens]},
+        )
+
+
+_FLAG_EFFECT = {
+    "special": "whether skip_special_tokens drops it",
+    "normalized": "whether it is matched before or after normalization",
+    "lstrip": "whether whitespace on its left is absorbed",
+    "rstrip": "whether whitespace on its right is absorbed",
+    "single_word": "whether it matches inside words",
+}
+
+
+@rule("TA204", "added-token-flags-mismatch", Severity.WARNING, "special/lstrip/rstrip/normalized/single_word differ between tokenizer.json and tokenizer_config.json.")
+def added_token_flags_mismatch(model: TokenizerModel) -> Iterator[Finding]:
+    a = model.artifacts
+    if a.tokenizer_json is None or a.tokenizer_config is None:
+        return
+    in_json = {t.id: t for t in a.tokenizer_json.added_tokens}
+    for tok in a.tokenizer_config.added_tokens_decoder:
+        other = in_json.get(tok.id)
+        if other is None or other.content != tok.content:
+            continue
+        diff = {k: (v, other.flags()[k]) for k, v in tok.flags().items() if v is not None and other.flags()[k] is not None and v != other.flags()[k]}
+        if not diff:
+            continue
+        text = "; ".join(f"{k}: {a.tokenizer_config.name} {str(c).lower()}, {a.tokenizer_json.name} {str(j).lower()} ({_FLAG_EFFECT[k]})"
+                         for k, (c, j) in diff.items())
+        yield added_token_flags_mismatch.finding(
+            f"{tok.content} ({tok.id}) has different flags in the two files: {text}. Fast (tokenizer.json) and slow "
+            "(tokenizer_config.json) loaders then treat it differently.",
+            location=tok.source,
+            ids=IdRanges.from_ids([tok.id]) if tok.id is not None else None,
+            details={"subject": tok.content, "token": tok.content,
+                     "flags": {k: {"tokenizer_config": c, "tokenizer_json": j} for k, (c, j) in diff.items()}},
+        )
+
+
+@rule("TA205", "template-token-unregistered", Severity.ERROR, "A control-token literal in the chat template is not a registered token or encodes to several ids.")
+def template_token_unregistered(model: TokenizerModel) -> Iterator[Finding]:
+    markers = template_markers(model)
+    if not markers:
+        return
+    a = model.artifacts
+    named: set[str] = set()
+    for record in (a.tokenizer_config, a.special_tokens_map):
+        if record is not None:
+            named |= {t.content for t in record.special.values()} | {t.content for t in record.additional_special_tokens}
+    registered = {t.content.encode("utf-8"): t.id for t in _primary_added(model)}
+    encoder = _Encoder(model)
+    for marker in markers:
+        data = marker.text.encode("utf-8")
+        if data in registered:
+            continue
+        token_id, profile = _content_id(model, marker.text)
+        if profile == "files" and marker.text in named:
+            continue  # a named special token transformers registers from tokenizer_config.json
+        ids = encoder.encode(marker.text)
+        if profile == "files" and ids == [token_id]:
+            continue  # a single vocabulary token the encoder keeps whole
+        if profile == REMOTE_CODE:
+            why = (f"only the remote code registers it (id {token_id}); loaders of the data files (smg, tiktoken-rs, Dynamo) "
+                   "encode it as text")
+        else:
+            why = "no added token or vocabulary entry has this text"
+        count = f" and encodes to {len(ids)} ids {ids[:8]}" if ids is not None else ""
+        yield template_token_unregistered.finding(
+            f"the chat template writes {marker.text}, but {why}{count}: the model never sees the control token it was trained with.",
+            location=marker.source,
+            ids=IdRanges.from_ids([token_id]) if token_id is not None else None,
+            details={"subject": marker.text, "token": marker.text, "registered_by": profile or None, "encoded_ids": ids,
+                     "encoder": encoder.name},
+        )
+
+
+class _Encoder:
+    """The cheapest encoder of the data files, built only when a marker needs encoding."""
+
+    def __init__(self, model: TokenizerModel) -> None:
+        self.model = model
+        self.backend: Any = None
+        self.name: str | None = None
+        self._tried = False
+
+    def encode(self, text: str) -> list[int] | None:
+        if not self._tried:
+            self._tried = True
+            from tokaudit.backends.registry import load_backends
+
+            name = "hf" if self.model.artifacts.tokenizer_json is not None else "tiktoken"
+            loaded = load_backends(self.model, [name])[0]
+            self.backend, self.name = loaded.backend, (name if loaded.backend else None)
+        if self.backend is None:
+            return None
+        from tokaudit.backends.base import call
+
+        out = call(self.backend.encode, text)
+        return list(out.value) if out.ok else None

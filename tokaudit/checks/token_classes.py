@@ -1,0 +1,118 @@
+"""Token classes (TA401, TA402): tokens that are not text on their own, and tokens encoding never produces."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from tokaudit.artifacts.base import Provenance
+from tokaudit.checks.progress import advance
+from tokaudit.checks.registry import rule
+from tokaudit.ids import IdRanges
+from tokaudit.model.tokenizer_model import TokenizerModel
+from tokaudit.report.finding import Finding, Severity
+from tokaudit.report.text import token_text
+
+_BATCH = 8192
+
+
+def base_vocabulary(model: TokenizerModel) -> Mapping[int, bytes]:
+    """id -> bytes of the base vocabulary (ranks or model vocab), without added tokens."""
+    table = model.files
+    candidates = [layer for layer in table.layers if layer.artifact == model.vocab_artifact and not layer.special
+                  and ("vocab" in layer.rule or "ranks" in layer.rule)]
+    return max(candidates, key=lambda layer: len(layer.tokens)).tokens if candidates else {}
+
+
+def partial_utf8_ids(vocab: Mapping[int, bytes]) -> list[int]:
+    """Ids whose bytes are not valid UTF-8 alone, in id order (ASCII tokens skipped cheaply)."""
+    bad = []
+    for i, token in vocab.items():
+        if not token.isascii():
+            try:
+                token.decode("utf-8")
+            except UnicodeDecodeError:
+                bad.append(i)
+    return sorted(bad)
+
+
+@rule("TA401", "partial-utf8-token", Severity.NOTE, "Tokens that are not valid UTF-8 on their own; streaming must hold their bytes.")
+def partial_utf8_token(model: TokenizerModel) -> Iterator[Finding]:
+    vocab = base_vocabulary(model)
+    bad = partial_utf8_ids(vocab)
+    if not bad:
+        return
+    examples = [{"id": i, "bytes": token_text(vocab[i])} for i in bad[:8]]
+    shown = ", ".join(f"{e['id']} = {e['bytes']}" for e in examples[:4])
+    yield partial_utf8_token.finding(
+        f"{len(bad)} of {len(vocab)} tokens are not valid UTF-8 on their own (e.g. {shown}). Decoding one alone gives "
+        "U+FFFD, so a streaming detokenizer must hold their bytes until the character completes, and per-token "
+        "logprob strings show replacement characters.",
+        location=Provenance(model.vocab_artifact),
+        ids=IdRanges.from_ids(bad),
+        details={"examples": examples, "vocabulary": len(vocab)},
+    )
+
+
+def _encoder(model: TokenizerModel) -> tuple[str, Any] | None:
+    """A batch encoder of plain text (no special-token matching) using the model's own algorithm."""
+    from tokaudit.backends.registry import load_backends
+
+    a = model.artifacts
+    if a.tokenizer_json is None and (a.tiktoken is not None or a.tekken is not None):
+        loaded = load_backends(model, ["tiktoken"])[0]
+        if loaded.backend is not None:
+            enc = loaded.backend.encoding  # type: ignore[attr-defined]
+            return "tiktoken", lambda texts: enc.encode_ordinary_batch(texts)
+        return None
+    if a.tokenizer_json is not None:
+        loaded = load_backends(model, ["hf"])[0]
+        if loaded.backend is not None and a.tokenizer_json.scheme.value == "byte-level":
+            tok = loaded.backend.tokenizer  # type: ignore[attr-defined]
+            return "hf", lambda texts: [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]
+    return None
+
+
+@rule("TA402", "unreachable-token", Severity.WARNING, "Tokens that never come out of encoding their own text (Magikarp's categories).", deep=True)
+def unreachable_token(model: TokenizerModel) -> Iterator[Finding]:
+    found = _encoder(model)
+    if found is None:
+        return
+    name, encode = found
+    vocab = base_vocabulary(model)
+    partial = set(partial_utf8_ids(vocab))
+    items = sorted((i, b) for i, b in vocab.items() if i not in partial)
+    start = time.perf_counter()
+    single: dict[int, list[int]] = {}
+    multi: dict[int, list[int]] = {}
+    total = len(items)
+    for k in range(0, total, _BATCH):
+        chunk = items[k : k + _BATCH]
+        outs = encode([b.decode("utf-8") for _, b in chunk])
+        for (i, _), ids in zip(chunk, outs):
+            if ids != [i]:
+                (single if len(ids) == 1 else multi)[i] = list(ids)
+        advance("unreachable-token", min(k + _BATCH, total), total)
+    seconds = time.perf_counter() - start
+    bad = sorted(single.keys() | multi.keys())
+    if not bad:
+        return
+    examples = [{"id": i, "token": token_text(vocab[i]), "encodes_to": (single.get(i) or multi.get(i))[:8]} for i in bad[:10]]
+    shown = "; ".join(f"{e['id']} {e['token']} → {e['encodes_to']}" for e in examples[:3])
+    yield unreachable_token.finding(
+        f"{len(bad)} tokens never come out of encoding their own text with the {name} encoder ({len(multi)} split into "
+        f"several tokens, {len(single)} become another single token; e.g. {shown}). The model never saw them in "
+        "training, so their embeddings are untrained; if sampled they produce garbage.",
+        location=Provenance(model.vocab_artifact),
+        ids=IdRanges.from_ids(bad),
+        details={
+            "encoder": name,
+            "categories": {"unreachable_multi_token": len(multi), "unreachable_single_token": len(single),
+                           "undecodable_skipped": len(partial)},
+            "checked": total,
+            "seconds": round(seconds, 3),
+            "tokens_per_second": round(total / seconds) if seconds > 0 else None,
+            "examples": examples,
+        },
+    )

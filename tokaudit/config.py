@@ -1,0 +1,136 @@
+"""``[tool.tokaudit]`` in pyproject.toml, found by walking up from the current directory.
+
+```toml
+[tool.tokaudit]
+select = ["TA1", "TA2"]          # codes, names or code prefixes (default: every rule)
+ignore = ["partial-utf8-token"]
+baseline = "tokaudit-baseline.json"
+
+[[tool.tokaudit.per-target-ignores]]
+target = "models/kimi-*"          # glob over the TARGET argument
+rules = ["TA101"]
+reason = "the reserved ids are filled by the remote code we deploy with"   # required
+```
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tokaudit.errors import InputError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+KEYS = ("select", "ignore", "baseline", "per-target-ignores")
+ENTRY_KEYS = ("target", "rules", "reason")
+
+
+@dataclass(frozen=True)
+class TargetIgnore:
+    """One per-target suppression; ``index`` is its position in the array, for messages."""
+
+    target: str
+    rules: tuple[str, ...]
+    reason: str
+    index: int
+
+    @property
+    def key(self) -> str:
+        return f"tool.tokaudit.per-target-ignores[{self.index}]"
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path | None = None
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    baseline: Path | None = None
+    per_target_ignores: tuple[TargetIgnore, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return str(self.path) if self.path else "pyproject.toml"
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest pyproject.toml at or above ``start`` that has a ``[tool.tokaudit]`` table."""
+    for directory in (start, *start.parents):
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                text = candidate.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            if re.search(r"^\s*\[\[?\s*tool\.tokaudit\b", text, re.MULTILINE):
+                return candidate
+    return None
+
+
+def load_config(start: Path | None = None) -> Config:
+    path = find_pyproject((start or Path.cwd()).resolve())
+    return Config() if path is None else parse_config(path)
+
+
+def _strings(value: Any, path: Path, key: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise InputError("expected a list of rule codes or names", file=str(path), key=key)
+    return tuple(v.strip() for v in value)
+
+
+def parse_config(path: Path) -> Config:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"\(at line (\d+), column \d+\)", str(exc))
+        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+        raise InputError(f"invalid TOML: {message}", file=str(path), line=int(m.group(1)) if m else None) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read config: {exc}", file=str(path)) from None
+    table = data.get("tool", {}).get("tokaudit", {})
+    if not isinstance(table, dict):
+        raise InputError("expected a table", file=str(path), key="tool.tokaudit")
+    unknown = sorted(set(table) - set(KEYS))
+    if unknown:
+        raise InputError(f"unknown key {unknown[0]!r} (known: {', '.join(KEYS)})", file=str(path), key=f"tool.tokaudit.{unknown[0]}")
+    select = _strings(table["select"], path, "tool.tokaudit.select") if "select" in table else ()
+    ignore = _strings(table["ignore"], path, "tool.tokaudit.ignore") if "ignore" in table else ()
+    baseline = table.get("baseline")
+    if baseline is not None and not (isinstance(baseline, str) and baseline):
+        raise InputError("expected a file name", file=str(path), key="tool.tokaudit.baseline")
+    entries = table.get("per-target-ignores", [])
+    if not isinstance(entries, list):
+        raise InputError("expected an array of tables [[tool.tokaudit.per-target-ignores]]", file=str(path),
+                         key="tool.tokaudit.per-target-ignores")
+    ignores = []
+    for i, entry in enumerate(entries):
+        key = f"tool.tokaudit.per-target-ignores[{i}]"
+        if not isinstance(entry, dict):
+            raise InputError("expected a table with target, rules and reason", file=str(path), key=key)
+        extra = sorted(set(entry) - set(ENTRY_KEYS))
+        if extra:
+            raise InputError(f"unknown key {extra[0]!r} (known: {', '.join(ENTRY_KEYS)})", file=str(path), key=f"{key}.{extra[0]}")
+        target = entry.get("target")
+        if not isinstance(target, str) or not target:
+            raise InputError("a per-target ignore needs a 'target' (a glob over the TARGET argument)", file=str(path), key=f"{key}.target")
+        reason = entry.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise InputError("a per-target ignore needs a non-empty 'reason'", file=str(path), key=f"{key}.reason")
+        if "rules" not in entry:
+            raise InputError("a per-target ignore needs 'rules'", file=str(path), key=f"{key}.rules")
+        ignores.append(TargetIgnore(target, _strings(entry["rules"], path, f"{key}.rules"), reason.strip(), i))
+    return Config(
+        path=path,
+        select=select,
+        ignore=ignore,
+        baseline=(path.parent / baseline) if baseline else None,
+        per_target_ignores=tuple(ignores),
+    )

@@ -1,0 +1,262 @@
+"""What the common loaders make of a model directory, emulated statically.
+
+Each serving stack picks files by its own documented precedence and fills (or does not fill)
+reserved slots by its own rule (research/gateways.md 1.5, 1.6, catalog #1, #2, #16, #17).
+Everything here works on id *ranges*, never per-id sets, so a declared size of 10**12 is cheap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tokaudit.artifacts.base import AddedToken
+from tokaudit.ids import IdRanges
+from tokaudit.model.tokenizer_model import FILES, REMOTE_CODE, TokenizerModel
+
+#: smg ``kimi_k2_tokenizer::matches``: these ``config.json`` model types select the Kimi rules.
+SMG_KIMI_MODEL_TYPES = frozenset({"kimi_k2", "kimi_k25", "kimi_k3"})
+#: Dynamo ``tiktoken.rs::from_file_auto``: model types it knows a regex for (anything else is an error).
+DYNAMO_KIMI_MODEL_TYPES = frozenset({"kimi", "kimi_k2", "kimi_k25", "kimi_k3", "deepseek_v3"})
+#: Reserved slots smg and Dynamo synthesize after the ranks for Kimi-detected models.
+GATEWAY_RESERVED_SLOTS = 256
+
+LOADERS = ("files-only", "smg", "vLLM", "Dynamo", "transformers")
+
+
+@dataclass(frozen=True)
+class LoaderView:
+    """The ids one loader would map for this target, and why."""
+
+    loader: str
+    #: Files the loader reads, in the order its precedence rule considers them (empty: cannot load).
+    files: tuple[str, ...]
+    #: The rule that chose them, e.g. "tiktoken.model + tokenizer_config.json (Kimi detected: model_type kimi_k25)".
+    rule: str
+    mapped: IdRanges
+    #: Ids in [0, checked size) the loader cannot map; ``None`` when the loader cannot load the target at all.
+    unmapped: IdRanges | None
+    #: Pre-tokenizer regex the loader uses, by source ("remote code pat_str", "cl100k fallback", ...).
+    pattern: str
+
+    @property
+    def sees_gap(self) -> bool | None:
+        return None if self.unmapped is None else bool(self.unmapped)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "loader": self.loader,
+            "files": list(self.files),
+            "rule": self.rule,
+            "mapped": self.mapped.count,
+            "sees_gap": self.sees_gap,
+            "unmapped": None if self.unmapped is None else self.unmapped.count,
+            "unmapped_ids": None if self.unmapped is None else self.unmapped.to_json(),
+            "pattern": self.pattern,
+        }
+
+
+def _auto_map_strings(model: TokenizerModel) -> list[str]:
+    tc = model.artifacts.tokenizer_config
+    out: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+
+    if tc is not None:
+        walk(tc.auto_map)
+        if tc.tokenizer_class:
+            out.append(tc.tokenizer_class)
+    return out
+
+
+def remote_tokenizer_module(model: TokenizerModel) -> str | None:
+    """``tokenization_kimi`` for ``auto_map.AutoTokenizer = ["tokenization_kimi.TikTokenTokenizer", null]``."""
+    tc = model.artifacts.tokenizer_config
+    if tc is None:
+        return None
+    value = tc.auto_map.get("AutoTokenizer")
+    names = value if isinstance(value, (list, tuple)) else [value]
+    for name in names:
+        if isinstance(name, str) and "." in name:
+            return name.split("--")[-1].rsplit(".", 1)[0]
+    return None
+
+
+def smg_detects_kimi(model: TokenizerModel) -> str | None:
+    """Why smg applies its Kimi rules (Han-aware regex, 256 reserved slots), or ``None``."""
+    for text in _auto_map_strings(model):
+        if "tokenization_kimi" in text.split("--")[-1].split("."):
+            return f"tokenizer_config.json names {text}"
+    cfg = model.artifacts.config
+    if cfg is not None and cfg.model_type in SMG_KIMI_MODEL_TYPES:
+        return f"config.json model_type {cfg.model_type}"
+    return None
+
+
+def dynamo_regex_model_type(model: TokenizerModel) -> str | None:
+    cfg = model.artifacts.config
+    if cfg is not None and cfg.model_type in DYNAMO_KIMI_MODEL_TYPES:
+        return cfg.model_type
+    return None
+
+
+def compacted_added_ids(model: TokenizerModel) -> dict[int, int]:
+    """Declared id -> the id transformers v5's tiktoken conversion gives an added token.
+
+    The converted ``TokenizersBackend`` appends ``added_tokens_decoder`` in id order right after the
+    ranks (``add_tokens()``), so sparse ids are compacted (transformers #45356). Only for rank files
+    without a tokenizer.json.
+    """
+    a = model.artifacts
+    if a.tokenizer_json is not None or a.tiktoken is None or a.tokenizer_config is None:
+        return {}
+    ranks = a.tiktoken.by_id
+    out: dict[int, int] = {}
+    nxt = len(ranks)
+    for tok in a.tokenizer_config.added_tokens_decoder:
+        if tok.id is None or tok.id in ranks:
+            continue
+        out[tok.id] = nxt
+        nxt += 1
+    return out
+
+
+def tokenizers_added_ids(model: TokenizerModel) -> list[tuple[AddedToken, int]]:
+    """(added token, the id HF ``tokenizers`` really gives it) for tokenizer.json's ``added_tokens``.
+
+    ``tokenizers`` ignores an added token's ``id``: content already in the vocabulary takes the
+    vocabulary's id; new content gets ``max(added so far) + 1``, or the vocabulary size (number of
+    entries) while that is larger, in list order (research/audit_tools.md 8.3).
+    """
+    tj = model.artifacts.tokenizer_json
+    if tj is None:
+        return []
+    by_content: dict[str, int] = {}
+    for i, token in sorted(tj.vocab.items()):
+        by_content.setdefault(token, i)
+    size = len(tj.vocab) + len(tj.duplicate_ids)  # the model's entry count, holes not counted
+    assigned: dict[str, int] = {}
+    out: list[tuple[AddedToken, int]] = []
+    for tok in tj.added_tokens:
+        new = assigned.get(tok.content, by_content.get(tok.content))
+        if new is None:
+            top = max(assigned.values(), default=None)
+            new = size if top is None or (top < size and size > 0) else top + 1
+        assigned[tok.content] = new
+        out.append((tok, new))
+    return out
+
+
+def _span(first: int, count: int) -> IdRanges:
+    return IdRanges.span(first, first + count)
+
+
+def loader_views(model: TokenizerModel) -> list[LoaderView]:
+    """One row per loader: which files it reads and which ids it maps."""
+    a = model.artifacts
+    size = model.checked_size
+    files_table = model.files
+    files_mapped = files_table.mapped
+    cfg_name = [a.tokenizer_config.name] if a.tokenizer_config else []
+    rows: list[LoaderView] = []
+
+    def view(loader: str, files: list[str], rule: str, mapped: IdRanges | None, pattern: str) -> LoaderView:
+        if mapped is None:
+            return LoaderView(loader, tuple(files), rule, IdRanges(), None, pattern)
+        return LoaderView(loader, tuple(dict.fromkeys(files)), rule, mapped, mapped.complement(size), pattern)
+
+    own_pattern = _own_pattern(model)
+    rows.append(view("files-only", [model.vocab_artifact] + cfg_name,
+                     "the vocabulary file and added_tokens_decoder, nothing synthesized (tiktoken-rs, smg before PR #1482)",
+                     files_mapped, own_pattern or "none found"))
+
+    # smg crates/tokenizer/src/factory.rs
+    kimi = smg_detects_kimi(model)
+    if a.tokenizer_json:
+        rows.append(view("smg", [a.tokenizer_json.name] + cfg_name, "tokenizer.json first", files_mapped, own_pattern or "tokenizer.json"))
+    elif a.vocab_json and a.merges and a.tokenizer_config and (a.tokenizer_config.tokenizer_class or "").startswith("Qwen2Tokenizer"):
+        rows.append(view("smg", [a.vocab_json.name, a.merges.name] + cfg_name, "vocab.json + merges.txt (tokenizer_class Qwen2Tokenizer)",
+                         files_mapped, "GPT-2 byte-level"))
+    elif a.tiktoken:
+        if kimi:
+            fill = _span(len(a.tiktoken.by_id), GATEWAY_RESERVED_SLOTS)
+            rows.append(view("smg", [a.tiktoken.name] + cfg_name, f"{a.tiktoken.name}; Kimi detected ({kimi}): "
+                             f"{GATEWAY_RESERVED_SLOTS} reserved slots filled after the ranks", files_mapped.union(fill), "Kimi (built in)"))
+        else:
+            rows.append(view("smg", [a.tiktoken.name] + cfg_name, f"{a.tiktoken.name} (no Kimi detection)", files_mapped, "cl100k fallback"))
+    else:
+        rows.append(view("smg", [], "no file smg loads from a directory (tokenizer.json, vocab.json+merges.txt for Qwen2, tiktoken)",
+                         None, "—"))
+
+    transformers = _transformers_view(model, own_pattern)
+    # vLLM: tokenizer_mode auto is transformers' AutoTokenizer; tekken.json goes to mistral_common.
+    if a.tekken and not a.tokenizer_json:
+        rows.append(view("vLLM", [a.tekken.name], "tekken.json via mistral_common (tokenizer_mode mistral)", files_mapped,
+                         f"{a.tekken.name} config.pattern"))
+    else:
+        rows.append(LoaderView("vLLM", transformers.files, f"transformers AutoTokenizer: {transformers.rule}", transformers.mapped,
+                               transformers.unmapped, transformers.pattern))
+
+    # Dynamo lib/llm/src/tokenizers.rs, tokenizers/tiktoken.rs
+    if a.tokenizer_json:
+        rows.append(view("Dynamo", [a.tokenizer_json.name], "tokenizer.json (HF backend)", model.profiles[FILES].mapped, "tokenizer.json"))
+    elif a.tiktoken:
+        mt = dynamo_regex_model_type(model)
+        if mt:
+            base = max(a.tiktoken.by_id) + 1
+            fill = _span(base, GATEWAY_RESERVED_SLOTS)
+            rows.append(view("Dynamo", [a.tiktoken.name] + cfg_name, f"{a.tiktoken.name}; model_type {mt}: Kimi regex and "
+                             f"{GATEWAY_RESERVED_SLOTS} reserved slots from max rank + 1", files_mapped.union(fill), "Kimi (built in)"))
+        else:
+            mt_text = a.config.model_type if a.config and a.config.model_type else "none"
+            rows.append(view("Dynamo", [a.tiktoken.name], f"refuses {a.tiktoken.name}: no regex for model_type {mt_text}", None, "—"))
+    else:
+        rows.append(view("Dynamo", [], "no tokenizer.json or tiktoken file", None, "—"))
+
+    rows.append(transformers)
+    return rows
+
+
+def _own_pattern(model: TokenizerModel) -> str | None:
+    from tokaudit.backends.pattern import find_pattern
+
+    found = find_pattern(model)
+    return found.source if found else None
+
+
+def _transformers_view(model: TokenizerModel, own_pattern: str | None) -> LoaderView:
+    a = model.artifacts
+    size = model.checked_size
+    cfg_name = [a.tokenizer_config.name] if a.tokenizer_config else []
+    module = remote_tokenizer_module(model)
+    if a.tokenizer_json:
+        mapped = model.files.mapped
+        return LoaderView("transformers", (a.tokenizer_json.name, *cfg_name), "tokenizer.json (TokenizersBackend)",
+                          mapped, mapped.complement(size), own_pattern or "tokenizer.json")
+    if module and REMOTE_CODE in model.profiles:
+        present = any(rc.path.stem == module for rc in a.remote_code)
+        if not present:
+            return LoaderView("transformers", (f"{module}.py",), f"auto_map needs {module}.py, which is missing", IdRanges(), None, "—")
+        mapped = model.profiles[REMOTE_CODE].mapped
+        return LoaderView("transformers", (f"{module}.py", model.vocab_artifact, *cfg_name),
+                          f"remote code {module}.py (trust_remote_code)", mapped, mapped.complement(size),
+                          own_pattern or "remote code (not found statically)")
+    if a.tiktoken:
+        compact = compacted_added_ids(model)
+        mapped = a_mapped = IdRanges.from_ids(a.tiktoken.by_id)
+        if compact:
+            mapped = a_mapped.union(IdRanges.from_ids(compact.values()))
+        return LoaderView("transformers", (a.tiktoken.name, *cfg_name),
+                          "converted from tiktoken ranks; added tokens appended after the ranks", mapped,
+                          mapped.complement(size), "cl100k fallback (TikTokenConverter)")
+    mapped = model.files.mapped
+    return LoaderView("transformers", (model.vocab_artifact, *cfg_name), f"converted from {model.vocab_artifact}",
+                      mapped, mapped.complement(size), own_pattern or "converter default")

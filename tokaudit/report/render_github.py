@@ -1,0 +1,43 @@
+"""``--format github``: GitHub Actions workflow commands, one annotation per finding, grouped per target.
+
+Escaping follows actions/toolkit ``command.ts``: in the message ``%``, CR and LF; in property values
+also ``:`` and ``,``.
+"""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from tokaudit.report.finding import Finding
+from tokaudit.report.locations import finding_line, finding_path
+from tokaudit.report.report import Report, tool_version, versions
+
+_COMMAND = {"error": "error", "warning": "warning", "note": "notice"}
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(f: Finding) -> str:
+    props = {"file": finding_path(f), "line": str(finding_line(f)), "title": f"{f.code} {f.name}"}
+    joined = ",".join(f"{k}={escape_property(v)}" for k, v in props.items())
+    return f"::{_COMMAND[f.severity.value]} {joined}::{escape_data(f.message)}"
+
+
+def render_github(report: Report, stream: TextIO, fail_on: str = "error") -> None:
+    for result in report.results:
+        findings = sorted((f for f in report.findings if f.target == result.target), key=lambda f: (-f.severity.rank, f.code))
+        stream.write(f"::group::{escape_data(f'tokaudit {report.command} {result.target}')}\n")
+        for f in findings:
+            stream.write(annotation(f) + "\n")
+        stream.write("::endgroup::\n")
+    s = report.summary()
+    lib = ", ".join(f"{k} {v}" for k, v in versions().items())
+    verdict = "FAIL" if report.failing(fail_on) else "PASS"
+    stream.write(f"tokaudit {tool_version()} {report.command}: {verdict}: {s['error']} error(s), {s['warning']} warning(s), "
+                 f"{s['note']} note(s) ({lib})\n")

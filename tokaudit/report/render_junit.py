@@ -1,0 +1,81 @@
+"""``--format junit``: one test suite per target, one test case per rule that ran on it (or per code
+found, for commands without a rule list). A case fails when it has a finding at or above ``--fail-on``;
+a clean run still has passing cases, so CI never sees an empty report."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from typing import TextIO
+
+from tokaudit.report.finding import Finding, Severity
+from tokaudit.report.locations import finding_path
+from tokaudit.report.report import Report, tool_version, versions
+
+
+_INVALID_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml(text: str) -> str:
+    """Text XML 1.0 can carry: characters it forbids become ``\\uXXXX``."""
+    return _INVALID_XML.sub(lambda m: f"\\u{ord(m.group()):04X}", text)
+
+
+def _threshold(fail_on: str) -> int:
+    return 99 if fail_on == "never" else Severity(fail_on).rank
+
+
+def junit_tree(report: Report, fail_on: str) -> ET.Element:
+    root = ET.Element("testsuites", name=f"tokaudit {report.command}")
+    threshold = _threshold(fail_on)
+    total = failed = 0
+    for result in report.results:
+        findings = [f for f in report.findings if f.target == result.target]
+        cases: dict[str, tuple[str, list[Finding]]] = {}
+        for r in result.data.get("rules", []):
+            cases[r["code"]] = (r["name"], [])
+        for f in findings:
+            cases.setdefault(f.code, (f.name, []))[1].append(f)
+        if not cases:
+            cases[report.command] = ("no findings", [])
+        suite = ET.SubElement(root, "testsuite", name=_xml(result.target))
+        props = ET.SubElement(suite, "properties")
+        ET.SubElement(props, "property", name="tokaudit", value=tool_version())
+        for lib, version in versions().items():
+            ET.SubElement(props, "property", name=f"version.{lib}", value=version)
+        suite_failed = 0
+        for code in sorted(cases):
+            name, found = cases[code]
+            case = ET.SubElement(suite, "testcase", name=f"{code} {name}" if code != report.command else name,
+                                 classname=_xml(f"tokaudit.{report.command}.{result.target}"), time="0")
+            if found:
+                case.set("file", finding_path(found[0]))
+            failing = [f for f in found if f.severity.rank >= threshold]
+            body = _xml("\n\n".join(f"[{f.severity.value}] {finding_path(f)}: {f.message}" for f in found))
+            if failing:
+                suite_failed += 1
+                worst = max(failing, key=lambda f: f.severity.rank)
+                failure = ET.SubElement(case, "failure", message=_xml(worst.message.split(". ")[0][:500]), type=worst.severity.value)
+                failure.text = body
+            elif found:
+                ET.SubElement(case, "system-out").text = body
+        suite.set("tests", str(len(cases)))
+        suite.set("failures", str(suite_failed))
+        suite.set("errors", "0")
+        suite.set("skipped", "0")
+        suite.set("time", "0")
+        total += len(cases)
+        failed += suite_failed
+    root.set("tests", str(total))
+    root.set("failures", str(failed))
+    root.set("errors", "0")
+    root.set("time", "0")
+    return root
+
+
+def render_junit(report: Report, stream: TextIO, fail_on: str = "error") -> None:
+    tree = junit_tree(report, fail_on)
+    ET.indent(tree)
+    stream.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+    stream.write(ET.tostring(tree, encoding="unicode"))
+    stream.write("\n")

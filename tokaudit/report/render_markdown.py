@@ -1,0 +1,55 @@
+"""``--format markdown``: a PR comment or ``$GITHUB_STEP_SUMMARY``. Token text is data: markdown and
+HTML metacharacters are escaped so ``<think>`` or ``[PAD]`` show as written."""
+
+from __future__ import annotations
+
+import re
+from typing import TextIO
+
+from tokaudit.report.finding import Finding
+from tokaudit.report.locations import finding_path
+from tokaudit.report.report import Report, tool_version, versions
+from tokaudit.report.text import plural
+
+_ICON = {"error": "❌", "warning": "⚠️", "note": "ℹ️"}
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
+
+
+def md(text: str) -> str:
+    """Escape text for a markdown table cell: HTML entities, markdown punctuation, no line breaks."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _MD_SPECIAL.sub(r"\\\1", text)
+    return text.replace("\r", " ").replace("\n", "<br>")
+
+
+def _location(f: Finding) -> str:
+    where = finding_path(f)
+    if f.location is not None and f.location.line is not None:
+        where += f":{f.location.line}"
+    elif f.location is not None and f.location.key:
+        where += f" ({f.location.key})"
+    return f"`{where.replace('`', '')}`"
+
+
+def render_markdown(report: Report, stream: TextIO, fail_on: str = "error") -> None:
+    s = report.summary()
+    failing = report.failing(fail_on)
+    verdict = "❌ FAIL" if failing else "✅ PASS"
+    counts = f"{plural(s['error'], 'error')}, {plural(s['warning'], 'warning')}, {plural(s['note'], 'note')}"
+    out = [f"## tokaudit {report.command}: {verdict}", "",
+           f"{counts} ({len(failing)} at or above `--fail-on {fail_on}`)", ""]
+    for result in report.results:
+        findings = sorted((f for f in report.findings if f.target == result.target), key=lambda f: (-f.severity.rank, f.code))
+        out.append(f"### `{result.target.replace('`', '')}`")
+        out.append("")
+        if not findings:
+            out += ["No findings.", ""]
+            continue
+        out += ["| | code | name | location | message | ids |", "|---|---|---|---|---|---|"]
+        for f in findings:
+            ids = "" if f.ids is None else md(f"{f.ids.describe(limit=4)} ({f.ids.count})")
+            out.append(f"| {_ICON[f.severity.value]} | {f.code} | `{f.name}` | {_location(f)} | {md(f.message)} | {ids} |")
+        out.append("")
+    lib = ", ".join(f"{k} {v}" for k, v in versions().items())
+    out += ["---", f"<sub>tokaudit {tool_version()} · {md(lib)}</sub>", ""]
+    stream.write("\n".join(out))
