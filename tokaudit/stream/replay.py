@@ -114,7 +114,10 @@ def _unmapped(model: TokenizerModel, ctx: DecodeContext, ids: Sequence[int]) -> 
         return []
     from tokaudit.backends.registry import load_backends
 
-    backends = [b for b in load_backends(model, ["hf", "tiktoken", "strict"]) if b.backend is not None]
+    # hf is the tokenizer replay already decodes with; the others are built only now that they are needed
+    backends = [("hf", ctx.tokenizer.decode)] + [
+        (b.name, b.backend.decode) for b in load_backends(model, ["tiktoken", "strict"]) if b.backend is not None
+    ]
     out = []
     for token_id, positions in where.items():
         profiles = {}
@@ -122,9 +125,9 @@ def _unmapped(model: TokenizerModel, ctx: DecodeContext, ids: Sequence[int]) -> 
             found = table.lookup(token_id)
             profiles[name] = found.token.decode("utf-8", "replace") if found else None
         said = {}
-        for b in backends:
-            outcome = call(b.backend.decode, [token_id])  # type: ignore[union-attr]
-            said[b.name] = outcome.describe() + (" (dropped)" if outcome.ok and outcome.value == "" else "")
+        for name, decode in backends:
+            outcome = call(decode, [token_id])
+            said[name] = outcome.describe() + (" (dropped)" if outcome.ok and outcome.value == "" else "")
         p = positions[0]
         context = (ctx.decode(list(ids[max(p - 8, 0):p])), ctx.decode(list(ids[p + 1:p + 9])))
         out.append(inv.unmapped_finding(token_id, positions, declared, profiles, said, context))
