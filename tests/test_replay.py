@@ -176,3 +176,12 @@ def test_bad_input_is_one_line_and_exit_2(args, stdin, stderr):
     assert out.exit_code == 2
     assert out.stderr == stderr
     assert out.stdout == ""
+
+
+def test_every_stream_finding_has_position_and_id(tiny_encode):
+    ids = tiny_encode("Hello 🌶 world")
+    doc = _json(TINY, "-", "--prompt", " ".join(map(str, ids[:5])), input=json.dumps(ids[5:] + [999999]))
+    assert doc["findings"]
+    for f in doc["findings"]:
+        pos = f["details"]["position"]
+        assert f["details"]["id"] == (ids[5:] + [999999])[pos], f

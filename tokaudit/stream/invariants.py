@@ -71,18 +71,22 @@ def _excerpt(text: str, at: int, width: int = 24) -> str:
     return text[max(at - width, 0):at + width]
 
 
-def mismatch_findings(run: Run, full: str, chars: CharMap, ids: Sequence[int], prompt_text: str) -> list[Finding]:
+def mismatch_findings(
+    run: Run, full: str, chars: CharMap, ids: Sequence[int], steps: Sequence[Sequence[int]], prompt_text: str
+) -> list[Finding]:
     """stream-mismatch (and prompt-leak) for one detokenizer: chunks + flush must equal the full decode."""
     got = run.text + run.flush
     out = []
     if prompt_text and run.text.startswith(prompt_text) and not full.startswith(prompt_text):
         first = next((k for k, c in enumerate(run.chunks) if c), 0)
+        pos = sum(len(s) for s in steps[:first])
         out.append(codes.finding(
             codes.PROMPT_LEAK,
             f"{run.name}: the first chunk starts with the prompt text {prompt_text[-40:]!r}: the prompt was not "
             "adopted as context (its decode ends inside a character), so it is emitted again",
-            severity=_severity(run.name), details={"detokenizer": run.name, "step": first, "prompt_text": prompt_text,
-                                                    "first_chunk": run.chunks[first] if run.chunks else ""},
+            severity=_severity(run.name),
+            details={"detokenizer": run.name, "position": pos, "id": ids[pos], "step": first,
+                     "prompt_text": prompt_text, "first_chunk": run.chunks[first] if run.chunks else ""},
         ))
         if got == prompt_text + full:
             return out
@@ -170,19 +174,19 @@ def unmapped_finding(
     )
 
 
-def toolcall_findings(calls: Sequence[ToolCall], position_of: Any, last: int, stream_len: int) -> list[Finding]:
+def toolcall_findings(calls: Sequence[ToolCall], position_of: Any, ids: Sequence[int]) -> list[Finding]:
     """tool-call-json for every argument segment that does not parse."""
     out = []
     for call in calls:
         if call.error is None:
             continue
         ended = "the stream ended inside the call" if not call.closed else "the call was closed"
-        pos = last if not call.closed else position_of(call.error_offset or call.start)
+        pos = len(ids) - 1 if not call.closed else position_of(call.error_offset or call.start)
         out.append(codes.finding(
             codes.TOOL_CALL_JSON,
             f"{call.format} tool-call arguments do not parse: {call.error}; {ended}. Arguments: {call.text[-80:]!r}",
-            details={"position": pos, "format": call.format, "error": call.error, "closed": call.closed,
-                     "arguments": call.text, "stream_tokens": stream_len},
+            details={"position": pos, "id": ids[pos], "format": call.format, "error": call.error,
+                     "closed": call.closed, "arguments": call.text},
         ))
     return out
 

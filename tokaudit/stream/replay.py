@@ -189,7 +189,7 @@ def replay(
         findings.append(inv.incomplete_finding(partial, position, ids, emitted, {r.name: r.held_bytes for r in runs}))
 
     for r in runs:
-        findings += inv.mismatch_findings(r, full, chars, ids, prompt_text)
+        findings += inv.mismatch_findings(r, full, chars, ids, steps, prompt_text)
         findings += inv.replacement_findings(r, full.rstrip(REPLACEMENT) if partial else full, steps)
         findings += inv.rewritten_findings(r)
 
@@ -206,7 +206,7 @@ def replay(
             keep_chars = inv.CharMap(_reference_chars(DecodeContext(tokenizer, False, ctx.tokens), prompt, ids, keep))
         return keep_chars.position(offset)
 
-    findings += inv.toolcall_findings(calls, position_of, len(ids) - 1, len(ids))
+    findings += inv.toolcall_findings(calls, position_of, ids)
 
     stops: dict[str, Any] | None = None
     if options.stop_strings or options.stop_ids:
