@@ -148,6 +148,7 @@ class BackendRun:
             "rate": round(len(self.failures) / self.calls, 6) if self.calls else 0.0,
             "by_class": self.by_class(),
             "first_reproducer": self.failures[0].to_json() if self.failures else None,
+            "first_in_range_reproducer": next((f.to_json() for f in self.failures if f.in_declared_range), None),
             "reproducers": self.reproducers(),
             "seconds": round(self.seconds, 6),
             "calls_per_second": None if cps is None else round(cps, 1),

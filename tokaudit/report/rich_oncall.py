@@ -144,18 +144,18 @@ def fuzz_section(console: Console, result: TargetResult) -> None:
         f"declared range [0, {f['checked_size']})")
     _kv(console, "edges", " · ".join(f"{name} {e['count']}" for name, e in f["edges"].items()))
     table = _grid()
-    for col in ("backend", "calls", "failures", "rate", "decode calls/s", "by class (in declared range)", "first reproducer"):
-        table.add_column(col, justify="right" if col in ("calls", "failures", "rate", "decode calls/s") else "left")
+    for col in ("backend", "calls", "failures", "rate", "calls/s", "by class (in declared range)", "first reproducer"):
+        table.add_column(col, justify="right" if col in ("calls", "failures", "rate", "calls/s") else "left")
     for row in result.data["backends"]:
         if not row["available"]:
             table.add_row(Text(row["name"], style="dim"), *[Text("—", style="dim")] * 5, Text(f"unavailable: {row['reason']}", style="dim"))
             continue
         classes = ", ".join(f"{cls} {c['count']} ({c['in_declared_range']})" for cls, c in row["by_class"].items())
-        first = row["first_reproducer"]
+        first = row["first_in_range_reproducer"] or row["first_reproducer"]
         repro = Text("—", style="green")
         if first:
             what = "panic" if first["panic"] else first["exception"]
-            repro = Text(f"{first['ids']} → {what}", style="bold red" if first["in_declared_range"] else "magenta")
+            repro = Text(f"{' '.join(map(str, first['ids']))} → {what}", style="bold red" if first["in_declared_range"] else "magenta")
         cps = row["calls_per_second"]
         table.add_row(
             Text(row["name"], style="bold"),
