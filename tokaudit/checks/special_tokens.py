@@ -227,7 +227,7 @@ def template_token_unregistered(model: TokenizerModel) -> Iterator[Finding]:
                    "encode it as text")
         else:
             why = "no added token or vocabulary entry has this text"
-        count = f" and encodes to {len(ids)} ids {ids[:8]}" if ids is not None else ""
+        count = f"; it encodes to {len(ids)} ids {ids[:8]}" if ids is not None else ""
         yield template_token_unregistered.finding(
             f"the chat template writes {marker.text}, but {why}{count}: the model never sees the control token it was trained with.",
             location=marker.source,

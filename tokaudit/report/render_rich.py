@@ -54,6 +54,28 @@ def scan_section(console: Console, result: TargetResult) -> None:
         files.add_row(Text(row["file"]), Text(row["kind"], style="dim"), Text("" if row["entries"] is None else str(row["entries"])))
     console.print(Text("  artifacts", style="bold"))
     console.print(Padding(files, (0, 0, 0, 4), expand=False))
+    if result.data.get("loaders"):
+        _loader_table(console, result.data["loaders"])
+
+
+def _loader_table(console: Console, loaders: list[dict[str, Any]]) -> None:
+    """Which files each loader reads by its precedence, and whether it sees a gap."""
+    table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1), pad_edge=False)
+    for col in ("loader", "gap", "files (and the rule that picked them)"):
+        table.add_column(col)
+    for row in loaders:
+        if row["sees_gap"] is None:
+            gap = Text("cannot load", style="yellow")
+        elif row["sees_gap"]:
+            gap = Text(f"{row['unmapped']} unmapped", style="red")
+        else:
+            gap = Text("none", style="green")
+        files = Text(", ".join(row["files"]) or "—")
+        files.append("\n")
+        files.append(row["rule"], style="dim")
+        table.add_row(Text(row["loader"]), gap, files)
+    console.print(Text("  loaders", style="bold"))
+    console.print(Padding(table, (0, 0, 0, 4), expand=False))
 
 
 SECTIONS: dict[str, Section] = {"scan": scan_section}
