@@ -27,8 +27,11 @@ class TiktokenBackend:
     def encode(self, text: str) -> list[int]:
         return self.encoding.encode(text, allowed_special="all")
 
+    # tiktoken's own encode_batch/decode_batch submit one thread-pool future per text: on many short texts
+    # (a corpus of lines) that measured 3x (encode) and 30x (decode) slower than this plain loop on 2 cores.
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        return self.encoding.encode_batch(texts, allowed_special="all")
+        encode, allowed = self.encoding.encode, self.encoding.special_tokens_set
+        return [encode(t, allowed_special=allowed) for t in texts]
 
     def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
         if skip_special_tokens:
@@ -38,7 +41,8 @@ class TiktokenBackend:
     def decode_batch(self, ids: list[list[int]], skip_special_tokens: bool = False) -> list[str]:
         if skip_special_tokens:
             ids = [[i for i in x if i not in self.special_ids] for x in ids]
-        return self.encoding.decode_batch(ids)
+        decode = self.encoding.decode
+        return [decode(x) for x in ids]
 
     def versions(self) -> dict[str, str]:
         import tiktoken
