@@ -1,0 +1,210 @@
+"""Each scan rule on one fixture that triggers it and one that does not (fixtures/rules/ and the shared fixtures)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from tokenizers import Tokenizer
+
+from tests.conftest import FIXTURES, run_cli
+from tokaudit.backends.registry import load_backends
+from tokaudit.checks.registry import all_rules
+from tokaudit.scan import load_model
+
+RULES = FIXTURES / "rules"
+TINY = FIXTURES / "tiny-tiktoken"
+CLEAN = FIXTURES / "clean-bpe"
+
+
+def findings(target, *args: str) -> list[dict]:
+    result = run_cli("scan", target, "--format", "json", *args)
+    assert result.exit_code in (0, 1), result.stderr
+    return json.loads(result.stdout)["findings"]
+
+
+def only(target, code: str, *args: str) -> list[dict]:
+    return [f for f in findings(target, "--select", code, *args) if f["code"] == code]
+
+
+# ---- TA1xx -----------------------------------------------------------------------------------
+
+
+def test_id_collision_matches_what_tokenizers_really_does() -> None:
+    (f,) = only(RULES / "id-collision", "TA102")
+    tok = Tokenizer.from_file(str(RULES / "id-collision" / "tokenizer.json"))
+    # the real library: the added token's declared id 258 is ignored, and 260 already holds "hello"
+    assert tok.token_to_id("<|endoftext|>") == tok.token_to_id("hello") == 260
+    assert f["ids"] == [[260, 260]] and f["severity"] == "error"
+    assert f["location"] == {"file": "tokenizer.json", "key": "model.vocab[260]"}
+    assert [c["token"] for c in f["details"]["examples"][0]["claims"]] == ["<|endoftext|>", "hello"]
+    assert "declared id 258, tokenizers assigns 260" in f["message"]
+
+
+def test_id_drift_matches_what_tokenizers_really_does() -> None:
+    found = only(RULES / "id-drift", "TA103")
+    tok = Tokenizer.from_file(str(RULES / "id-drift" / "tokenizer.json"))
+    assert (tok.token_to_id("<|im_start|>"), tok.token_to_id("<|im_end|>")) == (260, 261)
+    assert [f["details"]["subject"] for f in found] == [
+        "tokenizers (tokenizer.json added_tokens)", "transformers (tokenizer.json over tokenizer_config.json)"]
+    for f in found:
+        assert f["ids"] == [[262, 263]]
+        assert [(m["token"], m["declared"], m["loaded"]) for m in f["details"]["moved"]] == [
+            ("<|im_start|>", 262, 260), ("<|im_end|>", 263, 261)]
+
+
+@pytest.mark.parametrize("code", ["TA102", "TA103", "TA105"])
+def test_clean_bpe_has_no_id_rule_findings(code: str) -> None:
+    assert only(CLEAN, code) == []
+
+
+def test_placeholders_from_tiny_remote_code_are_user_encodable() -> None:
+    (f,) = only(TINY, "TA105")
+    assert f["ids"] == [[1003, 1003], [1006, 1015]] and f["count"] == 11
+    # what the remote code's tiktoken Encoding (allowed_special="all") does with that text
+    import tiktoken
+
+    model = load_model(str(TINY))
+    specials = {t.decode(): i for layer in model.profiles["remote-code"].layers if layer.special for i, t in layer.tokens.items()}
+    enc = tiktoken.Encoding("tiny", pat_str=model.artifacts.remote_code[0].pat_str,
+                            mergeable_ranks={b: i for i, b in model.artifacts.tiktoken.by_id.items()}, special_tokens=specials)
+    assert enc.encode("hi <|reserved_token_1003|>", allowed_special="all")[-1] == 1003
+
+
+# ---- TA2xx -----------------------------------------------------------------------------------
+
+
+def test_special_token_missing() -> None:
+    found = only(RULES / "special-tokens", "TA201")
+    assert [(f["location"], f.get("ids")) for f in found] == [
+        ({"file": "tokenizer_config.json", "key": "unk_token"}, None),
+        ({"file": "config.json", "key": "bos_token_id"}, [[300, 300]]),
+        ({"file": "config.json", "key": "pad_token_id"}, [[266, 266]]),
+    ]
+    assert "unk_token <unk> (tokenizer_config.json) is not a token" in found[0]["message"]
+    assert "at or beyond the declared size 270" in found[1]["message"]
+    assert "in the vocabulary gap: no loader maps it" in found[2]["message"]
+
+
+def test_special_token_only_in_remote_code() -> None:
+    (f,) = only(FIXTURES / "qwen-remote", "TA201")
+    assert f["ids"] == [[500, 500]] and f["location"] == {"file": "config.json", "key": "eos_token_id"}
+    assert "only the remote code maps it" in f["message"]
+
+
+def test_no_missing_special_tokens_on_tiny() -> None:
+    assert only(TINY, "TA201") == []
+
+
+def test_eos_mismatch_is_an_error_when_no_file_lists_the_terminator() -> None:
+    (f,) = only(RULES / "special-tokens", "TA202")
+    assert f["severity"] == "error"
+    assert f["details"]["template_terminator"] == {"token": "<|im_end|>", "id": 262,
+                                                   "location": {"file": "chat_template.jinja", "line": 2}}
+    assert {tuple(s["ids"]) for s in f["details"]["sets"]} == {(260,)}
+    assert "No file lists <|im_end|>: generation only stops at max_tokens" in f["message"]
+
+
+def test_eos_agreement_on_clean_bpe() -> None:
+    assert only(CLEAN, "TA202") == []
+
+
+def test_control_token_not_special() -> None:
+    found = only(RULES / "special-tokens", "TA203")
+    assert [(f["severity"], f["ids"], f["details"]["subject"]) for f in found] == [
+        ("note", [[263, 263]], "tool/reasoning markers"),
+        ("warning", [[264, 264]], "control tokens"),
+    ]
+    assert "often deliberate (skip_special_tokens must keep them" in found[0]["message"]
+    assert only(FIXTURES / "kimi-k2.5", "TA203") == []
+
+
+def test_added_token_flags_mismatch() -> None:
+    (f,) = only(RULES / "special-tokens", "TA204")
+    assert f["ids"] == [[262, 262]] and f["location"] == {"file": "tokenizer_config.json", "key": "added_tokens_decoder.262"}
+    assert f["details"]["flags"] == {"special": {"tokenizer_config": False, "tokenizer_json": True},
+                                     "rstrip": {"tokenizer_config": True, "tokenizer_json": False}}
+    assert only(CLEAN, "TA204") == []
+
+
+def test_template_token_unregistered_encodes_to_several_ids() -> None:
+    (f,) = only(RULES / "special-tokens", "TA205")
+    tok = Tokenizer.from_file(str(RULES / "special-tokens" / "tokenizer.json"))
+    assert f["details"]["encoded_ids"] == tok.encode("<|im_sep|>", add_special_tokens=False).ids
+    assert len(f["details"]["encoded_ids"]) == 10 and f["details"]["encoder"] == "hf"
+    assert f["location"] == {"file": "chat_template.jinja", "line": 2}
+    assert only(FIXTURES / "kimi-k2.5", "TA205") == []  # every Kimi marker is an added token
+
+
+# ---- TA3xx -----------------------------------------------------------------------------------
+
+
+def test_slow_fallback_risk_and_remote_code() -> None:
+    found = findings(RULES / "tiktoken-bare", "--select", "TA3")
+    assert [(f["code"], f["severity"]) for f in found] == [("TA301", "warning"), ("TA302", "error"), ("TA304", "warning")]
+    assert found[1]["details"] == {"module": "tokenization_bare.py", "present": False, "tokenizer_class": "BareTokenizer"}
+    assert found[2]["details"]["fallbacks"] == {"transformers (TikTokenConverter)": "cl100k_base", "smg": "cl100k_base",
+                                                "Dynamo": "none: it refuses to load"}
+    assert findings(CLEAN, "--select", "TA3") == []
+
+
+def test_remote_code_present_is_a_warning() -> None:
+    (f,) = only(FIXTURES / "qwen-remote", "TA302")
+    assert f["severity"] == "warning" and f["details"]["present"] is True
+
+
+def test_artifact_disagreement() -> None:
+    (f,) = only(RULES / "artifact-disagreement", "TA303")
+    assert f["ids"] == [[256, 257]]
+    assert f["details"]["examples"] == [{"id": 256, "tokenizer.json": "he", "tiktoken.model": "ll"},
+                                        {"id": 257, "tokenizer.json": "ll", "tiktoken.model": "he"}]
+
+
+def test_pattern_known_for_kimi_style_remote_code() -> None:
+    assert only(TINY, "TA304") == []
+
+
+def test_loader_table_for_a_model_dynamo_cannot_load() -> None:
+    doc = json.loads(run_cli("scan", RULES / "tiktoken-bare", "--format", "json").stdout)
+    rows = {r["loader"]: r for r in doc["loaders"]}
+    assert rows["Dynamo"]["sees_gap"] is None and rows["Dynamo"]["rule"] == "refuses tiktoken.model: no regex for model_type llama"
+    assert rows["transformers"]["sees_gap"] is None and "tokenization_bare.py, which is missing" in rows["transformers"]["rule"]
+    assert rows["smg"]["pattern"] == "cl100k fallback"
+
+
+# ---- TA4xx -----------------------------------------------------------------------------------
+
+
+def test_partial_utf8_token_on_byte_level_and_not_on_wordpiece() -> None:
+    (f,) = only(RULES / "id-drift", "TA401")
+    assert f["ids"] == [[128, 255]] and f["count"] == 128 and f["severity"] == "note"
+    assert only(FIXTURES / "bert-wordpiece", "TA401") == []
+
+
+def test_unreachable_tokens_agree_with_the_reference_bpe() -> None:
+    (f,) = only(TINY, "TA402", "--deep")
+    model = load_model(str(TINY))
+    reference = load_backends(model, ["reference"])[0].backend
+    expected = []
+    for i, token in sorted(model.artifacts.tiktoken.by_id.items()):
+        try:
+            text = token.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if reference.encode(text) != [i]:
+            expected.append(i)
+    got = [i for first, last in f["ids"] for i in range(first, last + 1)]
+    assert got == expected and f["count"] == 18
+    assert f["details"]["categories"] == {"unreachable_multi_token": 18, "unreachable_single_token": 0, "undecodable_skipped": 245}
+
+
+def test_unreachable_is_deep_only_and_clean_bpe_is_fully_reachable() -> None:
+    assert "TA402" not in {f["code"] for f in findings(TINY)}
+    assert only(CLEAN, "TA402", "--deep") == []
+
+
+def test_every_rule_has_a_unique_code_and_name_and_a_summary() -> None:
+    rules = all_rules()
+    assert len({r.code for r in rules}) == len({r.name for r in rules}) == len(rules) == 16
+    assert all(r.summary.endswith(".") for r in rules)
+    assert [r.code for r in rules if r.deep] == ["TA402"]

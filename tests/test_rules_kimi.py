@@ -1,0 +1,132 @@
+"""The full default rule set on the Kimi-K2.5-shaped fixture: exact ids, sets and the loader table."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, run_cli
+
+KIMI = FIXTURES / "kimi-k2.5"
+
+
+@pytest.fixture(scope="module")
+def kimi() -> dict:
+    result = run_cli("scan", KIMI, "--format", "json")
+    assert result.exit_code == 1, result.stderr
+    return json.loads(result.stdout)
+
+
+def by_code(doc: dict) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for f in doc["findings"]:
+        out.setdefault(f["code"], []).append(f)
+    return out
+
+
+def test_kimi_finds_exactly_these_rules(kimi: dict) -> None:
+    codes = {code: [f["name"] for f in fs] for code, fs in by_code(kimi).items()}
+    assert codes == {
+        "TA101": ["vocab-gap"],
+        "TA103": ["id-drift"],
+        "TA105": ["placeholder-encodable"],
+        "TA202": ["eos-mismatch"],
+        "TA301": ["slow-fallback-risk"],
+        "TA302": ["remote-code-required"],
+        "TA401": ["partial-utf8-token"],
+    }
+    assert kimi["summary"] == {"error": 1, "warning": 5, "note": 1}
+    assert [r["code"] for r in kimi["rules"]] == [
+        "TA101", "TA102", "TA103", "TA104", "TA105", "TA201", "TA202", "TA203", "TA204", "TA205",
+        "TA301", "TA302", "TA303", "TA304", "TA401",
+    ]
+
+
+def test_kimi_eos_mismatch_names_every_set_and_the_template_terminator(kimi: dict) -> None:
+    (eos,) = by_code(kimi)["TA202"]
+    assert eos["severity"] == "warning"  # generation_config.json does list <|im_end|>: some stacks stop
+    assert eos["location"] == {"file": "config.json", "key": "text_config.eos_token_id"}
+    assert eos["details"]["sets"] == [
+        {"source": "config.json text_config.eos_token_id", "ids": [163585], "tokens": ["[EOS]"]},
+        {"source": "generation_config.json eos_token_id", "ids": [163586], "tokens": ["<|im_end|>"]},
+        {"source": "tokenizer_config.json eos_token", "ids": [163585], "tokens": ["[EOS]"]},
+    ]
+    template = (KIMI / "chat_template.jinja").read_text(encoding="utf-8").splitlines()
+    first_line = next(n for n, line in enumerate(template, 1) if "<|im_end|>" in line)
+    assert eos["details"]["template_terminator"] == {
+        "token": "<|im_end|>", "id": 163586, "location": {"file": "chat_template.jinja", "line": first_line}}
+    assert eos["ids"] == [[163585, 163586]]
+    assert "config.json text_config.eos_token_id 163585 [EOS]" in eos["message"]
+    assert "generation_config.json eos_token_id 163586 <|im_end|>" in eos["message"]
+    assert "smg stops on the union of config.json and generation_config.json" in eos["message"]
+
+
+def test_kimi_id_drift_under_transformers_v5_conversion(kimi: dict) -> None:
+    (drift,) = by_code(kimi)["TA103"]
+    assert drift["ids"] == [[163590, 163591], [163593, 163599], [163601, 163607], [163838, 163839]]
+    assert drift["count"] == 18
+    moved = {m["token"]: (m["declared"], m["loaded"]) for m in drift["details"]["moved"]}
+    assert moved["<|start_header_id|>"] == (163590, 163589)
+    assert moved["</think>"] == (163607, 163604)
+    assert moved["[UNK]"] == (163838, 163605) and moved["[PAD]"] == (163839, 163606)
+    named_shifts = {d - n for t, (d, n) in moved.items() if t not in ("[UNK]", "[PAD]")}
+    assert named_shifts == {1, 2, 3}
+    assert drift["location"] == {"file": "tokenizer_config.json", "key": "added_tokens_decoder.163590"}
+
+
+def test_kimi_placeholders_are_the_233_gap_ids(kimi: dict) -> None:
+    (ph,) = by_code(kimi)["TA105"]
+    (gap,) = by_code(kimi)["TA101"]
+    assert ph["ids"] == gap["ids"] and ph["count"] == 233
+    assert ph["details"] == {"by_profile": {"remote-code": 233}, "example": "<|reserved_token_163589|>"}
+    assert ph["location"] == {"file": "tokenization_kimi.py", "line": 26, "key": "num_reserved_special_tokens"}
+    assert "smg and Dynamo" in ph["message"]
+
+
+def test_kimi_partial_utf8_count_matches_an_independent_count(kimi: dict) -> None:
+    expected = []
+    for line in (KIMI / "tiktoken.model").read_bytes().splitlines():
+        token_b64, rank = line.split()
+        try:
+            base64.b64decode(token_b64).decode("utf-8")
+        except UnicodeDecodeError:
+            expected.append(int(rank))
+    (partial,) = by_code(kimi)["TA401"]
+    assert partial["severity"] == "note"
+    assert partial["count"] == len(expected) == 4832
+    assert partial["details"]["examples"][0] == {"id": expected[0], "bytes": f"<{expected[0]:02X}>"}
+
+
+def test_kimi_loader_table(kimi: dict) -> None:
+    rows = {r["loader"]: r for r in kimi["loaders"]}
+    assert list(rows) == ["files-only", "smg", "vLLM", "Dynamo", "transformers"]
+    assert (rows["files-only"]["sees_gap"], rows["files-only"]["unmapped"]) == (True, 233)
+    assert rows["files-only"]["unmapped_ids"] == [[163589, 163589], [163592, 163592], [163600, 163600], [163608, 163837]]
+    assert rows["smg"]["files"] == ["tiktoken.model", "tokenizer_config.json"]
+    assert "Kimi detected (tokenizer_config.json names tokenization_kimi.TikTokenTokenizer)" in rows["smg"]["rule"]
+    assert rows["Dynamo"]["rule"].startswith("tiktoken.model; model_type kimi_k25")
+    assert rows["transformers"]["files"] == ["tokenization_kimi.py", "tiktoken.model", "tokenizer_config.json"]
+    for name in ("smg", "vLLM", "Dynamo", "transformers"):
+        assert rows[name]["sees_gap"] is False and rows[name]["unmapped"] == 0, name
+
+
+def test_kimi_rich_report_shows_the_loader_table() -> None:
+    out = run_cli("scan", KIMI, "--select", "TA101").stdout
+    assert "  loaders" in out
+    line = next(l for l in out.splitlines() if l.strip().startswith("files-only"))
+    assert "233 unmapped" in line and "tiktoken.model, tokenizer_config.json" in line
+    assert next(l for l in out.splitlines() if l.strip().startswith("smg ")).split()[1] == "none"
+
+
+def test_deep_unreachable_token_on_kimi_with_a_clean_exit(tmp_path: Path) -> None:
+    result = run_cli("scan", KIMI, "--deep", "--select", "TA402", "--format", "json")
+    (found,) = json.loads(result.stdout)["findings"]
+    assert found["code"] == "TA402" and found["severity"] == "warning"
+    assert found["details"]["categories"] == {"unreachable_multi_token": found["count"], "unreachable_single_token": 0,
+                                              "undecodable_skipped": 4832}
+    assert found["details"]["checked"] == 163584 - 4832
+    assert found["details"]["examples"][0] == {"id": 306, "token": " 1", "encodes_to": [32, 49]}
+    assert result.exit_code == 0  # warnings do not fail --fail-on error
