@@ -1,0 +1,212 @@
+"""SARIF, JUnit, markdown and GitHub annotations: validated structurally and with real parsers."""
+
+from __future__ import annotations
+
+import io
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tests.conftest import FIXTURES, run_cli
+from tokaudit.artifacts.base import Provenance
+from tokaudit.ids import IdRanges
+from tokaudit.report.finding import Finding, Severity
+from tokaudit.report.render_github import annotation, escape_data, escape_property
+from tokaudit.report.render_junit import render_junit
+from tokaudit.report.render_markdown import md as md_escape
+from tokaudit.report.render_sarif import sarif_document
+from tokaudit.report.report import Report, TargetResult, versions
+
+# CI tools want repository-relative paths: targets are given relative to the repository root
+TINY = Path("fixtures/tiny-tiktoken")
+CLEAN = Path("fixtures/clean-bpe")
+RULES = Path("fixtures/rules")
+
+
+@pytest.fixture(autouse=True)
+def _in_repo_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(FIXTURES.parent)
+
+_TEXT = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string", "minLength": 1, "maxLength": 1024}}}
+#: The parts of SARIF 2.1.0 that GitHub code scanning requires (docs: "SARIF support for code scanning"), strictly.
+GITHUB_SARIF = {
+    "type": "object",
+    "required": ["$schema", "version", "runs"],
+    "properties": {
+        "$schema": {"type": "string", "pattern": "sarif-2\\.1\\.0"},
+        "version": {"const": "2.1.0"},
+        "runs": {"type": "array", "minItems": 1, "items": {
+            "type": "object",
+            "required": ["tool", "results"],
+            "properties": {
+                "tool": {"type": "object", "required": ["driver"], "properties": {"driver": {
+                    "type": "object",
+                    "required": ["name", "rules"],
+                    "properties": {
+                        "name": {"type": "string", "minLength": 1},
+                        "semanticVersion": {"type": "string", "pattern": "^\\d+\\.\\d+\\.\\d+"},
+                        "rules": {"type": "array", "items": {
+                            "type": "object",
+                            "required": ["id", "name", "shortDescription", "fullDescription", "help"],
+                            "properties": {
+                                "id": {"type": "string", "pattern": "^TA\\d{3}$"},
+                                "name": {"type": "string", "minLength": 1, "maxLength": 255},
+                                "shortDescription": _TEXT, "fullDescription": _TEXT, "help": _TEXT,
+                                "defaultConfiguration": {"type": "object", "properties": {
+                                    "level": {"enum": ["note", "warning", "error"]}}},
+                            },
+                        }},
+                    },
+                }}},
+                "results": {"type": "array", "items": {
+                    "type": "object",
+                    "required": ["ruleId", "message", "locations", "partialFingerprints"],
+                    "properties": {
+                        "ruleId": {"type": "string", "pattern": "^TA\\d{3}$"},
+                        "level": {"enum": ["note", "warning", "error"]},
+                        "message": {"type": "object", "required": ["text"], "properties": {"text": {"type": "string", "minLength": 1}}},
+                        "locations": {"type": "array", "minItems": 1, "maxItems": 10, "items": {
+                            "type": "object", "required": ["physicalLocation"], "properties": {"physicalLocation": {
+                                "type": "object", "required": ["artifactLocation", "region"], "properties": {
+                                    "artifactLocation": {"type": "object", "required": ["uri"], "properties": {
+                                        "uri": {"type": "string", "minLength": 1, "pattern": "^[^/]"}}},
+                                    "region": {"type": "object", "required": ["startLine"], "properties": {
+                                        "startLine": {"type": "integer", "minimum": 1}}},
+                                }}}}},
+                        "partialFingerprints": {"type": "object", "minProperties": 1,
+                                                "additionalProperties": {"type": "string", "minLength": 1}},
+                    },
+                }},
+            },
+        }},
+    },
+}
+
+
+def test_sarif_of_a_scan_is_valid_and_complete() -> None:
+    result = run_cli("scan", TINY, "--format", "sarif")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    jsonschema.validate(doc, GITHUB_SARIF)
+    run = doc["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rules] == ["TA101", "TA103", "TA105", "TA202", "TA301", "TA302", "TA401"]
+    assert rules[0]["name"] == "vocab-gap" and rules[0]["defaultConfiguration"]["level"] == "error"
+    assert run["tool"]["driver"]["properties"]["versions"] == versions()
+    gap = run["results"][0]
+    assert gap["ruleId"] == "TA101" and rules[gap["ruleIndex"]]["id"] == "TA101"
+    assert gap["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == f"{TINY.as_posix()}/config.json"
+    assert gap["locations"][0]["logicalLocations"] == [{"name": "vocab_size", "kind": "member"}]
+    assert gap["properties"]["ids"] == [[1003, 1003], [1006, 1023]]
+    ph = next(r for r in run["results"] if r["ruleId"] == "TA105")
+    assert ph["locations"][0]["physicalLocation"]["region"] == {"startLine": 26}
+
+
+def test_sarif_fingerprints_are_stable_and_line_free() -> None:
+    a = json.loads(run_cli("scan", TINY, "--format", "sarif").stdout)["runs"][0]["results"]
+    b = json.loads(run_cli("scan", f"{TINY}/", "--format", "sarif").stdout)["runs"][0]["results"]
+    assert [r["partialFingerprints"] for r in a] == [r["partialFingerprints"] for r in b]
+    assert len({r["partialFingerprints"]["tokaudit/v1"] for r in a}) == len(a)
+
+
+def _other_command_report() -> Report:
+    crash = Finding("TA605", "backend-crash", Severity.ERROR, "hf: PanicException: no entry found for key",
+                    location=Provenance("tiktoken.model", line=3), ids=IdRanges.from_ids([1003]), target="models/x")
+    return Report("compare", [TargetResult("models/x", {})], [crash])
+
+
+def test_sarif_works_for_findings_of_other_commands() -> None:
+    doc = sarif_document(_other_command_report())
+    jsonschema.validate(doc, GITHUB_SARIF)
+    (rule,) = doc["runs"][0]["tool"]["driver"]["rules"]
+    assert rule["id"] == "TA605" and rule["name"] == "backend-crash" and rule["shortDescription"]["text"] == "backend crash"
+    (res,) = doc["runs"][0]["results"]
+    assert res["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": "models/x/tiktoken.model"}, "region": {"startLine": 3}}
+
+
+def _junit(*args: object) -> tuple[int, ET.Element]:
+    result = run_cli("scan", *args, "--format", "junit")
+    return result.exit_code, ET.fromstring(result.stdout)
+
+
+def test_junit_one_case_per_rule_per_target_failures_at_fail_on() -> None:
+    code, root = _junit(TINY, CLEAN)
+    assert code == 1
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == [str(TINY), str(CLEAN)]
+    for s in suites:
+        cases = s.findall("testcase")
+        assert len(cases) == int(s.get("tests")) == 15
+        assert all(c.get("classname") == f"tokaudit.scan.{s.get('name')}" for c in cases)
+        assert sum(1 for c in cases if c.find("failure") is not None) == int(s.get("failures"))
+    tiny_cases = {c.get("name"): c for c in suites[0].findall("testcase")}
+    assert [n for n, c in tiny_cases.items() if c.find("failure") is not None] == ["TA101 vocab-gap"]
+    assert tiny_cases["TA101 vocab-gap"].find("failure").get("type") == "error"
+    assert "1003, 1006–1023" in tiny_cases["TA101 vocab-gap"].find("failure").text
+    assert tiny_cases["TA202 eos-mismatch"].find("system-out") is not None  # a warning below --fail-on error
+    assert root.get("tests") == "30" and root.get("failures") == "1"
+    props = {p.get("name"): p.get("value") for p in suites[0].find("properties")}
+    assert props["tokaudit"] == "0.1.0" and props["version.tiktoken"] == versions()["tiktoken"]
+
+
+def test_junit_fail_on_warning_and_a_clean_run() -> None:
+    _, root = _junit(TINY, "--fail-on", "warning")
+    failed = [c.get("name") for c in root.iter("testcase") if c.find("failure") is not None]
+    assert failed == ["TA101 vocab-gap", "TA103 id-drift", "TA105 placeholder-encodable", "TA202 eos-mismatch",
+                      "TA301 slow-fallback-risk", "TA302 remote-code-required"]
+    code, root = _junit(CLEAN, "--select", "TA1,TA2")
+    assert code == 0 and root.get("failures") == "0" and root.get("tests") == "10"
+
+
+def test_junit_for_a_command_without_a_rule_list() -> None:
+    out = io.StringIO()
+    render_junit(Report("replay", [TargetResult("t", {})], []), out)
+    (case,) = ET.fromstring(out.getvalue()).iter("testcase")
+    assert case.get("name") == "no findings" and list(case) == []
+    out = io.StringIO()
+    render_junit(_other_command_report(), out, "error")
+    (case,) = ET.fromstring(out.getvalue()).iter("testcase")
+    assert case.get("name") == "TA605 backend-crash" and case.find("failure").get("message") == "hf: PanicException: no entry found for key"
+
+
+def test_markdown_escapes_token_text_and_ends_with_versions() -> None:
+    result = run_cli("scan", RULES / "special-tokens", "--format", "markdown", "--select", "TA203,TA205")
+    md = result.stdout
+    assert md.startswith("## tokaudit scan: ❌ FAIL\n\n1 error, 1 warning, 1 note (1 at or above `--fail-on error`)\n")
+    assert f"### `{RULES / 'special-tokens'}`" in md
+    rows = [line for line in md.splitlines() if line.startswith("| ❌") or line.startswith("| ⚠️") or line.startswith("| ℹ️")]
+    assert [row.split(" | ")[1] for row in rows] == ["TA205", "TA203", "TA203"]  # errors first
+    assert "`fixtures/rules/special-tokens/chat_template.jinja:2`" in rows[0]
+    assert "&lt;\\|im\\_middle\\|&gt;" in md and "<|im_middle|>" not in md  # token text is data, not HTML
+    assert md.rstrip().splitlines()[-1] == "<sub>tokaudit 0.1.0 · " + md_escape(", ".join(f"{k} {v}" for k, v in versions().items())) + "</sub>"
+
+
+def test_github_annotation_escaping() -> None:
+    assert escape_data("100% done\r\nnext") == "100%25 done%0D%0Anext"
+    assert escape_property("a:b,c%d\ne") == "a%3Ab%2Cc%25d%0Ae"
+    f = Finding("TA202", "eos-mismatch", Severity.NOTE, "line one\nline: two, 50%", location=Provenance("x,y:z.json", key="k"),
+                target="dir")
+    assert annotation(f) == "::notice file=dir/x%2Cy%3Az.json,line=1,title=TA202 eos-mismatch::line one%0Aline: two, 50%25"
+
+
+def test_github_format_groups_per_target() -> None:
+    result = run_cli("scan", TINY, "--format", "github", "--select", "TA101,TA401")
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"::group::tokaudit scan {TINY}"
+    assert lines[1].startswith(f"::error file={TINY}/config.json,line=1,title=TA101 vocab-gap::19 ids in [0, 1024)")
+    assert lines[2].startswith(f"::notice file={TINY}/tiktoken.model,line=1,title=TA401 partial-utf8-token::245 of 1000")
+    assert lines[3] == "::endgroup::"
+    assert lines[4].startswith("tokaudit 0.1.0 scan: FAIL: 1 error(s), 0 warning(s), 1 note(s) (python ")
+    assert result.exit_code == 1
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "junit", "markdown", "github"])
+def test_every_machine_format_writes_to_output_and_keeps_stdout_clean(fmt: str, tmp_path) -> None:
+    out = tmp_path / f"report.{fmt}"
+    result = run_cli("scan", CLEAN, "--format", fmt, "--output", out)
+    assert result.exit_code == 0 and result.stdout == ""
+    assert out.read_text(encoding="utf-8").strip()
+    assert result.stderr == "tokaudit scan: 0 error(s), 0 warning(s), 1 note(s)\n"
