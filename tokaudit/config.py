@@ -88,11 +88,13 @@ def _strings(value: Any, path: Path, key: str) -> tuple[str, ...]:
 
 def parse_config(path: Path) -> Config:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"\(at line (\d+), column \d+\)", str(exc))
-        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
-        raise InputError(f"invalid TOML: {message}", file=str(path), line=int(m.group(1)) if m else None) from None
+        line = int(m.group(1)) if m else (text.count("\n") + 1 if "end of document" in str(exc) else None)
+        message = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", str(exc))
+        raise InputError(f"invalid TOML: {message}", file=str(path), line=line) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read config: {exc}", file=str(path)) from None
     table = data.get("tool", {}).get("tokaudit", {})
