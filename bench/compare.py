@@ -1,0 +1,88 @@
+"""Benchmark: `compare` on a ~5 MB corpus against the sum of each backend's own batch encode + batch
+decode of the same corpus, measured in the same run (same process, same loaded backends).
+
+    python bench/compare.py [TARGET] [--mb 5] [--backends LIST] [--runs N]
+
+The corpus is seeded text: the built-in corpus's fixed texts and generators (no Unicode sweep),
+shuffled and repeated, one case per line. Compare's wall time includes loading the backends,
+building the corpus, every comparison, the unknown-id table and the JSON-able result; the
+baseline is only `encode_batch` + `decode_batch` of every backend (decode-only backends decode the
+first encoder's ids). Prints both (median of N runs) and the ratio (target: <= 1.3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from tokaudit.backends.base import can_encode, decode_batch, encode_batch
+from tokaudit.backends.registry import BACKEND_NAMES, load_backends, parse_backend_list
+from tokaudit.compare.corpus import builtin_corpus, user_corpus
+from tokaudit.compare.run import CompareOptions, compare_model, special_strings
+from tokaudit.scan import load_model
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def make_corpus(path: Path, specials: list[str], megabytes: float, seed: int = 0) -> None:
+    lines = [line for case in builtin_corpus(specials, seed=seed, generated=256, sweep="off") for line in case.text.splitlines() if line]
+    rng = random.Random(seed)
+    out, size = [], 0
+    while size < megabytes * 1_000_000:
+        rng.shuffle(lines)
+        for line in lines:
+            out.append(line)
+            size += len(line.encode("utf-8")) + 1
+    path.write_text("\n".join(out) + "\n", encoding="utf-8")
+
+
+def baseline(target: str, names: list[str], texts: list[str]) -> float:
+    """Each backend's own batch encode + decode of the corpus, summed."""
+    loaded = [lb.backend for lb in load_backends(load_model(target), names) if lb.backend is not None]
+    total, first_ids = 0.0, None
+    for b in [b for b in loaded if can_encode(b)] + [b for b in loaded if not can_encode(b)]:
+        start = time.perf_counter()
+        if can_encode(b):
+            ids = encode_batch(b, texts)
+            first_ids = first_ids or ids
+        else:
+            ids = first_ids
+        decode_batch(b, ids)
+        total += time.perf_counter() - start
+    return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("target", nargs="?", default=str(ROOT / "fixtures" / "compare" / "same"))
+    parser.add_argument("--mb", type=float, default=5.0)
+    parser.add_argument("--backends", default=",".join(BACKEND_NAMES))
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    names = parse_backend_list(args.backends)
+    model = load_model(args.target)
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = Path(tmp) / "corpus.txt"
+        make_corpus(corpus, special_strings(model), args.mb)
+        texts = [c.text for c in user_corpus(corpus)]
+        options = CompareOptions(backends=names, corpora=[corpus], builtin=False)
+        walls, bases = [], []
+        for _ in range(args.runs):
+            start = time.perf_counter()
+            result, _findings = compare_model(load_model(args.target), options)
+            walls.append(time.perf_counter() - start)
+            bases.append(baseline(args.target, names, texts))
+    used = [b["name"] for b in result.data["backends"] if b["available"]]
+    wall, base = statistics.median(walls), statistics.median(bases)
+    print(f"corpus: {result.data['corpus']['bytes'] / 1e6:.2f} MB, {result.data['corpus']['cases']} cases; backends: {', '.join(used)}")
+    print(f"compare wall time:                 {wall:.3f} s (median of {args.runs})")
+    print(f"sum of own batch encode + decode:  {base:.3f} s")
+    print(f"ratio: {wall / base:.2f} (target <= 1.3)")
+
+
+if __name__ == "__main__":
+    main()
