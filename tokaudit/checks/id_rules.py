@@ -97,8 +97,10 @@ def id_drift(model: TokenizerModel) -> Iterator[Finding]:
             drifts[f"transformers v5 conversion of {model.vocab_artifact} (no tokenizer.json)"] = moved
     for loader, moved in drifts.items():
         ids = IdRanges.from_ids(m["declared"] for m in moved)
-        picked = moved if len(moved) <= 5 else moved[:3] + moved[-2:]
-        shown = ", ".join(f"{m['token']} {m['declared']} → {m['loaded']}" for m in picked) + (", …" if len(moved) > 5 else "")
+        def fmt(part: list[dict[str, Any]]) -> str:
+            return ", ".join(f"{m['token']} {m['declared']} → {m['loaded']}" for m in part)
+
+        shown = fmt(moved) if len(moved) <= 5 else f"{fmt(moved[:3])}, … ({len(moved) - 5} more), {fmt(moved[-2:])}"
         extra = ""
         if "conversion" in loader:
             extra = (f" It appends the {len(compact)} added tokens right after the ranks instead of keeping their sparse ids "
