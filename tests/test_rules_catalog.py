@@ -208,3 +208,42 @@ def test_every_rule_has_a_unique_code_and_name_and_a_summary() -> None:
     assert len({r.code for r in rules}) == len({r.name for r in rules}) == len(rules) == 16
     assert all(r.summary.endswith(".") for r in rules)
     assert [r.code for r in rules if r.deep] == ["TA402"]
+
+
+# ---- loader emulation against the real library -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("holes", "added_tokens"),
+    [
+        ((), [(300, "<a>"), (301, "<b>")]),                      # sparse ids past a contiguous vocabulary
+        ((5, 9), [(5, "<a>"), (9, "<b>")]),                      # declared on the holes themselves
+        ((5,), [(1000, "<a>"), (258, "hell"), (999, "<b>")]),    # one content already in the vocabulary
+        ((7, 8), [(2, "<a>"), (2, "<a>"), (400, "<c>")]),        # a duplicate entry
+        ((), [(259, "<a>")]),                                    # declared on an id the vocabulary holds
+    ],
+)
+def test_tokenizers_id_assignment_is_emulated_exactly(tmp_path, holes: tuple[int, ...], added_tokens) -> None:
+    from tokaudit.artifacts.token_bytes import byte_encoder
+    from tokaudit.model.loaders import tokenizers_added_ids
+
+    template = json.loads((RULES / "id-drift" / "tokenizer.json").read_text(encoding="utf-8"))
+    enc = byte_encoder()
+    tokens = [enc[b] for b in range(256)] + ["he", "ll", "hell", "hello"]
+    ids = [i for i in range(len(tokens) + len(holes)) if i not in holes]
+    template["model"]["vocab"] = dict(zip(tokens, ids))
+    template["added_tokens"] = [dict(template["added_tokens"][0], id=i, content=c) for i, c in added_tokens]
+    (tmp_path / "tokenizer.json").write_text(json.dumps(template), encoding="utf-8")
+    real = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    emulated = tokenizers_added_ids(load_model(str(tmp_path / "tokenizer.json")))
+    assert [(t.content, new) for t, new in emulated] == [(c, real.token_to_id(c)) for _, c in added_tokens]
+
+
+def test_deep_rule_reports_progress_to_the_installed_sink() -> None:
+    from tokaudit.checks.progress import reporting_to
+    from tokaudit.checks.token_classes import unreachable_token
+
+    seen: list[tuple[str, int, int]] = []
+    with reporting_to(lambda label, done, total: seen.append((label, done, total))):
+        list(unreachable_token.check(load_model(str(TINY))))
+    assert seen == [("unreachable-token", 755, 755)]  # 1000 ranks - 245 partial UTF-8, one batch
