@@ -23,11 +23,6 @@ from typing import Any
 
 from tokaudit.errors import InputError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 KEYS = ("select", "ignore", "baseline", "per-target-ignores")
 ENTRY_KEYS = ("target", "rules", "reason")
 
@@ -87,6 +82,10 @@ def _strings(value: Any, path: Path, key: str) -> tuple[str, ...]:
 
 
 def parse_config(path: Path) -> Config:
+    if sys.version_info >= (3, 11):  # imported here: most runs have no config to parse
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         text = path.read_text(encoding="utf-8")
         data = tomllib.loads(text)

@@ -73,12 +73,11 @@ def _parse_columns(data: bytes) -> dict[int, bytes] | None:
     fields = data.split()
     if len(fields) != 2 * lines:
         return None
-    token_column = fields[0::2]
-    if b"".join(token_column).translate(None, _B64_ALPHABET):
-        return None  # a character outside the base64 alphabet
+    if data.translate(None, _B64_ALPHABET + b" \n"):
+        return None  # a character outside the base64 alphabet (ranks are digits, also in it)
     try:
         ranks = list(map(int, fields[1::2]))
-        tokens = list(map(binascii.a2b_base64, token_column))
+        tokens = list(map(binascii.a2b_base64, fields[0::2]))
     except (ValueError, binascii.Error):
         return None
     by_id = dict(zip(ranks, tokens))

@@ -15,10 +15,6 @@ from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.text import token_text
 
 
-def _is_base(model: TokenizerModel, layer: Layer) -> bool:
-    return layer.artifact == model.vocab_artifact and not layer.special and ("vocab" in layer.rule or "ranks" in layer.rule)
-
-
 def _claim(layer: Layer, token: bytes) -> dict[str, Any]:
     return {"artifact": layer.artifact, "rule": layer.rule, "token": token_text(token)}
 
@@ -33,7 +29,7 @@ def id_collision(model: TokenizerModel) -> Iterator[Finding]:
 
     # within one profile: an added/special layer on an id another layer already holds with other bytes
     for table in model.profiles.values():
-        small = [layer for layer in table.layers if not _is_base(model, layer)]
+        small = [layer for layer in table.layers if layer is not model.base]
         for layer in small:
             for i, token in layer.tokens.items():
                 others = [(other, other.tokens[i]) for other in table.layers if other is not layer and i in other.tokens]
@@ -129,7 +125,7 @@ def placeholder_encodable(model: TokenizerModel) -> Iterator[Finding]:
     for name, table in model.profiles.items():
         count = 0
         for layer in table.layers:
-            if _is_base(model, layer) or not layer.special:
+            if layer is model.base or not layer.special:
                 continue
             for i, token in layer.tokens.items():
                 if is_placeholder(token.decode("utf-8", "replace")):

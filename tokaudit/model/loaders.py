@@ -211,7 +211,7 @@ def loader_views(model: TokenizerModel) -> list[LoaderView]:
     elif a.tiktoken:
         mt = dynamo_regex_model_type(model)
         if mt:
-            base = max(a.tiktoken.by_id) + 1
+            base = model.sizes.max_rank_plus_one or 0
             fill = _span(base, GATEWAY_RESERVED_SLOTS)
             rows.append(view("Dynamo", [a.tiktoken.name] + cfg_name, f"{a.tiktoken.name}; model_type {mt}: Kimi regex and "
                              f"{GATEWAY_RESERVED_SLOTS} reserved slots from max rank + 1", files_mapped.union(fill), "Kimi (built in)"))
@@ -251,7 +251,7 @@ def _transformers_view(model: TokenizerModel, own_pattern: str | None) -> Loader
                           own_pattern or "remote code (not found statically)")
     if a.tiktoken:
         compact = compacted_added_ids(model)
-        mapped = a_mapped = IdRanges.from_ids(a.tiktoken.by_id)
+        mapped = a_mapped = model.base.mapped  # the ranks: tiktoken.model is the base vocabulary here
         if compact:
             mapped = a_mapped.union(IdRanges.from_ids(compact.values()))
         return LoaderView("transformers", (a.tiktoken.name, *cfg_name),

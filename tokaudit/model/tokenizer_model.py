@@ -55,6 +55,8 @@ class TokenizerModel:
     declared: DeclaredSize
     sizes: Sizes
     profiles: dict[str, IdTable]
+    #: The base vocabulary layer (ranks or model vocab, without added tokens).
+    base: Layer
 
     @property
     def files(self) -> IdTable:
@@ -170,9 +172,9 @@ def build_model(artifacts: Artifacts, target: str) -> TokenizerModel:
     emb = a.embedding
     sizes = Sizes(
         entries=len(base.tokens),
-        max_rank_plus_one=(max(base.tokens) + 1) if base.tokens else None,
+        max_rank_plus_one=(base.mapped.ranges[-1][1] + 1) if base.mapped else None,
         max_added_plus_one=(max(added_ids) + 1) if added_ids else None,
         config_vocab_size=a.config.vocab_size if a.config else None,
         embedding_rows=emb.embedding.rows if emb and emb.embedding else (emb.lm_head.rows if emb and emb.lm_head else None),
     )
-    return TokenizerModel(target, a, base.artifact, declared, sizes, profiles)
+    return TokenizerModel(target, a, base.artifact, declared, sizes, profiles, base)

@@ -7,7 +7,6 @@ purpose, so editing a file elsewhere does not make old findings look new.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,8 @@ def fingerprint_json(finding: dict[str, Any]) -> str:
         str(location.get("key") or ""),
         str(subject),
     ]
+    import hashlib  # only baselines and SARIF need fingerprints
+
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:32]
 
 
