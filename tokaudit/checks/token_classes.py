@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import codecs
-from bisect import bisect_right
 from collections.abc import Iterator, Mapping
-from itertools import accumulate, repeat
-from operator import add
 from typing import Any
 
 from tokaudit.artifacts.base import Provenance
@@ -21,26 +17,15 @@ _BATCH = 8192
 
 
 def partial_utf8_ids(vocab: Mapping[int, bytes]) -> list[int]:
-    """Ids whose bytes are not valid UTF-8 alone, in id order.
-
-    One C-level decode of all tokens joined by newlines (an ASCII separator ends any multi-byte
-    sequence, so each token is judged alone); an error handler records where the invalid bytes
-    are, and a bisect over the token offsets turns positions into ids. A Python loop with a
-    try/decode per token costs ~3x more on a 160k vocabulary.
-    """
-    ids = sorted(vocab)
-    tokens = list(map(vocab.__getitem__, ids))
-    starts = list(accumulate(map(add, map(len, tokens), repeat(1)), initial=0))  # + 1 for each separator
-    positions: list[int] = []
-
-    def record(exc: UnicodeError) -> tuple[str, int]:
-        assert isinstance(exc, UnicodeDecodeError)
-        positions.append(exc.start)
-        return "", exc.end
-
-    codecs.register_error("tokaudit-record-invalid", record)
-    b"\n".join(tokens).decode("utf-8", "tokaudit-record-invalid")
-    return sorted({ids[bisect_right(starts, pos) - 1] for pos in positions})
+    """Ids whose bytes are not valid UTF-8 alone, in id order (ASCII tokens skipped cheaply)."""
+    bad = []
+    for i, token in vocab.items():
+        if not token.isascii():
+            try:
+                token.decode("utf-8")
+            except UnicodeDecodeError:
+                bad.append(i)
+    return sorted(bad)
 
 
 @rule("TA401", "partial-utf8-token", Severity.NOTE, "Tokens that are not valid UTF-8 on their own; streaming must hold their bytes.")
