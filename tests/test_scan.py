@@ -230,3 +230,18 @@ def test_scan_never_runs_remote_code(tmp_path: Path) -> None:
 def test_python_dash_m_and_version() -> None:
     proc = subprocess.run([sys.executable, "-m", "tokaudit", "--version"], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.strip() == "tokaudit 0.1.0"
+
+
+@pytest.mark.parametrize("fmt", ["rich", "json"])
+def test_closed_stdout_pipe_keeps_the_exit_code(fmt: str) -> None:
+    """`tokaudit scan ... | head -1`: a reader that goes away must not turn the exit code into 1."""
+    for fail_on, expected in (("never", 0), ("error", 1)):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tokaudit", "scan", str(TINY), "--format", fmt, "--fail-on", fail_on, "--quiet"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # the reader is gone before anything is written
+        stderr = proc.stderr.read().decode()
+        assert proc.wait() == expected, stderr
+        assert "Traceback" not in stderr

@@ -37,7 +37,9 @@ def vocab_gap(model: TokenizerModel) -> Iterator[Finding]:
     declared = f"[0, {size})" if model.declared.size is not None else f"[0, {size}) (highest mapped id + 1)"
     yield vocab_gap.finding(
         f"{gaps.count} ids in {declared} have no token for a loader that reads only the data files "
-        f"(smg, tiktoken-rs, Dynamo): {gaps.describe()}{filled_by}. Decoding one crashes tiktoken-based gateways.",
+        f"({model.vocab_artifact} and its added tokens, as tiktoken-rs and smg before PR #1482 do): "
+        f"{gaps.describe()}{filled_by}. Decoding one crashes tiktoken-based gateways; the loader table "
+        "shows which stacks fill these ids.",
         location=model.declared.source,
         ids=gaps,
         details={

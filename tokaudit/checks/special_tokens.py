@@ -223,7 +223,7 @@ def template_token_unregistered(model: TokenizerModel) -> Iterator[Finding]:
         if profile == "files" and ids == [token_id]:
             continue  # a single vocabulary token the encoder keeps whole
         if profile == REMOTE_CODE:
-            why = (f"only the remote code registers it (id {token_id}); loaders of the data files (smg, tiktoken-rs, Dynamo) "
+            why = (f"only the remote code registers it (id {token_id}); loaders of the data files alone (e.g. tiktoken-rs) "
                    "encode it as text")
         else:
             why = "no added token or vocabulary entry has this text"

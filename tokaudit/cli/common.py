@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import Annotated, Any, TextIO
 
 import typer
 
@@ -130,9 +130,47 @@ def emit(report: Report, fmt: OutputFormat, output: Path | None, fail_on: FailOn
                 from tokaudit.report.render_rich import render_rich
 
                 render_rich(report, stream, fail_on.value)
+            stream.flush()  # a closed pipe must surface here, not at exit (where it would become exit 1)
     except BrokenPipeError:  # e.g. piped into `head`: stop writing, keep the exit code
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if not quiet and (fmt is not OutputFormat.rich or output is not None):
         s = report.summary()
         err(f"tokaudit {report.command}: {s['error']} error(s), {s['warning']} warning(s), {s['note']} note(s)")
     raise typer.Exit(report.exit_code(fail_on.value))
+
+
+class ProgressBar:
+    """A transient rich progress bar on stderr. Cores report through one of two small protocols:
+    ``start(total)`` + ``advance(label, amount)`` (compare, fuzz), or being called as a sink
+    ``bar(label, done, total)`` with one task per label (slow scan rules)."""
+
+    def __init__(self, progress: Any) -> None:
+        self.progress = progress
+        self.task: Any = None
+        self.tasks: dict[str, Any] = {}
+
+    def start(self, total: int) -> None:
+        self.task = self.progress.add_task("", total=total)
+
+    def advance(self, label: str, amount: int) -> None:
+        self.progress.update(self.task, advance=amount, description=label)
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        if label not in self.tasks:
+            self.tasks[label] = self.progress.add_task(label, total=total)
+        self.progress.update(self.tasks[label], completed=done, total=total)
+
+
+@contextmanager
+def progress_bar(quiet: bool) -> Iterator[ProgressBar | None]:
+    """A progress bar only when stderr is a terminal and not ``--quiet``; else ``None``."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    console = Console(file=sys.stderr, markup=False, highlight=False)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        yield ProgressBar(progress)

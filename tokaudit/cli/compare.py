@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -22,6 +19,7 @@ from tokaudit.cli.common import (
     RevisionOpt,
     emit,
     handle_errors,
+    progress_bar,
 )
 
 
@@ -29,33 +27,6 @@ class Sweep(str, Enum):
     planes = "planes"
     full = "full"
     off = "off"
-
-
-class _Bar:
-    """A rich progress bar on stderr (the core reports through start/advance)."""
-
-    def __init__(self, progress: Any) -> None:
-        self.progress = progress
-        self.task: Any = None
-
-    def start(self, total: int) -> None:
-        self.task = self.progress.add_task("compare", total=total)
-
-    def advance(self, label: str, amount: int) -> None:
-        self.progress.update(self.task, advance=amount, description=label)
-
-
-@contextmanager
-def _progress(quiet: bool) -> Iterator[_Bar | None]:
-    if quiet or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    console = Console(file=sys.stderr, markup=False, highlight=False)
-    with Progress(TextColumn("{task.description}"), BarColumn(), TimeRemainingColumn(), console=console, transient=True) as p:
-        yield _Bar(p)
 
 
 def compare(
@@ -115,6 +86,6 @@ def compare(
             max_examples=examples,
         )
         model = load_model(target, revision)
-        with _progress(quiet) as bar:
+        with progress_bar(quiet) as bar:
             result, findings = compare_model(model, options, bar)
         emit(Report("compare", [result], findings), fmt, output, fail_on, quiet)

@@ -17,6 +17,7 @@ from tokaudit.cli.common import (
     RevisionOpt,
     emit,
     handle_errors,
+    progress_bar,
 )
 from tokaudit.cli.explain import BackendsOpt, PatStrOpt, TrustOpt
 
@@ -39,7 +40,6 @@ def fuzz(
     """Decode seeded random id sequences, weighted toward edge ids, with every backend; shrink each crash."""
     with handle_errors(debug):
         from tokaudit.backends.registry import load_backends, parse_backend_list
-        from tokaudit.cli.compare import _progress
         from tokaudit.oncall.fuzz import FuzzOptions
         from tokaudit.oncall.fuzz import fuzz as run_fuzz
         from tokaudit.report.report import Report
@@ -48,6 +48,6 @@ def fuzz(
         names = parse_backend_list(backends)
         model = load_model(target, revision)
         loaded = load_backends(model, names, pat_str, trust_remote_code=trust_remote_code)
-        with _progress(quiet) as bar:
+        with progress_bar(quiet) as bar:
             result, findings = run_fuzz(model, loaded, FuzzOptions(iterations, seed, max_length), bar)
         emit(Report("fuzz", [result], findings), fmt, output, fail_on, quiet)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Annotated
 
 import typer
@@ -24,30 +21,8 @@ from tokaudit.cli.common import (
     SelectOpt,
     emit,
     handle_errors,
+    progress_bar,
 )
-from tokaudit.checks.progress import Sink
-
-
-@contextmanager
-def _progress(quiet: bool) -> Iterator[Sink | None]:
-    """A transient rich progress bar on stderr for slow (--deep) rules, only on a terminal."""
-    if quiet or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    console = Console(file=sys.stderr, markup=False, highlight=False)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=console, transient=True) as bar:
-        tasks: dict[str, object] = {}
-
-        def sink(label: str, done: int, total: int) -> None:
-            if label not in tasks:
-                tasks[label] = bar.add_task(label, total=total)
-            bar.update(tasks[label], completed=done, total=total)  # type: ignore[arg-type]
-
-        yield sink
 
 
 def scan(
@@ -94,7 +69,7 @@ def scan(
         baseline_path = baseline or config.baseline
         fingerprints = load_baseline(baseline_path) if baseline_path else None
 
-        with _progress(quiet) as sink, reporting_to(sink):
+        with progress_bar(quiet) as sink, reporting_to(sink):
             results, findings = scan_targets(targets, revision, rules, jobs)
         outcome = apply_policy(findings, [r.target for r in results], selection=selection, config=config,
                                baseline=fingerprints, rules_run=[(r.code, r.name) for r in rules])

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tokaudit.backends.base import Backend, Outcome, call, can_encode, decode_batch, encode_batch
+from tokaudit.backends.base import Backend, Outcome, call, decode_batch, encode_batch
 
 #: About this many UTF-8 bytes of corpus per batch call (a unit of progress and of crash isolation).
 CHUNK_BYTES = 256 * 1024

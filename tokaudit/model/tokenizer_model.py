@@ -150,7 +150,7 @@ def _uses_remote_code(a: Artifacts) -> bool:
 def build_model(artifacts: Artifacts, target: str) -> TokenizerModel:
     a = artifacts
     base, layers, added = _base_layers(a)
-    files = IdTable(FILES, "what a loader that reads only the data files sees (smg, tiktoken-rs, Dynamo, tokenizers)", tuple(layers))
+    files = IdTable(FILES, "what a loader that reads only the data files sees (tiktoken-rs, tokenizers; smg and Dynamo add what they know of specific models)", tuple(layers))
     profiles = {FILES: files}
     if _uses_remote_code(a):
         extra = _remote_code_layers(a, files, len(base.tokens))

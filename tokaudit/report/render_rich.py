@@ -20,8 +20,15 @@ SEVERITY_STYLE = {Severity.ERROR: "bold white on red", Severity.WARNING: "bold b
 Section = Callable[[Console, TargetResult], None]
 
 
+class _ReportConsole(Console):
+    def on_broken_pipe(self) -> None:
+        """Rich exits with status 1 on a closed pipe (``| head``); let the caller keep the report's exit code."""
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def make_console(stream: TextIO) -> Console:
-    console = Console(file=stream, markup=False, emoji=False, highlight=False)
+    console = _ReportConsole(file=stream, markup=False, emoji=False, highlight=False)
     if not console.is_terminal:  # files and pipes: wide lines rather than wrapping at 80 columns
         console.width = 120
     return console
