@@ -3,8 +3,6 @@ files do not map is an error, never silently dropped. Decode only."""
 
 from __future__ import annotations
 
-from functools import cached_property
-
 from tokaudit.backends.base import UnknownId
 from tokaudit.model.tokenizer_model import TokenizerModel
 
@@ -16,24 +14,11 @@ class StrictBackend:
     def __init__(self, model: TokenizerModel) -> None:
         self.table = model.files
 
-    @cached_property
-    def _flat(self) -> tuple[dict[int, bytes], frozenset[int]]:
-        """id -> bytes with the table's precedence (earlier layers win), and the ids whose winning layer is special."""
-        tokens: dict[int, bytes] = {}
-        special: set[int] = set()
-        for layer in reversed(self.table.layers):
-            tokens.update(layer.tokens)
-            if layer.special:
-                special.update(layer.tokens)
-            else:
-                special.difference_update(layer.tokens)
-        return tokens, frozenset(special)
-
     def encode(self, text: str) -> list[int]:
         raise NotImplementedError("the strict backend only decodes")
 
     def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
-        tokens, special = self._flat
+        tokens, special = self.table.flat
         parts = []
         for i in ids:
             token = tokens.get(i)

@@ -77,13 +77,6 @@ class Comparison:
     race_note: str | None
 
 
-def _flat_tokens(model: TokenizerModel) -> dict[int, bytes]:
-    tokens: dict[int, bytes] = {}
-    for layer in reversed(model.files.layers):
-        tokens.update(layer.tokens)
-    return tokens
-
-
 def run_comparison(model: TokenizerModel, options: CompareOptions, progress: Progress | None = None) -> Comparison:
     cases = build_corpus(model, options)  # first: a bad corpus fails before any backend loads
     loaded = load_backends(model, options.backends, options.pat_str, trust_remote_code=options.trust_remote_code)
@@ -100,7 +93,7 @@ def run_comparison(model: TokenizerModel, options: CompareOptions, progress: Pro
     primary = runs[0]
     assert primary.ids is not None
     runs += [run_decoder(b, primary.ids, sizes, progress) for b in usable if not can_encode(b)]
-    view = TokenView(_flat_tokens(model))
+    view = TokenView(model.files.flat[0])
     enc_runs = [r for r in runs if r.encodes]
     dec_runs = [r for r in runs if not r.encodes]
     pairs = [compare_encoders(a, b, cases, view, options.max_examples) for a, b in combinations(enc_runs, 2)]

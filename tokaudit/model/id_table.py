@@ -51,6 +51,20 @@ class IdTable:
             out = out.union(layer.mapped)
         return out
 
+    @cached_property
+    def flat(self) -> tuple[dict[int, bytes], frozenset[int]]:
+        """The whole table as one dict id -> bytes (earlier layers win), and the ids whose winning
+        layer is special: for hot loops that would otherwise walk the layers per id."""
+        tokens: dict[int, bytes] = {}
+        special: set[int] = set()
+        for layer in reversed(self.layers):
+            tokens.update(layer.tokens)
+            if layer.special:
+                special.update(layer.tokens)
+            else:
+                special.difference_update(layer.tokens)
+        return tokens, frozenset(special)
+
     def lookup(self, token_id: int) -> Lookup | None:
         for layer in self.layers:
             token = layer.tokens.get(token_id)

@@ -12,7 +12,6 @@ from typing import Any
 
 from tokaudit.backends.pattern import find_pattern
 from tokaudit.ids import IdRanges
-from tokaudit.model.id_table import IdTable
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.oncall.codes import DRAFT_SIZE_MISMATCH, ID_TOKEN_MISMATCH, SPECIAL_TOKEN_DIVERGENCE
 from tokaudit.report.finding import Finding
@@ -21,19 +20,6 @@ from tokaudit.report.text import token_text
 
 #: Examples kept per finding.
 EXAMPLES = 5
-
-
-def flatten(table: IdTable) -> tuple[dict[int, bytes], frozenset[int]]:
-    """id -> bytes with the table's precedence (earlier layers win), and the ids whose winning layer is special."""
-    tokens: dict[int, bytes] = {}
-    special: set[int] = set()
-    for layer in reversed(table.layers):
-        tokens.update(layer.tokens)
-        if layer.special:
-            special.update(layer.tokens)
-        else:
-            special.difference_update(layer.tokens)
-    return tokens, frozenset(special)
 
 
 def _side(model: TokenizerModel, tokens: dict[int, bytes]) -> dict[str, Any]:
@@ -64,8 +50,8 @@ def _show(e: dict[str, Any]) -> str:
 
 
 def diff_models(draft: TokenizerModel, target: TokenizerModel) -> tuple[TargetResult, list[Finding]]:
-    a, a_special = flatten(draft.files)
-    b, b_special = flatten(target.files)
+    a, a_special = draft.files.flat
+    b, b_special = target.files.flat
     differ = sorted(i for i, token in a.items() if b.get(i) != token)
     mismatched = [i for i in differ if i in b]
     missing = [i for i in differ if i not in b]
