@@ -55,6 +55,38 @@ def tokenizer_from_ranks(vocab: ByteVocab, pattern: Pattern) -> Any:
     return tok
 
 
+def tokenizer_from_vocab_files(model: TokenizerModel) -> tuple[Any, str] | None:
+    """What transformers builds from the slow files: GPT-2 byte-level BPE from vocab.json + merges.txt,
+    or BERT WordPiece (lower-casing, as BertTokenizer does by default) from vocab.txt."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+    a = model.artifacts
+    try:
+        if a.vocab_json is not None and a.merges is not None:
+            tok = Tokenizer(models.BPE.from_file(str(a.vocab_json.path), str(a.merges.path)))
+            tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+            tok.decoder = decoders.ByteLevel()
+            origin = f"built from {a.vocab_json.name} + {a.merges.name} (GPT-2 byte-level BPE)"
+        elif a.vocab_txt is not None:
+            unk = next((t for t in a.vocab_txt.vocab.values() if t == "[UNK]"), None)
+            tok = Tokenizer(models.WordPiece.from_file(str(a.vocab_txt.path), **({"unk_token": unk} if unk else {})))
+            tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+            tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+            tok.decoder = decoders.WordPiece()
+            origin = f"built from {a.vocab_txt.name} (BERT WordPiece)"
+        else:
+            return None
+    except Exception as exc:  # noqa: BLE001 - tokenizers raises plain Exception for malformed files
+        raise BackendUnavailable(f"tokenizers cannot build from the vocabulary files: {exc}") from None
+    cfg = a.tokenizer_config
+    added = cfg.added_tokens_decoder if cfg else ()
+    named = [*cfg.special.values(), *cfg.additional_special_tokens] if cfg else []  # bos_token, eos_token, ...
+    specials = dict.fromkeys([t.content for t in added if t.special] + [t.content for t in named])
+    tok.add_special_tokens([AddedToken(content, special=True, normalized=False) for content in specials])
+    tok.add_tokens([AddedToken(t.content, special=False) for t in added if not t.special])
+    return tok, origin
+
+
 class HFBackend:
     name = "hf"
 
@@ -76,7 +108,10 @@ class HFBackend:
                     raise
                 raise BackendUnavailable(f"tokenizers cannot load {tj.name}: {type(exc).__name__}: {exc}") from None
         if vocab is None:
-            raise BackendUnavailable("needs tokenizer.json or byte-level ranks")
+            legacy = tokenizer_from_vocab_files(model)
+            if legacy is None:
+                raise BackendUnavailable("needs tokenizer.json, byte-level ranks, vocab.json + merges.txt or vocab.txt")
+            return cls(*legacy)
         if pattern is None:
             raise BackendUnavailable("no pre-tokenizer pattern found (pattern-unknown); pass --pat-str")
         return cls(tokenizer_from_ranks(vocab, pattern), f"rebuilt from {model.vocab_artifact} ranks")

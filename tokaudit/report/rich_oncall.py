@@ -109,7 +109,8 @@ def _token_table(console: Console, tokens: list[dict[str, Any]]) -> None:
                                  ("skipped", tok.get("skipped")), ("unmapped", not tok["mapped"])) if on]
         if tok["mapped"] and tok["profile"] != "files":
             flags.append(f"only in {tok['profile']}")
-        table.add_row(Text(str(k), style="dim"), Text(str(tok["id"]), style="cyan"), Text(_token_text(tok)),
+        # a token shown alone: make its spaces visible (a lone " " token would otherwise be a blank cell)
+        table.add_row(Text(str(k), style="dim"), Text(str(tok["id"]), style="cyan"), Text(_token_text(tok).replace(" ", "␣")),
                       Text(", ".join(flags), style="dim"))
     console.print(Padding(table, (0, 0, 0, 4), expand=False))
 
