@@ -32,6 +32,9 @@ class FailOn(str, Enum):
     never = "never"
 
 
+TargetArg = Annotated[
+    str, typer.Argument(metavar="TARGET", help="Model directory, tokenizer file, or Hugging Face repo id (org/name).", show_default=False)
+]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)]
 OutputOpt = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write the report to this file instead of stdout.", dir_okay=False)

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from tokaudit.cli.common import (
+    TargetArg,
     DebugOpt,
     FailOn,
     FailOnOpt,
@@ -30,7 +31,7 @@ class Sweep(str, Enum):
 
 
 def compare(
-    target: Annotated[str, typer.Argument(help="Model directory, tokenizer file, or Hugging Face repo id.", show_default=False)],
+    target: TargetArg,
     backends: Annotated[
         str | None,
         typer.Option("--backends", help="Comma-separated: tiktoken, hf, reference, strict, transformers-fast, transformers-slow "

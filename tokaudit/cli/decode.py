@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from tokaudit.cli.common import (
+    TargetArg,
     DebugOpt,
     FailOn,
     FailOnOpt,
@@ -42,7 +43,7 @@ def _read_ids(args: list[str], fmt: StreamFormat | None) -> tuple[list[int], str
 
 
 def decode(
-    target: Annotated[str, typer.Argument(help="Model directory, tokenizer file, or Hugging Face repo id.", show_default=False)],
+    target: TargetArg,
     ids: Annotated[
         list[str],
         typer.Argument(help="Ids as arguments ('1 2 3', '1,2,3', '[1, 2, 3]'), a file of ids, or - for stdin "
@@ -74,7 +75,7 @@ def decode(
 
 
 def encode(
-    target: Annotated[str, typer.Argument(help="Model directory, tokenizer file, or Hugging Face repo id.", show_default=False)],
+    target: TargetArg,
     text: Annotated[str, typer.Argument(help="The text to encode, or - to read it from stdin.", show_default=False)],
     backend: BackendOpt = None,
     revision: RevisionOpt = None,

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from tokaudit.cli.common import (
+    TargetArg,
     DebugOpt,
     FailOn,
     FailOnOpt,
@@ -31,7 +32,7 @@ TrustOpt = Annotated[
 
 
 def explain(
-    target: Annotated[str, typer.Argument(help="Model directory, tokenizer file, or Hugging Face repo id.", show_default=False)],
+    target: TargetArg,
     queries: Annotated[
         list[str],
         typer.Argument(help="Token ids, or a token's exact text (e.g. '<|im_end|>'): every id with that token.", show_default=False),

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from tokaudit.cli.common import (
+    TargetArg,
     DebugOpt,
     FailOn,
     FailOnOpt,
@@ -23,7 +24,7 @@ from tokaudit.cli.explain import BackendsOpt, PatStrOpt, TrustOpt
 
 
 def fuzz(
-    target: Annotated[str, typer.Argument(help="Model directory, tokenizer file, or Hugging Face repo id.", show_default=False)],
+    target: TargetArg,
     backends: BackendsOpt = None,
     iterations: Annotated[int, typer.Option("--iterations", "-n", help="Id sequences each backend decodes.", min=1)] = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sequences (the same seed gives the same run).")] = 0,

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from tokaudit.cli.common import (
+    TargetArg,
     DebugOpt,
     FailOn,
     FailOnOpt,
@@ -30,7 +31,7 @@ class StreamFormat(str, Enum):
 
 
 def replay(
-    target: Annotated[str, typer.Argument(help="Model directory, tokenizer file, or Hugging Face repo id.", show_default=False)],
+    target: TargetArg,
     stream: Annotated[
         str,
         typer.Argument(help="The token ids the server produced: a file, or - for stdin (JSON array, ids, JSON Lines steps, SSE capture).",
