@@ -38,7 +38,6 @@ def test_tiktoken_ranks_accept_crlf_and_blank_lines(tmp_path: Path) -> None:
     assert ranks.by_id == {0: b"a", 1: b"b", 2: b"ab"}
     assert ranks.lines == {0: 1, 1: 3, 2: 5}
     assert str(ranks.source(2)) == "tiktoken.model:5"
-    assert ranks.duplicate_tokens == ()
 
 
 @pytest.mark.parametrize(
@@ -57,11 +56,6 @@ def test_tiktoken_ranks_errors_name_the_line(tmp_path: Path, content: str, messa
     with pytest.raises(InputError) as err:
         parse_tiktoken_ranks(path)
     assert str(err.value) == f"{tmp_path}/{message}"
-
-
-def test_tiktoken_duplicate_token_bytes_are_recorded_not_fatal(tmp_path: Path) -> None:
-    path = write(tmp_path / "x.tiktoken", f"{b64(b'a')} 0\n{b64(b'b')} 1\n{b64(b'a')} 2\n")
-    assert parse_tiktoken_ranks(path).duplicate_tokens == ((2, 0),)
 
 
 def test_tokenizer_config_added_tokens_and_special_fields(tmp_path: Path) -> None:

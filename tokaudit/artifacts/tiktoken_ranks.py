@@ -36,11 +36,6 @@ class TiktokenRanks:
         return self.path.name
 
     @cached_property
-    def duplicate_tokens(self) -> tuple[tuple[int, int], ...]:
-        """``(rank, earlier_rank)`` for token bytes that appear more than once."""
-        return _duplicate_tokens(self.by_id)
-
-    @cached_property
     def lines(self) -> dict[int, int]:
         """1-based line number of each rank (computed on first use: only provenance needs it)."""
         out = {}
@@ -112,17 +107,3 @@ def _parse_carefully(data: bytes, path: Path) -> dict[int, bytes]:
         by_id[rank] = token
         lines[rank] = lineno
     return by_id
-
-
-def _duplicate_tokens(by_id: dict[int, bytes]) -> tuple[tuple[int, int], ...]:
-    if len(set(by_id.values())) == len(by_id):
-        return ()
-    seen: dict[bytes, int] = {}
-    dups: list[tuple[int, int]] = []
-    for rank in sorted(by_id):
-        token = by_id[rank]
-        if token in seen:
-            dups.append((rank, seen[token]))
-        else:
-            seen[token] = rank
-    return tuple(dups)

@@ -71,7 +71,3 @@ class IdTable:
             if token is not None:
                 return Lookup(token_id, token, layer)
         return None
-
-    def all_lookups(self, token_id: int) -> list[Lookup]:
-        """Every layer's claim on an id (more than one means a collision or an alias)."""
-        return [Lookup(token_id, layer.tokens[token_id], layer) for layer in self.layers if token_id in layer.tokens]

@@ -5,7 +5,7 @@ Positions are 0-based token indices in the generated stream (``details.position`
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,10 +41,6 @@ class CharMap:
         if not self.ends:
             return 0
         return min(bisect_right(self.ends, offset), len(self.ends) - 1)
-
-    def completing(self, end: int) -> int:
-        """The token after which the text first reaches length ``end``."""
-        return min(bisect_left(self.ends, end), len(self.ends) - 1) if self.ends else 0
 
 
 def _severity(name: str, default: Severity | None = None) -> Severity | None:
