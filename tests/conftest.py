@@ -54,3 +54,13 @@ def tree_snapshot(path: Path) -> dict[str, tuple[int, int]]:
             st = p.stat()
             out[str(p.relative_to(path))] = (st.st_size, st.st_mtime_ns)
     return out
+
+
+@pytest.fixture(scope="session")
+def kimi() -> tuple[object, list[object]]:
+    """The Kimi-K2.5-shaped model with its tiktoken and strict backends, loaded once for the session."""
+    from tokaudit.backends.registry import load_backends
+    from tokaudit.scan import load_model
+
+    model = load_model(str(FIXTURES / "kimi-k2.5"))
+    return model, load_backends(model, ["tiktoken", "strict"])

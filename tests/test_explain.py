@@ -4,21 +4,12 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from tests.conftest import FIXTURES, run_cli, tree_snapshot
-from tokaudit.backends.registry import load_backends
 from tokaudit.oncall.explain import explain, resolve
-from tokaudit.scan import load_model
 
 KIMI = FIXTURES / "kimi-k2.5"
 TINY = FIXTURES / "tiny-tiktoken"
-
-
-@pytest.fixture(scope="module")
-def kimi():
-    model = load_model(str(KIMI))
-    return model, load_backends(model, ["tiktoken", "strict"])
 
 
 def test_kimi_163600_is_a_gap_that_remote_code_fills_and_tiktoken_rejects(kimi):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from tests.conftest import FIXTURES, run_cli, tree_snapshot
 from tokaudit.backends.registry import load_backends
@@ -15,12 +14,6 @@ from tokaudit.scan import load_model
 
 KIMI = FIXTURES / "kimi-k2.5"
 TINY = FIXTURES / "tiny-tiktoken"
-
-
-@pytest.fixture(scope="module")
-def kimi():
-    model = load_model(str(KIMI))
-    return model, load_backends(model, ["tiktoken", "strict"])
 
 
 def test_kimi_gap_crash_in_strict_and_tiktoken_with_one_id_reproducers(kimi):
