@@ -1,7 +1,11 @@
 """Mistral ``tekken.json``: byte-level ranks plus a block of special tokens in front of them.
 
 Model id of vocabulary rank ``r`` is ``r + default_num_special_tokens``; only the first
-``default_vocab_size - default_num_special_tokens`` ranks are used.
+``default_vocab_size - default_num_special_tokens`` ranks are used. The special block is filled as
+mistral-common's ``Tekkenizer`` fills it (1.13.1, ``tokens/tokenizers/tekken.py``): the file's
+``special_tokens`` list, or for files of version v7 and older without one (tekken v3, Mistral NeMo's
+``tekken_240718``) the deprecated built-in list; then ``<SPECIAL_{i}>`` fillers up to
+``default_num_special_tokens``.
 """
 
 from __future__ import annotations
@@ -14,6 +18,19 @@ from pathlib import Path
 from tokaudit.artifacts.base import AddedToken, Provenance, expect_int, read_json_object
 from tokaudit.errors import InputError
 
+#: mistral-common ``Tekkenizer.DEPRECATED_SPECIAL_TOKENS``: the block of a file without ``special_tokens``.
+DEPRECATED_SPECIAL_TOKENS = (
+    "<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]",
+    "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[IMG]", "<pad>", "[IMG_BREAK]", "[IMG_END]", "[PREFIX]", "[MIDDLE]",
+    "[SUFFIX]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[TOOL_CONTENT]",
+)
+#: mistral-common ``Tekkenizer.SPECIAL_TOKEN_TEMPLATE``: fillers up to default_num_special_tokens.
+SPECIAL_TOKEN_TEMPLATE = "<SPECIAL_{}>"
+#: Versions for which mistral-common falls back to the deprecated list (newer ones refuse the file).
+_DEPRECATED_LIST_VERSIONS = frozenset({None, "v1", "v2", "v3", "v7"})
+#: Above this, the filler block is not materialised (a hostile default_num_special_tokens).
+_MAX_SPECIAL = 1_000_000
+
 
 @dataclass(frozen=True)
 class Tekken:
@@ -24,6 +41,10 @@ class Tekken:
     pattern: str | None
     default_vocab_size: int | None
     num_special: int
+    #: config.version ("v3", "v7", ...), None when absent.
+    version: str | None = None
+    #: How the special block was filled, e.g. "special_tokens list (20) + <SPECIAL_n> fillers".
+    special_rule: str = ""
 
     @property
     def name(self) -> str:
@@ -56,14 +77,32 @@ def parse_tekken(path: Path) -> Tekken:
         except (binascii.Error, ValueError):
             raise InputError("token_bytes is not valid base64", file=str(path), key=f"vocab[{i}].token_bytes") from None
     specials = []
-    raw_specials = data.get("special_tokens") or []
-    if not isinstance(raw_specials, list):
+    version = config.get("version") if isinstance(config.get("version"), str) else None
+    raw_specials = data.get("special_tokens")
+    if raw_specials is not None and not isinstance(raw_specials, list):
         raise InputError("expected a list", file=str(path), key="special_tokens")
-    for i, item in enumerate(raw_specials):
+    for i, item in enumerate(raw_specials or []):
         key = f"special_tokens[{i}]"
         if not isinstance(item, dict) or not isinstance(item.get("token_str"), str):
             raise InputError("expected an object with 'token_str'", file=str(path), key=key)
         rank = expect_int(item.get("rank", i), path, f"{key}.rank")
         specials.append(AddedToken(rank, item["token_str"], bool(item.get("is_control", True)), Provenance(path.name, key=key)))
+    rule = f"special_tokens list ({len(specials)})"
+    if raw_specials is None:
+        if version in _DEPRECATED_LIST_VERSIONS:
+            key = "(no special_tokens: mistral-common's deprecated list)"
+            specials = [AddedToken(i, t, True, Provenance(path.name, key=key)) for i, t in enumerate(DEPRECATED_SPECIAL_TOKENS)]
+            rule = f"no special_tokens list, version {version}: mistral-common's deprecated list ({len(specials)})"
+        else:
+            rule = f"no special_tokens list: mistral-common refuses version {version} files without one"
+    if len(specials) < num_special and (raw_specials is not None or version in _DEPRECATED_LIST_VERSIONS):
+        filler_key = "config.default_num_special_tokens"
+        start = len(specials)
+        specials += [
+            AddedToken(i, SPECIAL_TOKEN_TEMPLATE.format(i), True, Provenance(path.name, key=filler_key))
+            for i in range(start, min(num_special, _MAX_SPECIAL))
+        ]
+        rule += f" + fillers {SPECIAL_TOKEN_TEMPLATE.format(start)}..{SPECIAL_TOKEN_TEMPLATE.format(num_special - 1)}"
     pattern = config.get("pattern")
-    return Tekken(path, by_id, tuple(specials), pattern if isinstance(pattern, str) else None, vocab_size, num_special)
+    return Tekken(path, by_id, tuple(specials), pattern if isinstance(pattern, str) else None, vocab_size, num_special,
+                  version, rule)
