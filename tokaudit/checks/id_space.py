@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tokaudit.checks.registry import rule
+from tokaudit.ids import IdRanges
+from tokaudit.model.loaders import LoaderView, loader_views
 from tokaudit.model.tokenizer_model import FILES, REMOTE_CODE, TokenizerModel
 from tokaudit.report.finding import Finding, Severity
 
@@ -15,14 +17,61 @@ UNKNOWN_ID_BEHAVIOUR = {
     "tiktoken-rs CoreBPE::decode": "Err(DecodeKeyError)",
     "tokenizers (HF fast)": "silently dropped from the text",
 }
+#: How TA101's severity is derived (also in the README's rules table).
+SEVERITY_RULE = (
+    "holes (unmapped ids below the last token any loader profile maps): error when a loader that decodes with "
+    "tiktoken/tiktoken-rs sees them (KeyError, panic), else warning (tokenizers drops them silently); trailing "
+    "padding (unmapped ids after the last token, up to the declared size): warning when such a loader sees them, "
+    "else note"
+)
 
 
-@rule("TA101", "vocab-gap", Severity.ERROR, "Ids inside the declared vocabulary that a files-only loader cannot map.")
+def _decoder_of(view: LoaderView) -> str:
+    """What a loader's decoder does with an id it has no token for: "crash" (tiktoken's KeyError,
+    tiktoken-rs' panic) or "drop" (tokenizers skips it silently)."""
+    names = " ".join(view.files) + " " + view.rule
+    if "tokenizer.json" in names or "converted" in names or "vocab.json" in names or "vocab.txt" in names:
+        return "drop"
+    return "crash"
+
+
+def _meets(a: IdRanges, b: IdRanges) -> bool:
+    """Whether two range sets share an id (one pass over both sorted lists)."""
+    i = j = 0
+    while i < len(a.ranges) and j < len(b.ranges):
+        (f1, l1), (f2, l2) = a.ranges[i], b.ranges[j]
+        if f1 <= l2 and f2 <= l1:
+            return True
+        if l1 < l2:
+            i += 1
+        else:
+            j += 1
+    return False
+
+
+def _seen_by(views: list[LoaderView], ids: IdRanges) -> dict[str, str]:
+    """Loader -> what its decoder does, for each loader that can load the target and leaves some of ``ids`` unmapped."""
+    return {v.loader: _decoder_of(v) for v in views if v.unmapped is not None and _meets(v.unmapped, ids)}
+
+
+@rule("TA101", "vocab-gap", Severity.ERROR, "Ids inside the declared vocabulary that a loader cannot map (holes: error when a decoder crashes on them; trailing padding: warning or note).")
 def vocab_gap(model: TokenizerModel) -> Iterator[Finding]:
     size = model.checked_size
     gaps = model.files.mapped.complement(size)
     if not gaps:
         return
+    # The last token any loader profile knows: ids below it are holes, ids above it are padding of the embedding.
+    last = max((t.mapped.ranges[-1][1] for t in model.profiles.values() if t.mapped), default=-1)
+    holes = IdRanges(tuple((f, min(l, last)) for f, l in gaps.ranges if f <= last))
+    trailing = gaps.at_or_above(last + 1)
+    views = loader_views(model)
+    seen_holes, seen_trailing = _seen_by(views, holes), _seen_by(views, trailing)
+    crash_holes = sorted(n for n, d in seen_holes.items() if d == "crash")
+    crash_trailing = sorted(n for n, d in seen_trailing.items() if d == "crash")
+    if holes:
+        severity = Severity.ERROR if crash_holes else Severity.WARNING
+    else:
+        severity = Severity.WARNING if crash_trailing else Severity.NOTE
     fills = {
         name: (gaps.count - table.mapped.complement(size).count)
         for name, table in model.profiles.items()
@@ -35,11 +84,25 @@ def vocab_gap(model: TokenizerModel) -> Iterator[Finding]:
         if example is not None:
             filled_by += f" (e.g. {gaps.ranges[0][0]} = {example.token.decode('utf-8', 'replace')})"
     declared = f"[0, {size})" if model.declared.size is not None else f"[0, {size}) (highest mapped id + 1)"
+    parts = []
+    if holes:
+        parts.append(f"{holes.count} holes among the tokens ({holes.describe()})")
+    if trailing:
+        parts.append(f"{trailing.count} ids of trailing padding after the last token {last} ({trailing.describe()})")
+    if crash_holes or crash_trailing:
+        crashers = ", ".join(crash_holes or crash_trailing)
+        impact = (f"decoding one raises or panics in {crashers} (tiktoken: KeyError; tiktoken-rs: panic)"
+                  + ("" if holes else "; padding rows are untrained, so this needs a sampled padding id"))
+    else:
+        impact = "loaders that see them decode them through tokenizers, which drops them silently"
+        if not holes:
+            impact += " (harmless unless a sampler picks an untrained padding row)"
     yield vocab_gap.finding(
         f"{gaps.count} ids in {declared} have no token for a loader that reads only the data files "
         f"({model.vocab_artifact} and its added tokens, as tiktoken-rs and smg before PR #1482 do): "
-        f"{gaps.describe()}{filled_by}. Decoding one crashes tiktoken-based gateways; the loader table "
-        "shows which stacks fill these ids.",
+        f"{gaps.describe()}{filled_by}. Of these, {' and '.join(parts)}: {impact}. The loader table shows which "
+        "stacks fill these ids.",
+        severity=severity,
         location=model.declared.source,
         ids=gaps,
         details={
@@ -47,6 +110,10 @@ def vocab_gap(model: TokenizerModel) -> Iterator[Finding]:
             "declared_by": model.declared.basis,
             "profile": FILES,
             "filled_by_profile": fills,
+            "last_token_id": last,
+            "holes": {"ids": holes.to_json(), "count": holes.count, "seen_by": seen_holes},
+            "trailing_padding": {"ids": trailing.to_json(), "count": trailing.count, "seen_by": seen_trailing},
+            "severity_rule": SEVERITY_RULE,
             "decoder_behaviour": UNKNOWN_ID_BEHAVIOUR,
         },
     )

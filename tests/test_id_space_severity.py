@@ -1,0 +1,73 @@
+"""TA101 vocab-gap: holes among the tokens versus trailing embedding padding, and the severity each
+gets from what the loaders that see them do (tiktoken: KeyError / panic; tokenizers: silent drop)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tests.conftest import FIXTURES, run_cli
+
+
+def _gap(target: Path) -> tuple[int, dict]:
+    result = run_cli("scan", target, "--format", "json", "--select", "TA101")
+    doc = json.loads(result.stdout)
+    (gap,) = doc["findings"]
+    return result.exit_code, gap
+
+
+def test_trailing_padding_under_tokenizers_is_a_note_and_passes_ci(tmp_path: Path) -> None:
+    target = tmp_path / "padded"
+    shutil.copytree(FIXTURES / "clean-bpe", target)
+    (target / "config.json").write_text(json.dumps({"vocab_size": 1024, "eos_token_id": 999}))
+    code, gap = _gap(target)
+    assert code == 0
+    assert (gap["severity"], gap["ids"], gap["count"]) == ("note", [[1000, 1023]], 24)
+    assert gap["details"]["holes"]["count"] == 0 and gap["details"]["last_token_id"] == 999
+    assert gap["details"]["trailing_padding"]["seen_by"] == {
+        "files-only": "drop", "smg": "drop", "vLLM": "drop", "Dynamo": "drop", "transformers": "drop"}
+    assert "24 ids of trailing padding after the last token 999 (1000–1023)" in gap["message"]
+    assert "drops them silently" in gap["message"]
+
+
+def test_trailing_padding_of_a_rank_file_is_a_warning(tmp_path: Path) -> None:
+    target = tmp_path / "ranks"
+    target.mkdir()
+    shutil.copy(FIXTURES / "tiny-tiktoken" / "tiktoken.model", target / "tiktoken.model")
+    (target / "config.json").write_text(json.dumps({"vocab_size": 1024}))
+    code, gap = _gap(target)
+    assert code == 0
+    assert (gap["severity"], gap["ids"]) == ("warning", [[1000, 1023]])
+    assert gap["details"]["trailing_padding"]["seen_by"]["files-only"] == "crash"
+    assert "raises or panics in files-only" in gap["message"]
+
+
+def test_holes_in_a_rank_file_stay_an_error_and_padding_is_split_off() -> None:
+    code, gap = _gap(FIXTURES / "tiny-tiktoken")
+    assert code == 1 and gap["severity"] == "error"
+    assert gap["ids"] == [[1003, 1003], [1006, 1023]]  # the contract: every unmapped id, in one finding
+    assert gap["details"]["holes"]["ids"] == [[1003, 1003], [1006, 1015]]
+    assert gap["details"]["trailing_padding"]["ids"] == [[1016, 1023]]
+    assert gap["details"]["holes"]["seen_by"] == {"files-only": "crash"}
+
+
+def test_kimi_reserved_ids_are_all_holes() -> None:
+    code, gap = _gap(FIXTURES / "kimi-k2.5")
+    assert code == 1 and gap["severity"] == "error" and gap["count"] == 233
+    assert gap["details"]["holes"]["count"] == 233 and gap["details"]["trailing_padding"]["count"] == 0
+
+
+def test_holes_in_a_tokenizer_json_are_a_warning(tmp_path: Path) -> None:
+    target = tmp_path / "holes"
+    shutil.copytree(FIXTURES / "clean-bpe", target)
+    tj = json.loads((target / "tokenizer.json").read_text())
+    vocab = tj["model"]["vocab"]
+    dropped = sorted(vocab.values())[500]
+    del vocab[next(t for t, i in vocab.items() if i == dropped)]
+    tj["model"]["merges"] = []  # merges may name the removed token; the test is about ids only
+    (target / "tokenizer.json").write_text(json.dumps(tj))
+    code, gap = _gap(target)
+    assert code == 0
+    assert (gap["severity"], gap["ids"]) == ("warning", [[dropped, dropped]])
+    assert gap["details"]["holes"]["seen_by"]["files-only"] == "drop"
