@@ -122,7 +122,7 @@ def test_sarif_works_for_findings_of_other_commands() -> None:
     doc = sarif_document(_other_command_report())
     jsonschema.validate(doc, GITHUB_SARIF)
     (rule,) = doc["runs"][0]["tool"]["driver"]["rules"]
-    assert rule["id"] == "TA605" and rule["name"] == "backend-crash" and rule["shortDescription"]["text"] == "backend crash"
+    assert rule["id"] == "TA605" and rule["name"] == "backend-crash" and rule["shortDescription"]["text"] == "An exception or Rust panic inside a backend."
     (res,) = doc["runs"][0]["results"]
     assert res["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": "models/x/tiktoken.model"}, "region": {"startLine": 3}}
 

@@ -229,7 +229,7 @@ def test_scan_never_runs_remote_code(tmp_path: Path) -> None:
 
 def test_python_dash_m_and_version() -> None:
     proc = subprocess.run([sys.executable, "-m", "tokaudit", "--version"], capture_output=True, text=True)
-    assert proc.returncode == 0 and proc.stdout.strip() == "tokaudit 0.1.0"
+    assert proc.returncode == 0 and proc.stdout.splitlines()[0] == "tokaudit 0.1.0"
 
 
 @pytest.mark.parametrize("fmt", ["rich", "json"])

@@ -25,6 +25,12 @@ class OutputFormat(str, Enum):
     github = "github"
 
 
+class Color(str, Enum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
 class FailOn(str, Enum):
     error = "error"
     warning = "warning"
@@ -37,28 +43,36 @@ TargetArg = Annotated[
 ]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)]
 OutputOpt = Annotated[
-    Path | None, typer.Option("--output", "-o", help="Write the report to this file instead of stdout.", dir_okay=False)
+    Path | None,
+    typer.Option("--output", "-o", metavar="FILE", help="Write the report to this file instead of stdout (- is stdout).", dir_okay=False),
+]
+ColorOpt = Annotated[
+    Color,
+    typer.Option("--color", help="Colour the rich report: auto (a terminal, unless NO_COLOR is set; FORCE_COLOR forces it), "
+                 "always or never.", case_sensitive=False),
 ]
 FailOnOpt = Annotated[
     FailOn, typer.Option("--fail-on", help="Lowest severity that makes the exit code 1.", case_sensitive=False)
 ]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show Python tracebacks for errors.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No summary or progress on stderr.")]
+QuietOpt = Annotated[
+    bool, typer.Option("--quiet", "-q", help="Findings and the verdict only: no tables, no progress, no summary line on stderr.")
+]
 RevisionOpt = Annotated[
-    str | None, typer.Option("--revision", help="Branch, tag or commit for a Hugging Face repo id target.")
+    str | None, typer.Option("--revision", metavar="REV", help="Branch, tag or commit for a Hugging Face repo id target.")
 ]
 SelectOpt = Annotated[
     list[str] | None,
-    typer.Option("--select", help="Only these rules: codes, names or code prefixes (TA2), comma-separated or repeated."),
+    typer.Option("--select", metavar="RULES", help="Only these rules: codes, names or code prefixes (TA2), comma-separated or repeated."),
 ]
 IgnoreOpt = Annotated[
-    list[str] | None, typer.Option("--ignore", help="Skip these rules: codes, names or code prefixes; comma-separated or repeated.")
+    list[str] | None, typer.Option("--ignore", metavar="RULES", help="Skip these rules: codes, names or code prefixes; comma-separated or repeated.")
 ]
 BaselineOpt = Annotated[
     Path | None,
     typer.Option("--baseline", help="A previous --format json report: only findings not in it count.", dir_okay=False),
 ]
-JobsOpt = Annotated[int, typer.Option("--jobs", "-j", help="Targets checked in parallel (threads).", min=1)]
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Targets checked in parallel (threads).", min=1)]
 
 
 def err(message: str) -> None:
@@ -92,9 +106,14 @@ def handle_errors(debug: bool) -> Iterator[None]:
         raise typer.Exit(3) from None
 
 
+def to_stdout(output: Path | None) -> bool:
+    """No ``--output``, or ``-o -`` (the convention for stdout)."""
+    return output is None or str(output) == "-"
+
+
 @contextmanager
 def _open_output(output: Path | None) -> Iterator[TextIO]:
-    if output is None:
+    if output is None or to_stdout(output):
         yield sys.stdout
         return
     try:
@@ -105,7 +124,9 @@ def _open_output(output: Path | None) -> Iterator[TextIO]:
         yield fh
 
 
-def emit(report: Report, fmt: OutputFormat, output: Path | None, fail_on: FailOn, quiet: bool) -> None:
+def emit(
+    report: Report, fmt: OutputFormat, output: Path | None, fail_on: FailOn, quiet: bool, color: Color = Color.auto
+) -> None:
     """Render the report and exit with the policy's code."""
     try:
         with _open_output(output) as stream:
@@ -132,11 +153,11 @@ def emit(report: Report, fmt: OutputFormat, output: Path | None, fail_on: FailOn
             else:
                 from tokaudit.report.render_rich import render_rich
 
-                render_rich(report, stream, fail_on.value)
+                render_rich(report, stream, fail_on.value, color=color.value, quiet=quiet)
             stream.flush()  # a closed pipe must surface here, not at exit (where it would become exit 1)
     except BrokenPipeError:  # e.g. piped into `head`: stop writing, keep the exit code
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    if not quiet and (fmt is not OutputFormat.rich or output is not None):
+    if not quiet and (fmt is not OutputFormat.rich or not to_stdout(output)):
         s = report.summary()
         err(f"tokaudit {report.command}: {s['error']} error(s), {s['warning']} warning(s), {s['note']} note(s)")
     raise typer.Exit(report.exit_code(fail_on.value))

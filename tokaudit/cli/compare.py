@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 
 from tokaudit.cli.common import (
+    Color,
+    ColorOpt,
     TargetArg,
     DebugOpt,
     FailOn,
@@ -65,6 +67,7 @@ def compare(
     fail_on: FailOnOpt = FailOn.error,
     debug: DebugOpt = False,
     quiet: QuietOpt = False,
+    color: ColorOpt = Color.auto,
 ) -> None:
     """Encode and decode the same text with every backend; report where they disagree."""
     with handle_errors(debug):
@@ -89,4 +92,4 @@ def compare(
         model = load_model(target, revision)
         with progress_bar(quiet) as bar:
             result, findings = compare_model(model, options, bar)
-        emit(Report("compare", [result], findings), fmt, output, fail_on, quiet)
+        emit(Report("compare", [result], findings), fmt, output, fail_on, quiet, color)

@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 
 from tokaudit.cli.common import (
+    Color,
+    ColorOpt,
     TargetArg,
     DebugOpt,
     FailOn,
@@ -60,6 +62,7 @@ def decode(
     fail_on: FailOnOpt = FailOn.error,
     debug: DebugOpt = False,
     quiet: QuietOpt = False,
+    color: ColorOpt = Color.auto,
 ) -> None:
     """Decode ids with one backend, showing each token's boundaries and id."""
     with handle_errors(debug):
@@ -71,7 +74,7 @@ def decode(
         model = load_model(target, revision)
         lb = pick_backend(model, backend, encode=False)
         result, findings = decode_ids(model, lb, token_ids, skip_special_tokens, source)
-        emit(Report("decode", [result], findings), fmt, output, fail_on, quiet)
+        emit(Report("decode", [result], findings), fmt, output, fail_on, quiet, color)
 
 
 def encode(
@@ -84,6 +87,7 @@ def encode(
     fail_on: FailOnOpt = FailOn.error,
     debug: DebugOpt = False,
     quiet: QuietOpt = False,
+    color: ColorOpt = Color.auto,
 ) -> None:
     """Encode text with one backend (special-token strings become their ids), showing each token."""
     with handle_errors(debug):
@@ -96,4 +100,4 @@ def encode(
         model = load_model(target, revision)
         lb = pick_backend(model, backend, encode=True)
         result, findings = encode_text(model, lb, text)
-        emit(Report("encode", [result], findings), fmt, output, fail_on, quiet)
+        emit(Report("encode", [result], findings), fmt, output, fail_on, quiet, color)

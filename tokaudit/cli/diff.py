@@ -7,6 +7,8 @@ from typing import Annotated
 import typer
 
 from tokaudit.cli.common import (
+    Color,
+    ColorOpt,
     DebugOpt,
     FailOn,
     FailOnOpt,
@@ -29,6 +31,7 @@ def diff(
     fail_on: FailOnOpt = FailOn.error,
     debug: DebugOpt = False,
     quiet: QuietOpt = False,
+    color: ColorOpt = Color.auto,
 ) -> None:
     """Compare a draft tokenizer with its target id by id: identical, compatible or incompatible (exit 1)."""
     with handle_errors(debug):
@@ -37,4 +40,4 @@ def diff(
         from tokaudit.scan import load_model
 
         result, findings = diff_models(load_model(draft, revision), load_model(target, revision))
-        emit(Report("diff", [result], findings), fmt, output, fail_on, quiet)
+        emit(Report("diff", [result], findings), fmt, output, fail_on, quiet, color)

@@ -7,6 +7,8 @@ from typing import Annotated
 import typer
 
 from tokaudit.cli.common import (
+    Color,
+    ColorOpt,
     TargetArg,
     DebugOpt,
     FailOn,
@@ -46,6 +48,7 @@ def explain(
     fail_on: FailOnOpt = FailOn.error,
     debug: DebugOpt = False,
     quiet: QuietOpt = False,
+    color: ColorOpt = Color.auto,
 ) -> None:
     """What an id is: declared range, which profile and file map it, its bytes, what each backend does with it."""
     with handle_errors(debug):
@@ -59,4 +62,4 @@ def explain(
         model = load_model(target, revision)
         pairs = resolve(model, queries)
         loaded = load_backends(model, names, pat_str, trust_remote_code=trust_remote_code)
-        emit(Report("explain", [explain_ids(model, loaded, pairs)], []), fmt, output, fail_on, quiet)
+        emit(Report("explain", [explain_ids(model, loaded, pairs)], []), fmt, output, fail_on, quiet, color)

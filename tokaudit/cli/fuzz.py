@@ -7,6 +7,8 @@ from typing import Annotated
 import typer
 
 from tokaudit.cli.common import (
+    Color,
+    ColorOpt,
     TargetArg,
     DebugOpt,
     FailOn,
@@ -37,6 +39,7 @@ def fuzz(
     fail_on: FailOnOpt = FailOn.error,
     debug: DebugOpt = False,
     quiet: QuietOpt = False,
+    color: ColorOpt = Color.auto,
 ) -> None:
     """Decode seeded random id sequences, weighted toward edge ids, with every backend; shrink each crash."""
     with handle_errors(debug):
@@ -51,4 +54,4 @@ def fuzz(
         loaded = load_backends(model, names, pat_str, trust_remote_code=trust_remote_code)
         with progress_bar(quiet) as bar:
             result, findings = run_fuzz(model, loaded, FuzzOptions(iterations, seed, max_length), bar)
-        emit(Report("fuzz", [result], findings), fmt, output, fail_on, quiet)
+        emit(Report("fuzz", [result], findings), fmt, output, fail_on, quiet, color)

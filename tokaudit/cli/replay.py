@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 
 from tokaudit.cli.common import (
+    Color,
+    ColorOpt,
     TargetArg,
     DebugOpt,
     FailOn,
@@ -60,6 +62,7 @@ def replay(
     fail_on: FailOnOpt = FailOn.error,
     debug: DebugOpt = False,
     quiet: QuietOpt = False,
+    color: ColorOpt = Color.auto,
 ) -> None:
     """Replay recorded token ids through incremental detokenizers and show where each one breaks."""
     with handle_errors(debug):
@@ -77,4 +80,4 @@ def replay(
             prompt_ids = source.ids
         options = ReplayOptions(names, prompt_ids, tuple(stop or ()), tuple(stop_id or ()), skip_special_tokens, chunk_invariance)
         result, findings = replay_result(load_model(target, revision), tokens, options)
-        emit(Report("replay", [result], findings), fmt, output, fail_on, quiet)
+        emit(Report("replay", [result], findings), fmt, output, fail_on, quiet, color)

@@ -7,6 +7,8 @@ from typing import Annotated
 import typer
 
 from tokaudit.cli.common import (
+    Color,
+    ColorOpt,
     BaselineOpt,
     DebugOpt,
     FailOn,
@@ -40,6 +42,7 @@ def scan(
     fail_on: FailOnOpt = FailOn.error,
     debug: DebugOpt = False,
     quiet: QuietOpt = False,
+    color: ColorOpt = Color.auto,
 ) -> None:
     """Check a tokenizer's id space, special tokens and artifacts for problems that break serving stacks."""
     with handle_errors(debug):
@@ -79,4 +82,4 @@ def scan(
                 "config": str(config.path) if config.path else None,
                 "baseline": str(baseline_path) if baseline_path else None,
             }
-        emit(Report("scan", results, outcome.findings), fmt, output, fail_on, quiet)
+        emit(Report("scan", results, outcome.findings), fmt, output, fail_on, quiet, color)

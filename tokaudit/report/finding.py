@@ -45,8 +45,8 @@ class Finding:
             "target": self.target,
             "location": self.location.to_json() if self.location else None,
         }
-        if self.ids is not None:
-            out["ids"] = self.ids.to_json()
-            out["count"] = self.ids.count
+        # contract: every finding has both keys, null when it names no ids
+        out["ids"] = self.ids.to_json() if self.ids is not None else None
+        out["count"] = self.ids.count if self.ids is not None else None
         out["details"] = self.details
         return out

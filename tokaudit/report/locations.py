@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+from tokaudit.catalog import lookup
 from tokaudit.report.finding import Finding
 
 
@@ -23,12 +24,6 @@ def finding_line(f: Finding) -> int:
 
 
 def rule_summary(code: str) -> str | None:
-    """A registered scan rule's or tokaudit meta code's one-line summary."""
-    from tokaudit.checks.registry import RULES, all_rules
-    from tokaudit.report.policy import META_CODES
-
-    if code in META_CODES:
-        return META_CODES[code][2]
-    all_rules()  # imports every rule module once
-    rule = RULES.get(code)
-    return rule.summary if rule else None
+    """A finding code's one-line summary, from the catalog (the report layer never imports the rules)."""
+    info = lookup(code)
+    return info.summary if info else None

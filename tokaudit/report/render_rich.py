@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import io
+import os
+import re
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -13,6 +16,7 @@ from rich.text import Text
 
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.report import Report, TargetResult
+from tokaudit.report.rich_layout import key_value
 from tokaudit.report.text import plural
 
 SEVERITY_STYLE = {Severity.ERROR: "bold white on red", Severity.WARNING: "bold black on yellow", Severity.NOTE: "bold white on blue"}
@@ -20,24 +24,38 @@ SEVERITY_STYLE = {Severity.ERROR: "bold white on red", Severity.WARNING: "bold b
 Section = Callable[[Console, TargetResult], None]
 
 
-class _ReportConsole(Console):
-    def on_broken_pipe(self) -> None:
-        """Rich exits with status 1 on a closed pipe (``| head``); let the caller keep the report's exit code."""
-        self.quiet = True
-        raise BrokenPipeError
+#: Width of a report written to a file or a pipe when ``COLUMNS`` is not set.
+PIPE_WIDTH = 120
+_TRAILING_SPACE = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
 
 
-def make_console(stream: TextIO) -> Console:
-    console = _ReportConsole(file=stream, markup=False, emoji=False, highlight=False)
-    if not console.is_terminal:  # files and pipes: wide lines rather than wrapping at 80 columns
-        console.width = 120
-    return console
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def make_console(stream: TextIO, color: str = "auto") -> Console:
+    """A console for ``stream`` as ``--color`` and the environment ask: ``auto`` colours a terminal
+    (rich honours ``NO_COLOR`` and ``FORCE_COLOR``), ``always``/``never`` override both. Width:
+    ``COLUMNS`` when set, else the terminal's, else :data:`PIPE_WIDTH` for files and pipes."""
+    terminal = _is_terminal(stream)
+    columns = os.environ.get("COLUMNS", "")
+    width = None if columns.isdigit() or terminal else PIPE_WIDTH
+    options: dict[str, object] = {"file": stream, "markup": False, "emoji": False, "highlight": False, "width": width}
+    if color == "never":
+        return Console(**options, color_system=None)  # type: ignore[arg-type]
+    if color == "always":
+        console = Console(**options, force_terminal=True, no_color=False)  # type: ignore[arg-type]
+        if console.color_system is None:  # TERM=dumb or unknown: colours were asked for all the same
+            console = Console(**options, force_terminal=True, no_color=False, color_system="standard")  # type: ignore[arg-type]
+        return console
+    return Console(**options, force_terminal=True if terminal else None)  # type: ignore[arg-type]
 
 
 def _kv(console: Console, key: str, value: str | Text) -> None:
-    line = Text(f"  {key:<11} ", style="bold")
-    line.append(value if isinstance(value, Text) else Text(value))
-    console.print(line)
+    key_value(console, key, value)
 
 
 def scan_section(console: Console, result: TargetResult) -> None:
@@ -69,7 +87,7 @@ def _loader_table(console: Console, loaders: list[dict[str, Any]]) -> None:
     """Which files each loader reads by its precedence, and whether it sees a gap."""
     table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1), pad_edge=False)
     for col in ("loader", "gap", "files (and the rule that picked them)"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")  # a narrow terminal wraps file names, never cuts them
     for row in loaders:
         if row["sees_gap"] is None:
             gap = Text("cannot load", style="yellow")
@@ -110,33 +128,50 @@ def _finding(console: Console, f: Finding) -> None:
     head = Text()
     head.append(f" {f.severity.value.upper()} ", style=SEVERITY_STYLE[f.severity])
     head.append(f" {f.code} {f.name}", style="bold")
-    if f.location:
-        head.append(f"  {f.location}", style="dim")
+    location = Text(str(f.location), style="dim") if f.location else None
+    if location is not None and head.cell_len + 2 + location.cell_len <= console.width:
+        head.append("  ")
+        head.append(location)
+        location = None
     console.print(head)
+    if location is not None:  # too long for the heading line: its own line, indented like the message
+        console.print(Padding(location, (0, 0, 0, 2), expand=False))
     console.print(Padding(Text(f.message), (0, 0, 0, 2), expand=False))
     if f.ids is not None and f.ids:
         console.print(Padding(Text(f"ids: {f.ids.describe(limit=12)}  (count {f.ids.count})", style="cyan"), (0, 0, 0, 2), expand=False))
 
 
 def verdict(report: Report, fail_on: str) -> Text:
+    """``✓ PASS: 0 errors, 1 warning, 0 notes (--fail-on error; 7 baselined, 2 ignored)``."""
     s = report.summary()
     counts = f"{plural(s['error'], 'error')}, {plural(s['warning'], 'warning')}, {plural(s['note'], 'note')}"
+    dropped = ", ".join(f"{n} {kind}" for kind, n in report.suppressed().items() if n)
     failing = report.failing(fail_on)
+    why = f"{len(failing)} at or above --fail-on {fail_on}" if failing else f"--fail-on {fail_on}"
+    if dropped:
+        why += f"; {dropped}"
     if failing:
-        return Text(f"✗ FAIL: {counts} ({len(failing)} at or above --fail-on {fail_on})", style="bold red")
-    return Text(f"✓ PASS: {counts} (--fail-on {fail_on})", style="bold green")
+        return Text(f"✗ FAIL: {counts} ({why})", style="bold red")
+    return Text(f"✓ PASS: {counts} ({why})", style="bold green")
 
 
-def render_rich(report: Report, stream: TextIO, fail_on: str = "error") -> None:
-    console = make_console(stream)
+def render_rich(report: Report, stream: TextIO, fail_on: str = "error", *, color: str = "auto", quiet: bool = False) -> None:
+    """The report for a person. ``quiet``: findings and the verdict only (no sections). Rendered whole,
+    then written with trailing spaces cut from every line (rich pads table cells)."""
+    buffer = io.StringIO()
+    console = make_console(stream, color)
+    console.file = buffer
     for result in report.results:
-        console.print(Text(f"tokaudit {report.command}  {result.target}", style="bold underline"))
-        section = SECTIONS.get(report.command)
-        if section:
-            section(console, result)
-        console.print()
         findings = [f for f in report.findings if f.target == result.target]
+        if not quiet or (len(report.results) > 1 and findings):
+            console.print(Text(f"tokaudit {report.command}  {result.target}", style="bold underline"))
+        section = SECTIONS.get(report.command)
+        if section and not quiet:
+            section(console, result)
+            console.print()
         for f in sorted(findings, key=lambda f: (-f.severity.rank, f.code)):
             _finding(console, f)
             console.print()
-    console.print(verdict(report, fail_on))
+    if report.judged:
+        console.print(verdict(report, fail_on))
+    stream.write(_TRAILING_SPACE.sub(r"\1", buffer.getvalue()))

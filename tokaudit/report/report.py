@@ -14,6 +14,9 @@ from tokaudit.report.finding import Finding, Severity
 #: ``--fail-on`` values: the lowest severity that fails the run ("never": nothing does).
 FAIL_ON = ("error", "warning", "note", "never")
 
+#: Commands that report rather than judge: no PASS/FAIL verdict unless they raised a finding.
+REPORT_ONLY = frozenset({"explain", "decode", "encode"})
+
 
 @dataclass
 class TargetResult:
@@ -47,6 +50,21 @@ class Report:
 
     def exit_code(self, fail_on: str) -> int:
         return 1 if self.failing(fail_on) else 0
+
+    @property
+    def judged(self) -> bool:
+        """Whether the report ends in a verdict (a command that only reports does when it found something)."""
+        return self.command not in REPORT_ONLY or bool(self.findings)
+
+    def suppressed(self) -> dict[str, int]:
+        """Findings the policy dropped, over every target: ``baselined`` (in ``--baseline``) and
+        ``ignored`` (a ``[tool.tokaudit]`` per-target ignore)."""
+        out = {"baselined": 0, "ignored": 0}
+        for r in self.results:
+            policy = r.data.get("policy") or {}
+            out["baselined"] += policy.get("baselined", 0)
+            out["ignored"] += policy.get("suppressed", 0)
+        return out
 
 
 def versions() -> dict[str, str]:

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tokaudit.report.report import TargetResult
+from tokaudit.report.rich_layout import key_value
 from tokaudit.report.text import visible
 
 KIND_STYLE = {"text": "green", "dropped": "yellow", "error": "magenta", "panic": "bold red"}
@@ -20,27 +21,30 @@ CLASS_STYLE = {"identical": "bold green", "compatible": "bold yellow", "incompat
 
 
 def _kv(console: Console, key: str, value: str | Text, indent: int = 2) -> None:
-    line = Text(" " * indent)
-    line.append(f"{key:<12} ", style="bold")
-    line.append(value if isinstance(value, Text) else Text(value))
-    console.print(line)
+    key_value(console, key, value, indent=indent, key_width=12)
 
 
 def _grid() -> Table:
     return Table(box=None, padding=(0, 1), pad_edge=False, header_style="bold")
 
 
-def _token_text(tok: dict[str, Any]) -> str:
-    """A token's text with invisible characters shown; partial UTF-8 as hex bytes."""
+def _token_text(tok: dict[str, Any], *, spaces: bool = False) -> str:
+    """A token's text with invisible characters shown (``spaces``: and its spaces as ␣); partial
+    UTF-8 as hex bytes, which keep their own spaces (``<E4 B8>``)."""
     if tok["bytes_hex"] is None:
         return "<unmapped>"
     if tok["partial_utf8"]:
         return "<" + " ".join(tok["bytes_hex"][k : k + 2].upper() for k in range(0, len(tok["bytes_hex"]), 2)) + ">"
-    return visible(tok["text"])
+    return visible(tok["text"]).replace(" ", "␣") if spaces else visible(tok["text"])
 
 
 def _where(src: dict[str, Any]) -> str:
+    """``file:line (rule)``; the rule is left out when the key already names it (``added_tokens_decoder.163586``
+    and rule ``added_tokens_decoder (special)``: the special flag is shown beside the token)."""
     where = src["file"] + (f":{src['line']}" if src.get("line") is not None else f" ({src['key']})" if src.get("key") else "")
+    key_head = (src.get("key") or "").split(".")[0]
+    if key_head and src["rule"].split(" (")[0] == key_head:
+        return where
     return f"{where} ({src['rule']})"
 
 
@@ -60,7 +64,7 @@ def explain_section(console: Console, result: TargetResult) -> None:
         by_profile = {s["profile"]: s for s in entry["sources"]}
         profiles = Table(box=None, padding=(0, 1), pad_edge=False, show_header=False)
         for _ in range(3):
-            profiles.add_column()
+            profiles.add_column(overflow="fold")
         for profile, mapped in entry["mapped"].items():
             src = by_profile.get(profile)
             if not mapped or src is None:
@@ -110,7 +114,7 @@ def _token_table(console: Console, tokens: list[dict[str, Any]]) -> None:
         if tok["mapped"] and tok["profile"] != "files":
             flags.append(f"only in {tok['profile']}")
         # a token shown alone: make its spaces visible (a lone " " token would otherwise be a blank cell)
-        table.add_row(Text(str(k), style="dim"), Text(str(tok["id"]), style="cyan"), Text(_token_text(tok).replace(" ", "␣")),
+        table.add_row(Text(str(k), style="dim"), Text(str(tok["id"]), style="cyan"), Text(_token_text(tok, spaces=True)),
                       Text(", ".join(flags), style="dim"))
     console.print(Padding(table, (0, 0, 0, 4), expand=False))
 

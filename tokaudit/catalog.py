@@ -1,0 +1,72 @@
+"""Every finding code tokaudit can emit: code, stable name, default severity and a one-line summary.
+
+Plain data below both ``checks`` and ``report``: renderers (SARIF rule descriptions, README tables)
+read it without importing the rules, and the rule modules' own codes are checked against it by the
+tests (``tests/test_integrations.py``), so a code's name or default severity cannot drift.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CodeInfo:
+    code: str
+    name: str
+    #: ``error``, ``warning`` or ``note`` (a finding may be raised at another level; this is the default)
+    severity: str
+    summary: str
+    #: which command produces it
+    command: str
+
+
+_ROWS = (
+    ("TA001", "unused-suppression", "note", "A per-target ignore in [tool.tokaudit] matched no finding.", "scan"),
+    ("TA101", "vocab-gap", "error", "Ids inside the declared vocabulary that a loader cannot map.", "scan"),
+    ("TA102", "id-collision", "error", "Two different tokens claim one id, across artifacts or because a loader reassigns an added token.", "scan"),
+    ("TA103", "id-drift", "warning", "An added token's declared id differs from the id a loader gives its content.", "scan"),
+    ("TA104", "size-mismatch", "error", "Mapped ids at or beyond the declared size, or embedding rows that differ from vocab_size.", "scan"),
+    ("TA105", "placeholder-encodable", "warning", "Reserved placeholder tokens that plain user text encodes to a control id.", "scan"),
+    ("TA201", "special-token-missing", "error", "A bos/eos/pad/unk token named in a config file is not in the vocabulary or points into a gap.", "scan"),
+    ("TA202", "eos-mismatch", "warning", "End-of-sequence sets disagree across the configs and the chat template's turn terminator.", "scan"),
+    ("TA203", "control-token-not-special", "warning", "Added tokens shaped like control tokens but marked special: false.", "scan"),
+    ("TA204", "added-token-flags-mismatch", "warning", "special/lstrip/rstrip/normalized/single_word differ between tokenizer.json and tokenizer_config.json.", "scan"),
+    ("TA205", "template-token-unregistered", "error", "A control-token literal in the chat template is not a registered token or encodes to several ids.", "scan"),
+    ("TA206", "empty-token", "error", "A token whose content is empty.", "scan"),
+    ("TA301", "slow-fallback-risk", "warning", "No tokenizer.json: transformers must build a slow, converted or remote-code tokenizer.", "scan"),
+    ("TA302", "remote-code-required", "warning", "auto_map or tokenizer_class needs the model's own Python code.", "scan"),
+    ("TA303", "artifact-disagreement", "error", "Two vocabulary artifacts give one id different bytes.", "scan"),
+    ("TA304", "pattern-unknown", "warning", "tiktoken ranks with no pre-tokenizer pattern: each loader falls back to its own regex.", "scan"),
+    ("TA305", "pattern-portability", "warning", "The pre-tokenizer pattern behaves differently in another regex engine.", "scan"),
+    ("TA401", "partial-utf8-token", "note", "Tokens that are not valid UTF-8 on their own; streaming must hold their bytes.", "scan"),
+    ("TA402", "unreachable-token", "warning", "Tokens that never come out of encoding their own text (Magikarp's categories).", "scan"),
+    ("TA501", "unmapped-id", "error", "The stream holds an id a files-only loader cannot map, or one outside the vocabulary.", "replay"),
+    ("TA502", "incomplete-utf8", "error", "The stream ends with bytes held inside a multi-byte character.", "replay"),
+    ("TA503", "stream-mismatch", "error", "A detokenizer's concatenated chunks differ from the full decode.", "replay"),
+    ("TA504", "text-rewritten", "error", "Text already emitted would have to change.", "replay"),
+    ("TA505", "replacement-char", "warning", "U+FFFD emitted where the full decode has none.", "replay"),
+    ("TA506", "stop-split", "error", "A stop is detected late, leaked or split by a detokenizer.", "replay"),
+    ("TA507", "tool-call-json", "error", "Tool-call arguments in the stream are not valid JSON.", "replay"),
+    ("TA508", "prompt-leak", "error", "Prompt text appears in the first chunk.", "replay"),
+    ("TA509", "chunk-variance", "error", "Re-chunking the same ids into steps of 1..8 changes a detokenizer's output.", "replay"),
+    ("TA601", "encode-mismatch", "error", "Two backends encode the same text to different ids.", "compare"),
+    ("TA602", "decode-mismatch", "error", "Two backends decode the same ids to different text.", "compare"),
+    ("TA603", "roundtrip-failure", "error", "decode(encode(text)) is not the text.", "compare"),
+    ("TA604", "unknown-id-behaviour", "warning", "Backends differ on ids in a gap, at or beyond the declared end, or negative.", "compare"),
+    ("TA605", "backend-crash", "error", "An exception or Rust panic inside a backend.", "compare"),
+    ("TA701", "id-token-mismatch", "error", "A draft id maps to other bytes (or none) in the target.", "diff"),
+    ("TA702", "draft-size-mismatch", "warning", "The draft and the target declare different vocabulary sizes.", "diff"),
+    ("TA703", "special-token-divergence", "warning", "Special tokens differ between the draft and the target (id, content or flag).", "diff"),
+    ("TA801", "template-render-error", "error", "The chat template fails to render.", "template"),
+    ("TA802", "template-engine-divergence", "error", "Jinja2 and MiniJinja render the same messages differently.", "template"),
+    ("TA803", "double-bos", "warning", "The rendered prompt starts with BOS and the tokenizer adds another.", "template"),
+    ("TA804", "template-token-split", "error", "A control token in the rendered prompt encodes to several ids.", "template"),
+    ("TA805", "generation-prompt", "warning", "add_generation_prompt does not change the rendered prompt as expected.", "template"),
+)
+
+CATALOG: dict[str, CodeInfo] = {row[0]: CodeInfo(*row) for row in _ROWS}
+
+
+def lookup(code: str) -> CodeInfo | None:
+    return CATALOG.get(code)
