@@ -202,61 +202,22 @@ def added_token_flags_mismatch(model: TokenizerModel) -> Iterator[Finding]:
 
 @rule("TA205", "template-token-unregistered", Severity.ERROR, "A control-token literal in the chat template is not a registered token or encodes to several ids.")
 def template_token_unregistered(model: TokenizerModel) -> Iterator[Finding]:
+    """The static half of the template family's literal check (TA804 checks rendered prompts with the same
+    classifier, so the two never disagree): bare tags no file registers are prose, not control tokens."""
     markers = template_markers(model)
     if not markers:
         return
-    a = model.artifacts
-    named: set[str] = set()
-    for record in (a.tokenizer_config, a.special_tokens_map):
-        if record is not None:
-            named |= {t.content for t in record.special.values()} | {t.content for t in record.additional_special_tokens}
-    registered = {t.content.encode("utf-8"): t.id for t in _primary_added(model)}
-    encoder = _Encoder(model)
+    from tokaudit.template.literals import LiteralClassifier
+
+    classifier = LiteralClassifier(model)
     for marker in markers:
-        data = marker.text.encode("utf-8")
-        if data in registered:
+        v = classifier.verdict(marker.text)
+        if not v.control or v.ok:
             continue
-        token_id, profile = _content_id(model, marker.text)
-        if profile == "files" and marker.text in named:
-            continue  # a named special token transformers registers from tokenizer_config.json
-        ids = encoder.encode(marker.text)
-        if profile == "files" and ids == [token_id]:
-            continue  # a single vocabulary token the encoder keeps whole
-        if profile == REMOTE_CODE:
-            why = (f"only the remote code registers it (id {token_id}); loaders of the data files alone (e.g. tiktoken-rs) "
-                   "encode it as text")
-        else:
-            why = "no added token or vocabulary entry has this text"
-        count = f"; it encodes to {len(ids)} ids {ids[:8]}" if ids is not None else ""
         yield template_token_unregistered.finding(
-            f"the chat template writes {marker.text}, but {why}{count}: the model never sees the control token it was trained with.",
+            f"the chat template writes {marker.text}, but {v.why()}{v.encodes()}: the model never sees the control token it was trained with.",
             location=marker.source,
-            ids=IdRanges.from_ids([token_id]) if token_id is not None else None,
-            details={"subject": marker.text, "token": marker.text, "registered_by": profile or None, "encoded_ids": ids,
-                     "encoder": encoder.name},
+            ids=IdRanges.from_ids([v.token_id]) if v.token_id is not None else None,
+            details={"subject": marker.text, "token": marker.text, "registered_by": v.registered_by, "encoded_ids": v.encoded_ids,
+                     "encoder": v.encoder},
         )
-
-
-class _Encoder:
-    """The cheapest encoder of the data files, built only when a marker needs encoding."""
-
-    def __init__(self, model: TokenizerModel) -> None:
-        self.model = model
-        self.backend: Any = None
-        self.name: str | None = None
-        self._tried = False
-
-    def encode(self, text: str) -> list[int] | None:
-        if not self._tried:
-            self._tried = True
-            from tokaudit.backends.registry import load_backends
-
-            name = "hf" if self.model.artifacts.tokenizer_json is not None else "tiktoken"
-            loaded = load_backends(self.model, [name])[0]
-            self.backend, self.name = loaded.backend, (name if loaded.backend else None)
-        if self.backend is None:
-            return None
-        from tokaudit.backends.base import call
-
-        out = call(self.backend.encode, text)
-        return list(out.value) if out.ok else None

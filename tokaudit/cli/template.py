@@ -1,0 +1,65 @@
+"""``tokaudit template TARGET``"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tokaudit.cli.common import (
+    DebugOpt,
+    FailOn,
+    FailOnOpt,
+    FormatOpt,
+    IgnoreOpt,
+    OutputFormat,
+    OutputOpt,
+    QuietOpt,
+    RevisionOpt,
+    SelectOpt,
+    TargetArg,
+    emit,
+    handle_errors,
+)
+
+
+def template(
+    target: TargetArg,
+    messages: Annotated[
+        Path | None,
+        typer.Option("--messages", help="JSON or JSONL file of OpenAI-style message lists (optionally with tools) "
+                     "rendered instead of the built-in conversations.", dir_okay=False),
+    ] = None,
+    tools: Annotated[Path | None, typer.Option("--tools", help="JSON list of tool definitions offered to every conversation.", dir_okay=False)] = None,
+    engine: Annotated[str | None, typer.Option("--engine", help="Comma-separated engines: jinja2, minijinja (default: both).")] = None,
+    template_file: Annotated[
+        Path | None, typer.Option("--template", help="Render this Jinja file instead of the target's chat template.", dir_okay=False)
+    ] = None,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    revision: RevisionOpt = None,
+    fmt: FormatOpt = OutputFormat.rich,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    debug: DebugOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Render the chat template with Jinja2 (transformers, vLLM) and MiniJinja (Rust gateways), then tokenize what they render."""
+    with handle_errors(debug):
+        from tokaudit.report.policy import Selection, split_selectors, validate
+        from tokaudit.report.report import Report
+        from tokaudit.scan import load_model
+        from tokaudit.template.analysis import CODES
+        from tokaudit.template.run import TemplateOptions, parse_engine_list, template_model
+
+        known = [(code, meta[0]) for code, meta in CODES.items()]
+        cli_select, cli_ignore = split_selectors(select), split_selectors(ignore)
+        validate(cli_select, known, "--select")
+        validate(cli_ignore, known, "--ignore")
+        selection = Selection(cli_select, cli_ignore)
+        options = TemplateOptions(engines=parse_engine_list(engine), messages=messages, tools=tools, template=template_file)
+        model = load_model(target, revision)
+        result, findings = template_model(model, options)
+        findings = [f for f in findings if selection.chosen(f.code, f.name)]
+        emit(Report("template", [result], findings), fmt, output, fail_on, quiet)

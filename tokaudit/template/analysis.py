@@ -1,0 +1,332 @@
+"""Render every conversation with every engine, tokenize as the serving stack does, and find TA801-TA805."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from tokaudit.ids import IdRanges
+from tokaudit.model.tokenizer_model import TokenizerModel
+from tokaudit.report.finding import Finding, Severity
+from tokaudit.template.conversations import SENTINEL, Conversation
+from tokaudit.template.engines import Engine, Render
+from tokaudit.template.literals import LiteralClassifier, literals_in
+from tokaudit.template.serving import ServingEncoder
+from tokaudit.template.source import TemplateSource, special_token_context
+
+#: Characters of context on each side of a difference in an excerpt.
+EXCERPT = 40
+
+#: code -> (name, default severity, one-line summary): the stable TA8xx contract.
+CODES: dict[str, tuple[str, Severity, str]] = {
+    "TA801": ("template-render-error", Severity.ERROR, "An engine fails to render a built-in conversation."),
+    "TA802": ("template-engine-divergence", Severity.ERROR, "The template engines render different text (error when the tokens differ)."),
+    "TA803": ("double-bos", Severity.ERROR, "The rendered prompt, tokenized as the serving stack does, starts with two BOS ids."),
+    "TA804": ("template-token-split", Severity.ERROR, "A control-token literal in the rendered prompt does not encode to its one registered id."),
+    "TA805": ("generation-prompt", Severity.WARNING, "The generation prompt does not end with the assistant header the template writes before an assistant turn."),
+}
+
+
+def finding(code: str, message: str, **kwargs: Any) -> Finding:
+    name, severity, _ = CODES[code]
+    kwargs.setdefault("severity", severity)
+    return Finding(code, name, message=message, **kwargs)
+
+
+@dataclass
+class ConversationRun:
+    conversation: Conversation
+    template: TemplateSource
+    renders: list[Render]
+    #: engine -> ids of its rendered text (filled when tokenized)
+    ids: dict[str, list[int] | None] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.conversation.name
+
+    def render(self, engine: str) -> Render | None:
+        return next((r for r in self.renders if r.engine == engine), None)
+
+
+@dataclass
+class TemplateRun:
+    template: TemplateSource
+    conversations: list[ConversationRun]
+    #: engine -> (conversation name, header the template writes before an assistant turn, generation suffix)
+    headers: dict[str, list[tuple[str, str | None, str | None, str]]] = field(default_factory=dict)
+
+
+def excerpt(text: str, at: int, width: int = EXCERPT) -> str:
+    start = max(0, at - width)
+    return ("…" if start else "") + text[start:at + width] + ("…" if at + width < len(text) else "")
+
+
+def first_difference(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    return next((i for i in range(n) if a[i] != b[i]), n)
+
+
+def _skipped(engine: str, why: str) -> Render:
+    return Render(engine, None, why, "budget")
+
+
+def render_template(template: TemplateSource, conversations: list[Conversation], engines: list[Engine],
+                    special: dict[str, str], *, probe_headers: bool = True) -> TemplateRun:
+    """Render each conversation with each engine. After an engine runs out of its budget once, its
+    remaining renders of this template are skipped, so a hostile template costs one budget per engine."""
+    prepared = {e.name: e.prepare(template.text) for e in engines}
+    exhausted: dict[str, str] = {}
+
+    def render(engine: str, conv: Conversation) -> Render:
+        if engine in exhausted:
+            return _skipped(engine, f"skipped: {exhausted[engine]} on an earlier conversation")
+        out = prepared[engine].render(conv.context(special))
+        if out.kind == "budget":
+            exhausted[engine] = out.error or "budget"
+        return out
+
+    runs = [ConversationRun(c, template, [render(e.name, c) for e in engines]) for c in conversations]
+    run = TemplateRun(template, runs)
+    if probe_headers:
+        for e in engines:
+            run.headers[e.name] = _headers(lambda c, name=e.name: render(name, c), conversations)
+    return run
+
+
+def _headers(render: Callable[[Conversation], Render],
+             conversations: list[Conversation]) -> list[tuple[str, str | None, str | None, str]]:
+    """For conversations that end on a user turn with a generation prompt: the header the template writes
+    before an assistant turn (from rendering the conversation plus an assistant reply) and the suffix the
+    generation prompt adds. (name, header or None, suffix or None, what went wrong)."""
+    out = []
+    for conv in conversations:
+        if not conv.add_generation_prompt or conv.messages[-1].get("role") != "user" or conv.origin != "built-in":
+            continue
+        if conv.name not in ("system-user", "multi-turn", "user-only"):
+            continue
+        with_gen = render(conv)
+        without = render(replace(conv, add_generation_prompt=False))
+        replied = render(replace(conv, messages=[*conv.messages, {"role": "assistant", "content": SENTINEL}],
+                                 add_generation_prompt=False))
+        if not (with_gen.ok and without.ok and replied.ok):
+            continue
+        assert with_gen.text is not None and without.text is not None and replied.text is not None
+        header = None
+        if replied.text.startswith(without.text) and SENTINEL in replied.text:
+            header = replied.text[len(without.text):replied.text.index(SENTINEL)]
+        suffix = with_gen.text[len(without.text):] if with_gen.text.startswith(without.text) else None
+        out.append((conv.name, header, suffix, with_gen.text))
+    return out
+
+
+# --------------------------------------------------------------------------- findings
+
+
+def _where(run: ConversationRun | TemplateRun, engine: str | None = None) -> str:
+    template = run.template
+    name = "" if template.name == "default" else f" (template {template.name})"
+    conv = f"conversation {run.label}" if isinstance(run, ConversationRun) else ""
+    return f"{conv}{name}" + (f", engine {engine}" if engine else "")
+
+
+def render_errors(runs: list[TemplateRun]) -> list[Finding]:
+    """TA801: one finding per template, engine and error message, naming every conversation it hit."""
+    groups: dict[tuple[str, str, str], list[ConversationRun]] = {}
+    for trun in runs:
+        for crun in trun.conversations:
+            for r in crun.renders:
+                if not r.ok and not (r.error or "").startswith("skipped:"):
+                    groups.setdefault((trun.template.name, r.engine, r.error or ""), []).append(crun)
+    out = []
+    for (_, engine, error), cruns in groups.items():
+        crun = cruns[0]
+        names = [c.label for c in cruns]
+        required = [c for c in cruns if c.conversation.required]
+        # a raise_exception in every engine is the template refusing the conversation on purpose
+        deliberate = all(r.kind == "raise" for c in cruns for r in c.renders if not r.ok)
+        severity = Severity.ERROR if required and not deliberate else Severity.WARNING
+        kind = {"raise": "the template raised", "budget": "the render ran out of its budget",
+                "syntax": "the template does not compile"}.get(crun.render(engine).kind or "", "the render failed")  # type: ignore[union-attr]
+        scope = (f"{len(cruns)} conversations ({', '.join(names[:6])}{' …' if len(names) > 6 else ''})"
+                 if len(cruns) > 1 else f"conversation {names[0]}")
+        others = [r.engine for r in crun.renders if r.ok]
+        contrast = f"; {', '.join(others)} renders it" if others else ""
+        out.append(finding(
+            "TA801",
+            f"{engine} cannot render {scope}{'' if crun.template.name == 'default' else f' with template {crun.template.name}'}: "
+            f"{kind}: {error.rstrip('.')}{contrast}.",
+            severity=severity, location=crun.template.location,
+            details={"subject": f"{crun.template.name}:{engine}:{error[:80]}", "engine": engine, "error": error,
+                     "kind": crun.render(engine).kind, "conversations": names, "template": crun.template.name},  # type: ignore[union-attr]
+        ))
+    return out
+
+
+def _first_token_difference(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    return next((i for i in range(n) if a[i] != b[i]), n)
+
+
+def divergences(runs: list[TemplateRun], encoder: ServingEncoder | None, max_findings: int = 12) -> list[Finding]:
+    """TA802: each conversation both engines render to different text; error when the ids differ too."""
+    out: list[Finding] = []
+    for trun in runs:
+        for crun in trun.conversations:
+            ok = [r for r in crun.renders if r.ok]
+            if len(ok) < 2 or len(out) >= max_findings:
+                continue
+            a, b = ok[0], ok[1]
+            assert a.text is not None and b.text is not None
+            if a.text == b.text:
+                continue
+            at = first_difference(a.text, b.text)
+            ids_a = tokens_of(crun, a, encoder)
+            ids_b = tokens_of(crun, b, encoder)
+            token_at = _first_token_difference(ids_a, ids_b) if ids_a is not None and ids_b is not None else None
+            tokens_differ = ids_a != ids_b or ids_a is None
+            tok = (f"; the token ids first differ at position {token_at} ({len(ids_a)} vs {len(ids_b)} tokens)"  # type: ignore[arg-type]
+                   if token_at is not None and ids_a != ids_b else
+                   "; the token ids are the same" if ids_a is not None and ids_a == ids_b else "; the ids were not compared")
+            out.append(finding(
+                "TA802",
+                f"{_where(crun)}: {a.engine} and {b.engine} render different text from character {at}: "
+                f"{a.engine} {excerpt(a.text, at)!r} vs {b.engine} {excerpt(b.text, at)!r}{tok}.",
+                severity=Severity.ERROR if tokens_differ else Severity.WARNING,
+                location=crun.template.location,
+                details={"subject": f"{crun.template.name}:{crun.label}", "conversation": crun.label, "template": crun.template.name,
+                         "engines": [a.engine, b.engine], "position": at,
+                         "excerpts": {a.engine: excerpt(a.text, at), b.engine: excerpt(b.text, at)},
+                         "chars": {a.engine: a.text[at:at + 1], b.engine: b.text[at:at + 1]},
+                         "token_position": token_at},
+            ))
+    return out
+
+
+def tokens_of(crun: ConversationRun, render: Render, encoder: ServingEncoder | None) -> list[int] | None:
+    if encoder is None or render.text is None:
+        return None
+    if render.engine not in crun.ids:
+        crun.ids[render.engine] = encoder.encode(render.text)
+    return crun.ids[render.engine]
+
+
+def double_bos(model: TokenizerModel, runs: list[TemplateRun], encoder: ServingEncoder | None) -> list[Finding]:
+    """TA803: the template writes the token the stack prepends anyway (post-processor / add_bos_token)."""
+    prefix = encoder.prefix if encoder is not None else None
+    if prefix is None:
+        from tokaudit.template.serving import prepended
+
+        prefix = prepended(model)
+    if prefix is None:
+        return []
+    hits: list[tuple[ConversationRun, Render, list[int] | None]] = []
+    for trun in runs:
+        for crun in trun.conversations:
+            for r in crun.renders:
+                if r.ok and r.text is not None and r.text.startswith(prefix.token):
+                    ids = tokens_of(crun, r, encoder) if encoder is not None else None
+                    if ids is not None and not (len(ids) >= 2 and ids[0] == ids[1]):
+                        continue  # the real tokenization disagrees with the static reading: trust the ids
+                    hits.append((crun, r, ids))
+    if not hits:
+        return []
+    crun, r, ids = hits[0]
+    convs = sorted({h[0].label for h in hits})
+    shown = f" The prompt starts with ids {ids[:4]}." if ids is not None else ""
+    return [finding(
+        "TA803",
+        f"{_where(crun, r.engine)}: the template writes {prefix.token} at the start of the prompt and {prefix.setting} "
+        f"adds {prefix.token} again, so the model sees two BOS tokens ({len(convs)} conversation(s)).{shown} "
+        "Drop bos_token from the template or stop the stack from adding it.",
+        location=crun.template.location,
+        ids=IdRanges.from_ids([prefix.token_id]) if prefix.token_id is not None else None,
+        details={"subject": crun.template.name, "conversation": crun.label, "engine": r.engine, "token": prefix.token,
+                 "token_id": prefix.token_id, "added_by": prefix.setting, "conversations": convs,
+                 "first_ids": ids[:4] if ids is not None else None, "excerpt": excerpt(r.text or "", 0)},
+    )]
+
+
+def token_splits(runs: list[TemplateRun], classifier: LiteralClassifier) -> list[Finding]:
+    """TA804: control-token literals in rendered prompts that do not reach the model as their one id."""
+    seen: dict[str, tuple[ConversationRun, Render, int]] = {}
+    for trun in runs:
+        for crun in trun.conversations:
+            for r in crun.renders:
+                if not r.ok or r.text is None:
+                    continue
+                for m in literals_in(r.text):
+                    if m.group() not in seen:
+                        seen[m.group()] = (crun, r, m.start())
+    out = []
+    for text, (crun, r, at) in seen.items():
+        v = classifier.verdict(text)
+        if not v.control or v.ok:
+            continue
+        out.append(finding(
+            "TA804",
+            f"{_where(crun, r.engine)}: the rendered prompt holds {text} at character {at} ({excerpt(r.text or '', at, 20)!r}), "
+            f"but {v.why()}{v.encodes()}: the model never sees the control token it was trained with.",
+            location=crun.template.location,
+            ids=IdRanges.from_ids([v.token_id]) if v.token_id is not None else None,
+            details={"subject": text, "token": text, "conversation": crun.label, "engine": r.engine, "position": at,
+                     "registered_by": v.registered_by, "encoded_ids": v.encoded_ids, "encoder": v.encoder},
+        ))
+    return out
+
+
+_HEADER_MARKERS = ("<think>", "<|channel|>", "<|message|>", "<seed:think>")
+
+
+def _benign_rest(rest: str) -> bool:
+    """What the model may generate itself after the generation prompt: a control or reasoning marker first."""
+    m = next(iter(literals_in(rest)), None)
+    return (m is not None and m.start() == 0) or rest.startswith(_HEADER_MARKERS)
+
+
+def generation_prompts(runs: list[TemplateRun]) -> list[Finding]:
+    """TA805: the generation prompt should write the assistant header (the model starts right after it)."""
+    out = []
+    for trun in runs:
+        for engine, rows in trun.headers.items():
+            for name, header, suffix, prompt in rows:
+                if header is None:
+                    continue
+                problem = None
+                if suffix is None:
+                    problem = "the prompt with add_generation_prompt does not extend the prompt without it"
+                elif not suffix.strip() and header.strip():
+                    problem = f"add_generation_prompt adds nothing ({suffix!r}), so the model must write the assistant header {header!r} itself"
+                elif suffix.startswith(header):
+                    continue
+                elif header.startswith(suffix):
+                    rest = header[len(suffix):]
+                    if _benign_rest(rest):
+                        continue
+                    problem = f"the prompt ends with {suffix!r} but an assistant turn starts with {header!r}: the model must generate {rest!r} first"
+                else:
+                    at = first_difference(suffix, header)
+                    problem = (f"the prompt ends with {suffix!r} but an assistant turn starts with {header!r} "
+                               f"(first difference at character {at})")
+                out.append(finding(
+                    "TA805",
+                    f"conversation {name}{'' if trun.template.name == 'default' else f' (template {trun.template.name})'}, "
+                    f"engine {engine}: {problem}.",
+                    location=trun.template.location,
+                    details={"subject": f"{trun.template.name}:{engine}", "conversation": name, "engine": engine,
+                             "header": header, "generation_suffix": suffix, "prompt_end": prompt[-EXCERPT:]},
+                ))
+                break  # one per template and engine
+    return out
+
+
+def analyse(model: TokenizerModel, runs: list[TemplateRun], encoder: ServingEncoder | None,
+            classifier: LiteralClassifier | None = None) -> list[Finding]:
+    classifier = classifier or LiteralClassifier(model)
+    return [*render_errors(runs), *divergences(runs, encoder), *double_bos(model, runs, encoder),
+            *token_splits(runs, classifier), *generation_prompts(runs)]
+
+
+def special_context(model: TokenizerModel) -> dict[str, str]:
+    return special_token_context(model)

@@ -1,0 +1,80 @@
+"""Which chat templates a target ships, and what the serving stack puts in their context."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tokaudit.artifacts.base import Provenance, read_json_object, read_text
+from tokaudit.errors import InputError
+from tokaudit.model.tokenizer_model import TokenizerModel
+
+#: Special-token fields transformers passes to every template render (``**self.special_tokens_map``).
+CONTEXT_FIELDS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token")
+
+
+@dataclass(frozen=True)
+class TemplateSource:
+    """One chat template: its text, its name (``default``, ``tool_use``, ...) and where it came from."""
+
+    name: str
+    text: str
+    location: Provenance
+
+    @property
+    def file(self) -> str:
+        return self.location.file
+
+    def to_json(self) -> dict[str, object]:
+        return {"source": str(self.location), "name": self.name}
+
+
+def _from_config(model: TokenizerModel) -> list[TemplateSource]:
+    cfg = model.artifacts.tokenizer_config
+    if cfg is None or cfg.chat_template is None:
+        return []
+    name = cfg.name
+    if not cfg.path.is_file():  # a single-file target: the record is all there is
+        return [TemplateSource("default", cfg.chat_template, Provenance(name, key="chat_template"))]
+    raw = read_json_object(cfg.path).get("chat_template")
+    if isinstance(raw, list):  # the list-of-named-templates form: every one is rendered
+        out = []
+        for i, entry in enumerate(raw):
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("template"), str):
+                out.append(TemplateSource(entry["name"], entry["template"], Provenance(name, key=f"chat_template[{i}].template")))
+        return out
+    return [TemplateSource("default", cfg.chat_template, Provenance(name, key="chat_template"))]
+
+
+def model_templates(model: TokenizerModel) -> list[TemplateSource]:
+    """``chat_template.jinja`` (which transformers prefers), else tokenizer_config.json's ``chat_template``."""
+    a = model.artifacts
+    if a.chat_template is not None:
+        return [TemplateSource("default", a.chat_template.text, Provenance(a.chat_template.name, line=1))]
+    return _from_config(model)
+
+
+def file_template(path: Path) -> TemplateSource:
+    """``--template FILE``: a Jinja template file, which replaces the target's own templates."""
+    text = read_text(path)
+    if not text.strip():
+        raise InputError("the template file is empty", file=str(path), key="--template")
+    return TemplateSource(path.stem, text, Provenance(path.name, line=1))
+
+
+def special_token_context(model: TokenizerModel) -> dict[str, str]:
+    """bos_token, eos_token, ... as their text (the ``content`` of AddedToken dicts), as transformers passes them."""
+    out: dict[str, str] = {}
+    for record in (model.artifacts.special_tokens_map, model.artifacts.tokenizer_config):
+        if record is not None:
+            out.update({k: v.content for k, v in record.special.items() if k in CONTEXT_FIELDS})
+    return out
+
+
+def add_bos_token(model: TokenizerModel) -> bool | None:
+    """tokenizer_config.json ``add_bos_token`` (what transformers' slow and Llama classes honour), if set."""
+    cfg = model.artifacts.tokenizer_config
+    if cfg is None or not cfg.path.is_file():
+        return None
+    value = read_json_object(cfg.path).get("add_bos_token")
+    return value if isinstance(value, bool) else None
