@@ -65,7 +65,7 @@ def artifact_summary(a: Artifacts) -> list[dict[str, Any]]:
 
 
 def _entries(kind: str, record: Any) -> int | None:
-    if kind in ("tiktoken", "tekken"):
+    if kind in ("tiktoken", "tekken", "sentencepiece"):
         return len(record.by_id)
     if kind in ("tokenizer_json", "vocab_json", "vocab_txt"):
         return len(record.vocab) + len(getattr(record, "added_tokens", ()))

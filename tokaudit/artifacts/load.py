@@ -8,7 +8,9 @@ from pathlib import Path
 
 from tokaudit.artifacts.model_config import GenerationConfig, ModelConfig, parse_generation_config, parse_model_config
 from tokaudit.artifacts.remote_code import RemoteCode, parse_remote_code
+from tokaudit.artifacts.base import read_bytes
 from tokaudit.artifacts.safetensors_header import EmbeddingShapes, parse_safetensors, parse_safetensors_index
+from tokaudit.artifacts.sentencepiece_model import SentencePieceModel, looks_like_sentencepiece, parse_sentencepiece
 from tokaudit.artifacts.tekken import Tekken, parse_tekken
 from tokaudit.artifacts.text_files import (
     ChatTemplate,
@@ -36,6 +38,8 @@ KINDS: tuple[tuple[str, str], ...] = (
     ("tiktoken", "tiktoken.model"),
     ("tiktoken", "*.tiktoken"),
     ("tekken", "tekken.json"),
+    # SentencePiece ModelProto, or (GLM-4) tiktoken ranks under that name: told apart by content
+    ("sentencepiece", "tokenizer.model"),
     ("tokenizer_config", "tokenizer_config.json"),
     ("special_tokens_map", "special_tokens_map.json"),
     ("config", "config.json"),
@@ -50,7 +54,11 @@ KINDS: tuple[tuple[str, str], ...] = (
 )
 
 #: File kinds that hold a vocabulary; a target needs at least one.
-VOCAB_KINDS = ("tokenizer_json", "tiktoken", "tekken", "vocab_json", "vocab_txt")
+VOCAB_KINDS = ("tokenizer_json", "tiktoken", "tekken", "sentencepiece", "vocab_json", "vocab_txt")
+
+#: Single-file targets named like SentencePiece models (mistral-common ships ``tokenizer.model.v3``,
+#: ``mistral_instruct_tokenizer_240216.model.v2``); the content decides what they are.
+MODEL_FILE_GLOBS = ("*.model", "*.model.v*")
 
 #: Globs of the files a tokenizer needs, for downloads (never weights: safetensors headers are
 #: only read when they are already present).
@@ -81,6 +89,7 @@ class Artifacts:
     tokenizer_json: TokenizerJson | None = None
     tiktoken: TiktokenRanks | None = None
     tekken: Tekken | None = None
+    sentencepiece: SentencePieceModel | None = None
     tokenizer_config: TokenizerConfig | None = None
     special_tokens_map: SpecialTokensMap | None = None
     config: ModelConfig | None = None
@@ -116,6 +125,16 @@ def kind_of(name: str) -> str | None:
     return None
 
 
+def _model_file(file: Path, found: dict[str, object]) -> None:
+    """A ``*.model`` file: a SentencePiece ModelProto, or tiktoken ranks (GLM-4's tokenizer.model),
+    decided by the bytes, never by the name."""
+    data = read_bytes(file)
+    if looks_like_sentencepiece(data):
+        found.setdefault("sentencepiece", parse_sentencepiece(file, data))
+    elif "tiktoken" not in found:
+        found["tiktoken"] = parse_tiktoken_ranks(file)
+
+
 def load_artifacts(path: Path) -> Artifacts:
     """Parse a model directory, or a single tokenizer file on its own."""
     if path.is_dir():
@@ -125,12 +144,17 @@ def load_artifacts(path: Path) -> Artifacts:
             raise InputError(f"cannot list directory: {exc.strerror or exc}", file=str(path)) from None
         root = path
     elif path.is_file():
-        if kind_of(path.name) not in VOCAB_KINDS:
+        if kind_of(path.name) not in VOCAB_KINDS and not any(fnmatch.fnmatchcase(path.name, g) for g in MODEL_FILE_GLOBS):
             raise InputError(
-                "not a tokenizer file (expected tokenizer.json, tiktoken.model, *.tiktoken, tekken.json, vocab.json or vocab.txt)",
+                "not a tokenizer file (expected tokenizer.json, tiktoken.model, *.tiktoken, tekken.json, tokenizer.model, "
+                "vocab.json or vocab.txt)",
                 file=str(path),
             )
         files, root = [path], path.parent
+        if kind_of(path.name) is None:  # tokenizer.model.v3 and the like
+            single: dict[str, object] = {}
+            _model_file(path, single)
+            return Artifacts(root=root, **single)  # type: ignore[arg-type]
     else:
         raise InputError("no such file or directory", file=str(path))
 
@@ -142,6 +166,8 @@ def load_artifacts(path: Path) -> Artifacts:
                 continue
             if kind == "remote_code":
                 remote.append(parse_remote_code(file))
+            elif kind == "sentencepiece":
+                _model_file(file, found)
             elif kind not in found:
                 found[kind] = _PARSERS[kind](file)
     if not any(kind in found for kind in VOCAB_KINDS):
