@@ -123,6 +123,10 @@ from tokaudit.report.rich_oncall import (  # noqa: E402
 
 SECTIONS.update(explain=explain_section, decode=decode_section, encode=encode_section, fuzz=fuzz_section, diff=diff_section)
 
+from tokaudit.report.rich_template import template_section  # noqa: E402
+
+SECTIONS["template"] = template_section
+
 
 def _finding(console: Console, f: Finding) -> None:
     head = Text()

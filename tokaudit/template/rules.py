@@ -1,7 +1,7 @@
 """The TA8xx rules inside ``scan``: one engine pair, the built-in conversations, a tighter budget.
 
 The five rules share one analysis per model (rendering is the cost, not the rules), computed by
-the first of them that runs and kept while the model is alive.
+the first of them that runs and kept for that model object.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from tokaudit.template.analysis import CODES, analyse, render_template
 from tokaudit.template.conversations import builtin_conversations
 from tokaudit.template.engines import ENGINE_NAMES, Budget, make_engines
 from tokaudit.template.literals import LiteralClassifier
-from tokaudit.template.serving import ServingEncoder
 from tokaudit.template.source import model_templates, special_token_context
 
 #: Inside scan a hostile template costs at most about a second per engine.
@@ -39,7 +38,9 @@ def template_findings(model: TokenizerModel) -> list[Finding]:
         engines = make_engines(list(ENGINE_NAMES), SCAN_BUDGET)
         special = special_token_context(model)
         runs = [render_template(t, builtin_conversations(t.text), engines, special) for t in templates]
-        found = analyse(model, runs, ServingEncoder(model), LiteralClassifier(model))
+        # no full-prompt tokenization inside scan (loading tokenizer.json again costs more than the whole family):
+        # TA802 stays an error without comparing ids, TA803 reads the post-processor statically
+        found = analyse(model, runs, None, LiteralClassifier(model))
     with _lock:
         if len(_cache) > 16:
             _cache.clear()

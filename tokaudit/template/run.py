@@ -10,10 +10,10 @@ from tokaudit.errors import InputError
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding
 from tokaudit.report.report import TargetResult
-from tokaudit.template.analysis import TemplateRun, analyse, render_template, tokens_of
+from tokaudit.template.analysis import ConversationRun, TemplateRun, analyse, excerpt, first_difference, render_template, tokens_of
 from tokaudit.template.conversations import builtin_conversations, load_messages, load_tools, with_tools
 from tokaudit.template.engines import ENGINE_NAMES, Budget, engine_info, make_engines
-from tokaudit.template.literals import LiteralClassifier
+from tokaudit.template.literals import LiteralClassifier, literals_in
 from tokaudit.template.serving import ServingEncoder
 from tokaudit.template.source import file_template, model_templates, special_token_context
 
@@ -66,11 +66,12 @@ def template_model(model: TokenizerModel, options: TemplateOptions) -> tuple[Tar
             for crun in trun.conversations:
                 for r in crun.renders:
                     tokens_of(crun, r, encoder)
-    findings = [f.with_target(model.target) for f in analyse(model, runs, encoder, LiteralClassifier(model))]
-    return TargetResult(model.target, result_data(runs, encoder, engines)), findings
+    classifier = LiteralClassifier(model)
+    findings = [f.with_target(model.target) for f in analyse(model, runs, encoder, classifier)]
+    return TargetResult(model.target, result_data(runs, encoder, engines, classifier)), findings
 
 
-def result_data(runs: list[TemplateRun], encoder: ServingEncoder, engines: list[Any]) -> dict[str, Any]:
+def result_data(runs: list[TemplateRun], encoder: ServingEncoder, engines: list[Any], classifier: LiteralClassifier) -> dict[str, Any]:
     conversations = []
     for trun in runs:
         for crun in trun.conversations:
@@ -81,7 +82,9 @@ def result_data(runs: list[TemplateRun], encoder: ServingEncoder, engines: list[
                 "add_generation_prompt": crun.conversation.add_generation_prompt,
                 "required": crun.conversation.required,
                 "renders": [{"engine": r.engine, "text": r.text, "error": r.error, "error_kind": r.kind,
-                             "ids": crun.ids.get(r.engine)} for r in crun.renders],
+                             "ids": crun.ids.get(r.engine),
+                             "controls": [[m.start(), m.end()] for m in literals_in(r.text or "") if classifier.verdict(m.group()).control]} for r in crun.renders],
+                "divergence": _divergence(crun),
             })
     return {
         "template": runs[0].template.to_json(),
@@ -92,3 +95,19 @@ def result_data(runs: list[TemplateRun], encoder: ServingEncoder, engines: list[
                                                                       "setting": encoder.prefix.setting}},
         "conversations": conversations,
     }
+
+
+def _divergence(crun: ConversationRun) -> dict[str, Any] | None:
+    """Where the first two engines' texts (and ids) first differ, with an excerpt of each side."""
+    ok = [r for r in crun.renders if r.ok]
+    if len(ok) < 2 or ok[0].text == ok[1].text:
+        return None
+    a, b = ok[0], ok[1]
+    assert a.text is not None and b.text is not None
+    at = first_difference(a.text, b.text)
+    ids_a, ids_b = crun.ids.get(a.engine), crun.ids.get(b.engine)
+    token_at = None
+    if ids_a is not None and ids_b is not None and ids_a != ids_b:
+        token_at = next((i for i, (x, y) in enumerate(zip(ids_a, ids_b)) if x != y), min(len(ids_a), len(ids_b)))
+    return {"position": at, "token_position": token_at,
+            "sides": [{"engine": r.engine, "excerpt": excerpt(r.text or "", at)} for r in (a, b)]}

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Benchmark: ``tokaudit template`` and the TA8xx share of a default ``scan``, against baselines
+measured in the same run.
+
+    python bench/template.py [TARGET] [--repeat R]
+
+1. ``python -m tokaudit template TARGET --format json`` (whole process, best of R) vs a bare
+   script that does the least the command must do: read the template, render the same built-in
+   conversations with a plain jinja2 sandbox, load tokenizer.json and encode each render
+   (target: under 2 s; the ratio shows tokaudit's own overhead).
+2. The TA8xx rules' cost inside scan: ``scan_model`` with every default rule minus the same without
+   TA8xx, on fresh model objects (best of R), vs a raw jinja2 render of the same conversations
+   (target: under 0.3 s).
+
+TARGET defaults to the real Qwen3 directory of the real-tokenizer cache when it exists, else the
+``fixtures/templates/qwen-tools`` fixture.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+REAL = Path(os.environ.get("TOKAUDIT_REAL_CACHE", Path.home() / ".cache" / "tokaudit" / "real")) / "models" / "qwen3"
+
+BARE = r"""
+import json, sys
+from pathlib import Path
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from tokenizers import Tokenizer
+from tokaudit.template.conversations import builtin_conversations
+root = Path(sys.argv[1])
+jinja = root / "chat_template.jinja"
+cfg = json.loads((root / "tokenizer_config.json").read_text())
+text = jinja.read_text() if jinja.exists() else cfg["chat_template"]
+special = {k: (v["content"] if isinstance(v, dict) else v) for k, v in cfg.items() if k.endswith("_token") and v}
+env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+env.globals["raise_exception"] = lambda m: None
+template = env.from_string(text)
+tok = Tokenizer.from_file(str(root / "tokenizer.json"))
+for conv in builtin_conversations(text):
+    try:
+        tok.encode(template.render(**conv.context(special)))
+    except Exception:
+        pass
+"""
+
+
+def best(cmd: list[str], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def raw_render_seconds(target: str, repeat: int) -> float:
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    from tokaudit.scan import load_model
+    from tokaudit.template.conversations import builtin_conversations
+    from tokaudit.template.source import model_templates, special_token_context
+
+    model = load_model(target)
+    special = special_token_context(model)
+    out = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for t in model_templates(model):
+            env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+            env.globals["raise_exception"] = lambda m: None
+            compiled = env.from_string(t.text)
+            for conv in builtin_conversations(t.text):
+                try:
+                    compiled.render(**conv.context(special))
+                except Exception:  # noqa: BLE001 - the baseline only renders
+                    pass
+        out.append(time.perf_counter() - start)
+    return min(out)
+
+
+def scan_share(target: str, repeat: int) -> tuple[float, float]:
+    from tokaudit.checks.registry import all_rules
+    from tokaudit.scan import load_model, scan_model
+
+    rules = [r for r in all_rules() if not r.deep]
+    without = [r for r in rules if not r.code.startswith("TA8")]
+    with_t, without_t = [], []
+    for _ in range(repeat):
+        for chosen, sink in ((without, without_t), (rules, with_t)):
+            model = load_model(target)  # fresh: the template family caches per model object
+            start = time.perf_counter()
+            scan_model(model, chosen)
+            sink.append(time.perf_counter() - start)
+    return min(with_t), min(without_t)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("target", nargs="?", default=str(REAL if REAL.is_dir() else ROOT / "fixtures" / "templates" / "qwen-tools"))
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+
+    command = best([sys.executable, "-m", "tokaudit", "template", args.target, "--format", "json"], args.repeat)
+    bare = best([sys.executable, "-c", BARE, args.target], args.repeat)
+    print(f"{args.target} (best of {args.repeat})")
+    print(f"template command   {command:6.2f} s   bare render+encode script {bare:6.2f} s   ratio {command / bare:5.2f}"
+          f"   {'OK' if command < 2 else 'OVER'} (target < 2 s)")
+    raw = raw_render_seconds(args.target, args.repeat)
+    with_t, without_t = scan_share(args.target, args.repeat)
+    share = max(0.0, with_t - without_t)
+    print(f"scan with TA8xx    {with_t:6.3f} s   without {without_t:6.3f} s   share {share:6.3f} s   "
+          f"raw jinja2 render {raw:6.3f} s   ratio {share / raw if raw else float('nan'):5.2f}   "
+          f"{'OK' if share < 0.3 else 'OVER'} (target < 0.3 s)")
+
+
+if __name__ == "__main__":
+    main()
