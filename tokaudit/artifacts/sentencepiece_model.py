@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from functools import cached_property
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from tokaudit.artifacts.base import Provenance, read_bytes
 from tokaudit.errors import InputError
@@ -95,6 +95,32 @@ class SentencePieceModel:
     def by_id(self) -> dict[int, bytes]:
         """Every piece's bytes (see :meth:`piece_bytes`)."""
         return {i: self.piece_bytes(i) for i in range(len(self.pieces))}
+
+    @cached_property
+    def vocab(self) -> dict[int, str]:
+        """id -> piece string, spelled as a tokenizer.json converted from this model spells it."""
+        return {i: p.piece for i, p in enumerate(self.pieces)}
+
+    @property
+    def decoder_json(self) -> dict[str, Any]:
+        """sentencepiece's decode as a tokenizer.json ``decoder`` (what transformers' converters write):
+        '▁' -> space, ``<0xNN>`` runs -> bytes, then the dummy-prefix space stripped once."""
+        steps: list[dict[str, Any]] = []
+        if self.escape_whitespaces:
+            steps.append({"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "})
+        if self.byte_fallback:
+            steps.append({"type": "ByteFallback"})
+        steps.append({"type": "Fuse"})
+        if self.add_dummy_prefix and not self.treat_whitespace_as_suffix:
+            steps.append({"type": "Strip", "content": " ", "start": 1, "stop": 0})
+        return {"type": "Sequence", "decoders": steps}
+
+    @cached_property
+    def decoder(self) -> Any:
+        """:attr:`decoder_json` as a decoder chain (the form the decoder-aware token text reads)."""
+        from tokaudit.artifacts.token_bytes import parse_decoder  # type: ignore[attr-defined]
+
+        return parse_decoder(self.decoder_json, f"{self.name} (sentencepiece decode)")
 
     @cached_property
     def special_ids(self) -> frozenset[int]:

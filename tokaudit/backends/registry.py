@@ -13,7 +13,25 @@ from tokaudit.errors import InputError
 from tokaudit.model.tokenizer_model import TokenizerModel
 
 #: Every backend name, in display order. The transformers ones need the optional extra.
-BACKEND_NAMES = ("tiktoken", "hf", "reference", "strict", "transformers-fast", "transformers-slow")
+BACKEND_NAMES = ("tiktoken", "hf", "sentencepiece", "fastokens", "reference", "strict", "transformers-fast", "transformers-slow")
+
+
+def _applies(name: str, model: TokenizerModel) -> bool:
+    """Whether a model-dependent backend belongs in the default selection for this model:
+    sentencepiece when there is a SentencePiece model, fastokens when it is installed and there
+    is a tokenizer.json (what Dynamo hands it). Asked for by name, they are always tried."""
+    if name == "sentencepiece":
+        return model.artifacts.sentencepiece is not None
+    if name == "fastokens":
+        from importlib.util import find_spec
+
+        return model.artifacts.tokenizer_json is not None and find_spec("fastokens") is not None
+    return True
+
+
+class DefaultBackends(list):  # type: ignore[type-arg]
+    """The selection when ``--backends`` is not given: model-dependent backends that do not apply
+    to the model are left out (instead of showing as unavailable)."""
 
 
 @dataclass
@@ -42,7 +60,7 @@ class LoadedBackend:
 def parse_backend_list(value: str | None) -> list[str]:
     """``--backends a,b``: validated names (all of them when not given)."""
     if not value:
-        return list(BACKEND_NAMES)
+        return DefaultBackends(BACKEND_NAMES)
     names = [n.strip() for n in value.split(",") if n.strip()]
     unknown = [n for n in names if n not in BACKEND_NAMES]
     if unknown:
@@ -54,6 +72,8 @@ def load_backends(
     model: TokenizerModel, names: list[str], pat_str: str | None = None, *, trust_remote_code: bool = False
 ) -> list[LoadedBackend]:
     """Build each named backend; ``trust_remote_code`` only reaches transformers, and only when the user asked."""
+    if isinstance(names, DefaultBackends):
+        names = [n for n in names if _applies(n, model)]
     pattern = find_pattern(model, pat_str)
     vocab_cache: dict[str, ByteVocab | None] = {}
 
@@ -75,7 +95,20 @@ def load_backends(
         if name == "hf":
             from tokaudit.backends.hf_backend import HFBackend
 
+            a = model.artifacts
+            if a.tokenizer_json is None and a.sentencepiece is not None and model.vocab_artifact == a.sentencepiece.name:
+                from tokaudit.backends.sentencepiece_backend import tokenizer_from_sentencepiece
+
+                return HFBackend(*tokenizer_from_sentencepiece(model))
             return HFBackend.from_model(model, vocab(False), pattern)
+        if name == "sentencepiece":
+            from tokaudit.backends.sentencepiece_backend import SentencePieceBackend
+
+            return SentencePieceBackend(model)
+        if name == "fastokens":
+            from tokaudit.backends.fastokens_backend import FastokensBackend
+
+            return FastokensBackend.load(model)
         if name == "reference":
             from tokaudit.backends.reference import ReferenceBackend
 
@@ -126,4 +159,3 @@ def _detail(backend: Backend | None, pattern: Pattern | None) -> str | None:
     if backend.name in ("tiktoken", "reference") and pattern is not None:
         return f"pattern from {pattern.source}"
     return None
-

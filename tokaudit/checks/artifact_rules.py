@@ -102,6 +102,39 @@ def artifact_disagreement(model: TokenizerModel) -> Iterator[Finding]:
             details={"subject": f"{name_a}|{name_b}", "artifacts": [name_a, name_b], "examples": examples,
                      f"only_in_{name_a}": only_a, f"only_in_{name_b}": only_b},
         )
+    yield from _sentencepiece_vs_tokenizer_json(model)
+
+
+def _sentencepiece_vs_tokenizer_json(model: TokenizerModel) -> Iterator[Finding]:
+    """tokenizer.model next to tokenizer.json (Llama 2, Mistral, Gemma): the same piece string per id.
+    Strings, not bytes: both spell spaces as '▁' and bytes as '<0xNN>', and a control piece is the
+    added token of the same text. Added tokens past the pieces (a ``<pad>`` appended by the repo) are
+    not a disagreement: the slow tokenizer adds them from tokenizer_config.json too."""
+    a = model.artifacts
+    sp, tj = a.sentencepiece, a.tokenizer_json
+    if sp is None or tj is None:
+        return
+    fast = dict(tj.vocab)
+    for tok in tj.added_tokens:
+        if tok.id is not None:
+            fast.setdefault(tok.id, tok.content)
+    differ = [i for i, p in enumerate(sp.pieces) if i in fast and fast[i] != p.piece]
+    missing = [i for i in range(len(sp.pieces)) if i not in fast]
+    if not differ and not missing:
+        return
+    examples = [{"id": i, sp.name: sp.pieces[i].piece, tj.name: fast[i]} for i in differ[:10]]
+    shown = "; ".join(f"{e['id']}: {token_text(str(e[sp.name]).encode())} vs {token_text(str(e[tj.name]).encode())}"
+                      for e in examples[:3])
+    yield artifact_disagreement.finding(
+        f"{sp.name} and {tj.name} disagree: {len(differ)} id(s) with a different piece string"
+        + (f" ({shown})" if shown else "") + f", {len(missing)} piece id(s) of {sp.name} missing from {tj.name}. "
+        f"The slow tokenizer and llama.cpp (which read "
+        f"{sp.name}) and the fast one (which reads {tj.name}) then give the same text different ids.",
+        location=Provenance(tj.name),
+        ids=IdRanges.from_ids(differ + missing),
+        details={"subject": f"{sp.name}|{tj.name}", "artifacts": [sp.name, tj.name], "examples": examples,
+                 "different": len(differ), f"missing_from_{tj.name}": len(missing)},
+    )
 
 
 @rule("TA304", "pattern-unknown", Severity.WARNING, "tiktoken ranks with no pre-tokenizer pattern: each loader falls back to its own regex.")
