@@ -41,7 +41,7 @@ def test_kimi_finds_exactly_these_rules(kimi: dict) -> None:
     assert kimi["summary"] == {"error": 1, "warning": 5, "note": 1}
     assert [r["code"] for r in kimi["rules"]] == [
         "TA101", "TA102", "TA103", "TA104", "TA105", "TA201", "TA202", "TA203", "TA204", "TA205",
-        "TA301", "TA302", "TA303", "TA304", "TA401",
+        "TA301", "TA302", "TA303", "TA304", "TA305", "TA401",
     ]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -23,12 +24,16 @@ import realkit  # noqa: E402
 COMMAND_TIMEOUT = 600
 
 
+SOURCE = realkit.ROOT  # --src: a snapshot of committed HEAD (git archive), not a tree others are editing
+
+
 def run(args: list[str]) -> dict:
     t0 = time.perf_counter()
+    env = {**os.environ, "PYTHONPATH": str(SOURCE)}
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "tokaudit", *args, "--format", "json"],
-            capture_output=True, text=True, timeout=COMMAND_TIMEOUT, cwd=realkit.ROOT,
+            capture_output=True, text=True, timeout=COMMAND_TIMEOUT, cwd=SOURCE, env=env,
         )
     except subprocess.TimeoutExpired:
         return {"exit": "timeout", "seconds": COMMAND_TIMEOUT, "errors": [], "stderr": ""}
@@ -51,7 +56,11 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--compare-args", default="", help="extra compare options, e.g. '--no-builtin-corpus'")
     parser.add_argument("--commands", default="scan,compare,replay,fuzz")
+    parser.add_argument("--src", type=Path, help="run tokaudit from this source tree (e.g. git archive HEAD | tar -x -C DIR)")
     args = parser.parse_args()
+    global SOURCE
+    if args.src:
+        SOURCE = args.src.resolve()
     dirs = realkit.fetch_module().fetch()
     entries = [e for e in realkit.lock_entries() if not args.names or e["name"] in args.names]
     commands = args.commands.split(",")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tokaudit.backends.base import BackendUnavailable
-from tokaudit.backends.pattern import Pattern
+from tokaudit.backends.pattern import Pattern, onig_pattern
 from tokaudit.backends.vocab import ByteVocab
 from tokaudit.model.tokenizer_model import TokenizerModel
 
@@ -29,7 +29,8 @@ def recover_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
     return [(left, right) for _, _, _, left, right in merges]
 
 
-def tokenizer_from_ranks(vocab: ByteVocab, pattern: Pattern) -> Any:
+def tokenizer_from_ranks(vocab: ByteVocab, pattern: Pattern | None) -> Any:
+    """``pattern`` None: a decode-only tokenizer (no Split pre-tokenizer)."""
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
 
     from tokaudit.artifacts.token_bytes import byte_encoder
@@ -45,11 +46,16 @@ def tokenizer_from_ranks(vocab: ByteVocab, pattern: Pattern) -> Any:
     merges = [(spell(a), spell(b)) for a, b in recover_merges(vocab.ranks)]
     # ignore_merges: a pre-token that is itself a token is taken whole, as tiktoken and TikTokenConverter do.
     tok = Tokenizer(models.BPE(vocab=bpe_vocab, merges=merges, ignore_merges=True))
-    try:
-        split = pre_tokenizers.Split(Regex(pattern.regex), behavior="isolated", invert=False)
-    except Exception as exc:  # noqa: BLE001 - tokenizers raises plain Exception for a bad regex
-        raise BackendUnavailable(f"tokenizers rejects the pattern: {exc}") from None
-    tok.pre_tokenizer = pre_tokenizers.Sequence([split, pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    if pattern is None:
+        tok.pre_tokenizer = byte_level
+    else:
+        regex = onig_pattern(pattern.regex)
+        try:
+            split = pre_tokenizers.Split(Regex(regex), behavior="isolated", invert=False)
+        except Exception as exc:  # noqa: BLE001 - tokenizers raises plain Exception for a bad regex
+            raise BackendUnavailable(f"tokenizers rejects the pattern: {exc}") from None
+        tok.pre_tokenizer = pre_tokenizers.Sequence([split, byte_level])
     tok.decoder = decoders.ByteLevel()
     tok.add_special_tokens([AddedToken(content, special=True, normalized=False) for content in vocab.specials])
     return tok
@@ -96,7 +102,10 @@ class HFBackend:
         self.origin = origin
 
     @classmethod
-    def from_model(cls, model: TokenizerModel, vocab: ByteVocab | None, pattern: Pattern | None) -> HFBackend:
+    def from_model(
+        cls, model: TokenizerModel, vocab: ByteVocab | None, pattern: Pattern | None, no_pattern: str | None = None,
+        *, decode_only: bool = False,
+    ) -> HFBackend:
         from tokenizers import Tokenizer
 
         tj = model.artifacts.tokenizer_json
@@ -113,7 +122,12 @@ class HFBackend:
                 raise BackendUnavailable("needs tokenizer.json, byte-level ranks, vocab.json + merges.txt or vocab.txt")
             return cls(*legacy)
         if pattern is None:
-            raise BackendUnavailable("no pre-tokenizer pattern found (pattern-unknown); pass --pat-str")
+            reason = no_pattern or "no pre-tokenizer pattern found (pattern-unknown); pass --pat-str"
+            if not decode_only:
+                raise BackendUnavailable(reason)
+            backend = cls(tokenizer_from_ranks(vocab, None), f"rebuilt from {model.vocab_artifact} ranks, decode only: {reason}")
+            backend.can_encode = False  # decoding never reads the pattern; encoding without one would be a guess
+            return backend
         return cls(tokenizer_from_ranks(vocab, pattern), f"rebuilt from {model.vocab_artifact} ranks")
 
     def encode(self, text: str) -> list[int]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tokaudit.backends.base import Backend, BackendUnavailable, is_panic
-from tokaudit.backends.pattern import Pattern, find_pattern
+from tokaudit.backends.pattern import Pattern, find_pattern, no_pattern_reason
 from tokaudit.backends.vocab import ByteVocab, byte_vocab
 from tokaudit.errors import InputError
 from tokaudit.model.tokenizer_model import TokenizerModel
@@ -69,9 +69,12 @@ def parse_backend_list(value: str | None) -> list[str]:
 
 
 def load_backends(
-    model: TokenizerModel, names: list[str], pat_str: str | None = None, *, trust_remote_code: bool = False
+    model: TokenizerModel, names: list[str], pat_str: str | None = None, *, trust_remote_code: bool = False,
+    decode_only: bool = False,
 ) -> list[LoadedBackend]:
-    """Build each named backend; ``trust_remote_code`` only reaches transformers, and only when the user asked."""
+    """Build each named backend; ``trust_remote_code`` only reaches transformers, and only when the user asked.
+    ``decode_only``: the caller only decodes, so tiktoken and hf-from-ranks load without a pattern (decode-only).
+    """
     if isinstance(names, DefaultBackends):
         names = [n for n in names if _applies(n, model)]
     pattern = find_pattern(model, pat_str)
@@ -91,7 +94,7 @@ def load_backends(
         if name == "tiktoken":
             from tokaudit.backends.tiktoken_backend import TiktokenBackend
 
-            return TiktokenBackend(vocab(True), pattern)  # type: ignore[arg-type]
+            return TiktokenBackend(vocab(True), pattern, no_pattern_reason(model, pat_str), decode_only=decode_only)  # type: ignore[arg-type]
         if name == "hf":
             from tokaudit.backends.hf_backend import HFBackend
 
@@ -100,7 +103,7 @@ def load_backends(
                 from tokaudit.backends.sentencepiece_backend import tokenizer_from_sentencepiece
 
                 return HFBackend(*tokenizer_from_sentencepiece(model))
-            return HFBackend.from_model(model, vocab(False), pattern)
+            return HFBackend.from_model(model, vocab(False), pattern, no_pattern_reason(model, pat_str), decode_only=decode_only)
         if name == "sentencepiece":
             from tokaudit.backends.sentencepiece_backend import SentencePieceBackend
 
@@ -159,3 +162,4 @@ def _detail(backend: Backend | None, pattern: Pattern | None) -> str | None:
     if backend.name in ("tiktoken", "reference") and pattern is not None:
         return f"pattern from {pattern.source}"
     return None
+

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 from itertools import combinations
 
 from tokaudit.artifacts.base import Provenance
-from tokaudit.backends.pattern import CL100K_PATTERN, find_pattern
+from tokaudit.artifacts.pattern import CL100K_PATTERN, search_pattern
 from tokaudit.checks.registry import rule
 from tokaudit.ids import IdRanges
 from tokaudit.model.loaders import dynamo_regex_model_type, remote_tokenizer_module, smg_detects_kimi
@@ -140,7 +140,17 @@ def _sentencepiece_vs_tokenizer_json(model: TokenizerModel) -> Iterator[Finding]
 @rule("TA304", "pattern-unknown", Severity.WARNING, "tiktoken ranks with no pre-tokenizer pattern: each loader falls back to its own regex.")
 def pattern_unknown(model: TokenizerModel) -> Iterator[Finding]:
     a = model.artifacts
-    if a.tiktoken is None or a.tokenizer_json is not None or find_pattern(model) is not None:
+    search = search_pattern(a)
+    if search.blocked is not None:
+        # never borrowed silently: tokenizer.json's pattern may not be the one the remote code runs
+        yield pattern_unknown.finding(
+            f"{search.blocked}. The tiktoken backend is therefore decode-only: it does not take another file's pattern, "
+            "because comparing the remote code's pattern with tokenizer.json's is what compare is for.",
+            location=search.blocked_at,
+            details={"blocked": search.blocked, "has_tokenizer_json": a.tokenizer_json is not None},
+        )
+        return
+    if a.tiktoken is None or a.tokenizer_json is not None or search.pattern is not None:
         return
     kimi = smg_detects_kimi(model)
     dynamo = dynamo_regex_model_type(model)

@@ -226,9 +226,9 @@ def loader_views(model: TokenizerModel) -> list[LoaderView]:
 
 
 def _own_pattern(model: TokenizerModel) -> str | None:
-    from tokaudit.backends.pattern import find_pattern
+    from tokaudit.artifacts.pattern import find_pattern
 
-    found = find_pattern(model)
+    found = find_pattern(model.artifacts)
     return found.source if found else None
 
 
