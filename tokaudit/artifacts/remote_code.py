@@ -4,6 +4,12 @@ The file is never imported, executed or compiled to bytecode. A small evaluator 
 constant expressions such files use to declare their pre-tokenizer pattern and special tokens
 (string literals, ``"|".join([...])``, f-strings, ``tuple(f"<|extra_{i}|>" for i in range(205))``,
 ``enumerate(..., start=N)``); anything else is simply not understood.
+
+The pattern is looked for where real files put it: the ``pat_str=`` keyword (or second argument) of
+``tiktoken.Encoding(...)`` (GLM-4, Qwen, Llama 3), ``self.pat_str = ...`` in a method, a class
+attribute or a local in ``__init__``, or a module constant such as Qwen's ``PAT_STR``. The evaluator
+has a step budget per file and size limits per value: whatever exceeds them is "not understood",
+recorded with its line so that a rule can say so.
 """
 
 from __future__ import annotations
@@ -16,7 +22,13 @@ from typing import Any
 
 from tokaudit.artifacts.base import Provenance, read_text
 
-_MAX_ITEMS = 1_000_000
+#: Size limits for one evaluated value: container items and string characters (a real pattern is < 2 KB,
+#: Qwen's extra-token list 205 items, Llama 3's reserved block 256).
+_MAX_ITEMS = 100_000
+_MAX_CHARS = 100_000
+#: Expression nodes evaluated per file (comprehension items included); real files need a few thousand.
+_MAX_STEPS = 300_000
+_BUDGET_KEY = " budget"  # not an identifier: cannot collide with a name in the file
 _PATTERN_NAME = re.compile(r"^_*(pat|pat_str|pattern|regex_pattern|pre_tokenize_regex)$", re.IGNORECASE)
 _TOKEN_SHAPE = re.compile(r"^(<\|.*\|>|<[^<>\s]+>|\[[^\[\]\s]+\])$")
 
@@ -44,6 +56,12 @@ class RemoteCode:
     special_token_lists: tuple[SpecialTokenList, ...]
     #: A syntax error makes the file unusable for transformers too; kept, not raised.
     syntax_error: str | None = None
+    #: Where the file sets its pattern in a way the evaluator cannot read (set only when ``pat_str`` is None).
+    pat_str_unreadable: Provenance | None = None
+    #: Why, e.g. "the value is a call to re.compile" or "over the evaluator's size budget".
+    pat_str_unreadable_reason: str | None = None
+    #: Assignments the evaluator gave up on because of its budget: (where, what) pairs.
+    not_understood: tuple[tuple[Provenance, str], ...] = ()
 
     @property
     def name(self) -> str:
@@ -54,21 +72,43 @@ class _Unknown(Exception):
     """The expression is not a constant this evaluator understands."""
 
 
+class _OverBudget(_Unknown):
+    """The expression exceeds the evaluator's step or size budget."""
+
+
+class _Budget:
+    def __init__(self, steps: int = _MAX_STEPS) -> None:
+        self.steps = steps
+
+    def step(self) -> None:
+        self.steps -= 1
+        if self.steps < 0:
+            raise _OverBudget(f"over the evaluator's budget of {_MAX_STEPS} steps")
+
+
 def _check_size(value: Any) -> Any:
-    if isinstance(value, (str, bytes, tuple, list, set, dict)) and len(value) > _MAX_ITEMS:
-        raise _Unknown
+    if isinstance(value, (str, bytes)) and len(value) > _MAX_CHARS:
+        raise _OverBudget(f"a string of {len(value)} characters (limit {_MAX_CHARS})")
+    if isinstance(value, (tuple, list, set, dict, range)) and len(value) > _MAX_ITEMS:
+        raise _OverBudget(f"a collection of {len(value)} items (limit {_MAX_ITEMS})")
     return value
 
 
 def _evaluate(node: ast.AST, env: dict[str, Any]) -> Any:
+    env[_BUDGET_KEY].step()
     ev = lambda n: _evaluate(n, env)  # noqa: E731
     if isinstance(node, ast.Constant):
-        return node.value
+        return _check_size(node.value)
     if isinstance(node, ast.Name):
         if node.id in env:
             return env[node.id]
         raise _Unknown
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        if f"self.{node.attr}" in env:
+            return env[f"self.{node.attr}"]
+        raise _Unknown
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        _check_size(node.elts)
         items = [ev(e) for e in node.elts]
         return tuple(items) if isinstance(node, ast.Tuple) else (set(items) if isinstance(node, ast.Set) else items)
     if isinstance(node, ast.Dict):
@@ -87,10 +127,14 @@ def _evaluate(node: ast.AST, env: dict[str, Any]) -> Any:
                 parts.append(str(inner))
             else:
                 parts.append(ev(value))
+        if sum(len(p) for p in parts) > _MAX_CHARS:
+            raise _OverBudget(f"an f-string longer than {_MAX_CHARS} characters")
         return "".join(parts)
     if isinstance(node, ast.BinOp):
         left, right = ev(node.left), ev(node.right)
         if isinstance(node.op, ast.Add) and type(left) is type(right) and isinstance(left, (str, int, tuple, list)):
+            if not isinstance(left, int) and len(left) + len(right) > max(_MAX_CHARS, _MAX_ITEMS):
+                raise _OverBudget(f"a concatenation of {len(left) + len(right)} items")
             return _check_size(left + right)
         if isinstance(node.op, (ast.Sub, ast.Mult)) and all(isinstance(x, int) and not isinstance(x, bool) for x in (left, right)):
             if abs(left) > 2**40 or abs(right) > 2**40:
@@ -102,6 +146,14 @@ def _evaluate(node: ast.AST, env: dict[str, Any]) -> Any:
     if isinstance(node, ast.Call):
         return _call(node, env)
     raise _Unknown
+
+
+def evaluate_constant(node: ast.AST, env: dict[str, Any]) -> Any:
+    """Fold one constant expression with a fresh budget; ``ValueError`` when it is not understood."""
+    try:
+        return _evaluate(node, {**env, _BUDGET_KEY: _Budget()})
+    except (_Unknown, RecursionError, TypeError, OverflowError, MemoryError, AttributeError, KeyError) as exc:
+        raise ValueError(_why(exc, node)) from None
 
 
 def _bind(target: ast.AST, value: Any, env: dict[str, Any]) -> None:
@@ -119,8 +171,9 @@ def _comprehension(node: ast.GeneratorExp | ast.ListComp | ast.SetComp, env: dic
         raise _Unknown
     gen = node.generators[0]
     iterable = _evaluate(gen.iter, env)
-    if not isinstance(iterable, (range, tuple, list, str)) or len(iterable) > _MAX_ITEMS:
+    if not isinstance(iterable, (range, tuple, list, str)):
         raise _Unknown
+    _check_size(iterable)
     out = []
     for item in iterable:
         local = dict(env)
@@ -139,25 +192,29 @@ def _call(node: ast.Call, env: dict[str, Any]) -> Any:
     if isinstance(func, ast.Attribute) and func.attr == "join" and not kwargs and len(args) == 1:
         sep = _evaluate(func.value, env)
         if isinstance(sep, str) and isinstance(args[0], (tuple, list)) and all(isinstance(a, str) for a in args[0]):
-            return _check_size(sep.join(args[0]))
+            total = sum(len(a) for a in args[0]) + len(sep) * max(len(args[0]) - 1, 0)
+            if total > _MAX_CHARS:
+                raise _OverBudget(f"a join of {total} characters (limit {_MAX_CHARS})")
+            return sep.join(args[0])
         raise _Unknown
     if not isinstance(func, ast.Name):
         raise _Unknown
     name = func.id
     if name == "range" and not kwargs and 1 <= len(args) <= 3 and all(isinstance(a, int) for a in args):
-        r = range(*args)
-        if len(r) > _MAX_ITEMS:
-            raise _Unknown
-        return r
+        if len(args) == 3 and args[2] == 0:
+            raise _Unknown  # range(a, b, 0) raises
+        return _check_size(range(*args))
     if name in ("tuple", "list", "set") and not kwargs and len(args) <= 1:
         items = args[0] if args else ()
         if not isinstance(items, (tuple, list, set, range, str)):
             raise _Unknown
+        _check_size(items)
         return {"tuple": tuple, "list": list, "set": set}[name](items)
     if name == "enumerate" and 1 <= len(args) <= 2 and set(kwargs) <= {"start"}:
         start = kwargs.get("start", args[1] if len(args) == 2 else 0)
         if not isinstance(start, int) or not isinstance(args[0], (tuple, list, range)):
             raise _Unknown
+        _check_size(args[0])
         return tuple(enumerate(args[0], start))
     if name == "dict" and not args:
         return dict(kwargs)
@@ -190,54 +247,163 @@ def _as_special_list(name: str, value: Any, source: Provenance) -> SpecialTokenL
     return None
 
 
+_FAILURES = (_Unknown, RecursionError, TypeError, ValueError, OverflowError, MemoryError, AttributeError, KeyError)
+
+
+def _why(exc: BaseException, node: ast.AST) -> str:
+    """A short reason an expression was not understood."""
+    if isinstance(exc, _OverBudget) and exc.args:
+        return str(exc.args[0])
+    if isinstance(exc, (RecursionError, MemoryError)):
+        return "nested too deeply"
+    if isinstance(node, ast.Call):
+        try:
+            return f"the value is a call to {ast.unparse(node.func)[:60]}"
+        except (RecursionError, ValueError):
+            return "the value is a call"
+    return f"the value is not a constant ({type(node).__name__})"
+
+
+def _encoding_pattern_arg(call: ast.Call) -> ast.AST | None:
+    """The pattern argument of ``tiktoken.Encoding(name, pat_str, ...)`` or of any call with ``pat_str=``."""
+    for kw in call.keywords:
+        if kw.arg == "pat_str":
+            return kw.value
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else (func.id if isinstance(func, ast.Name) else "")
+    if name == "Encoding" and len(call.args) >= 2:
+        return call.args[1]
+    return None
+
+
 def parse_remote_code(path: Path) -> RemoteCode:
     text = read_text(path)
     try:
         tree = ast.parse(text, filename=path.name)
-    except (SyntaxError, ValueError, RecursionError) as exc:
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         line = getattr(exc, "lineno", None)
-        return RemoteCode(path, (), None, None, None, None, (), (), f"line {line}: {exc.__class__.__name__}: {getattr(exc, 'msg', exc)}")
+        what = getattr(exc, "msg", None) or ("nested too deeply to parse" if isinstance(exc, (RecursionError, MemoryError)) else exc)
+        return RemoteCode(path, (), None, None, None, None, (), (), f"line {line}: {exc.__class__.__name__}: {what}")
 
-    pat: tuple[str, Provenance] | None = None
     reserved: tuple[int, Provenance] | None = None
     lists: dict[str, SpecialTokenList] = {}
     classes: list[str] = []
+    #: (priority, order, value or None, provenance, reason); priority 0: the Encoding's pat_str argument,
+    #: 1: self.<pattern name> = ..., 2: a pattern-named variable or constant.
+    patterns: list[tuple[int, int, str | None, Provenance, str | None]] = []
+    not_understood: list[tuple[Provenance, str]] = []
+    budget = _Budget()
+    defined: dict[str, tuple[str, Provenance]] = {}
+    uses_tiktoken = re.search(r"^\s*(import tiktoken|from tiktoken)|\bEncoding\(", text, re.MULTILINE) is not None
 
-    def visit_body(body: list[ast.stmt], env: dict[str, Any]) -> None:
-        nonlocal pat, reserved
+    def note_pattern(priority: int, node: ast.AST, env: dict[str, Any], line: int, key: str) -> None:
+        source = Provenance(path.name, line=line, key=key)
+        try:
+            value = _evaluate(node, env)
+        except _FAILURES as exc:
+            patterns.append((priority, len(patterns), None, source, _why(exc, node)))
+            if isinstance(exc, _OverBudget):
+                not_understood.append((source, _why(exc, node)))
+            return
+        if isinstance(value, str):
+            ref = f"self.{node.attr}" if isinstance(node, ast.Attribute) else getattr(node, "id", None)
+            if priority == 0 and ref in defined and defined[ref][0] == value:
+                source = defined[ref][1]  # pat_str=self.pat_str: point at where the value is written
+            elif priority > 0:
+                defined[key] = (value, source)
+                if not key.startswith("self."):
+                    defined.setdefault(f"self.{key}", (value, source))
+            patterns.append((priority, len(patterns), value, source, None))
+        else:
+            patterns.append((priority, len(patterns), None, source, f"the value is a {type(value).__name__}, not a string"))
+
+    def scan_calls(stmt: ast.stmt, env: dict[str, Any]) -> None:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call):
+                arg = _encoding_pattern_arg(node)
+                if arg is not None and uses_tiktoken:
+                    func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "Encoding")
+                    note_pattern(0, arg, env, node.lineno, f"{func[:40]}(pat_str=)")
+
+    def visit_body(body: list[ast.stmt], env: dict[str, Any], top: bool) -> None:
+        """``top``: module or class level, where special-token lists and reserved counts are declared."""
+        nonlocal reserved
         for stmt in body:
             if isinstance(stmt, ast.ClassDef):
                 classes.append(stmt.name)
-                visit_body(stmt.body, dict(env))
+                visit_body(stmt.body, dict(env), top)
                 continue
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit_body(stmt.body, dict(env), False)
+                continue
+            if isinstance(stmt, (ast.If, ast.With, ast.AsyncWith, ast.Try, ast.For, ast.While)):
+                for part in ("body", "orelse", "finalbody"):
+                    visit_body(getattr(stmt, part, []) or [], env, top)
+                for handler in getattr(stmt, "handlers", []) or []:
+                    visit_body(handler.body, env, top)
+                continue
+            scan_calls(stmt, env)
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                 target, value_node = stmt.targets[0], stmt.value
             elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
                 target, value_node = stmt.target, stmt.value
             else:
                 continue
-            if not isinstance(target, ast.Name):
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                name, priority = f"self.{target.attr}", 1
+            elif isinstance(target, ast.Name):
+                name, priority = target.id, 2
+            else:
+                continue
+            # outside tiktoken-based files, only module and class constants name a pattern (as before)
+            if _PATTERN_NAME.match(name.removeprefix("self.")) and (uses_tiktoken or (top and priority == 2)):
+                note_pattern(priority, value_node, env, stmt.lineno, name)
+                value = patterns[-1][2]
+                if value is None:
+                    env.pop(name, None)
+                    continue
+                env[name] = value
+                if top and priority == 2:
+                    env[f"self.{name}"] = value  # a class attribute, read as self.pat_str
                 continue
             try:
                 value = _evaluate(value_node, env)
-            except (_Unknown, RecursionError, TypeError, ValueError, OverflowError, MemoryError):
-                env.pop(target.id, None)
+            except _FAILURES as exc:
+                env.pop(name, None)
+                if isinstance(exc, _OverBudget):
+                    not_understood.append((Provenance(path.name, line=stmt.lineno, key=name), _why(exc, value_node)))
                 continue
-            env[target.id] = value
-            source = Provenance(path.name, line=stmt.lineno, key=target.id)
-            if pat is None and isinstance(value, str) and _PATTERN_NAME.match(target.id):
-                pat = (value, source)
-            elif target.id.lower() == "num_reserved_special_tokens" and isinstance(value, int):
+            env[name] = value
+            if priority == 2 and top:
+                env[f"self.{name}"] = value
+            if not top or priority != 2:
+                continue
+            source = Provenance(path.name, line=stmt.lineno, key=name)
+            if name.lower() == "num_reserved_special_tokens" and isinstance(value, int) and not isinstance(value, bool):
                 reserved = (value, source)
             else:
-                found = _as_special_list(target.id, value, source)
+                found = _as_special_list(name, value, source)
                 if found is not None:
-                    lists[target.id] = found
+                    lists[name] = found
 
     try:
-        visit_body(tree.body, {})
-    except RecursionError:
-        pass
+        visit_body(tree.body, {_BUDGET_KEY: budget}, True)
+    except (RecursionError, MemoryError):
+        not_understood.append((Provenance(path.name), "nested too deeply to read"))
+    readable = sorted((p for p in patterns if p[2] is not None), key=lambda p: (p[0], p[1]))
+    unreadable = sorted((p for p in patterns if p[2] is None), key=lambda p: (p[0], p[1]))
+    pat: tuple[str, Provenance] | None = None
+    bad: tuple[Provenance, str] | None = None
+    # the Encoding's own argument decides when there is one: a readable constant elsewhere may not be what it uses
+    encoding_args = [p for p in patterns if p[0] == 0]
+    if encoding_args and all(p[2] is None for p in encoding_args):
+        bad = (encoding_args[0][3], encoding_args[0][4] or "not understood")
+    elif readable:
+        pat = (readable[0][2], readable[0][3])  # type: ignore[assignment]
+    elif unreadable:
+        bad = (unreadable[0][3], unreadable[0][4] or "not understood")
+    elif uses_tiktoken:
+        bad = (Provenance(path.name), "it builds a tiktoken Encoding but sets no pattern tokaudit can find")
     return RemoteCode(
         path=path,
         classes=tuple(classes),
@@ -247,4 +413,7 @@ def parse_remote_code(path: Path) -> RemoteCode:
         num_reserved_source=reserved[1] if reserved else None,
         reserved_templates=_reserved_templates(tree),
         special_token_lists=tuple(lists.values()),
+        pat_str_unreadable=bad[0] if bad else None,
+        pat_str_unreadable_reason=bad[1] if bad else None,
+        not_understood=tuple(not_understood),
     )

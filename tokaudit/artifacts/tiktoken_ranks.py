@@ -48,6 +48,13 @@ class TiktokenRanks:
     def source(self, rank: int) -> Provenance:
         return Provenance(self.path.name, line=self.lines.get(rank))
 
+    @cached_property
+    def sha256(self) -> str:
+        """Hex digest of the file as read: how tiktoken's registry identifies its published encodings."""
+        import hashlib
+
+        return hashlib.sha256(self._data).hexdigest()
+
 
 def parse_tiktoken_ranks(path: Path) -> TiktokenRanks:
     data = read_bytes(path)
