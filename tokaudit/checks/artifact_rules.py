@@ -12,7 +12,7 @@ from tokaudit.ids import IdRanges
 from tokaudit.model.loaders import dynamo_regex_model_type, remote_tokenizer_module, smg_detects_kimi
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, Severity
-from tokaudit.report.text import token_text
+from tokaudit.report.text import plural, token_text
 
 
 @rule("TA301", "slow-fallback-risk", Severity.WARNING, "No tokenizer.json: transformers must build a slow, converted or remote-code tokenizer.")
@@ -94,8 +94,8 @@ def artifact_disagreement(model: TokenizerModel) -> Iterator[Finding]:
         examples = [{"id": i, name_a: token_text(va[i]), name_b: token_text(vb[i])} for i in sorted(differ)[:10]]
         shown = "; ".join(f"{e['id']}: {e[name_a]} vs {e[name_b]}" for e in examples[:3])
         yield artifact_disagreement.finding(
-            f"{name_a} and {name_b} disagree: {len(differ)} ids have different bytes" + (f" ({shown})" if shown else "")
-            + f", {only_a} ids only in {name_a}, {only_b} only in {name_b}. Loaders that prefer one file over the other "
+            f"{name_a} and {name_b} disagree: {plural(len(differ), 'id')} {'has' if len(differ) == 1 else 'have'} different bytes"
+            + (f" ({shown})" if shown else "") + f", {plural(only_a, 'id')} only in {name_a}, {only_b} only in {name_b}. Loaders that prefer one file over the other "
             "(smg: tokenizer.json first; Dynamo: the file it is handed) produce different ids for the same text.",
             location=Provenance(name_b),
             ids=ids if ids else None,

@@ -12,7 +12,7 @@ from tokaudit.model.id_table import Layer
 from tokaudit.model.loaders import compacted_added_ids, smg_detects_kimi, tokenizers_added_ids
 from tokaudit.model.tokenizer_model import REMOTE_CODE, TokenizerModel
 from tokaudit.report.finding import Finding, Severity
-from tokaudit.report.text import token_text
+from tokaudit.report.text import plural, token_text
 
 
 def _claim(layer: Layer, token: bytes) -> dict[str, Any]:
@@ -59,7 +59,7 @@ def id_collision(model: TokenizerModel) -> Iterator[Finding]:
     first = sorted(claims)[:3]
     examples = "; ".join(f"{i}: " + " vs ".join(f"{c['token']} ({c['artifact']} {c['rule']})" for c in claims[i]) for i in first)
     yield id_collision.finding(
-        f"{ids.count} ids are claimed by two different tokens: {examples}. Which one a loader decodes depends on its "
+        f"{plural(ids.count, 'id')} {'is' if ids.count == 1 else 'are'} claimed by two different tokens: {examples}. Which one a loader decodes depends on its "
         "lookup order, so encode and decode disagree.",
         location=model.files.lookup(first[0]).source if model.files.lookup(first[0]) else None,
         ids=ids,

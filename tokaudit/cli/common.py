@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
@@ -23,6 +23,8 @@ class OutputFormat(str, Enum):
     junit = "junit"
     markdown = "markdown"
     github = "github"
+    #: one JSON object per line: per target for scan (written as each finishes), else the json report
+    jsonl = "jsonl"
 
 
 class Color(str, Enum):
@@ -130,7 +132,7 @@ def emit(
     """Render the report and exit with the policy's code."""
     try:
         with _open_output(output) as stream:
-            if fmt is OutputFormat.json:
+            if fmt in (OutputFormat.json, OutputFormat.jsonl):
                 from tokaudit.report.render_json import render_json
 
                 render_json(report, stream)
@@ -161,6 +163,41 @@ def emit(
         s = report.summary()
         err(f"tokaudit {report.command}: {s['error']} error(s), {s['warning']} warning(s), {s['note']} note(s)")
     raise typer.Exit(report.exit_code(fail_on.value))
+
+
+def emit_lines(command: str, outcomes: Iterable[Any], output: Path | None, fail_on: FailOn, quiet: bool) -> None:
+    """``--format jsonl``: one JSON object per target (a report, or ``{"target", "error"}``), written
+    and flushed as each finishes. Exit 2 when a target could not be read, else the worst report's code."""
+    import json
+
+    from tokaudit import __version__
+    from tokaudit.report.render_json import report_document
+
+    code, done, unreadable = 0, 0, 0
+    totals = {"error": 0, "warning": 0, "note": 0}
+    try:
+        with _open_output(output) as stream:
+            for outcome in outcomes:
+                done += 1
+                if outcome.error is not None:
+                    err(f"tokaudit: error: {outcome.error}")
+                    unreadable += 1
+                    code = 2
+                    doc: dict[str, Any] = {"tokaudit": __version__, "command": command, "target": outcome.target,
+                                           "error": str(outcome.error)}
+                else:
+                    doc = report_document(outcome.value)
+                    code = max(code, outcome.value.exit_code(fail_on.value))
+                    for severity, n in outcome.value.summary().items():
+                        totals[severity] += n
+                stream.write(json.dumps(doc, ensure_ascii=False) + "\n")
+                stream.flush()
+    except BrokenPipeError:  # the reader stopped: stop scanning, keep the exit code
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if not quiet:
+        err(f"tokaudit {command}: {done} target(s), {unreadable} unreadable: {totals['error']} error(s), "
+            f"{totals['warning']} warning(s), {totals['note']} note(s)")
+    raise typer.Exit(code)
 
 
 class ProgressBar:

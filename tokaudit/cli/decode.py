@@ -48,7 +48,7 @@ def decode(
     target: TargetArg,
     ids: Annotated[
         list[str],
-        typer.Argument(help="Ids as arguments ('1 2 3', '1,2,3', '[1, 2, 3]'), a file of ids, or - for stdin "
+        typer.Argument(metavar="IDS...", help="Ids as arguments ('1 2 3', '1,2,3', '[1, 2, 3]'), a file of ids, or - for stdin "
                        "(the formats of replay: JSON array, ids, JSON Lines steps, SSE capture).", show_default=False),
     ],
     backend: BackendOpt = None,

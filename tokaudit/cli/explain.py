@@ -37,7 +37,7 @@ def explain(
     target: TargetArg,
     queries: Annotated[
         list[str],
-        typer.Argument(help="Token ids, or a token's exact text (e.g. '<|im_end|>'): every id with that token.", show_default=False),
+        typer.Argument(metavar="ID|TEXT...", help="Token ids, or a token's exact text (e.g. '<|im_end|>'): every id with that token.", show_default=False),
     ],
     backends: BackendsOpt = None,
     pat_str: PatStrOpt = None,

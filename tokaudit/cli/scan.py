@@ -22,6 +22,7 @@ from tokaudit.cli.common import (
     RevisionOpt,
     SelectOpt,
     emit,
+    emit_lines,
     handle_errors,
     progress_bar,
 )
@@ -29,8 +30,16 @@ from tokaudit.cli.common import (
 
 def scan(
     targets: Annotated[
-        list[str], typer.Argument(help="Model directory, tokenizer file, or Hugging Face repo id (org/name).", show_default=False)
-    ],
+        list[str] | None,
+        typer.Argument(metavar="TARGET...", help="Model directory, tokenizer file, or Hugging Face repo id (org/name).",
+                       show_default=False),
+    ] = None,
+    targets_from: Annotated[
+        str | None,
+        typer.Option("--targets-from", metavar="FILE", help="Also scan the targets listed in FILE, one per line (- for stdin; "
+                     "blank lines and # comments skipped). With --format jsonl a target that cannot be read is a line "
+                     "with its error, and the scan goes on."),
+    ] = None,
     deep: Annotated[bool, typer.Option("--deep", help="Also run the slow rules (TA402 unreachable-token).")] = False,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
@@ -51,9 +60,11 @@ def scan(
         from tokaudit.config import load_config
         from tokaudit.errors import InputError
         from tokaudit.report.baseline import load_baseline
+        from tokaudit.fleet import read_target_list
         from tokaudit.report.policy import META_CODES, Selection, apply_policy, split_selectors, validate
-        from tokaudit.report.report import Report
-        from tokaudit.scan import scan_targets
+        from tokaudit.report.report import Report, TargetResult
+        from tokaudit.report.finding import Finding
+        from tokaudit.scan import load_model, scan_model, scan_targets
 
         config = load_config()
         known = [(r.code, r.name) for r in all_rules()] + [(code, meta[0]) for code, meta in META_CODES.items()]
@@ -71,15 +82,29 @@ def scan(
             raise InputError("no rule is selected", key="--select/--ignore")
         baseline_path = baseline or config.baseline
         fingerprints = load_baseline(baseline_path) if baseline_path else None
+        all_targets = list(targets or []) + (read_target_list(targets_from) if targets_from else [])
+        if not all_targets:
+            raise InputError("no target: give TARGET... or --targets-from FILE", key="TARGET")
 
+        def report(results: list[TargetResult], findings: list[Finding]) -> Report:
+            outcome = apply_policy(findings, [r.target for r in results], selection=selection, config=config,
+                                   baseline=fingerprints, rules_run=[(r.code, r.name) for r in rules])
+            for result in results:
+                result.data["policy"] = {
+                    **outcome.counts.get(result.target, {"suppressed": 0, "baselined": 0}),
+                    "config": str(config.path) if config.path else None,
+                    "baseline": str(baseline_path) if baseline_path else None,
+                }
+            return Report("scan", results, outcome.findings)
+
+        if fmt is OutputFormat.jsonl:  # a line per target as it finishes; an unreadable target does not stop the rest
+            from tokaudit.fleet import as_completed
+
+            def one(target: str) -> Report:
+                result, found = scan_model(load_model(target, revision), rules)
+                return report([result], found)
+
+            emit_lines("scan", as_completed(all_targets, one, jobs), output, fail_on, quiet)
         with progress_bar(quiet) as sink, reporting_to(sink):
-            results, findings = scan_targets(targets, revision, rules, jobs)
-        outcome = apply_policy(findings, [r.target for r in results], selection=selection, config=config,
-                               baseline=fingerprints, rules_run=[(r.code, r.name) for r in rules])
-        for result in results:
-            result.data["policy"] = {
-                **outcome.counts.get(result.target, {"suppressed": 0, "baselined": 0}),
-                "config": str(config.path) if config.path else None,
-                "baseline": str(baseline_path) if baseline_path else None,
-            }
-        emit(Report("scan", results, outcome.findings), fmt, output, fail_on, quiet, color)
+            results, findings = scan_targets(all_targets, revision, rules, jobs)
+        emit(report(results, findings), fmt, output, fail_on, quiet, color)

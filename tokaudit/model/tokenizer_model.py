@@ -14,6 +14,8 @@ REMOTE_CODE = "remote-code"
 
 #: Placeholder name used by Kimi-style remote code for reserved slots without a name.
 DEFAULT_RESERVED_TEMPLATE = "<|reserved_token_{}|>"
+#: Most reserved slots materialised per remote-code file (Kimi and Llama 3 declare 256).
+MAX_RESERVED_FILL = 1 << 17
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,7 @@ def _base_layers(a: Artifacts) -> tuple[Layer, list[Layer], list[AddedToken]]:
     return base, [base] + _added_layers(tuple(config_added), "added_tokens_decoder", cfg), config_added
 
 
-def _remote_code_layers(a: Artifacts, files: IdTable, base_count: int) -> list[Layer]:
+def _remote_code_layers(a: Artifacts, files: IdTable, base_count: int, declared_size: int | None = None) -> list[Layer]:
     """Static emulation of what known remote-code tokenizers add on top of the data files."""
     layers: list[Layer] = []
     mapped = files.mapped
@@ -135,13 +137,13 @@ def _remote_code_layers(a: Artifacts, files: IdTable, base_count: int) -> list[L
                 layers.append(Layer(f"special tokens {lst.name}", rc.name, tokens, True, lambda _i, s=lst.source: s))
         if rc.num_reserved_special_tokens:
             # Kimi: slots [len(ranks), len(ranks) + N) named from added_tokens_decoder, else placeholders.
-            template = next(iter(rc.reserved_templates), DEFAULT_RESERVED_TEMPLATE).replace("{}", "{0}")
-            n = min(rc.num_reserved_special_tokens, 10_000_000)
-            fill = {
-                i: template.format(i).encode("utf-8")
-                for i in range(base_count, base_count + n)
-                if i not in mapped
-            }
+            template = next(iter(rc.reserved_templates), DEFAULT_RESERVED_TEMPLATE)
+            # materialised only inside the declared size and up to MAX_RESERVED_FILL ids; the rest stays a range
+            # (TA104 reports slots past the declared size from the count alone)
+            stop = base_count + min(rc.num_reserved_special_tokens, MAX_RESERVED_FILL)
+            if declared_size is not None:
+                stop = min(stop, declared_size)
+            fill = {i: template.replace("{}", str(i)).encode("utf-8") for i in range(base_count, stop) if i not in mapped}
             if fill:
                 src = rc.num_reserved_source
                 layers.append(
@@ -161,7 +163,8 @@ def build_model(artifacts: Artifacts, target: str) -> TokenizerModel:
     files = IdTable(FILES, "what a loader that reads only the data files sees (tiktoken-rs, tokenizers; smg and Dynamo add what they know of specific models)", tuple(layers))
     profiles = {FILES: files}
     if _uses_remote_code(a):
-        extra = _remote_code_layers(a, files, len(base.tokens))
+        size = a.config.vocab_size if a.config and a.config.vocab_size is not None else (a.tekken.default_vocab_size if a.tekken else None)
+        extra = _remote_code_layers(a, files, len(base.tokens), size)
         profiles[REMOTE_CODE] = IdTable(
             REMOTE_CODE,
             "static emulation of the model's remote tokenizer code (transformers with trust_remote_code)",

@@ -16,7 +16,7 @@ from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.oncall.codes import DRAFT_SIZE_MISMATCH, ID_TOKEN_MISMATCH, SPECIAL_TOKEN_DIVERGENCE
 from tokaudit.report.finding import Finding
 from tokaudit.report.report import TargetResult
-from tokaudit.report.text import token_text
+from tokaudit.report.text import plural, token_text
 
 #: Examples kept per finding.
 EXAMPLES = 5
@@ -106,7 +106,7 @@ def _findings(
             ID_TOKEN_MISMATCH.code,
             ID_TOKEN_MISMATCH.name,
             ID_TOKEN_MISMATCH.severity,
-            f"{len(differ)} ids the draft maps decode to other bytes in the target"
+            f"{plural(len(differ), 'id')} the draft maps decode{'s' if len(differ) == 1 else ''} to other bytes in the target"
             + (f" ({missing} of them to nothing)" if missing else "")
             + f": {ranges.describe()}; e.g. {'; '.join(_show(e) for e in examples[:3])}. "
             "Every accepted draft id is decoded in the target's vocabulary, so these corrupt the output.",

@@ -43,6 +43,10 @@ def junit_tree(report: Report, fail_on: str) -> ET.Element:
         ET.SubElement(props, "property", name="tokaudit", value=tool_version())
         for lib, version in versions().items():
             ET.SubElement(props, "property", name=f"version.{lib}", value=version)
+        policy = result.data.get("policy")
+        if policy is not None:  # findings the policy dropped are not cases, but they are not invisible either
+            ET.SubElement(props, "property", name="suppressed.baselined", value=str(policy.get("baselined", 0)))
+            ET.SubElement(props, "property", name="suppressed.ignored", value=str(policy.get("suppressed", 0)))
         suite_failed = 0
         for code in sorted(cases):
             name, found = cases[code]

@@ -34,10 +34,14 @@ def _location(f: Finding) -> str:
 def render_markdown(report: Report, stream: TextIO, fail_on: str = "error") -> None:
     s = report.summary()
     failing = report.failing(fail_on)
-    verdict = "❌ FAIL" if failing else "✅ PASS"
     counts = f"{plural(s['error'], 'error')}, {plural(s['warning'], 'warning')}, {plural(s['note'], 'note')}"
-    out = [f"## tokaudit {report.command}: {verdict}", "",
-           f"{counts} ({len(failing)} at or above `--fail-on {fail_on}`)", ""]
+    dropped = "".join(f", {n} {kind}" for kind, n in report.suppressed().items() if n)
+    if report.judged:
+        verdict = "❌ FAIL" if failing else "✅ PASS"
+        out = [f"## tokaudit {report.command}: {verdict}", "",
+               f"{counts} ({len(failing)} at or above `--fail-on {fail_on}`{dropped})", ""]
+    else:  # a command that reports, not judges
+        out = [f"## tokaudit {report.command}", ""]
     for result in report.results:
         findings = sorted((f for f in report.findings if f.target == result.target), key=lambda f: (-f.severity.rank, f.code))
         out.append(f"### `{result.target.replace('`', '')}`")

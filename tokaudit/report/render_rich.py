@@ -26,7 +26,13 @@ Section = Callable[[Console, TargetResult], None]
 
 #: Width of a report written to a file or a pipe when ``COLUMNS`` is not set.
 PIPE_WIDTH = 120
-_TRAILING_SPACE = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_TRAILING_SPACE = re.compile(r"(?:[ \t]|\x1b\[[0-9;]*m)+$", re.MULTILINE)
+
+
+def _strip_trailing(text: str) -> str:
+    """Trailing spaces cut from every line; style codes among them are kept (a reset must stay)."""
+    return _TRAILING_SPACE.sub(lambda m: "".join(_ANSI.findall(m.group())), text)
 
 
 def _is_terminal(stream: TextIO) -> bool:
@@ -42,14 +48,18 @@ def make_console(stream: TextIO, color: str = "auto") -> Console:
     ``COLUMNS`` when set, else the terminal's, else :data:`PIPE_WIDTH` for files and pipes."""
     terminal = _is_terminal(stream)
     columns = os.environ.get("COLUMNS", "")
-    width = None if columns.isdigit() or terminal else PIPE_WIDTH
-    options: dict[str, object] = {"file": stream, "markup": False, "emoji": False, "highlight": False, "width": width}
+    # explicit: rich itself would use 80 columns for TERM=dumb whatever COLUMNS says
+    width = int(columns) if columns.isdigit() and int(columns) > 0 else None if terminal else PIPE_WIDTH
+    # a height too: rich ignores a width without one when TERM is dumb
+    options: dict[str, object] = {"file": stream, "markup": False, "emoji": False, "highlight": False, "width": width,
+                                  "height": 25 if width is not None else None}
     if color == "never":
         return Console(**options, color_system=None)  # type: ignore[arg-type]
-    if color == "always":
-        console = Console(**options, force_terminal=True, no_color=False)  # type: ignore[arg-type]
+    if color == "always" or os.environ.get("FORCE_COLOR"):
+        no_color = False if color == "always" else None  # --color always beats NO_COLOR; FORCE_COLOR does not
+        console = Console(**options, force_terminal=True, no_color=no_color)  # type: ignore[arg-type]
         if console.color_system is None:  # TERM=dumb or unknown: colours were asked for all the same
-            console = Console(**options, force_terminal=True, no_color=False, color_system="standard")  # type: ignore[arg-type]
+            console = Console(**options, force_terminal=True, no_color=no_color, color_system="standard")  # type: ignore[arg-type]
         return console
     return Console(**options, force_terminal=True if terminal else None)  # type: ignore[arg-type]
 
@@ -145,8 +155,9 @@ def _finding(console: Console, f: Finding) -> None:
         console.print(Padding(Text(f"ids: {f.ids.describe(limit=12)}  (count {f.ids.count})", style="cyan"), (0, 0, 0, 2), expand=False))
 
 
-def verdict(report: Report, fail_on: str) -> Text:
-    """``✓ PASS: 0 errors, 1 warning, 0 notes (--fail-on error; 7 baselined, 2 ignored)``."""
+def verdict(report: Report, fail_on: str) -> Table:
+    """``✓ PASS: 0 errors, 1 warning, 0 notes (--fail-on error; 7 baselined, 2 ignored)``, wrapped under
+    its counts on a narrow terminal."""
     s = report.summary()
     counts = f"{plural(s['error'], 'error')}, {plural(s['warning'], 'warning')}, {plural(s['note'], 'note')}"
     dropped = ", ".join(f"{n} {kind}" for kind, n in report.suppressed().items() if n)
@@ -154,9 +165,12 @@ def verdict(report: Report, fail_on: str) -> Text:
     why = f"{len(failing)} at or above --fail-on {fail_on}" if failing else f"--fail-on {fail_on}"
     if dropped:
         why += f"; {dropped}"
-    if failing:
-        return Text(f"✗ FAIL: {counts} ({why})", style="bold red")
-    return Text(f"✓ PASS: {counts} ({why})", style="bold green")
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    style = "bold red" if failing else "bold green"
+    grid.add_row(Text("✗ FAIL:" if failing else "✓ PASS:", style=style), Text(f"{counts} ({why})", style=style))
+    return grid
 
 
 def render_rich(report: Report, stream: TextIO, fail_on: str = "error", *, color: str = "auto", quiet: bool = False) -> None:
@@ -178,4 +192,4 @@ def render_rich(report: Report, stream: TextIO, fail_on: str = "error", *, color
             console.print()
     if report.judged:
         console.print(verdict(report, fail_on))
-    stream.write(_TRAILING_SPACE.sub(r"\1", buffer.getvalue()))
+    stream.write(_strip_trailing(buffer.getvalue()))

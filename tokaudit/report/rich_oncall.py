@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
@@ -148,30 +149,55 @@ def fuzz_section(console: Console, result: TargetResult) -> None:
     _kv(console, "run", f"{f['iterations']:,} sequences of 1–{f['max_length']} ids · seed {f['seed']} · "
         f"declared range [0, {f['checked_size']})")
     _kv(console, "edges", " · ".join(f"{name} {e['count']}" for name, e in f["edges"].items()))
+    backends = result.data["backends"]
+    for separator in (", ", ",\n"):  # a class per line when the table is too wide for one line per backend
+        table = _fuzz_table(backends, separator)
+        if Measurement.get(console, console.options, table).maximum + 2 <= console.width:
+            console.print(Padding(table, (1, 0, 0, 2), expand=False))
+            return
+    for row in backends:  # narrower still: one block per backend, wrapped under each value, never cut
+        console.print()
+        console.print(Text(f"  {row['name']}", style="bold"))
+        if not row["available"]:
+            _kv(console, "unavailable", row["reason"], 4)
+            continue
+        cells = _fuzz_cells(row, ", ")
+        _kv(console, "calls", f"{cells['calls']} · {cells['failures']} failures ({cells['rate']}) · {cells['calls/s']} calls/s", 4)
+        _kv(console, "by class", cells["by class"], 4)
+        _kv(console, "first", cells["first"], 4)
+
+
+def _fuzz_cells(row: dict[str, Any], separator: str) -> dict[str, Any]:
+    classes = separator.join(f"{cls} {c['count']} ({c['in_declared_range']})" for cls, c in row["by_class"].items())
+    first = row["first_in_range_reproducer"] or row["first_reproducer"]
+    repro = Text("—", style="green")
+    if first:
+        what = "panic" if first["panic"] else first["exception"]
+        repro = Text(f"{' '.join(map(str, first['ids']))} → {what}", style="bold red" if first["in_declared_range"] else "magenta")
+    cps = row["calls_per_second"]
+    return {"calls": f"{row['calls']:,}", "failures": f"{row['failures']:,}", "rate": f"{row['rate']:.1%}",
+            "calls/s": "—" if cps is None else f"{cps:,.0f}", "by class": Text(classes or "none"), "first": repro}
+
+
+def _fuzz_table(backends: list[dict[str, Any]], separator: str) -> Table:
     table = _grid()
     for col in ("backend", "calls", "failures", "rate", "calls/s", "by class (in declared range)", "first reproducer"):
         table.add_column(col, justify="right" if col in ("calls", "failures", "rate", "calls/s") else "left")
-    for row in result.data["backends"]:
+    for row in backends:
         if not row["available"]:
             table.add_row(Text(row["name"], style="dim"), *[Text("—", style="dim")] * 5, Text(f"unavailable: {row['reason']}", style="dim"))
             continue
-        classes = ", ".join(f"{cls} {c['count']} ({c['in_declared_range']})" for cls, c in row["by_class"].items())
-        first = row["first_in_range_reproducer"] or row["first_reproducer"]
-        repro = Text("—", style="green")
-        if first:
-            what = "panic" if first["panic"] else first["exception"]
-            repro = Text(f"{' '.join(map(str, first['ids']))} → {what}", style="bold red" if first["in_declared_range"] else "magenta")
-        cps = row["calls_per_second"]
+        cells = _fuzz_cells(row, separator)
         table.add_row(
             Text(row["name"], style="bold"),
-            Text(f"{row['calls']:,}"),
-            Text(f"{row['failures']:,}", style="bold red" if row["failures"] else "green"),
-            Text(f"{row['rate']:.1%}"),
-            Text("—" if cps is None else f"{cps:,.0f}"),
-            Text(classes or "none"),
-            repro,
+            Text(cells["calls"]),
+            Text(cells["failures"], style="bold red" if row["failures"] else "green"),
+            Text(cells["rate"]),
+            Text(cells["calls/s"]),
+            cells["by class"],
+            cells["first"],
         )
-    console.print(Padding(table, (1, 0, 0, 2), expand=False))
+    return table
 
 
 def diff_section(console: Console, result: TargetResult) -> None:

@@ -1,0 +1,219 @@
+"""CLI conventions a ruff/pytest/pip-audit user expects, run as whole processes: help and version,
+completion, usage lines, ``-o -``, ``--color``, ``COLUMNS``, ``--quiet``, verdicts, suppressed counts."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, run_cli
+
+KIMI = FIXTURES / "kimi-k2.5"
+TINY = FIXTURES / "tiny-tiktoken"
+COMMANDS = ("scan", "compare", "replay", "explain", "decode", "encode", "fuzz", "diff")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def tokaudit(*args: object, env: dict[str, str] | None = None, cwd: Path | None = None,
+             input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m tokaudit ARGS`` in a child process (stdout is a pipe, as in CI)."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "tokaudit", *map(str, args)], capture_output=True, text=True,
+                          env=full_env, cwd=cwd, input=input, timeout=300)
+
+
+# --- help, version, completion ------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", [(), *((c,) for c in COMMANDS)])
+def test_dash_h_is_help(command: tuple[str, ...]) -> None:
+    short, long = run_cli(*command, "-h"), run_cli(*command, "--help")
+    assert short.exit_code == long.exit_code == 0
+    assert short.stdout == long.stdout and short.stdout.startswith(f"Usage: tokaudit {' '.join(command)}".rstrip())
+
+
+def test_version_lists_libraries_and_optional_ones() -> None:
+    proc = tokaudit("--version")
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert lines[0] == "tokaudit 0.1.0"
+    assert f"tokenizers {version('tokenizers')}" in lines
+    assert f"tiktoken {version('tiktoken')}" in lines
+    assert f"sentencepiece {version('sentencepiece')}" in lines
+    assert f"minijinja {version('minijinja')}" in lines
+    assert f"transformers {version('transformers')} (optional: present)" in lines
+    assert f"fastokens {version('fastokens')} (optional: present)" in lines
+
+
+def test_shell_completion_script_and_completions() -> None:
+    script = tokaudit("--show-completion", "bash")
+    assert script.returncode == 0 and "_TOKAUDIT_COMPLETE=complete_bash" in script.stdout
+    # what bash asks the program when the user presses TAB after "tokaudit sc" / "--format "
+    exe = Path(sys.executable).parent / "tokaudit"
+    env = {**os.environ, "_TOKAUDIT_COMPLETE": "complete_bash"}
+    words = subprocess.run([exe], env={**env, "COMP_WORDS": "tokaudit sc", "COMP_CWORD": "1"}, capture_output=True, text=True)
+    assert words.stdout.split() == ["scan"]
+    formats = subprocess.run([exe], env={**env, "COMP_WORDS": "tokaudit scan --format ", "COMP_CWORD": "3"},
+                             capture_output=True, text=True)
+    assert formats.stdout.split() == ["rich", "json", "sarif", "junit", "markdown", "github", "jsonl"]
+
+
+# --- usage lines and placeholders ---------------------------------------------------------------
+
+@pytest.mark.parametrize(("command", "usage"), [
+    ("scan", "Usage: tokaudit scan [OPTIONS] [TARGET...]"),  # optional: --targets-from may give them
+    ("compare", "Usage: tokaudit compare [OPTIONS] TARGET"),
+    ("replay", "Usage: tokaudit replay [OPTIONS] TARGET STREAM"),
+    ("explain", "Usage: tokaudit explain [OPTIONS] TARGET ID|TEXT..."),
+    ("decode", "Usage: tokaudit decode [OPTIONS] TARGET IDS..."),
+    ("encode", "Usage: tokaudit encode [OPTIONS] TARGET TEXT"),
+    ("fuzz", "Usage: tokaudit fuzz [OPTIONS] TARGET"),
+    ("diff", "Usage: tokaudit diff [OPTIONS] TARGET_A TARGET_B"),
+])
+def test_usage_line_names_arguments_plainly(command: str, usage: str) -> None:
+    out = tokaudit(command, "--help", env={"COLUMNS": "200"}).stdout
+    assert out.splitlines()[0] == usage
+    assert not re.search(r"[{}]|<str>|<int|<integer|<file>|<path>|<text>", out), out
+
+
+def test_option_placeholders_say_what_they_take() -> None:
+    out = tokaudit("scan", "--help", env={"COLUMNS": "200"}).stdout
+    for placeholder in ("--select RULES", "--ignore RULES", "-j, --jobs N", "--baseline FILE", "-o, --output FILE",
+                        "--revision REV", "--color auto|always|never", "--fail-on error|warning|note|never",
+                        "--targets-from FILE"):
+        assert placeholder in out, placeholder
+
+
+# --- output: -o -, --color, COLUMNS, trailing spaces --------------------------------------------
+
+def test_output_dash_is_stdout(tmp_path: Path) -> None:
+    proc = tokaudit("scan", KIMI, "--format", "json", "-o", "-", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["findings"] == json.loads(tokaudit("scan", KIMI, "--format", "json").stdout)["findings"]
+    assert not (tmp_path / "-").exists()
+
+
+def test_color_always_never_and_environment() -> None:
+    always = tokaudit("scan", TINY, "--color", "always", env={"NO_COLOR": "1"}).stdout
+    assert "\x1b[1;31m✗ FAIL" in always or "\x1b[1;32m✓ PASS" in always
+    never = tokaudit("scan", TINY, "--color", "never", env={"FORCE_COLOR": "1"}).stdout
+    assert "\x1b[" not in never and never == ANSI.sub("", always)
+    piped = tokaudit("scan", TINY).stdout  # auto, stdout a pipe
+    assert "\x1b[" not in piped and piped == never
+    forced = tokaudit("scan", TINY, env={"FORCE_COLOR": "1"}).stdout
+    assert "\x1b[" in forced and ANSI.sub("", forced) == never
+
+
+@pytest.mark.parametrize("columns", [60, 200])
+def test_piped_output_follows_columns_without_trailing_spaces(columns: int) -> None:
+    out = tokaudit("scan", KIMI, env={"COLUMNS": str(columns)}).stdout
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= columns
+    assert [line for line in lines if line != line.rstrip()] == []
+    wide = tokaudit("scan", KIMI, env={"COLUMNS": "1000"}).stdout
+    assert out.count("…") == wide.count("…")  # wrapped, never cut: only the ellipses the messages themselves hold
+    if columns == 200:
+        assert "  vocabulary  tiktoken.model · declared size 163840 (config.json text_config.vocab_size)" in lines
+        assert max(len(line) for line in lines) > 120  # really uses the width
+    else:
+        # wrapped lines stay indented: only headings, badges and the verdict start at column 0
+        assert [line for line in lines if line and not line.startswith(" ") and not line.startswith(("tokaudit scan", "✗"))] == []
+        assert " ERROR  TA101 vocab-gap" in lines and "  config.json (text_config.vocab_size)" in lines
+        joined = re.sub(r"\n\s+", "", out)
+        assert "tokenization_kimi.TikTokenTokenizer" in joined  # folded across lines, not truncated
+
+
+def test_without_columns_a_pipe_gets_120() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    proc = subprocess.run([sys.executable, "-m", "tokaudit", "scan", str(KIMI)], capture_output=True, text=True, env=env)
+    assert 100 < max(len(line) for line in proc.stdout.splitlines()) <= 120
+
+
+def test_fuzz_table_at_60_columns_keeps_every_class() -> None:
+    out = tokaudit("fuzz", KIMI, "--backends", "tiktoken,strict", "-n", "200", env={"COLUMNS": "60"}).stdout
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 60 and "…" not in out.split("\n\n")[0]  # the table: no cell cut
+    doc = json.loads(tokaudit("fuzz", KIMI, "--backends", "tiktoken,strict", "-n", "200", "--format", "json").stdout)
+    tiktoken = next(b for b in doc["backends"] if b["name"] == "tiktoken")
+    for cls, c in tiktoken["by_class"].items():  # each class with its counts, whole on one line
+        assert any(f"{cls} {c['count']} ({c['in_declared_range']})" in line for line in lines), cls
+
+
+# --- quiet, verdicts, suppressed findings -------------------------------------------------------
+
+def test_quiet_is_findings_and_verdict_only() -> None:
+    proc = tokaudit("scan", KIMI, "-q")
+    out = proc.stdout
+    full = tokaudit("scan", KIMI)
+    assert proc.returncode == 1 and proc.stderr == ""
+    assert "loaders" not in out and "artifacts" not in out and "vocabulary" not in out
+    assert out.startswith(" ERROR  TA101 vocab-gap")
+    # exactly the findings and the verdict of the full report, in the same order
+    assert out == full.stdout[full.stdout.index(" ERROR  TA101"):]
+    json_quiet = tokaudit("scan", KIMI, "-q", "--format", "json")
+    assert json_quiet.stderr == "" and json.loads(json_quiet.stdout)["summary"]["error"] == full.stdout.count(" ERROR  ")
+
+
+def test_explain_and_decode_report_without_a_verdict() -> None:
+    explain = tokaudit("explain", KIMI, "163586", "--backends", "tiktoken")
+    assert explain.returncode == 0 and "PASS" not in explain.stdout and "FAIL" not in explain.stdout
+    # said once: the key already names the loader rule
+    assert "tokenizer_config.json (added_tokens_decoder.163586)\n" in explain.stdout
+    assert "(added_tokens_decoder (special))" not in explain.stdout
+    decode = tokaudit("decode", TINY, "1000", "300")
+    assert decode.returncode == 0 and "PASS" not in decode.stdout
+    crash = tokaudit("decode", TINY, "1003", "--backend", "strict")  # 1003 is a gap inside the declared range
+    assert crash.returncode == 1 and crash.stdout.splitlines()[-1].startswith("✗ FAIL: 1 error")
+    md = tokaudit("explain", KIMI, "163586", "--backends", "tiktoken", "--format", "markdown").stdout
+    assert md.startswith("## tokaudit explain\n") and "PASS" not in md
+
+
+def test_suppressed_findings_show_in_verdict_markdown_and_junit(tmp_path: Path) -> None:
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(tokaudit("scan", KIMI, "--format", "json").stdout)
+    (tmp_path / "pyproject.toml").write_text(
+        f'[tool.tokaudit]\n[[tool.tokaudit.per-target-ignores]]\ntarget = "{KIMI}"\n'
+        'rules = ["TA401", "TA105"]\nreason = "we stream with a byte buffer"\n')
+    args = ("scan", KIMI, "--baseline", baseline)
+    codes = [f["code"] for f in json.loads(baseline.read_text())["findings"]]
+    ignored = codes.count("TA401") + codes.count("TA105")
+    baselined = len(codes) - ignored
+    assert ignored == 2 and baselined >= 5
+    rich = tokaudit(*args, cwd=tmp_path)
+    assert rich.returncode == 0
+    assert rich.stdout.splitlines()[-1] == (
+        f"✓ PASS: 0 errors, 0 warnings, 0 notes (--fail-on error; {baselined} baselined, 2 ignored)")
+    md = tokaudit(*args, "--format", "markdown", cwd=tmp_path).stdout
+    assert f"0 errors, 0 warnings, 0 notes (0 at or above `--fail-on error`, {baselined} baselined, 2 ignored)" in md
+    junit = tokaudit(*args, "--format", "junit", cwd=tmp_path).stdout
+    assert f'<property name="suppressed.baselined" value="{baselined}" />' in junit
+    assert '<property name="suppressed.ignored" value="2" />' in junit
+
+
+# --- JSON contract, token tables, wording -------------------------------------------------------
+
+def test_every_json_finding_has_ids_and_count() -> None:
+    doc = json.loads(tokaudit("scan", KIMI, "--format", "json").stdout)
+    for f in doc["findings"]:
+        assert "ids" in f and "count" in f, f["code"]
+    by_code = {f["code"]: f for f in doc["findings"]}
+    assert (by_code["TA301"]["ids"], by_code["TA301"]["count"]) == (None, None)
+    assert (by_code["TA302"]["ids"], by_code["TA302"]["count"]) == (None, None)
+    assert by_code["TA101"]["count"] == 233
+
+
+def test_hex_bytes_keep_their_spaces_in_token_tables() -> None:
+    out = tokaudit("decode", TINY, "258", "1000").stdout  # 258 is E3 81, the start of a 3-byte character
+    assert "    0   258  <E3 81>  partial UTF-8" in out.splitlines()
+    assert "␣" not in out
+
+
+def test_one_id_is_singular() -> None:
+    out = tokaudit("diff", FIXTURES / "oncall" / "tiny-changed-rank", TINY).stdout
+    assert "1 id the draft maps decodes to other bytes in the target" in out and "1 ids" not in out
