@@ -39,6 +39,17 @@ def slow_fallback_risk(model: TokenizerModel) -> Iterator[Finding]:
 @rule("TA302", "remote-code-required", Severity.WARNING, "auto_map or tokenizer_class needs the model's own Python code.")
 def remote_code_required(model: TokenizerModel) -> Iterator[Finding]:
     a = model.artifacts
+    for rc in a.remote_code:  # what the static reader gave up on is said, never silently skipped
+        problems = [f"{where}: {why}" for where, why in rc.not_understood]
+        if rc.syntax_error:
+            problems.insert(0, f"{rc.name}: not parsed ({rc.syntax_error})")
+        if problems:
+            yield remote_code_required.finding(
+                f"{rc.name} is only partly understood by tokaudit's static reader: {'; '.join(problems[:5])}. "
+                "What it declares there (pattern, reserved slots, special tokens) is not in the loader table.",
+                severity=Severity.NOTE, location=rc.not_understood[0][0] if rc.not_understood else Provenance(rc.name),
+                details={"module": rc.name, "not_understood": problems},
+            )
     tc = a.tokenizer_config
     if tc is None:
         return
