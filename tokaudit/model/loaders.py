@@ -207,7 +207,11 @@ def loader_views(model: TokenizerModel) -> list[LoaderView]:
 
     # Dynamo lib/llm/src/tokenizers.rs, tokenizers/tiktoken.rs
     if a.tokenizer_json:
-        rows.append(view("Dynamo", [a.tokenizer_json.name], "tokenizer.json (HF backend)", model.profiles[FILES].mapped, "tokenizer.json"))
+        from tokaudit.model.fastokens_probe import DYNAMO_FLAG, dynamo_fastokens_encoder
+
+        fast = dynamo_fastokens_encoder(a.tokenizer_json.path)
+        rows.append(view("Dynamo", [a.tokenizer_json.name], f"tokenizer.json; encoder by default: HF tokenizers; with {DYNAMO_FLAG}: {fast}",
+                         model.profiles[FILES].mapped, "tokenizer.json"))
     elif a.tiktoken:
         mt = dynamo_regex_model_type(model)
         if mt:

@@ -1,0 +1,148 @@
+"""The ``fastokens`` backend (Dynamo's hybrid: fastokens encodes, HF tokenizers decodes), Dynamo's row of
+the loader table and TA306 gateway-fallback, on fixtures/spm-llama-like (fastokens loads it) and
+fixtures/fastokens/refused-unigram (it refuses: made by fixtures/make_fastokens_fixtures.py), plus the
+real Llama 2 / GPT-4o tokenizer.json files when the real suite has fetched them."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+fastokens = pytest.importorskip("fastokens", reason="fastokens is not installed (pip install 'tokaudit[fastokens]')")
+
+from tokenizers import Tokenizer  # noqa: E402
+
+from tests.conftest import FIXTURES, run_cli  # noqa: E402
+from tokaudit.backends.registry import load_backends, parse_backend_list  # noqa: E402
+from tokaudit.scan import load_model  # noqa: E402
+
+LOADS = FIXTURES / "spm-llama-like"
+REFUSED = FIXTURES / "fastokens" / "refused-unigram"
+TEXTS = ["Hello world! Où est la bibliothèque? 日本語 1234 🙂", "   leading\n\n  spaces\t", "<s>[INST] hi [/INST] ok</s>", ""]
+REFUSAL = "pre-tokenizer error: unsupported pre-tokenizer type: Metaspace"
+
+
+def own_refusal(path: Path) -> str:
+    """fastokens' own words for a file it refuses (the oracle: the library itself)."""
+    with pytest.raises(BaseException) as info:  # noqa: PT011 - whatever fastokens raises is the answer
+        fastokens.Tokenizer.from_file(str(path))
+    return str(info.value)
+
+
+def test_backend_encodes_with_fastokens_and_decodes_with_tokenizers() -> None:
+    (lb,) = load_backends(load_model(str(LOADS)), ["fastokens"])
+    assert lb.backend is not None, lb.unavailable
+    assert lb.detail == f"fastokens {lb.backend.version} encode, tokenizers decode, from tokenizer.json (Dynamo's hybrid)"
+    fast = fastokens.Tokenizer.from_file(str(LOADS / "tokenizer.json"))
+    hf = Tokenizer.from_file(str(LOADS / "tokenizer.json"))
+    for text in TEXTS:
+        ids = lb.backend.encode(text)
+        assert ids == list(fast.encode(text, add_special_tokens=False).ids)
+        assert ids == hf.encode(text, add_special_tokens=False).ids
+        assert lb.backend.decode(ids) == hf.decode(ids, skip_special_tokens=False)
+    assert lb.backend.encode_batch(TEXTS) == [hf.encode(t, add_special_tokens=False).ids for t in TEXTS]
+
+
+def test_compare_fastokens_against_hf_agrees() -> None:
+    r = run_cli("compare", str(LOADS), "--backends", "hf,fastokens", "--format", "json", "--quiet")
+    assert r.exit_code in (0, 1), r.stderr
+    doc = json.loads(r.stdout)
+    pair = next(p for p in doc["pairs"] if p["backends"] == ["hf", "fastokens"])
+    assert pair["cases"] == doc["corpus"]["cases"] > 400
+    assert (pair["encode_mismatch"], pair["decode_mismatch"], pair["cross_roundtrip_failure"]) == (0, 0, 0)
+    assert not [f for f in doc["findings"] if f["code"] == "TA601"]
+
+
+def test_refused_model_row_says_why_in_fastokens_words() -> None:
+    assert own_refusal(REFUSED / "tokenizer.json") == REFUSAL
+    r = run_cli("compare", str(REFUSED), "--backends", "hf,fastokens,strict", "--format", "json", "--quiet")
+    assert r.exit_code in (0, 1), r.stderr
+    rows = {b["name"]: b for b in json.loads(r.stdout)["backends"]}
+    assert rows["fastokens"]["available"] is False
+    assert rows["fastokens"]["reason"] == f"fastokens cannot load tokenizer.json: {REFUSAL} (Dynamo falls back to HF)"
+    assert rows["hf"]["available"] is True
+
+
+def test_default_backends_include_fastokens_only_with_tokenizer_json() -> None:
+    names = [lb.name for lb in load_backends(load_model(str(LOADS)), parse_backend_list(None))]
+    assert "fastokens" in names
+    names = [lb.name for lb in load_backends(load_model(str(FIXTURES / "spm-unigram")), parse_backend_list(None))]
+    assert "fastokens" not in names
+
+
+def _dynamo_rule(doc: dict) -> str:
+    target = doc["targets"][0] if doc.get("targets") else doc
+    return next(row["rule"] for row in target["loaders"] if row["loader"] == "Dynamo")
+
+
+def test_loader_table_dynamo_row_and_ta306_on_a_refused_model(tmp_path: Path) -> None:
+    # a copy: the probe is cached per file version within one process
+    target = tmp_path / "refused"
+    target.mkdir()
+    (target / "tokenizer.json").write_bytes((REFUSED / "tokenizer.json").read_bytes())
+    quick = run_cli("scan", str(target), "--format", "json")
+    doc = json.loads(quick.stdout)
+    assert _dynamo_rule(doc) == ("tokenizer.json; encoder by default: HF tokenizers; with --dyn-tokenizer-backend fastokens: "
+                                 "not checked in a quick scan (scan --deep or compare load it with fastokens)")
+    assert "TA306" not in {f["code"] for f in doc["findings"]}
+    deep = run_cli("scan", str(target), "--deep", "--format", "json")
+    assert deep.exit_code in (0, 1), deep.stderr
+    doc = json.loads(deep.stdout)
+    assert _dynamo_rule(doc) == ("tokenizer.json; encoder by default: HF tokenizers; with --dyn-tokenizer-backend fastokens: "
+                                 f"fastokens cannot load it ({REFUSAL}) → falls back to HF")
+    (finding,) = [f for f in doc["findings"] if f["code"] == "TA306"]
+    assert (finding["name"], finding["severity"]) == ("gateway-fallback", "note")
+    assert finding["location"] == {"file": "tokenizer.json"}
+    assert finding["details"]["error"] == REFUSAL
+    assert finding["details"]["falls_back_to"] == "HF tokenizers"
+    assert finding["message"].startswith("Dynamo with --dyn-tokenizer-backend fastokens (DYN_TOKENIZER_BACKEND=fastokens) "
+                                          f"cannot use fastokens for this model: fastokens {fastokens_version()} refuses "
+                                          f"tokenizer.json ({REFUSAL}).")
+
+
+def fastokens_version() -> str:
+    from importlib.metadata import version
+
+    return version("fastokens")
+
+
+def test_deep_scan_on_a_model_fastokens_loads() -> None:
+    r = run_cli("scan", str(LOADS), "--deep", "--format", "json")
+    assert r.exit_code in (0, 1), r.stderr
+    doc = json.loads(r.stdout)
+    assert "TA306" not in {f["code"] for f in doc["findings"]}
+    assert _dynamo_rule(doc).endswith("with --dyn-tokenizer-backend fastokens: fastokens encodes, HF tokenizers decodes")
+
+
+# -- real tokenizer.json files (fetched by scripts/fetch_real_tokenizers.py) ----------------------
+
+REAL = Path(os.environ.get("TOKAUDIT_REAL_CACHE", Path.home() / ".cache" / "tokaudit" / "real")) / "models"
+
+
+def _real(name: str) -> Path:
+    path = REAL / name / "tokenizer.json"
+    if not path.is_file():
+        pytest.skip(f"{path} not fetched (python scripts/fetch_real_tokenizers.py)")
+    return path
+
+
+@pytest.mark.real
+def test_real_llama2_loads_and_agrees() -> None:
+    path = _real("llama2")
+    (lb,) = load_backends(load_model(str(path.parent)), ["fastokens"])
+    assert lb.backend is not None, lb.unavailable
+    hf = Tokenizer.from_file(str(path))
+    for text in TEXTS + ["def add(a, b):\n    return a + b  # 1314151", "မြန်မာဘာသာ 👨‍👩‍👧 مرحبا"]:
+        assert lb.backend.encode(text) == hf.encode(text, add_special_tokens=False).ids
+
+
+@pytest.mark.real
+def test_real_gpt4o_is_refused_with_fastokens_words() -> None:
+    path = _real("gpt4o")
+    words = own_refusal(path)
+    assert words == "model error: unsupported model type: Other"
+    (lb,) = load_backends(load_model(str(path.parent)), ["fastokens"])
+    assert lb.unavailable == f"fastokens cannot load tokenizer.json: {words} (Dynamo falls back to HF)"
