@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tokaudit.artifacts.base import decode_text, read_bytes
 from tokaudit.errors import InputError
 
 KEYS = ("select", "ignore", "baseline", "per-target-ignores")
@@ -60,10 +61,11 @@ def find_pyproject(start: Path) -> Path | None:
         candidate = directory / "pyproject.toml"
         if candidate.is_file():
             try:
-                text = candidate.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
-            if re.search(r"^\s*\[\[?\s*tool\.tokaudit\b", text, re.MULTILINE):
+                data = read_bytes(candidate)
+            except InputError:
+                continue  # unreadable and not ours to judge unless it configures tokaudit, which we cannot tell
+            # decided on the bytes: a pyproject.toml for tokaudit that is not UTF-8 is an error, not silently skipped
+            if re.search(rb"^\s*\[\[?\s*tool\.tokaudit\b", data, re.MULTILINE):
                 return candidate
     return None
 
@@ -86,16 +88,20 @@ def parse_config(path: Path) -> Config:
         import tomllib
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
+    text = decode_text(read_bytes(path), str(path))
     try:
-        text = path.read_text(encoding="utf-8")
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"\(at line (\d+), column \d+\)", str(exc))
         line = int(m.group(1)) if m else (text.count("\n") + 1 if "end of document" in str(exc) else None)
         message = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", str(exc))
         raise InputError(f"invalid TOML: {message}", file=str(path), line=line) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read config: {exc}", file=str(path)) from None
+    except RecursionError:
+        raise InputError("invalid TOML: nested too deeply", file=str(path)) from None
+    except ValueError:  # an integer beyond Python's int-string conversion limit
+        m = re.search(r"[0-9_]{%d,}" % 4301, text)
+        line = text.count("\n", 0, m.start()) + 1 if m else None
+        raise InputError("invalid TOML: integer with too many digits", file=str(path), line=line) from None
     table = data.get("tool", {}).get("tokaudit", {})
     if not isinstance(table, dict):
         raise InputError("expected a table", file=str(path), key="tool.tokaudit")

@@ -36,6 +36,16 @@ class InputError(Exception):
         return f"{where}: {self.message}" if where else self.message
 
 
+#: Longest error line: data quoted from a file (a 1 MB word) must not make a 1 MB line.
+MAX_LINE = 400
+
+
+def shorten(text: str, limit: int = 80) -> str:
+    """``text`` cut to ``limit`` characters with an ellipsis, for quoting input data in a message."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _one_line(text: str) -> str:
-    """Keys and messages can carry data from the file: keep the error on one line."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
+    """Keys and messages can carry data from the file: keep the error on one short line."""
+    text = text.replace("\r", "\\r").replace("\n", "\\n")
+    return shorten(text, MAX_LINE)

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import re
+import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from tokaudit.errors import InputError
@@ -61,34 +67,209 @@ class AddedToken:
         }
 
 
-def read_bytes(path: Path) -> bytes:
+#: Largest file tokaudit reads (the biggest real tokenizer.json is ~35 MB); beyond it a parse
+#: would need more memory than a CI runner has.
+MAX_FILE_BYTES = 256 * 1024 * 1024
+_MiB = 1024 * 1024
+
+
+_PSEUDO_FS = ("/proc/", "/sys/", "/dev/")
+
+
+def _describe_mode(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def _symlink_note(path: Path) -> str:
+    """' (symlink to X, outside the target directory)' when ``path`` is a symlink, else ''."""
     try:
-        return path.read_bytes()
+        if not path.is_symlink():
+            return ""
+        dest = os.path.realpath(path)
+        outside = os.path.commonpath([dest, os.path.realpath(path.parent)]) != os.path.realpath(path.parent)
+    except (OSError, ValueError):
+        return ""
+    return f" (symlink to {dest}{', outside the target directory' if outside else ''})"
+
+
+def is_existing_file(arg: str) -> bool:
+    """Whether a command-line argument names an existing file. Arguments that are ids or text can be
+    longer than a file name may be (ENAMETOOLONG) or hold a NUL: those are simply not files."""
+    try:
+        return Path(arg).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def path_exists(path: Path) -> bool:
+    """``path.exists()`` that answers False instead of raising for over-long names; a symlink loop or a
+    broken symlink exists (it is there, and reading it gives the clear error)."""
+    try:
+        return path.exists() or path.is_symlink()
+    except (OSError, ValueError):
+        return False
+
+
+def regular_file_error(path: Path) -> InputError | None:
+    """Why ``path`` cannot be read as a file, or None when it is a regular file (after resolving symlinks).
+
+    FIFOs, devices and sockets block or never end: they are refused before anything opens them.
+    """
+    try:
+        st = os.stat(path)
     except FileNotFoundError:
-        raise InputError("no such file", file=str(path)) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a file", file=str(path)) from None
+        if path.is_symlink():
+            return InputError(f"broken symlink{_symlink_note(path)}", file=str(path))
+        return InputError("no such file", file=str(path))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return InputError("symlink loop (too many levels of symbolic links)", file=str(path))
+        if exc.errno == errno.ENAMETOOLONG:
+            return InputError("file name too long", file=str(path))
+        return InputError(f"cannot read file: {exc.strerror or exc}", file=str(path))
+    if stat.S_ISDIR(st.st_mode):
+        return InputError("is a directory, expected a file", file=str(path))
+    if not stat.S_ISREG(st.st_mode):
+        return InputError(f"not a regular file: {_describe_mode(st.st_mode)}{_symlink_note(path)}", file=str(path))
+    real = os.path.realpath(path)
+    if real.startswith(_PSEUDO_FS):  # /proc/kmsg says "regular file" and blocks (and reading it consumes the kernel log)
+        return InputError(f"not a regular file: a {real.split('/')[1]} pseudo-file{_symlink_note(path)}", file=str(path))
+    return None
+
+
+def read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file, at most ``limit`` of them; anything else is an :class:`InputError`.
+
+    The file is opened non-blocking: a /proc or /sys file that would block (``/proc/kmsg``) is
+    refused instead of hanging.
+    """
+    problem = regular_file_error(path)
+    if problem is not None:
+        raise problem
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", file=str(path)) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # swapped after the check
+            raise InputError(f"not a regular file: {_describe_mode(st.st_mode)}{_symlink_note(path)}", file=str(path))
+        if st.st_size > limit:
+            raise InputError(f"file is {st.st_size / _MiB:.1f} MiB; the limit is {limit // _MiB} MiB", file=str(path))
+        chunks = []
+        total = 0
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 20)
+            except BlockingIOError:
+                raise InputError(f"not a regular file: reading it would block{_symlink_note(path)}", file=str(path)) from None
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > limit:
+                raise InputError(f"file is over the limit of {limit // _MiB} MiB", file=str(path))
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", file=str(path)) from None
+    finally:
+        os.close(fd)
 
 
 def read_text(path: Path) -> str:
-    data = read_bytes(path)
+    return decode_text(read_bytes(path), str(path))
+
+
+def decode_text(data: bytes, file: str) -> str:
+    """UTF-8 (with or without a BOM) or an error naming the line of the first bad byte."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise InputError(f"not valid UTF-8 text (byte {exc.start})", file=str(path), line=line) from None
+        raise InputError(f"not valid UTF-8 text (byte {exc.start})", file=file, line=line) from None
+
+
+_BIG_INT = re.compile(r"(?<![\w.\"])-?\d{%d,}" % (sys.get_int_max_str_digits() + 1 if hasattr(sys, "get_int_max_str_digits") else 4301))
+_CONSTANT = re.compile(r"(?<![\w\"])-?(?:NaN|Infinity)\b")
+# a \\u escape of a lone surrogate (a pair, as ensure_ascii writes emoji, is fine): only then walk the value
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+                               r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class _Constant(str):
+    """NaN / Infinity / -Infinity where the file has it: Python's json accepts them, JSON does not."""
+
+
+def parse_json_text(text: str, file: str, line: int | None = None) -> Any:
+    """``json.loads`` for untrusted text: every failure is one :class:`InputError` naming the line.
+
+    Rejects what Python accepts but JSON does not (NaN, Infinity: named with their key), integers
+    too long for Python to convert, nesting deeper than the recursion limit, and lone surrogates
+    (they cannot be encoded as UTF-8 later). ``line`` is the line of ``text`` in its file when it
+    is one line of it.
+    """
+    def at(offset: int) -> int | None:
+        return line if line is not None else text.count("\n", 0, offset) + 1
+
+    constants: list[_Constant] = []
+
+    def constant(name: str) -> _Constant:
+        constants.append(_Constant(name))
+        return constants[-1]
+
+    try:
+        value = json.loads(text, parse_constant=constant)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=file,
+                         line=line if line is not None else exc.lineno) from None
+    except RecursionError:
+        raise InputError("invalid JSON: nested too deeply", file=file, line=line) from None
+    except ValueError:  # Python's int-string conversion limit
+        m = _BIG_INT.search(text)
+        digits = len(m.group().lstrip("-")) if m else None
+        raise InputError(f"integer with {digits or 'too many'} digits: not a plausible value", file=file,
+                         line=at(m.start()) if m else line) from None
+    if constants:
+        m = _CONSTANT.search(text)
+        key = _find_key(value, "", lambda v: isinstance(v, _Constant))
+        raise InputError(f"invalid JSON: {constants[0]} is not a JSON number", file=file,
+                         line=at(m.start()) if m else line, key=key or None)
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+        key = _find_key(value, "", lambda v: isinstance(v, str) and _SURROGATE.search(v) is not None)
+        if key is not None:
+            raise InputError("lone surrogate (\\ud800-\\udfff) in a string: not encodable as UTF-8", file=file,
+                             line=line, key=key or None)
+    return value
+
+
+def _find_key(value: Any, key: str, bad: Callable[[Any], bool], depth: int = 0) -> str | None:
+    """The key path of the first value (or object key) for which ``bad`` holds."""
+    if bad(value):
+        return key
+    if depth > 200:
+        return None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if bad(k):
+                return f"{key}[{json.dumps(k)}]"  # the key as JSON spells it: ["\\ud800"]
+            found = _find_key(v, f"{key}.{k}" if key else str(k), bad, depth + 1)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found = _find_key(v, f"{key}[{i}]", bad, depth + 1)
+            if found is not None:
+                return found
+    return None
 
 
 def read_json(path: Path) -> Any:
-    text = read_text(path)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=str(path), line=exc.lineno) from None
-    except RecursionError:
-        raise InputError("invalid JSON: nested too deeply", file=str(path)) from None
+    return parse_json_text(read_text(path), str(path))
 
 
 def read_json_object(path: Path) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tokaudit.artifacts.model_config import GenerationConfig, ModelConfig, parse_generation_config, parse_model_config
 from tokaudit.artifacts.remote_code import RemoteCode, parse_remote_code
-from tokaudit.artifacts.base import read_bytes
+from tokaudit.artifacts.base import read_bytes, regular_file_error
 from tokaudit.artifacts.safetensors_header import EmbeddingShapes, parse_safetensors, parse_safetensors_index
 from tokaudit.artifacts.sentencepiece_model import SentencePieceModel, looks_like_sentencepiece, parse_sentencepiece
 from tokaudit.artifacts.tekken import Tekken, parse_tekken
@@ -125,6 +125,10 @@ def kind_of(name: str) -> str | None:
     return None
 
 
+def _tokenizer_name(name: str) -> bool:
+    return kind_of(name) is not None or any(fnmatch.fnmatchcase(name, g) for g in MODEL_FILE_GLOBS)
+
+
 def _model_file(file: Path, found: dict[str, object]) -> None:
     """A ``*.model`` file: a SentencePiece ModelProto, or tiktoken ranks (GLM-4's tokenizer.model),
     decided by the bytes, never by the name."""
@@ -139,9 +143,13 @@ def load_artifacts(path: Path) -> Artifacts:
     """Parse a model directory, or a single tokenizer file on its own."""
     if path.is_dir():
         try:
-            files = sorted(p for p in path.iterdir() if p.is_file())
+            files = sorted(p for p in path.iterdir() if p.is_file() or _tokenizer_name(p.name))
         except OSError as exc:
             raise InputError(f"cannot list directory: {exc.strerror or exc}", file=str(path)) from None
+        for file in files:  # a FIFO, device or looping symlink named like a tokenizer file: say so, never block on it
+            problem = regular_file_error(file) if _tokenizer_name(file.name) else None
+            if problem is not None:
+                raise problem
         root = path
     elif path.is_file():
         if kind_of(path.name) not in VOCAB_KINDS and not any(fnmatch.fnmatchcase(path.name, g) for g in MODEL_FILE_GLOBS):
@@ -156,7 +164,7 @@ def load_artifacts(path: Path) -> Artifacts:
             _model_file(path, single)
             return Artifacts(root=root, **single)  # type: ignore[arg-type]
     else:
-        raise InputError("no such file or directory", file=str(path))
+        raise regular_file_error(path) or InputError("no such file or directory", file=str(path))
 
     found: dict[str, object] = {}
     remote: list[RemoteCode] = []

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tokaudit.artifacts.base import Provenance, read_json_object
+from tokaudit.artifacts.base import Provenance, parse_json_text, read_json_object, regular_file_error
 from tokaudit.errors import InputError
 
 _EMBEDDING = re.compile(r"(^|\.)(embed_tokens|wte|word_embeddings|tok_embeddings|embeddings)\.weight$")
@@ -40,6 +39,9 @@ class EmbeddingShapes:
 
 
 def read_header(path: Path) -> dict[str, Any]:
+    problem = regular_file_error(path)  # a FIFO or /proc file would block the read below
+    if problem is not None:
+        raise problem
     try:
         with path.open("rb") as fh:
             prefix = fh.read(8)
@@ -54,9 +56,10 @@ def read_header(path: Path) -> dict[str, Any]:
     if len(raw) < size:
         raise InputError("header truncated", file=str(path))
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"header is not valid JSON: {exc}", file=str(path)) from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"header is not UTF-8 (byte {8 + exc.start})", file=str(path)) from None
+    header = parse_json_text(text, str(path))  # deep nesting, huge integers, NaN: one clear line
     if not isinstance(header, dict):
         raise InputError("header is not a JSON object", file=str(path))
     return header

@@ -102,10 +102,10 @@ def _parse_carefully(data: bytes, path: Path) -> dict[int, bytes]:
             token = _b64(token_b64)
         except (binascii.Error, ValueError):
             shown = token_b64[:40].decode("ascii", "backslashreplace")
-            raise InputError(f"token is not valid base64: {shown!r}", file=str(path), line=lineno) from None
+            raise InputError(f"token is not valid base64: '{shown}'", file=str(path), line=lineno) from None
         if not rank_text.isdigit() or len(rank_text) > 19:
             shown = rank_text[:40].decode("ascii", "backslashreplace")
-            raise InputError(f"rank is not a non-negative integer: {shown!r}", file=str(path), line=lineno)
+            raise InputError(f"rank is not a non-negative integer: '{shown}'", file=str(path), line=lineno)
         rank = int(rank_text)
         if rank > MAX_ID:
             raise InputError(f"rank {rank} out of range", file=str(path), line=lineno)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
+from tokaudit.cli.common import guard_std_streams
 from tokaudit.cli.compare import compare
 from tokaudit.cli.conventions import CONTEXT_SETTINGS, TokauditTyper, version_text
 from tokaudit.cli.decode import decode, encode
@@ -53,4 +55,5 @@ app.command("template")(template)
 
 
 def main() -> None:
+    guard_std_streams(sys.argv)
     app(prog_name="tokaudit")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
+import traceback
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from enum import Enum
@@ -77,10 +79,96 @@ BaselineOpt = Annotated[
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Targets checked in parallel (threads).", min=1)]
 
 
+#: Upper bounds of numeric options: beyond them a run cannot end in reasonable time or memory.
+OPTION_LIMITS = {"--concurrency": 64, "--max-length": 4096, "--iterations": 100_000, "--examples": 1000}
+#: Longest TEXT (argument or stdin) ``encode`` takes; a whole-file corpus case has the same cap.
+MAX_TEXT_BYTES = 1024 * 1024
+
+
+def within_limit(value: int, option: str) -> int:
+    """``value`` when it is at most the option's limit (OPTION_LIMITS), else an error naming both."""
+    limit = OPTION_LIMITS[option]
+    if value > limit:
+        raise InputError(f"{value} is over the limit of {limit}", key=option)
+    return value
+
+
+def read_text_arg(text: str, name: str = "TEXT") -> str:
+    """A text argument, or stdin for ``-``, at most MAX_TEXT_BYTES of UTF-8."""
+    if text == "-":
+        if sys.stdin is None:
+            raise InputError("stdin is closed", key=name)
+        data = sys.stdin.buffer.read(MAX_TEXT_BYTES + 1)
+        if len(data) > MAX_TEXT_BYTES:
+            raise InputError(f"stdin is over the limit of {MAX_TEXT_BYTES >> 20} MiB", key=name)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"stdin is not UTF-8 (byte {exc.start})", key=name) from None
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
+        raise InputError(f"over the limit of {MAX_TEXT_BYTES >> 20} MiB", key=name)
+    return text
+
+
 def err(message: str) -> None:
-    """One plain line on stderr (never through rich markup)."""
-    sys.stderr.write(message + "\n")
-    sys.stderr.flush()
+    """One plain line on stderr (never through rich markup). A closed stderr loses the line, never the exit code."""
+    if sys.stderr is None:
+        return
+    try:
+        sys.stderr.write(printable(message) + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def guard_std_streams(argv: list[str]) -> None:
+    """Started with stderr closed (``2>&-``): messages go to /dev/null, exit codes stay what they are.
+
+    Otherwise Python's stderr moves to a duplicate of fd 2 and fd 2 itself to /dev/null: Rust panic
+    hooks (tokenizers' onig, tiktoken) print their banner straight to fd 2, and the panic is already
+    reported as a finding. ``--debug`` keeps the banners.
+    """
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+        return
+    if "--debug" in argv:
+        return
+    try:
+        sys.stderr.flush()
+        fd = os.dup(2)
+        stream = open(fd, "w", encoding="utf-8", errors="backslashreplace", buffering=1)  # noqa: SIM115
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        return
+    sys.stderr = stream
+
+
+def printable(text: str) -> str:
+    """Lone surrogates (undecodable bytes of a path, ``\\ud800`` from a JSON file) cannot be encoded:
+    show an undecodable byte once as ``\\xff``, any other surrogate as ``\\ud800``."""
+    if not _SURROGATES.search(text):
+        return text
+    return _SURROGATES.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}" if 0xDC80 <= ord(m.group()) <= 0xDCFF
+                           else f"\\u{ord(m.group()):04x}", text)
+
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+class _ValidText:
+    """The report stream with lone surrogates replaced by U+FFFD: every format stays valid UTF-8
+    (and valid JSON/XML) whatever bytes a path or a token holds."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(_SURROGATES.sub("\ufffd", text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 @contextmanager
@@ -94,15 +182,17 @@ def handle_errors(debug: bool) -> Iterator[None]:
     except typer.Exit:
         raise
     except InputError as exc:
-        if debug:
-            raise
+        if debug:  # the traceback, and the same exit code as without --debug
+            traceback.print_exc()
         err(f"tokaudit: error: {exc}")
         raise typer.Exit(2) from None
     except (KeyboardInterrupt, SystemExit, GeneratorExit):
         raise
     except BaseException as exc:  # noqa: BLE001 - the whole point: never a traceback without --debug
         if debug:
-            raise
+            traceback.print_exc()
+            err(f"tokaudit: internal error: {type(exc).__name__}")
+            raise typer.Exit(3) from None
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         err(f"tokaudit: internal error: {type(exc).__name__}: {text} (re-run with --debug for the traceback)")
         raise typer.Exit(3) from None
@@ -116,14 +206,21 @@ def to_stdout(output: Path | None) -> bool:
 @contextmanager
 def _open_output(output: Path | None) -> Iterator[TextIO]:
     if output is None or to_stdout(output):
-        yield sys.stdout
+        if sys.stdout is None:  # started with stdout closed (>&-)
+            raise InputError("cannot write report: stdout is closed", file="<stdout>")
+        yield _ValidText(sys.stdout)  # type: ignore[misc]
         return
     try:
         fh = output.open("w", encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot write report: {exc.strerror or exc}", file=str(output)) from None
-    with fh:
-        yield fh
+    try:
+        with fh:
+            yield _ValidText(fh)  # type: ignore[misc]
+    except OSError as exc:  # /dev/full, /proc files: the write or the close fails
+        if isinstance(exc, BrokenPipeError):
+            raise
+        raise InputError(f"cannot write report: {exc.strerror or exc}", file=str(output)) from None
 
 
 def emit(
@@ -159,10 +256,21 @@ def emit(
             stream.flush()  # a closed pipe must surface here, not at exit (where it would become exit 1)
     except BrokenPipeError:  # e.g. piped into `head`: stop writing, keep the exit code
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError as exc:  # stdout on a full disk, or closed underneath us (EBADF)
+        _drop_stdout()
+        raise InputError(f"cannot write report: {exc.strerror or exc}", file="<stdout>") from None
     if not quiet and (fmt is not OutputFormat.rich or not to_stdout(output)):
         s = report.summary()
         err(f"tokaudit {report.command}: {s['error']} error(s), {s['warning']} warning(s), {s['note']} note(s)")
     raise typer.Exit(report.exit_code(fail_on.value))
+
+
+def _drop_stdout() -> None:
+    """Point fd 1 at /dev/null so that the interpreter's final flush cannot fail (exit 120) after a write error."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    except OSError:
+        pass
 
 
 def emit_lines(command: str, outcomes: Iterable[Any], output: Path | None, fail_on: FailOn, quiet: bool) -> None:

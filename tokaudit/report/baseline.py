@@ -39,7 +39,8 @@ def fingerprint_json(finding: dict[str, Any]) -> str:
     ]
     import hashlib  # only baselines and SARIF need fingerprints
 
-    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:32]
+    # surrogatepass: a target path with undecodable bytes (surrogate-escaped) still has a fingerprint
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def fingerprint(finding: Finding) -> str:

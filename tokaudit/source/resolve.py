@@ -6,8 +6,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from tokaudit.artifacts.base import path_exists
 from tokaudit.errors import InputError
 
+#: huggingface_hub's limit on a repo id (namespace/name).
+MAX_REPO_ID = 96
 _REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 
 
@@ -27,10 +30,13 @@ def looks_like_repo_id(target: str) -> bool:
 
 def resolve(target: str, revision: str | None = None) -> Source:
     path = Path(target).expanduser()
-    if path.exists():
+    if path_exists(path):
         return Source(target, path)
     if not looks_like_repo_id(target):
         raise InputError("no such file or directory", file=target)
+    if len(target) > MAX_REPO_ID:
+        raise InputError(f"not a local path, and too long for a Hugging Face repo id (over {MAX_REPO_ID} characters)",
+                         file=target)
     return Source(target, _snapshot(target, revision), repo_id=target, revision=revision)
 
 

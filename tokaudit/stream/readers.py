@@ -23,11 +23,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from tokaudit.errors import InputError
+from tokaudit.artifacts.base import decode_text, parse_json_text, read_bytes
+from tokaudit.errors import InputError, shorten
 
 FORMATS = ("json", "ids", "jsonl", "sse")
 ID_KEYS = ("token_ids", "ids", "output_ids", "token_id")
 MAX_ID = 2**32  # ids are u32 in every gateway; anything at or above is not a token id
+#: A capture larger than this is not one response.
+MAX_STREAM_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -45,19 +48,14 @@ class Stream:
 def read_stream(arg: str, fmt: str | None = None) -> Stream:
     """Read a stream from a path, or from stdin when ``arg`` is ``-``."""
     if arg == "-":
-        return parse_stream(sys.stdin.read(), "<stdin>", fmt)
+        data = sys.stdin.buffer.read(MAX_STREAM_BYTES + 1)
+        if len(data) > MAX_STREAM_BYTES:
+            raise InputError(f"stream is over the limit of {MAX_STREAM_BYTES >> 20} MiB", file="<stdin>")
+        return parse_stream(decode_text(data, "<stdin>"), "<stdin>", fmt)
     path = Path(arg)
-    try:
-        data = path.read_bytes()
-    except IsADirectoryError:
-        raise InputError("is a directory, not a token stream", file=arg) from None
-    except OSError as exc:
-        raise InputError(f"cannot read stream: {exc.strerror or exc}", file=arg) from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte offset {exc.start})", file=arg) from None
-    return parse_stream(text, arg, fmt)
+    if path.is_dir():
+        raise InputError("is a directory, not a token stream", file=arg)
+    return parse_stream(decode_text(read_bytes(path, MAX_STREAM_BYTES), arg), arg, fmt)
 
 
 def parse_stream(text: str, source: str, fmt: str | None = None) -> Stream:
@@ -94,8 +92,8 @@ def detect_format(text: str) -> str:
 
 def _is_json(line: str) -> bool:
     try:
-        json.loads(line)
-    except ValueError:
+        parse_json_text(line, "")
+    except InputError:
         return False
     return True
 
@@ -103,13 +101,17 @@ def _is_json(line: str) -> bool:
 def _check_id(value: Any, where: str, source: str, line: int | None) -> int:
     """Return ``value`` as a token id or raise an error naming where it was."""
     if isinstance(value, bool) or not isinstance(value, int):
-        shown = json.dumps(value) if not isinstance(value, str) else repr(value)
+        shown = shorten(json.dumps(value) if not isinstance(value, str) else repr(value))
         raise InputError(f"{where}: {shown} is not an integer token id", file=source, line=line)
     if value < 0:
         raise InputError(f"{where}: id {value} is negative", file=source, line=line)
     if value >= MAX_ID:
         raise InputError(f"{where}: id {value} is out of range (>= 2**32)", file=source, line=line)
     return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)
 
 
 def _line_of(text: str, offset: int) -> int:
@@ -121,12 +123,7 @@ _JSON_SCALAR = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|t
 
 
 def _parse_json(text: str, source: str) -> list[tuple[int, ...]]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"invalid JSON: {exc.msg} (column {exc.colno})", file=source, line=exc.lineno
-        ) from None
+    value = parse_json_text(text, source)
     if not isinstance(value, list):
         raise InputError(f"expected a JSON array of ids, got {type(value).__name__}", file=source)
     offsets = None
@@ -144,7 +141,7 @@ def _parse_json(text: str, source: str) -> list[tuple[int, ...]]:
 
 
 _ID_TOKEN = re.compile(r"[^\s,]+")
-_INT = re.compile(r"[+-]?\d+")
+_INT = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: str.isdigit and \d also take '١٠٥'
 
 
 def _parse_ids(text: str, source: str) -> list[tuple[int, ...]]:
@@ -154,7 +151,9 @@ def _parse_ids(text: str, source: str) -> list[tuple[int, ...]]:
             word = m.group()
             where = f"column {m.start() + 1}"
             if not _INT.fullmatch(word):
-                raise InputError(f"{where}: {word!r} is not an integer token id", file=source, line=lineno)
+                raise InputError(f"{where}: {shorten(word)!r} is not an integer token id", file=source, line=lineno)
+            if len(word) > 20:  # far beyond 2**32, and int() of a huge word is slow or refused
+                raise InputError(f"{where}: id {shorten(word)} is out of range (>= 2**32)", file=source, line=lineno)
             out.append((_check_id(int(word), where, source, lineno),))
     return out
 
@@ -178,10 +177,7 @@ def _parse_jsonl(text: str, source: str) -> list[tuple[int, ...]]:
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=source, line=lineno) from None
+        value = parse_json_text(line, source, lineno)
         if isinstance(value, list):
             out.append(_ids_of(value, "step", source, lineno))
             continue
@@ -204,10 +200,17 @@ def _step_from_choices(event: dict[str, Any], source: str, line: int) -> tuple[i
     choices = event.get("choices")
     if not isinstance(choices, list):
         return None
-    indices = {c.get("index", 0) for c in choices if isinstance(c, dict)}
+    indices = set()
+    for k, c in enumerate(choices):
+        if isinstance(c, dict):
+            index = c.get("index", 0)
+            if isinstance(index, bool) or not isinstance(index, int):
+                raise InputError(f"choices[{k}].index: expected an integer, found {shorten(json.dumps(index))}",
+                                 file=source, line=line)
+            indices.add(index)
     if len(indices) > 1:
         raise InputError(
-            f"chunk carries choices {sorted(indices)}: replay one choice (n=1) at a time",
+            f"chunk carries choices {sorted(indices)[:8]}: replay one choice (n=1) at a time",
             file=source, line=line,
         )
     found: tuple[int, ...] | None = None
@@ -239,12 +242,14 @@ def _parse_sse(text: str, source: str) -> list[tuple[int, ...]]:
         if done:
             raise InputError("data after 'data: [DONE]'", file=source, line=lineno)
         try:
-            event = json.loads(payload)
+            event = json.loads(payload, parse_constant=_no_constant)
         except json.JSONDecodeError as exc:
             raise InputError(
                 f"invalid JSON in data line: {exc.msg} (column {line.index(payload) + exc.colno})",
                 file=source, line=lineno,
             ) from None
+        except (ValueError, RecursionError):  # NaN, a huge integer, deep nesting: the shared parser names them
+            event = parse_json_text(payload, source, lineno)
         if not isinstance(event, dict):
             raise InputError("data line is not a JSON object", file=source, line=lineno)
         step = _step_from_choices(event, source, lineno)
