@@ -23,6 +23,7 @@ from tokaudit.cli.common import (
     emit,
     handle_errors,
     progress_bar,
+    within_limit,
 )
 
 
@@ -86,8 +87,8 @@ def compare(
             builtin=builtin,
             sweep=sweep.value,
             trust_remote_code=trust_remote_code,
-            concurrency=concurrency,
-            max_examples=examples,
+            concurrency=within_limit(concurrency, "--concurrency"),
+            max_examples=within_limit(examples, "--examples"),
         )
         model = load_model(target, revision)
         with progress_bar(quiet) as bar:

@@ -22,6 +22,7 @@ from tokaudit.cli.common import (
     RevisionOpt,
     emit,
     handle_errors,
+    read_text_arg,
 )
 from tokaudit.cli.replay import StreamFormat
 
@@ -34,11 +35,12 @@ BackendOpt = Annotated[
 
 
 def _read_ids(args: list[str], fmt: StreamFormat | None) -> tuple[list[int], str]:
+    from tokaudit.artifacts.base import is_existing_file
     from tokaudit.stream.readers import parse_stream, read_stream
 
     value = fmt.value if fmt else None
     # one argument that is "-", a file, or does not start like ids ("12", "[12", "+12") is a stream to read
-    if len(args) == 1 and (args[0] == "-" or Path(args[0]).is_file() or args[0].lstrip()[:1] not in tuple("0123456789[+")):
+    if len(args) == 1 and (args[0] == "-" or is_existing_file(args[0]) or args[0].lstrip()[:1] not in tuple("0123456789[+")):
         stream = read_stream(args[0], value)
         return list(stream.ids), "<stdin>" if args[0] == "-" else args[0]
     return list(parse_stream(" ".join(args), "<arguments>", value).ids), "<arguments>"
@@ -95,8 +97,7 @@ def encode(
         from tokaudit.report.report import Report
         from tokaudit.scan import load_model
 
-        if text == "-":
-            text = sys.stdin.read()
+        text = read_text_arg(text)
         model = load_model(target, revision)
         lb = pick_backend(model, backend, encode=True)
         result, findings = encode_text(model, lb, text)

@@ -21,6 +21,7 @@ from tokaudit.cli.common import (
     emit,
     handle_errors,
     progress_bar,
+    within_limit,
 )
 from tokaudit.cli.explain import BackendsOpt, PatStrOpt, TrustOpt
 
@@ -49,6 +50,8 @@ def fuzz(
         from tokaudit.report.report import Report
         from tokaudit.scan import load_model
 
+        within_limit(max_length, "--max-length")
+        within_limit(iterations, "--iterations")
         names = parse_backend_list(backends)
         model = load_model(target, revision)
         loaded = load_backends(model, names, pat_str, trust_remote_code=trust_remote_code)

@@ -66,6 +66,7 @@ def replay(
 ) -> None:
     """Replay recorded token ids through incremental detokenizers and show where each one breaks."""
     with handle_errors(debug):
+        from tokaudit.artifacts.base import is_existing_file
         from tokaudit.report.report import Report
         from tokaudit.scan import load_model
         from tokaudit.stream.detokenizers import parse_detokenizer_list
@@ -76,7 +77,7 @@ def replay(
         tokens = read_stream(stream, stream_format.value if stream_format else None)
         prompt_ids: tuple[int, ...] = ()
         if prompt:
-            source = read_stream(prompt) if Path(prompt).is_file() else parse_stream(prompt, "--prompt")
+            source = read_stream(prompt) if is_existing_file(prompt) else parse_stream(prompt, "--prompt")
             prompt_ids = source.ids
         options = ReplayOptions(names, prompt_ids, tuple(stop or ()), tuple(stop_id or ()), skip_special_tokens, chunk_invariance)
         result, findings = replay_result(load_model(target, revision), tokens, options)

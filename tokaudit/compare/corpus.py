@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tokaudit.artifacts.base import read_bytes
 from tokaudit.errors import InputError
 
 
@@ -182,11 +183,14 @@ def builtin_corpus(specials: Iterable[str], seed: int = 0, generated: int = 64, 
     return cases
 
 
-def _read_utf8(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read corpus: {exc.strerror or exc}", file=str(path)) from None
+#: A corpus file larger than this is refused (a case per line still fits comfortably in memory).
+MAX_CORPUS_FILE_BYTES = 64 * 1024 * 1024
+#: A --whole-file case is encoded whole by every backend (the reference one is pure Python): at most this.
+MAX_WHOLE_FILE_BYTES = 1024 * 1024
+
+
+def _read_utf8(path: Path, limit: int = MAX_CORPUS_FILE_BYTES) -> str:
+    data = read_bytes(path, limit)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -209,6 +213,14 @@ def user_corpus(path: Path, whole_file: bool = False) -> list[Case]:
     """A case per non-empty line (line endings stripped), or one case per file with ``whole_file``."""
     cases: list[Case] = []
     for file in corpus_files(path):
+        if whole_file:
+            try:
+                size = file.stat().st_size
+            except OSError:
+                size = 0
+            if size > MAX_WHOLE_FILE_BYTES:
+                raise InputError(f"{file} is {size / 2**20:.1f} MiB; a whole-file case is at most {MAX_WHOLE_FILE_BYTES >> 20} MiB "
+                                 "(drop --whole-file to compare it line by line)", key="--whole-file")
         text = _read_utf8(file)
         if whole_file:
             cases.append(Case(str(file), text))

@@ -31,7 +31,10 @@ def pick_backend(model: TokenizerModel, name: str | None, *, encode: bool) -> Lo
     chosen = name or gateway_backend(model)
     lb = load_backends(model, [chosen])[0]
     if lb.backend is None:
-        raise InputError(f"backend {chosen} is unavailable for this model: {lb.unavailable}", key="--backend")
+        # the model's files made it unavailable: name them; blame --backend only when the user gave it
+        where = str(model.artifacts.root / model.vocab_artifact) if model.vocab_artifact else model.target
+        raise InputError(f"backend {chosen} cannot use this model: {lb.unavailable}", file=where,
+                         key="--backend" if name else None)
     if encode and not can_encode(lb.backend):
         raise InputError(f"backend {chosen} only decodes", key="--backend")
     return lb

@@ -7,12 +7,12 @@ from typing import Any
 
 from tokaudit.backends.registry import LoadedBackend
 from tokaudit.compare.unknown_ids import answer
-from tokaudit.errors import InputError
+from tokaudit.errors import InputError, shorten
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.oncall.tokens import in_declared_range, is_partial_utf8, token_info
 from tokaudit.report.report import TargetResult
 
-_INT = re.compile(r"[+-]?\d+")
+_INT = re.compile(r"[+-]?[0-9]+")  # ASCII digits only ("١٠٥" is text, not id 105)
 
 
 def resolve(model: TokenizerModel, queries: list[str]) -> list[tuple[str, int]]:
@@ -20,6 +20,8 @@ def resolve(model: TokenizerModel, queries: list[str]) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     for query in queries:
         if _INT.fullmatch(query.strip()):
+            if len(query.strip().lstrip("+-")) > 20:  # beyond any id (int() of 5000 digits is refused)
+                raise InputError(f"id {shorten(query.strip(), 40)} is out of range (more than 20 digits)", key="ID")
             out.append((query, int(query)))
             continue
         ids = ids_of_content(model, query.encode("utf-8"))
