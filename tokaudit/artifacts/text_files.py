@@ -45,6 +45,8 @@ class VocabJson:
 class Merges:
     path: Path
     merges: tuple[tuple[str, str], ...]
+    #: 1-based line of each merge
+    lines: tuple[int, ...] = ()
 
     @property
     def name(self) -> str:
@@ -90,6 +92,7 @@ def parse_vocab_json(path: Path) -> VocabJson:
 
 def parse_merges(path: Path) -> Merges:
     merges = []
+    lines = []
     for lineno, line in enumerate(read_text(path).splitlines(), 1):
         if not line.strip() or (lineno == 1 and line.startswith("#version")):
             continue
@@ -97,7 +100,21 @@ def parse_merges(path: Path) -> Merges:
         if len(parts) != 2:
             raise InputError("expected two space-separated tokens", file=str(path), line=lineno)
         merges.append((parts[0], parts[1]))
-    return Merges(path, tuple(merges))
+        lines.append(lineno)
+    return Merges(path, tuple(merges), tuple(lines))
+
+
+def unknown_merges(vocab: VocabJson, merges: Merges) -> list[tuple[int, tuple[str, str], str]]:
+    """``(line, merge, missing token)`` for each merge whose parts or result vocab.json lacks
+    (tokenizers' BPE builder rejects such a file)."""
+    known = set(vocab.vocab.values())
+    bad = []
+    for k, (left, right) in enumerate(merges.merges):
+        for token in (left, right, left + right):
+            if token not in known:
+                bad.append((merges.lines[k] if merges.lines else k + 1, (left, right), token))
+                break
+    return bad
 
 
 def parse_vocab_txt(path: Path) -> VocabTxt:

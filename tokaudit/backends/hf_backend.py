@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tokaudit.artifacts.base import read_text
+from tokaudit.artifacts.text_files import unknown_merges
 from tokaudit.backends.base import BackendUnavailable
 from tokaudit.backends.pattern import Pattern, onig_pattern
 from tokaudit.backends.vocab import ByteVocab
@@ -19,8 +21,17 @@ from tokaudit.model.tokenizer_model import TokenizerModel
 def recover_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
     """Merges implied by ranks: each split of a token into two lower-ranked tokens, ordered by the token's rank."""
     merges: list[tuple[int, int, int, bytes, bytes]] = []
+    # Only cuts where both halves have the length of some token: a real vocabulary has ~100 distinct
+    # lengths, so a pathological 10 MB token costs ~100 slices instead of 10 million (was quadratic).
+    lengths = sorted({len(token) for token in ranks})
+    lengths_set = set(lengths)
     for token, rank in ranks.items():
-        for cut in range(1, len(token)):
+        size = len(token)
+        for cut in lengths:
+            if cut >= size:
+                break
+            if size - cut not in lengths_set:
+                continue
             left, right = token[:cut], token[cut:]
             left_rank, right_rank = ranks.get(left), ranks.get(right)
             if left_rank is not None and right_rank is not None:
@@ -69,13 +80,22 @@ def tokenizer_from_vocab_files(model: TokenizerModel) -> tuple[Any, str] | None:
     a = model.artifacts
     try:
         if a.vocab_json is not None and a.merges is not None:
-            tok = Tokenizer(models.BPE.from_file(str(a.vocab_json.path), str(a.merges.path)))
+            bad = unknown_merges(a.vocab_json, a.merges)
+            if bad:  # scan reports it (TA303); say where instead of tokenizers' "out of vocabulary"
+                line, (left, right), missing = bad[0]
+                raise BackendUnavailable(f"{a.merges.name}:{line}: merge {left!r} + {right!r} names {missing!r}, "
+                                         f"which {a.vocab_json.name} lacks")
+            # from what scan parsed (BOM-safe), not from_file
+            vocab = {token: i for i, token in a.vocab_json.vocab.items()}
+            tok = Tokenizer(models.BPE(vocab=vocab, merges=list(a.merges.merges)))
             tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
             tok.decoder = decoders.ByteLevel()
             origin = f"built from {a.vocab_json.name} + {a.merges.name} (GPT-2 byte-level BPE)"
         elif a.vocab_txt is not None:
             unk = next((t for t in a.vocab_txt.vocab.values() if t == "[UNK]"), None)
-            tok = Tokenizer(models.WordPiece.from_file(str(a.vocab_txt.path), **({"unk_token": unk} if unk else {})))
+            # from what scan parsed (BOM-safe), not from_file
+            pieces = {token: i for i, token in a.vocab_txt.vocab.items()}
+            tok = Tokenizer(models.WordPiece(vocab=pieces, **({"unk_token": unk} if unk else {})))
             tok.normalizer = normalizers.BertNormalizer(lowercase=True)
             tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
             tok.decoder = decoders.WordPiece()
@@ -88,8 +108,9 @@ def tokenizer_from_vocab_files(model: TokenizerModel) -> tuple[Any, str] | None:
     added = cfg.added_tokens_decoder if cfg else ()
     named = [*cfg.special.values(), *cfg.additional_special_tokens] if cfg else []  # bos_token, eos_token, ...
     specials = dict.fromkeys([t.content for t in added if t.special] + [t.content for t in named])
+    specials.pop("", None)  # an empty added token (TA206) is kept out of every encoder
     tok.add_special_tokens([AddedToken(content, special=True, normalized=False) for content in specials])
-    tok.add_tokens([AddedToken(t.content, special=False) for t in added if not t.special])
+    tok.add_tokens([AddedToken(t.content, special=False) for t in added if not t.special and t.content])
     return tok, origin
 
 
@@ -111,7 +132,8 @@ class HFBackend:
         tj = model.artifacts.tokenizer_json
         if tj is not None:
             try:
-                return cls(Tokenizer.from_file(str(tj.path)), tj.name)
+                # from the text scan parsed (BOM stripped), not from_file: serde rejects a BOM-prefixed file
+                return cls(Tokenizer.from_str(read_text(tj.path)), tj.name)
             except BaseException as exc:  # noqa: BLE001 - includes Rust panics on malformed files
                 if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                     raise
@@ -119,6 +141,10 @@ class HFBackend:
         if vocab is None:
             legacy = tokenizer_from_vocab_files(model)
             if legacy is None:
+                if model.artifacts.tiktoken is not None or model.artifacts.tekken is not None:
+                    from tokaudit.backends.vocab import byte_vocab
+
+                    byte_vocab(model)  # the ranks are there but unusable: raises the precise reason
                 raise BackendUnavailable("needs tokenizer.json, byte-level ranks, vocab.json + merges.txt or vocab.txt")
             return cls(*legacy)
         if pattern is None:

@@ -7,17 +7,31 @@ the lowest rank (tiktoken's algorithm; a piece that is itself a token is taken w
 
 from __future__ import annotations
 
+import time
+
 from tokaudit.backends.base import BackendUnavailable, UnknownId
 from tokaudit.backends.pattern import Pattern
 from tokaudit.backends.vocab import ByteVocab
 
 
-def bpe(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
+#: Wall-clock budget of one reference encode call (regex split + BPE). A catastrophic-backtracking
+#: pattern (``(?:\\S|\\S)*\\x00``) or a huge piece ends in :class:`BackendTimeout`, which callers
+#: report as backend-crash; after one timeout the backend refuses further calls at once.
+CALL_SECONDS = 3.0
+
+
+class BackendTimeout(TimeoutError):
+    """A backend call ran past its budget."""
+
+
+def bpe(piece: bytes, ranks: dict[bytes, int], deadline: float | None = None) -> list[int]:
     whole = ranks.get(piece)
     if whole is not None:
         return [whole]
     parts = [piece[i : i + 1] for i in range(len(piece))]
     while len(parts) > 1:
+        if deadline is not None and len(parts) > 256 and time.monotonic() > deadline:  # quadratic in the piece length
+            raise BackendTimeout(f"BPE of a {len(piece)}-byte piece ran past the {CALL_SECONDS:g} s budget")
         best_rank, best_at = None, -1
         for i in range(len(parts) - 1):
             rank = ranks.get(parts[i] + parts[i + 1])
@@ -48,24 +62,36 @@ class ReferenceBackend:
         self.special_split = regex.compile("(" + "|".join(regex.escape(s) for s in specials) + ")") if specials else None
         self.decoder = {**vocab.by_id, **{i: s.encode("utf-8") for s, i in vocab.specials.items()}}
         self._cache: dict[bytes, list[int]] = {}
+        #: why an earlier call ran past the budget ("" while none has)
+        self.timed_out = ""
 
-    def _encode_ordinary(self, text: str, out: list[int]) -> None:
+    def _encode_ordinary(self, text: str, out: list[int], deadline: float) -> None:
         ranks, cache = self.vocab.ranks, self._cache
-        for match in self.regex.finditer(text):
-            piece = match.group().encode("utf-8")
-            ids = cache.get(piece)
-            if ids is None:
-                ids = cache[piece] = bpe(piece, ranks)
-            out.extend(ids)
+        try:
+            for match in self.regex.finditer(text, timeout=max(0.01, deadline - time.monotonic())):
+                piece = match.group().encode("utf-8")
+                ids = cache.get(piece)
+                if ids is None:
+                    ids = cache[piece] = bpe(piece, ranks, deadline)
+                out.extend(ids)
+        except BackendTimeout as exc:
+            self.timed_out = str(exc)
+            raise
+        except TimeoutError:
+            self.timed_out = f"the pattern ran past the {CALL_SECONDS:g} s budget (catastrophic backtracking?)"
+            raise BackendTimeout(self.timed_out) from None
 
     def encode(self, text: str) -> list[int]:
+        if self.timed_out:
+            raise BackendTimeout(f"not run: an earlier call failed: {self.timed_out}")
+        deadline = time.monotonic() + CALL_SECONDS
         out: list[int] = []
         chunks = self.special_split.split(text) if self.special_split else [text]
         for k, chunk in enumerate(chunks):
             if k % 2:
                 out.append(self.vocab.specials[chunk])
             elif chunk:
-                self._encode_ordinary(chunk, out)
+                self._encode_ordinary(chunk, out, deadline)
         return out
 
     def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:

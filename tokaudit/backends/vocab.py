@@ -9,6 +9,10 @@ from tokaudit.backends.base import BackendUnavailable
 from tokaudit.model.tokenizer_model import TokenizerModel
 
 
+#: Largest id the tokenizer libraries can hold (u32).
+MAX_U32 = 2**32 - 1
+
+
 @dataclass(frozen=True)
 class ByteVocab:
     #: token bytes -> rank (rank == id for tiktoken files; tekken ids are shifted by the special block).
@@ -27,19 +31,27 @@ def byte_vocab(model: TokenizerModel) -> ByteVocab:
     if a.tiktoken is None and a.tekken is None:
         raise BackendUnavailable("needs byte-level ranks (tiktoken.model, *.tiktoken or tekken.json)")
     base = a.tiktoken.by_id if a.tiktoken else a.tekken.by_id  # type: ignore[union-attr]
-    ranks = {token: i for i, token in base.items()}
+    # An empty token (rank b"" or an added token "") makes tiktoken's encode loop forever: keep it out
+    # (scan reports it as TA206 empty-token).
+    ranks = {token: i for i, token in base.items() if token}
     specials: dict[str, int] = {}
     if a.tokenizer_json is not None:
         # tokenizer.json is then the files profile's base vocabulary: only its added tokens are specials.
         for added in a.tokenizer_json.added_tokens:
-            if added.id is not None:
+            if added.id is not None and added.content:
                 specials.setdefault(added.content, added.id)
     else:
         for layer in model.files.layers:
             if layer.tokens is base:
                 continue
             for i, token in layer.tokens.items():
-                specials.setdefault(token.decode("utf-8", "replace"), i)
+                if token:
+                    specials.setdefault(token.decode("utf-8", "replace"), i)
+    too_big = [i for i in (*ranks.values(), *specials.values()) if i > MAX_U32]
+    if too_big:  # tiktoken raises OverflowError, tokenizers a TypeError: say which id
+        where = a.tiktoken.source(max(too_big)) if a.tiktoken and max(too_big) in base else None
+        raise BackendUnavailable(f"id {max(too_big)}{f' ({where})' if where else ''} does not fit in 32 bits "
+                                 "(tiktoken and tokenizers store ids as u32)")
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
         raise BackendUnavailable(f"ranks lack {len(missing)} of the 256 single bytes (e.g. 0x{missing[0]:02X}): not byte-level BPE")

@@ -7,6 +7,7 @@ from itertools import combinations
 
 from tokaudit.artifacts.base import Provenance
 from tokaudit.artifacts.pattern import CL100K_PATTERN, search_pattern
+from tokaudit.artifacts.text_files import unknown_merges
 from tokaudit.checks.registry import rule
 from tokaudit.ids import IdRanges
 from tokaudit.model.loaders import dynamo_regex_model_type, remote_tokenizer_module, smg_detects_kimi
@@ -114,6 +115,27 @@ def artifact_disagreement(model: TokenizerModel) -> Iterator[Finding]:
                      f"only_in_{name_a}": only_a, f"only_in_{name_b}": only_b},
         )
     yield from _sentencepiece_vs_tokenizer_json(model)
+    yield from _merges_vs_vocab_json(model)
+
+
+def _merges_vs_vocab_json(model: TokenizerModel) -> Iterator[Finding]:
+    """merges.txt naming a token vocab.json lacks: tokenizers (every fast loader) refuses to build the
+    BPE model from the pair, while transformers' slow GPT2Tokenizer loads it."""
+    a = model.artifacts
+    if a.vocab_json is None or a.merges is None:
+        return
+    bad = unknown_merges(a.vocab_json, a.merges)
+    if not bad:
+        return
+    line, (left, right), missing = bad[0]
+    yield artifact_disagreement.finding(
+        f"{a.merges.name} and {a.vocab_json.name} disagree: {plural(len(bad), 'merge')} name{'s' if len(bad) == 1 else ''} a token "
+        f"{a.vocab_json.name} lacks (line {line}: {left!r} + {right!r}, {missing!r} is missing). tokenizers refuses to build the "
+        "BPE model (fast loaders, Rust gateways fail to load); transformers' slow tokenizer loads it.",
+        location=Provenance(a.merges.name, line=line),
+        details={"subject": f"{a.merges.name}|{a.vocab_json.name}", "artifacts": [a.merges.name, a.vocab_json.name],
+                 "unknown_merges": len(bad), "first_line": line},
+    )
 
 
 def _sentencepiece_vs_tokenizer_json(model: TokenizerModel) -> Iterator[Finding]:

@@ -42,7 +42,7 @@ def rule(code: str, name: str, severity: Severity, summary: str, *, deep: bool =
 
 def all_rules() -> list[Rule]:
     """Every registered rule, in code order (importing the rule modules registers them)."""
-    from tokaudit.checks import artifact_rules, id_rules, id_space, special_tokens, token_classes  # noqa: F401
+    from tokaudit.checks import artifact_rules, empty_tokens, id_rules, id_space, special_tokens, token_classes  # noqa: F401
     from tokaudit.template import rules as _template_rules  # noqa: F401 - the TA8xx family
     from tokaudit.checks import pattern_rules  # noqa: F401 - TA305
 

@@ -1,0 +1,49 @@
+"""TA206 empty-token: a registered token whose content is empty.
+
+tiktoken (and the Rust loaders built on it) loops forever encoding with an empty special token, and
+Ctrl-C does not stop it; tokaudit keeps such tokens out of the encoders it builds
+(:func:`tokaudit.backends.vocab.byte_vocab`) and reports them here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tokaudit.artifacts.base import AddedToken
+from tokaudit.checks.registry import rule
+from tokaudit.ids import IdRanges
+from tokaudit.model.tokenizer_model import TokenizerModel
+from tokaudit.report.finding import Finding, Severity
+
+
+def _empty_added(model: TokenizerModel) -> Iterator[AddedToken]:
+    a = model.artifacts
+    if a.tokenizer_config is not None:
+        yield from (t for t in a.tokenizer_config.added_tokens_decoder if t.content == "")
+    if a.tokenizer_json is not None:
+        yield from (t for t in a.tokenizer_json.added_tokens if t.content == "")
+    if a.tekken is not None:
+        yield from (t for t in a.tekken.specials if t.content == "")
+
+
+@rule("TA206", "empty-token", Severity.ERROR, "A token whose content is empty.")
+def empty_token(model: TokenizerModel) -> Iterator[Finding]:
+    for tok in _empty_added(model):
+        yield empty_token.finding(
+            f"added token {tok.id} ({tok.source}) has empty content: tiktoken-based loaders loop forever encoding "
+            "with it (and Ctrl-C does not stop them); tokaudit's backends leave it out.",
+            location=tok.source,
+            ids=IdRanges.from_ids([tok.id]) if tok.id is not None else None,
+            details={"subject": f"{tok.source.file}:{tok.source.key}", "id": tok.id},
+        )
+    ranks = model.artifacts.tiktoken
+    if ranks is not None:
+        empty = [i for i, token in ranks.by_id.items() if not token]
+        if empty:
+            yield empty_token.finding(
+                f"{ranks.path.name} ranks an empty token (id {empty[0]}): tiktoken-based loaders loop forever on it; "
+                "tokaudit's backends leave it out.",
+                location=ranks.source(empty[0]),
+                ids=IdRanges.from_ids(empty),
+                details={"subject": f"{ranks.path.name}:empty", "id": empty[0]},
+            )
