@@ -1,0 +1,229 @@
+"""What a CI user plugs in: the GitHub Action's script, the pre-commit hook's entry and fleet scans
+(``--targets-from``, ``--format jsonl``), run as whole processes on fixtures without network; and the
+rule catalog the report layer reads, checked against the codes every module defines."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+KIMI = "fixtures/kimi-k2.5"
+TINY = "fixtures/tiny-tiktoken"
+yaml = pytest.importorskip("yaml")
+
+
+def run(*command: object, env: dict[str, str] | None = None, input: str | None = None,
+        cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(c) for c in command], capture_output=True, text=True, cwd=cwd, input=input,
+                          env={**os.environ, **(env or {})}, timeout=300)
+
+
+def tokaudit(*args: object, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return run(sys.executable, "-m", "tokaudit", *args, **kwargs)  # type: ignore[arg-type]
+
+
+def json_findings(*targets: str) -> list[dict]:
+    return json.loads(tokaudit("scan", *targets, "--format", "json").stdout)["findings"]
+
+
+# --- GitHub Action ------------------------------------------------------------------------------
+
+def _action_env(tmp_path: Path, **inputs: str) -> dict[str, str]:
+    env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
+           "INPUT_SARIF_FILE": str(tmp_path / "tokaudit.sarif"), "INPUT_FAIL_ON": "error", "INPUT_BASELINE": "",
+           "INPUT_ARGS": ""}
+    env.update({f"INPUT_{k.upper()}": v for k, v in inputs.items()})
+    return env
+
+
+def test_action_script_writes_sarif_summary_and_outputs(tmp_path: Path) -> None:
+    env = _action_env(tmp_path, targets=f"{KIMI}\n{TINY}", args="--ignore TA401")
+    proc = run(sys.executable, "scripts/github_action.py", env=env)
+    assert proc.returncode == 1
+    expected = [f for f in json_findings(KIMI, TINY) if f["code"] != "TA401"]
+    sarif = json.loads((tmp_path / "tokaudit.sarif").read_text())
+    results = sarif["runs"][0]["results"]
+    assert [(r["ruleId"], r["level"]) for r in results] == [(f["code"], f["severity"]) for f in expected]
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results}
+    assert "fixtures/kimi-k2.5/config.json" in uris  # relative to the repository root, as code scanning needs
+    summary = (tmp_path / "summary.md").read_text()
+    errors = sum(f["severity"] == "error" for f in expected)
+    assert summary.startswith("## tokaudit scan: ❌ FAIL\n")
+    assert f"({errors} at or above `--fail-on error`)" in summary and "TA401" not in summary
+    assert "### `fixtures/kimi-k2.5`" in summary and "### `fixtures/tiny-tiktoken`" in summary
+    assert (tmp_path / "output.txt").read_text() == f"sarif-file={tmp_path / 'tokaudit.sarif'}\nexit-code=1\n"
+
+
+def test_action_script_fail_on_never_and_baseline(tmp_path: Path) -> None:
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(tokaudit("scan", TINY, "--format", "json").stdout)
+    env = _action_env(tmp_path, targets=TINY, baseline=str(baseline))
+    proc = run(sys.executable, "scripts/github_action.py", env=env)
+    assert proc.returncode == 0
+    assert json.loads((tmp_path / "tokaudit.sarif").read_text())["runs"][0]["results"] == []
+    n = len(json.loads(baseline.read_text())["findings"])
+    assert f"0 errors, 0 warnings, 0 notes (0 at or above `--fail-on error`, {n} baselined)" in (tmp_path / "summary.md").read_text()
+    proc = run(sys.executable, "scripts/github_action.py", env=_action_env(tmp_path, targets=TINY, fail_on="never"))
+    assert proc.returncode == 0 and (tmp_path / "output.txt").read_text().endswith("exit-code=0\n")
+
+
+def test_action_script_bad_target_is_exit_2_without_sarif(tmp_path: Path) -> None:
+    proc = run(sys.executable, "scripts/github_action.py", env=_action_env(tmp_path, targets=str(tmp_path / "missing")))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("tokaudit: error: ")
+    assert (tmp_path / "output.txt").read_text() == "exit-code=2\n"  # no sarif-file: the upload step is skipped
+    assert not (tmp_path / "summary.md").exists()
+
+
+def test_action_yml_wires_inputs_to_the_script() -> None:
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    assert action["runs"]["using"] == "composite"
+    steps = {s.get("id") or s.get("name"): s for s in action["runs"]["steps"]}
+    scan = steps["scan"]
+    assert scan["run"] == 'python "$GITHUB_ACTION_PATH/scripts/github_action.py"'
+    script = (ROOT / "scripts" / "github_action.py").read_text()
+    for var, expression in scan["env"].items():
+        assert var in script  # every variable the step sets is read by the script
+        assert expression == "${{ inputs.%s }}" % var.removeprefix("INPUT_").lower().replace("_", "-")
+        assert var.removeprefix("INPUT_").lower().replace("_", "-") in action["inputs"]
+    assert set(action["inputs"]) >= {"targets", "fail-on", "baseline", "args"}
+    upload = steps["Upload SARIF to code scanning"]
+    assert upload["uses"].startswith("github/codeql-action/upload-sarif@")
+    assert upload["with"]["sarif_file"] == "${{ steps.scan.outputs.sarif-file }}" and "always()" in upload["if"]
+
+
+# --- pre-commit ---------------------------------------------------------------------------------
+
+def test_pre_commit_hook_definition() -> None:
+    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts[hook["entry"]] == "tokaudit.cli.precommit:main"
+    files = re.compile(hook["files"])
+    for touched in ("models/kimi/tiktoken.model", "tokenizer.json", "a/b/tokenizer_config.json", "m/cl100k_base.tiktoken",
+                    "m/tokenization_kimi.py", "m/chat_template.jinja", "m/tokenizer.model"):
+        assert files.search(touched), touched
+    for untouched in ("README.md", "src/tokenizer.py", "model.safetensors", "m/tiktoken.model.bak"):
+        assert not files.search(untouched), untouched
+
+
+def test_pre_commit_entry_scans_touched_model_directories(tmp_path: Path) -> None:
+    touched = [f"{KIMI}/config.json", f"{KIMI}/tiktoken.model", f"{TINY}/tokenizer_config.json", "README.md"]
+    entry = (sys.executable, "-m", "tokaudit.cli.precommit")
+    proc = run(*entry, "--format", "json", *touched)
+    assert proc.returncode == 1
+    doc = json.loads(proc.stdout)
+    assert [t["target"] for t in doc["targets"]] == [KIMI, TINY]  # each directory once; README.md's is no model
+    assert doc["findings"] == json_findings(KIMI, TINY)
+    passed = run(*entry, "--fail-on", "never", "-q", *touched)
+    assert passed.returncode == 0 and passed.stdout.splitlines()[-1].startswith("✓ PASS:")
+    elsewhere = tmp_path / "config.json"
+    elsewhere.write_text("{}")
+    nothing = run(*entry, elsewhere)
+    assert (nothing.returncode, nothing.stdout, nothing.stderr) == (0, "", "")
+
+
+# --- fleet scans --------------------------------------------------------------------------------
+
+def test_targets_from_file_and_stdin_jsonl(tmp_path: Path) -> None:
+    listing = tmp_path / "targets.txt"
+    listing.write_text(f"# models to check\n{TINY}\n\n  {KIMI}  \n")
+    proc = tokaudit("scan", "--targets-from", listing, "--format", "jsonl")
+    assert proc.returncode == 1
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [d["target"] for d in lines] == [TINY, KIMI]
+    assert [d["findings"] for d in lines] == [json_findings(TINY), json_findings(KIMI)]
+    assert proc.stderr.startswith("tokaudit scan: 2 target(s), 0 unreadable: ")
+    piped = tokaudit("scan", "--targets-from", "-", "--format", "jsonl", input=listing.read_text())
+    assert piped.stdout == proc.stdout
+    # with positional targets too, and in the other formats: one report over all of them
+    both = json.loads(tokaudit("scan", KIMI, "--targets-from", listing, "--format", "json").stdout)
+    assert [t["target"] for t in both["targets"]] == [KIMI, TINY, KIMI]
+
+
+def test_jsonl_records_an_unreadable_target_and_goes_on(tmp_path: Path) -> None:
+    missing = tmp_path / "gone"
+    proc = tokaudit("scan", TINY, missing, KIMI, "--format", "jsonl", env={"HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 2
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [d["target"] for d in lines] == [TINY, str(missing), KIMI]
+    assert set(lines[1]) == {"tokaudit", "command", "target", "error"} and lines[1]["error"].startswith(str(missing))
+    assert lines[2]["findings"] == json_findings(KIMI)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("tokaudit: error: ")]
+    assert errors == [f"tokaudit: error: {lines[1]['error']}"]
+
+
+def test_jsonl_with_jobs_writes_every_target_once() -> None:
+    proc = tokaudit("scan", TINY, KIMI, TINY, "--format", "jsonl", "--jobs", "2")
+    assert sorted(json.loads(line)["target"] for line in proc.stdout.splitlines()) == sorted([TINY, KIMI, TINY])
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "cannot read targets file: No such file or directory"),
+    (b"\xff\xfe\n", "not UTF-8 text"),
+])
+def test_bad_targets_file_is_one_line_exit_2(tmp_path: Path, content: bytes | None, message: str) -> None:
+    listing = tmp_path / "targets.txt"
+    if content is not None:
+        listing.write_bytes(content)
+    proc = tokaudit("scan", "--targets-from", listing)
+    where = f"{listing}:1" if content is not None else str(listing)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", f"tokaudit: error: {where}: {message}\n")
+
+
+def test_no_target_at_all_is_exit_2(tmp_path: Path) -> None:
+    empty = tmp_path / "targets.txt"
+    empty.write_text("# nothing yet\n")
+    proc = tokaudit("scan", "--targets-from", empty)
+    assert (proc.returncode, proc.stderr) == (2, "tokaudit: error: key TARGET: no target: give TARGET... or --targets-from FILE\n")
+
+
+# --- catalog ------------------------------------------------------------------------------------
+
+def _defined_codes() -> dict[str, tuple[str, str]]:
+    """code -> (name, default severity) from every module that raises findings."""
+    from tokaudit.checks.registry import all_rules
+    from tokaudit.compare.codes import ALL_CODES
+    from tokaudit.oncall import codes as oncall
+    from tokaudit.report.policy import META_CODES
+    from tokaudit.stream.codes import STREAM_CODES
+    from tokaudit.template.analysis import CODES as TEMPLATE_CODES
+
+    out = {r.code: (r.name, r.severity.value) for r in all_rules()}
+    for table in (STREAM_CODES, META_CODES, TEMPLATE_CODES):
+        out.update({code: (name, severity.value) for code, (name, severity, _) in table.items()})
+    for c in (*ALL_CODES, oncall.ID_TOKEN_MISMATCH, oncall.DRAFT_SIZE_MISMATCH, oncall.SPECIAL_TOKEN_DIVERGENCE):
+        out[c.code] = (c.name, c.severity.value)
+    return out
+
+
+def test_catalog_matches_every_code_defined() -> None:
+    from tokaudit.catalog import CATALOG
+
+    assert {code: (info.name, info.severity) for code, info in CATALOG.items()} == _defined_codes()
+
+
+def test_report_layer_does_not_import_the_rules() -> None:
+    code = ("import sys; import tokaudit.report.render_sarif, tokaudit.report.render_markdown, tokaudit.report.render_junit; "
+            "print(sorted(m for m in sys.modules if m.startswith('tokaudit.checks')))")
+    assert run(sys.executable, "-c", code).stdout.strip() == "[]"
+    from tokaudit.report.locations import rule_summary
+
+    assert rule_summary("TA605") == "An exception or Rust panic inside a backend."
+    assert rule_summary("TA999") is None
+
+
+def test_readme_rules_table_agrees_with_the_catalog() -> None:
+    from tokaudit.catalog import CATALOG
+
+    rows = re.findall(r"^\| (TA\d{3}) \| ([a-z0-9-]+) \| (error|warning|note) \|", (ROOT / "README.md").read_text(), re.M)
+    assert len(rows) >= 30
+    assert [(c, n, s) for c, n, s in rows if (CATALOG[c].name, CATALOG[c].severity) != (n, s)] == []
