@@ -141,7 +141,8 @@ def tokenizer_from_sentencepiece(model: TokenizerModel) -> tuple[Any, str]:
         if sp.precompiled_charsmap:
             steps.append(normalizers.Precompiled(sp.precompiled_charsmap))
         if sp.remove_extra_whitespaces:
-            steps += [normalizers.Strip(left=True, right=True), normalizers.Replace(Regex(" {2,}"), " ")]
+            # sentencepiece trims and collapses spaces only (after its normalizer), never tabs or newlines
+            steps += [normalizers.Replace(Regex(r"\A +| +\z"), ""), normalizers.Replace(Regex(" {2,}"), " ")]
         if sp.model_type == "bpe":
             if sp.add_dummy_prefix:
                 steps.append(normalizers.Prepend("\u2581"))
