@@ -1,17 +1,28 @@
 #!/usr/bin/env python3
-"""Benchmark ``replay``: each detokenizer's tokens/second against a raw ``tokenizers`` DecodeStream
-loop over the same ids (measured in the same run), and whole-replay linearity (N vs 2N tokens).
+"""Benchmark ``replay`` as whole processes against a raw incremental-decode loop over the same ids,
+both measured in the same run (wall seconds and peak RSS of each child process).
 
-    python bench/replay.py [TARGET] [--tokens 200000]
+    python bench/replay.py [TARGET] [--sizes 10000,100000,1000000] [--formats json,rich,...]
 
-Targets: offsets and bytes >= 0.5x the raw loop; doubling the stream costs at most 2.2x.
+Baseline: a minimal script that loads the tokenizer the cheapest way and decodes the ids
+incrementally: ``tokenizers`` DecodeStream for a tokenizer.json model, tiktoken
+(``decode_single_token_bytes`` + an incremental UTF-8 decoder) for a rank model such as Kimi.
+
+Targets (issue 11): at the largest size, replay (all detokenizers, all checks, chunk invariance on)
+<= 3x the baseline's wall time, peak RSS <= 2x the baseline's in every output format;
+time(1M)/time(100k) <= 11. Also prints each detokenizer's in-process rate against the raw
+DecodeStream loop.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,8 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from tokaudit.scan import load_model  # noqa: E402
 from tokaudit.stream.detokenizers import DecodeContext, TokenBytes, build_detokenizers, run  # noqa: E402
-from tokaudit.stream.readers import Stream  # noqa: E402
-from tokaudit.stream.replay import ReplayOptions, load_tokenizer, replay  # noqa: E402
+from tokaudit.stream.replay import load_tokenizer  # noqa: E402
 
 TEXT = (
     "The quick brown fox jumps over the lazy dog. Streaming detokenizers must never rewrite text.\n"
@@ -32,78 +42,143 @@ TEXT = (
     "def f(x):\n    return x ** 2  # a comment with émojis 🚀\n"
 )
 
+#: The raw loops, run as ``python -c`` with argv: target dir, ids file.
+RAW_DECODESTREAM = """
+import json, sys
+from tokenizers import Tokenizer
+from tokenizers.decoders import DecodeStream
+tok = Tokenizer.from_file(sys.argv[1] + "/tokenizer.json")
+ids = json.load(open(sys.argv[2]))
+step = DecodeStream(skip_special_tokens=True).step
+n = 0
+for i in ids:
+    out = step(tok, i)
+    if out is not None:
+        n += len(out)
+print(n)
+"""
 
-def make_ids(tokenizer, n: int) -> list[int]:
-    unit = tokenizer.encode(TEXT, add_special_tokens=False).ids
-    reps = n // len(unit) + 1
-    return (unit * reps)[:n]
+RAW_TIKTOKEN = """
+import codecs, json, sys
+from tiktoken.load import load_tiktoken_bpe
+import tiktoken
+ranks = load_tiktoken_bpe(sys.argv[1] + "/tiktoken.model")
+pat = sys.argv[3]
+enc = tiktoken.Encoding("bench", pat_str=pat, mergeable_ranks=ranks, special_tokens={})
+ids = json.load(open(sys.argv[2]))
+token_bytes = enc.decode_single_token_bytes
+decode = codecs.getincrementaldecoder("utf-8")("replace").decode
+n = 0
+for i in ids:
+    try:
+        n += len(decode(token_bytes(i)))
+    except KeyError:
+        pass  # special tokens: skipped, as skip_special_tokens does
+print(n)
+"""
 
 
-def best_of(fn, repeat: int = 3) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+def child(argv: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KB) of one child process."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"{argv[:4]} failed: {err.strip()[-500:]}")
+    return wall, usage.ru_maxrss
+
+
+def median_child(argv: list[str], repeat: int) -> tuple[float, int]:
+    runs = [child(argv) for _ in range(repeat)]
+    return statistics.median(w for w, _ in runs), max(r for _, r in runs)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("target", nargs="?", default=str(ROOT / "fixtures" / "kimi-k2.5"))
-    ap.add_argument("--tokens", type=int, default=200_000)
+    ap.add_argument("--sizes", default="10000,100000,1000000")
+    ap.add_argument("--formats", default="json,rich,sarif,junit,markdown,github")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    formats = args.formats.split(",")
 
-    t = time.perf_counter()
     model = load_model(args.target)
-    load = time.perf_counter() - t
-    loaded = load_tokenizer(model)
-    tokenizer, origin, build = loaded
-    print(f"target {args.target}: model loaded in {load:.2f}s; tokenizer {origin} built in {build:.2f}s")
+    tokenizer, origin, build = loaded = load_tokenizer(model)
+    print(f"target {args.target}: tokenizer {origin}, built in {build:.2f}s")
+    unit = tokenizer.encode(TEXT, add_special_tokens=False).ids
+    target = Path(args.target)
+    if (target / "tokenizer.json").is_file():
+        raw, raw_name = [RAW_DECODESTREAM], "raw tokenizers DecodeStream loop"
+    else:
+        from tokaudit.backends.registry import load_backends
 
-    ids = make_ids(tokenizer, args.tokens)
-    steps = [(i,) for i in ids]
-    print(f"stream: {len(ids)} tokens, one id per step")
+        enc = load_backends(model, ["tiktoken"])[0].backend.encoding  # type: ignore[union-attr]
+        raw, raw_name = [RAW_TIKTOKEN], "raw tiktoken incremental decode"
+        pat = enc._pat_str
+    py = sys.executable
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {}
+        for n in sizes:
+            files[n] = Path(tmp) / f"ids-{n}.json"
+            files[n].write_text(json.dumps((unit * (n // len(unit) + 1))[:n]))
+        out = str(Path(tmp) / "report")
+        print(f"baseline: {raw_name}, whole process (python start, tokenizer load, json ids, the loop)")
+        print(f"{'tokens':>9}  {'baseline s':>10} {'RSS MB':>7}  {'replay json s':>13} {'RSS MB':>7}  {'time x':>6} {'RSS x':>6}")
+        walls = {}
+        for n in sizes:
+            extra = [pat] if raw[0] is RAW_TIKTOKEN else []
+            base_s, base_kb = median_child([py, "-c", raw[0], str(target), str(files[n]), *extra], args.repeat)
+            rep_s, rep_kb = median_child([py, "-m", "tokaudit", "replay", str(target), str(files[n]), "--format", "json",
+                                          "--quiet", "--output", out], args.repeat)
+            walls[n] = (rep_s, base_s, base_kb)
+            print(f"{n:>9}  {base_s:>10.2f} {base_kb / 1024:>7.0f}  {rep_s:>13.2f} {rep_kb / 1024:>7.0f}  "
+                  f"{rep_s / base_s:>6.2f} {rep_kb / base_kb:>6.2f}")
+        big = max(sizes)
+        print(f"\npeak RSS per output format at {big} tokens (target <= 2.00x the baseline's {walls[big][2] / 1024:.0f} MB):")
+        for fmt in formats:
+            wall, kb = child([py, "-m", "tokaudit", "replay", str(target), str(files[big]), "--format", fmt, "--quiet",
+                              "--output", out])
+            print(f"  {fmt:<9} {wall:6.2f}s  {kb / 1024:6.0f} MB  {kb / walls[big][2]:.2f}x")
+        wall, kb = child([py, "-m", "tokaudit", "replay", str(target), str(files[big]), "--format", "json", "--quiet",
+                          "--steps", "all", "--output", out])
+        print(f"  json --steps all {wall:6.2f}s  {kb / 1024:6.0f} MB  {kb / walls[big][2]:.2f}x  "
+              f"({os.path.getsize(out) / 1e6:.0f} MB written)")
+        print(f"\nwhole replay at {big} tokens: {walls[big][0] / walls[big][1]:.2f}x the baseline (target <= 3.00x)")
+        if 100_000 in walls and 1_000_000 in walls:
+            print(f"linearity: time(1M)/time(100k) = {walls[1_000_000][0] / walls[100_000][0]:.2f} (target <= 11)")
 
+    # In-process rate of each detokenizer against the raw DecodeStream loop over the same ids.
     from tokenizers.decoders import DecodeStream
 
-    def raw() -> None:
-        ds = DecodeStream(skip_special_tokens=True)
-        step = ds.step
+    ids = (unit * (200_000 // len(unit) + 1))[:200_000]
+    steps = [(i,) for i in ids]
+
+    def best(fn) -> float:
+        times = []
+        for _ in range(args.repeat):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+        return min(times)
+
+    def raw_loop() -> None:
+        step = DecodeStream(skip_special_tokens=True).step
         for i in ids:
             step(tokenizer, i)
 
-    raw_s = best_of(raw, args.repeat)
-    raw_rate = len(ids) / raw_s
-    print(f"{'raw DecodeStream loop':<24} {raw_rate:>12,.0f} tok/s   1.00x  (baseline)")
-
+    raw_rate = len(ids) / best(raw_loop)
+    print(f"\nin-process, {len(ids)} tokens: raw DecodeStream loop {raw_rate:,.0f} tok/s (1.00x)")
     for name in ("offsets", "decodestream", "bytes", "naive"):
         def one(name: str = name) -> None:
-            # a fresh context each time: no memo or token-bytes cache carried over between runs
-            ctx = DecodeContext(tokenizer, True, TokenBytes(model.files))
+            ctx = DecodeContext(tokenizer, True, TokenBytes(model.files))  # fresh caches each time
             run(build_detokenizers([name], ctx, ())[0], steps)
 
-        s = best_of(one, args.repeat)
-        rate = len(ids) / s
-        target = "  (target >= 0.50x)" if name in ("offsets", "bytes") else ""
-        print(f"{name:<24} {rate:>12,.0f} tok/s   {rate / raw_rate:.2f}x{target}")
-
-    t = time.perf_counter()
-    tokenizer.decode(ids, skip_special_tokens=True)
-    print(f"{'full (one decode)':<24} {len(ids) / (time.perf_counter() - t):>12,.0f} tok/s")
-
-    # Linearity of the whole replay (all detokenizers, all checks, chunk invariance on; the
-    # tokenizer build is left out: it does not depend on the stream).
-    half = args.tokens // 2
-    options = ReplayOptions(["full", "offsets", "decodestream", "bytes", "naive"])
-    timings = {}
-    for n in (half, args.tokens):
-        stream = Stream("ids", tuple((i,) for i in ids[:n]))
-        timings[n] = best_of(lambda stream=stream: replay(model, stream, options, loaded), 2)
-        print(f"whole replay, {n:>7} tokens: {timings[n]:.2f}s")
-    ratio = timings[args.tokens] / timings[half]
-    print(f"linearity: {args.tokens} vs {half} tokens = {ratio:.2f}x the time (target <= 2.2x)")
+        rate = len(ids) / best(one)
+        print(f"  {name:<13} {rate:>12,.0f} tok/s  {rate / raw_rate:.2f}x")
+    del loaded
     return 0
 
 

@@ -45,7 +45,7 @@ def test_sse_capture_replays_to_the_encoded_text():
     assert doc["text"] == manifest["text"] == "Hello 🌶 world: 北京天气 — café"
     assert set(_texts(doc).values()) == {manifest["text"]}
     assert doc["findings"] == []
-    assert doc["chunk_invariance"] == {"checked": True, "sizes": [1, 2, 3, 4, 5, 6, 7, 8], "varied": []}
+    assert doc["chunk_invariance"] == {"checked": True, "sizes": [1, 2, 3, 4, 5, 6, 7, 8], "varied": [], "mode": "whole stream"}
 
 
 def test_timeline_rows_show_bytes_chunks_and_held(tiny_encode):
@@ -132,9 +132,9 @@ def test_byte_fallback_run_rewrites_emitted_text():
     # Invalid prefix -> a fresh stream without context, as vLLM does: " b" loses its leading space
     assert texts["decodestream"] == "a 섬b"
     assert texts["offsets"] == "a 섬��� b"
-    # UTF-8 replaces only the stray byte; token bytes know nothing of the decoder's Strip, so the
-    # first ▁ stays a space
-    assert texts["bytes"] == " a 섬\ufffd b"
+    # UTF-8 replaces only the stray byte; the bytes follow the decoder chain, so its Strip removes the
+    # space the first ▁ stands for
+    assert texts["bytes"] == "a 섬\ufffd b"
     found = _found(doc)
     assert ("text-rewritten", "error", "decodestream") in found
     assert ("text-rewritten", "error", "offsets") in found

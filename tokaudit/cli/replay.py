@@ -20,6 +20,7 @@ from tokaudit.cli.common import (
     OutputOpt,
     QuietOpt,
     RevisionOpt,
+    SkipSpecialOpt,
     emit,
     handle_errors,
 )
@@ -50,12 +51,15 @@ def replay(
     ] = None,
     stop: Annotated[list[str] | None, typer.Option("--stop", help="A stop string (repeatable).")] = None,
     stop_id: Annotated[list[int] | None, typer.Option("--stop-id", help="A stop token id (repeatable).", min=0)] = None,
-    skip_special_tokens: Annotated[
-        bool, typer.Option("--skip-special-tokens/--keep-special-tokens", help="Drop special tokens from the text, as servers do by default.")
-    ] = True,
+    skip_special_tokens: SkipSpecialOpt = True,
     chunk_invariance: Annotated[
-        bool, typer.Option("--chunk-invariance/--no-chunk-invariance", help="Re-chunk the ids into steps of 1..8 and compare.")
+        bool, typer.Option("--chunk-invariance/--no-chunk-invariance", help="Re-chunk the ids into steps of 1..8 and compare (streams of 20,000+ tokens: in windows around multi-byte, special and unmapped tokens).")
     ] = True,
+    steps: Annotated[
+        str | None,
+        typer.Option("--steps", help="Timeline rows to show: 'all', or a range FIRST:END of step numbers (e.g. 100:200). "
+                                     "Default: every step of a short stream, else the steps around each finding."),
+    ] = None,
     revision: RevisionOpt = None,
     fmt: FormatOpt = OutputFormat.rich,
     output: OutputOpt = None,
@@ -71,7 +75,7 @@ def replay(
         from tokaudit.scan import load_model
         from tokaudit.stream.detokenizers import parse_detokenizer_list
         from tokaudit.stream.readers import parse_stream, read_stream
-        from tokaudit.stream.replay import ReplayOptions, replay_result
+        from tokaudit.stream.replay import ReplayOptions, parse_steps, replay_result
 
         names = parse_detokenizer_list(detokenizers)
         tokens = read_stream(stream, stream_format.value if stream_format else None)
@@ -79,6 +83,7 @@ def replay(
         if prompt:
             source = read_stream(prompt) if is_existing_file(prompt) else parse_stream(prompt, "--prompt")
             prompt_ids = source.ids
-        options = ReplayOptions(names, prompt_ids, tuple(stop or ()), tuple(stop_id or ()), skip_special_tokens, chunk_invariance)
+        options = ReplayOptions(names, prompt_ids, tuple(stop or ()), tuple(stop_id or ()), skip_special_tokens, chunk_invariance,
+                                steps=parse_steps(steps))
         result, findings = replay_result(load_model(target, revision), tokens, options)
         emit(Report("replay", [result], findings), fmt, output, fail_on, quiet, color)

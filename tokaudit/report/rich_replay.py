@@ -1,8 +1,10 @@
-"""Rich section of ``replay``: the stream, a timeline (one row per step), each detokenizer's
-outcome and the final text. Token text is data: ``Text`` objects with invisible characters shown."""
+"""Rich section of ``replay``: the stream, a timeline (the rows replay selected: every step of a short
+stream, else the steps around findings, or ``--steps``), each detokenizer's outcome and the final text.
+Token text is data: ``Text`` objects with invisible characters shown."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from rich.console import Console
@@ -13,27 +15,11 @@ from rich.text import Text
 from tokaudit.report.report import TargetResult
 from tokaudit.report.text import token_text, visible
 
-#: Longest timeline shown in full; longer ones show the first/last rows and rows near problems.
-MAX_ROWS = 60
-EDGE_ROWS = 8
-AROUND = 2
+#: Rows per table when a long timeline (``--steps``) is printed block by block.
+BLOCK_ROWS = 500
+#: Longest text printed whole; a longer one shows its start and end.
+MAX_TEXT = 20_000
 SHORT = {"offsets": "offsets", "decodestream": "dstream", "decodestream-prefill": "dstream+p", "bytes": "bytes", "naive": "naive"}
-
-
-def _shown_rows(rows: list[dict[str, Any]]) -> list[int | None]:
-    """Indices of rows to print; None marks a gap."""
-    if len(rows) <= MAX_ROWS:
-        return list(range(len(rows)))
-    keep = set(range(EDGE_ROWS)) | set(range(len(rows) - EDGE_ROWS, len(rows)))
-    for k, row in enumerate(rows):
-        if row["problems"]:
-            keep.update(range(max(k - AROUND, 0), min(k + AROUND + 1, len(rows))))
-    out: list[int | None] = []
-    for k in sorted(keep):
-        if out and out[-1] is not None and k != out[-1] + 1:
-            out.append(None)
-        out.append(k)
-    return out
 
 
 def _tokens(row: dict[str, Any]) -> Text:
@@ -48,7 +34,7 @@ def _tokens(row: dict[str, Any]) -> Text:
     return out
 
 
-def _timeline(console: Console, rows: list[dict[str, Any]], names: list[str]) -> None:
+def _table(names: list[str]) -> Table:
     table = Table(box=None, padding=(0, 1), pad_edge=False, header_style="bold")
     table.add_column("", width=1)
     table.add_column("step", justify="right")
@@ -57,11 +43,17 @@ def _timeline(console: Console, rows: list[dict[str, Any]], names: list[str]) ->
     for name in names:
         table.add_column(SHORT.get(name, name))
     table.add_column("held")
-    for k in _shown_rows(rows):
-        if k is None:
+    return table
+
+
+def _timeline(console: Console, rows: Iterable[dict[str, Any]], names: list[str]) -> None:
+    """The rows as computed (already selected), a gap mark between non-consecutive steps, printed
+    in blocks so that a streamed full timeline is never held whole."""
+    table, count, last = _table(names), 0, None
+    for row in rows:
+        if last is not None and row["step"] != last + 1:
             table.add_row("", Text("…", style="dim"), *[""] * (len(names) + 3))
-            continue
-        row = rows[k]
+        last = row["step"]
         problem = bool(row["problems"])
         mark = Text("✗", style="bold red") if problem else Text("")
         chunks = [Text(visible(row["chunks"][n]), style="red" if "\ufffd" in row["chunks"][n] else "") for n in names]
@@ -71,7 +63,13 @@ def _timeline(console: Console, rows: list[dict[str, Any]], names: list[str]) ->
                       style="on grey15" if problem else None)
         if problem:
             table.add_row("", "", Text("  " + ", ".join(row["problems"]), style="red"), *[""] * (len(names) + 2))
-    console.print(Padding(table, (0, 0, 0, 2), expand=False))
+        count += 1
+        if count % BLOCK_ROWS == 0:
+            console.print(Padding(table, (0, 0, 0, 2), expand=False))
+            table = _table(names)
+            table.show_header = False
+    if table.row_count:
+        console.print(Padding(table, (0, 0, 0, 2), expand=False))
 
 
 def replay_section(console: Console, result: TargetResult) -> None:
@@ -84,16 +82,26 @@ def replay_section(console: Console, result: TargetResult) -> None:
     line = Text("  tokenizer   ", style="bold")
     line.append(f"{tok['origin']} (built in {tok['load_seconds']:.2f}s)")
     console.print(line)
-    names = [d["name"] for d in data["detokenizers"] if d["name"] != "full"]
-    console.print(Text("  timeline (chunks as emitted; held = bytes each detokenizer holds after the step)", style="bold"))
+    names = [d["name"] for d in data["detokenizers"] if d["name"] != "full" and d.get("applicable", True)]
+    shown = data.get("timeline_steps", {})
+    which = {"all": "", "around findings": f", {shown.get('rows')} of {s['steps']} steps: the first, the last and those around findings"}.get(
+        shown.get("shown", "all"), f", steps {shown.get('shown')}")
+    console.print(Text(f"  timeline (chunks as emitted; held = bytes each detokenizer holds after the step{which})", style="bold"))
     _timeline(console, data["timeline"], names)
     console.print(Text("  detokenizers", style="bold"))
     summary = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
     for d in data["detokenizers"]:
+        if not d.get("applicable", True):
+            summary.add_row(Text(d["name"]), Text(f"not applicable: {d['reason']}", style="dim"))
+            continue
         errors = {}
         for e in d["errors"]:
             errors[e["kind"]] = errors.get(e["kind"], 0) + 1
         status = Text(f"held {d['held_bytes']} bytes" if d["held_bytes"] else "nothing held", style="yellow" if d["held_bytes"] else "dim")
+        steps = shown.get("summary", {}).get(d["name"])
+        if steps:
+            status.append(f" · {steps['characters']} characters, {steps['holding_steps']} steps ended holding bytes "
+                          f"(at most {steps['max_held']})", style="dim")
         if errors:
             status.append(" · " + ", ".join(f"{n} {k}" for k, n in errors.items()), style="red")
         summary.add_row(Text(d["name"]), status)
@@ -108,4 +116,12 @@ def replay_section(console: Console, result: TargetResult) -> None:
         line.append("not reached" if exp["position"] is None else f"{exp['matched']!r} at token {exp['position']}")
         console.print(line)
     console.print(Text("  text (full decode; invisible characters shown)", style="bold"))
-    console.print(Padding(Text(visible(data["text"])), (0, 0, 0, 4), expand=False))
+    text = data["text"]
+    if len(text) > MAX_TEXT:
+        half = MAX_TEXT // 2
+        shown_text = Text(visible(text[:half]))
+        shown_text.append(f" … {len(text) - 2 * half} characters not shown (--format json has the whole text) … ", style="dim")
+        shown_text.append(visible(text[-half:]))
+    else:
+        shown_text = Text(visible(text))
+    console.print(Padding(shown_text, (0, 0, 0, 4), expand=False))

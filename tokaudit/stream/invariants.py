@@ -5,14 +5,14 @@ Positions are 0-based token indices in the generated stream (``details.position`
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.stream import codes
-from tokaudit.stream.detokenizers import REPLACEMENT, Run
+from tokaudit.stream.detokenizers import REPLACEMENT, DecodeContext, Run, build_detokenizers, run as run_steps
 from tokaudit.stream.stops import StopOutcome
 from tokaudit.stream.toolcalls import ToolCall
 from tokaudit.stream.utf8 import describe_partial
@@ -102,24 +102,25 @@ def mismatch_findings(
 
 
 def replacement_findings(run: Run, full: str, steps: Sequence[Sequence[int]]) -> list[Finding]:
-    """replacement-char: U+FFFD in a chunk where the full decode has none at that place."""
-    offset = position = 0
-    for ids, chunk in zip(steps, run.chunks):
-        j = chunk.find(REPLACEMENT)
-        if j >= 0:
-            at = offset + j
-            if at >= len(full) or full[at] != REPLACEMENT:
-                extra = run.text.count(REPLACEMENT) - full.count(REPLACEMENT)
-                return [codes.finding(
-                    codes.REPLACEMENT_CHAR,
-                    f"{run.name}: emitted U+FFFD at character {at} (step of token {position}, id {ids[0]}) where the "
-                    f"full decode has {full[at:at + 1]!r}{_expected(run.name)}",
-                    severity=_severity(run.name),
-                    details={"detokenizer": run.name, "position": position, "id": ids[0], "offset": at,
-                             "count": max(extra, 1), "chunk": chunk},
-                )]
-        offset += len(chunk)
-        position += len(ids)
+    """replacement-char: U+FFFD in a chunk where the full decode has none at that place (the first
+    U+FFFD of each chunk is the one compared)."""
+    text, ends = run.text, run.ends
+    at = text.find(REPLACEMENT)
+    while at >= 0:
+        s = bisect_right(ends, at)  # the step whose chunk holds character ``at``
+        if at >= len(full) or full[at] != REPLACEMENT:
+            position = sum(len(step) for step in steps[:s])
+            ids = steps[s]
+            extra = text.count(REPLACEMENT) - full.count(REPLACEMENT)
+            return [codes.finding(
+                codes.REPLACEMENT_CHAR,
+                f"{run.name}: emitted U+FFFD at character {at} (step of token {position}, id {ids[0]}) where the "
+                f"full decode has {full[at:at + 1]!r}{_expected(run.name)}",
+                severity=_severity(run.name),
+                details={"detokenizer": run.name, "position": position, "id": ids[0], "offset": at,
+                         "count": max(extra, 1), "chunk": text[ends[s - 1] if s else 0:ends[s]]},
+            )]
+        at = text.find(REPLACEMENT, ends[s])
     return []
 
 
@@ -228,3 +229,141 @@ def variance_finding(name: str, k: int, base: str, got: str, chars: CharMap, ids
 def detokenizer_json(run: Run) -> dict[str, Any]:
     return {"name": run.name, "text": run.text, "held_bytes": run.held_bytes,
             "errors": [e.to_json() for e in run.errors], "flush": run.flush}
+
+
+#: Step sizes of the chunk-invariance test (speculative decoding accepts 1..8 tokens per step).
+CHUNK_SIZES = range(1, 9)
+#: Streams up to this many tokens are re-chunked whole; longer ones only in windows around the
+#: tokens where chunking can matter (:func:`risky_positions`), a full re-run confirming a hit.
+FULL_RECHUNK_TOKENS = 20_000
+#: Tokens of context on each side of a risky token (one step of the largest chunk size).
+WINDOW = max(CHUNK_SIZES)
+
+
+def _rechunk(ids: Sequence[int], k: int, start: int = 0) -> list[tuple[int, ...]]:
+    """``ids`` (which begin at stream position ``start``) cut where the whole stream cut into steps
+    of ``k`` would be cut."""
+    first = -start % k
+    out = [tuple(ids[:first])] if first else []
+    out += [tuple(ids[i:i + k]) for i in range(first, len(ids), k)]
+    return [step for step in out if step]
+
+
+def _fresh(name: str, ctx: DecodeContext, prompt: Sequence[int]) -> Any:
+    return next(d for d in build_detokenizers([name.split("-")[0]], ctx, prompt) if d.name == name)
+
+
+def _output(name: str, ctx: DecodeContext, prompt: Sequence[int], steps: Sequence[Sequence[int]]) -> str:
+    got = run_steps(_fresh(name, ctx, prompt), steps, track_held=False)
+    return got.text + got.flush
+
+
+def risky_positions(ctx: DecodeContext, ids: Sequence[int], runs: Sequence[Run]) -> list[int]:
+    """Positions where re-chunking can change a detokenizer's output: tokens that are unmapped,
+    special, not whole UTF-8 characters, or whose text depends on their neighbours (a decoder that
+    strips, joins or replaces: the id decoded twice is not its text twice), plus every position a
+    detokenizer reported an error at and both ends of the stream."""
+    verdict: dict[int, bool] = {}
+    decode_one, decode = ctx.decode_one, ctx.decode
+    out = set(range(min(WINDOW, len(ids)))) | set(range(max(len(ids) - WINDOW, 0), len(ids)))
+    for p, token_id in enumerate(ids):
+        risky = verdict.get(token_id)
+        if risky is None:
+            entry = ctx.tokens.get(token_id)
+            if entry is None or entry[1]:
+                risky = True
+            else:
+                try:
+                    text = entry[0].decode("utf-8")
+                except UnicodeDecodeError:
+                    risky = True
+                else:
+                    risky = decode_one(token_id) != text or decode([token_id, token_id]) != text + text
+            verdict[token_id] = risky
+        if risky:
+            out.add(p)
+    for r in runs:
+        out.update(e.position for e in r.errors if 0 <= e.position < len(ids))
+    return sorted(out)
+
+
+def _windows(risky: Sequence[int], step_starts: Sequence[int], n: int) -> list[tuple[int, int]]:
+    """Merged ``[a, b)`` token windows around the risky positions, widened to whole stream steps."""
+    out: list[tuple[int, int]] = []
+    for p in risky:
+        a = step_starts[bisect_right(step_starts, max(p - WINDOW, 0)) - 1]
+        k = bisect_right(step_starts, min(p + WINDOW, n - 1))
+        b = step_starts[k] if k < len(step_starts) else n
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def chunk_variance(
+    ctx: DecodeContext,
+    runs: Sequence[Run],
+    ids: Sequence[int],
+    steps: Sequence[Sequence[int]],
+    prompt: Sequence[int],
+    chars: CharMap,
+    full_below: int = FULL_RECHUNK_TOKENS,
+) -> tuple[list[Finding], list[dict[str, Any]], dict[str, Any]]:
+    """chunk-variance: the final output (emitted + released) must not depend on the chunking; *when*
+    text is emitted may (a bigger step emits later), and what is held at a cut end is TA502.
+
+    A stream shorter than ``full_below`` tokens is re-chunked whole into steps of 1..8 for every
+    detokenizer. A longer one is re-chunked only in windows around :func:`risky_positions` (each
+    window replayed with the stream's own steps and with steps of k, fed the 8 ids before it as
+    context; identical windows are replayed once); a window that differs is confirmed by re-chunking
+    the whole stream, so a finding is always the same as a full check would report."""
+    findings: list[Finding] = []
+    variance: list[dict[str, Any]] = []
+    sampled = len(ids) >= full_below
+    info: dict[str, Any] = {"mode": "windows" if sampled else "whole stream"}
+    windows: list[tuple[int, int]] = []
+    step_starts: list[int] = []
+    if sampled:
+        step_starts = [0]
+        for step in steps:
+            step_starts.append(step_starts[-1] + len(step))
+        step_starts.pop()
+        windows = _windows(risky_positions(ctx, ids, runs), step_starts, len(ids))
+        info["windows"] = len(windows)
+        info["tokens_checked"] = sum(b - a for a, b in windows)
+    for r in runs:
+        base = r.text + r.flush
+        candidates: list[int] = list(CHUNK_SIZES)
+        if sampled:
+            # The output is a function of (context, ids, chunking): identical windows (repeated text)
+            # are replayed once per alignment of their k-steps.
+            expected_of: dict[tuple[Any, ...], str] = {}
+            varies: dict[tuple[Any, ...], bool] = {}
+            hits: set[int] = set()
+            for a, b in windows:
+                context = tuple(prompt) if a == 0 else tuple(ids[max(a - WINDOW, 0):a])
+                own = steps[bisect_left(step_starts, a):bisect_left(step_starts, b)]
+                window = ids[a:b]
+                key = (context, tuple(window), tuple(map(len, own)))
+                expected = expected_of.get(key)
+                if expected is None:
+                    expected = expected_of[key] = _output(r.name, ctx, context, own)
+                for k in CHUNK_SIZES:
+                    if k in hits:
+                        continue
+                    k_key = (*key, k, a % k)
+                    hit = varies.get(k_key)
+                    if hit is None:
+                        hit = varies[k_key] = _output(r.name, ctx, context, _rechunk(window, k, a)) != expected
+                    if hit:
+                        hits.add(k)
+            candidates = sorted(hits)
+        for k in candidates:
+            got = run_steps(_fresh(r.name, ctx, prompt), _rechunk(ids, k), track_held=False)
+            text = got.text + got.flush
+            if text != base:
+                findings.append(variance_finding(r.name, k, base, text, chars, ids))
+                variance.append({"detokenizer": r.name, "k": k})
+                break
+    return findings, variance, info

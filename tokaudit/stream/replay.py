@@ -2,26 +2,33 @@
 
 from __future__ import annotations
 
+import codecs
 import time
-from collections.abc import Sequence
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
+from itertools import accumulate
 from dataclasses import dataclass, field
 from typing import Any
 
 from tokaudit.backends.base import call
 from tokaudit.errors import InputError
+from tokaudit.model.text import TokenText
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding
 from tokaudit.report.report import TargetResult
+from tokaudit.report.rows import LazyRows
 from tokaudit.stream import invariants as inv
 from tokaudit.stream.detokenizers import (
     REPLACEMENT,
-    BytesDetok,
     DecodeContext,
+    FEED_BLOCK,
     DecodeStreamDetok,
     Run,
     StepError,
     TokenBytes,
     build_detokenizers,
+    bytes_not_applicable,
     run,
 )
 from tokaudit.stream.readers import Stream
@@ -29,8 +36,7 @@ from tokaudit.stream.stops import StopOutcome, apply_stops
 from tokaudit.stream.toolcalls import find_tool_calls
 from tokaudit.stream.utf8 import incomplete_tail
 
-#: Step sizes of the chunk-invariance test (speculative decoding accepts 1..8 tokens per step).
-CHUNK_SIZES = range(1, 9)
+CHUNK_SIZES = inv.CHUNK_SIZES
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,10 @@ class ReplayOptions:
     stop_ids: tuple[int, ...] = ()
     skip_special_tokens: bool = True
     chunk_invariance: bool = True
+    #: ``--steps``: None (steps around findings), or a ``(first, end)`` range of steps to show
+    steps: tuple[int, int | None] | None = None
+    #: streams this long or longer are checked for chunk invariance in windows (see invariants)
+    full_rechunk_tokens: int = inv.FULL_RECHUNK_TOKENS
 
 
 @dataclass
@@ -58,28 +68,39 @@ def load_tokenizer(model: TokenizerModel) -> tuple[Any, str, float]:
     """The ``tokenizers.Tokenizer`` replay decodes with (tokenizer.json, or rebuilt from the ranks)."""
     from tokaudit.backends.registry import load_backends
 
-    loaded = load_backends(model, ["hf"])[0]
+    loaded = load_backends(model, ["hf"], decode_only=True)[0]  # replay only decodes: no pattern needed
     if loaded.backend is None:
         raise InputError(f"cannot build a tokenizer to replay with: {loaded.unavailable}", file=model.target)
     return loaded.backend.tokenizer, loaded.backend.origin, loaded.load_seconds  # type: ignore[attr-defined]
 
 
-def _reference_chars(ctx: DecodeContext, prompt: Sequence[int], ids: Sequence[int], full: str) -> list[int]:
+def decode_context(model: TokenizerModel, tokenizer: Any, skip_special_tokens: bool) -> DecodeContext:
+    """What replay's detokenizers decode with: the tokenizer, the skip flag, the model's token bytes."""
+    return DecodeContext(tokenizer, skip_special_tokens, TokenBytes(model.files, TokenText(model)))
+
+
+def _reference_chars(ctx: DecodeContext, prompt: Sequence[int], ids: Sequence[int], full: str) -> array:
     """Text length after each generated token, from the token bytes (or DecodeStream when the
     tokenizer's decoder is not byte-level and the bytes do not reproduce the full decode)."""
-    ends: list[int] = []
+    ends = array("q")
+    append = ends.append
+    skip = ctx.skip_special_tokens
+    data = ctx.tokens.data
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    decode = decoder.decode
+    decode(b"".join(data(i, skip) for i in prompt))
     total = 0
-    bytes_run = BytesDetok(ctx, prompt)
-    for p, token_id in enumerate(ids):
-        total += len(bytes_run.step((token_id,), p))
-        ends.append(total)
-    if total + len(bytes_run.flush()) == len(full):
+    for token_id in ids:
+        total += len(decode(data(token_id, skip)))
+        append(total)
+    if total + len(decoder.decode(b"", True)) == len(full):
         return ends
-    ends, total = [], 0
+    ends = array("q")
     stream = DecodeStreamDetok(ctx, prompt, prefill=False)
-    for p, token_id in enumerate(ids):
-        total += len(stream.step((token_id,), p))
-        ends.append(total)
+    for start in range(0, len(ids), FEED_BLOCK):
+        chunks, _ = stream.feed([(i,) for i in ids[start:start + FEED_BLOCK]], start, track_held=False)
+        ends.extend(accumulate(map(len, chunks), initial=ends[-1] if ends else 0))
+        ends.pop(start)
     return ends
 
 
@@ -116,7 +137,7 @@ def _unmapped(model: TokenizerModel, ctx: DecodeContext, ids: Sequence[int]) -> 
 
     # hf is the tokenizer replay already decodes with; the others are built only now that they are needed
     backends = [("hf", ctx.tokenizer.decode)] + [
-        (b.name, b.backend.decode) for b in load_backends(model, ["tiktoken", "strict"]) if b.backend is not None
+        (b.name, b.backend.decode) for b in load_backends(model, ["tiktoken", "strict"], decode_only=True) if b.backend is not None
     ]
     out = []
     for token_id, positions in where.items():
@@ -143,8 +164,12 @@ def _dropped(runs: list[Run], detoks: list[Any], findings: list[Finding]) -> Non
                 r.errors.append(StepError(p, token_id, "dropped", "silently dropped by tokenizers decode"))
 
 
-def _rechunk(ids: Sequence[int], k: int) -> list[tuple[int, ...]]:
-    return [tuple(ids[i:i + k]) for i in range(0, len(ids), k)]
+def _not_applicable(names: Sequence[str], ctx: DecodeContext) -> list[dict[str, Any]]:
+    """Requested strategies that do not apply to this tokenizer (not run, never a stream error)."""
+    reason = bytes_not_applicable(ctx.tokens)
+    if "bytes" not in names or reason is None:
+        return []
+    return [{"name": "bytes", "applicable": False, "reason": reason, "text": None, "held_bytes": 0, "errors": [], "flush": ""}]
 
 
 def replay(
@@ -153,7 +178,7 @@ def replay(
     """Replay ``stream``; ``loaded`` is a :func:`load_tokenizer` result to reuse (benchmarks, tests)."""
     started = time.perf_counter()
     tokenizer, origin, load_seconds = loaded or load_tokenizer(model)
-    ctx = DecodeContext(tokenizer, options.skip_special_tokens, TokenBytes(model.files))
+    ctx = decode_context(model, tokenizer, options.skip_special_tokens)
     ids, steps, prompt = stream.ids, stream.steps, options.prompt
     seconds: dict[str, float] = {"tokenizer": load_seconds}
 
@@ -222,21 +247,11 @@ def replay(
                  "expected": reference.to_json(), "detokenizers": {k: v.to_json() for k, v in outcomes.items()}}
 
     variance: list[dict[str, Any]] = []
+    checked: dict[str, Any] = {}
     if options.chunk_invariance:
         t = time.perf_counter()
-        for r in runs:
-            base = r.text + r.flush
-            for k in CHUNK_SIZES:
-                again = build_detokenizers([r.name.split("-")[0]], ctx, prompt)
-                again = [d for d in again if d.name == r.name]
-                got = run(again[0], _rechunk(ids, k), track_held=False)
-                text = got.text + got.flush
-                # The final output (emitted + released) must not depend on the chunking; *when* text
-                # is emitted may (a bigger step emits later), and what is held at a cut end is TA502.
-                if text != base:
-                    findings.append(inv.variance_finding(r.name, k, base, text, chars, ids))
-                    variance.append({"detokenizer": r.name, "k": k})
-                    break
+        more, variance, checked = inv.chunk_variance(ctx, runs, ids, steps, prompt, chars, options.full_rechunk_tokens)
+        findings += more
         seconds["chunk_invariance"] = time.perf_counter() - t
 
     seconds["total"] = time.perf_counter() - started
@@ -246,41 +261,117 @@ def replay(
         "tokenizer": {"origin": origin, "load_seconds": round(load_seconds, 4)},
         "text": full,
         "detokenizers": ([{"name": "full", "text": full, "held_bytes": 0, "errors": [], "flush": ""}]
-                         if "full" in options.detokenizers else []) + [inv.detokenizer_json(r) for r in runs],
+                         if "full" in options.detokenizers else []) + [inv.detokenizer_json(r) for r in runs]
+                        + _not_applicable(options.detokenizers, ctx),
         "tool_calls": [{"format": c.format, "closed": c.closed, "valid": c.error is None, "error": c.error} for c in calls],
-        "chunk_invariance": {"checked": options.chunk_invariance, "sizes": list(CHUNK_SIZES), "varied": variance},
+        "chunk_invariance": {"checked": options.chunk_invariance, "sizes": list(CHUNK_SIZES), "varied": variance, **checked},
     }
     if stops is not None:
         data["stops"] = stops
-    data["timeline"] = timeline(ctx, steps, runs, findings)
+    rows = Timeline(ctx, steps, runs, findings, options.steps)
+    data["timeline_steps"] = {"shown": rows.shown, "rows": len(rows), "steps": len(steps), "summary": step_summary(runs)}
+    data["timeline"] = rows if options.steps is not None else list(rows)
     return Replay(full, runs, findings, data, seconds)
 
 
-def timeline(ctx: DecodeContext, steps: Sequence[Sequence[int]], runs: list[Run], findings: list[Finding]) -> list[dict[str, Any]]:
-    """One row per step: ids, each token's bytes (hex; None when unmapped), each detokenizer's chunk
-    and bytes held, and the codes of findings located in this step."""
-    problems: dict[int, list[str]] = {}
-    for f in findings:
-        pos = f.details.get("position")
-        if isinstance(pos, int):
-            problems.setdefault(pos, []).append(f.name)
-    rows = []
-    position = 0
-    for s, ids in enumerate(steps):
-        token_bytes = [ctx.tokens.get(i) for i in ids]
-        here = [name for p in range(position, position + len(ids)) for name in problems.get(p, [])]
-        rows.append({
-            "step": s,
-            "position": position,
-            "ids": list(ids),
-            "bytes_hex": [t[0].hex() if t is not None else None for t in token_bytes],
-            "special": [bool(t and t[1]) for t in token_bytes],
-            "chunks": {r.name: r.chunks[s] for r in runs},
-            "held": {r.name: r.held[s] for r in runs},
-            "problems": sorted(set(here)),
-        })
-        position += len(ids)
-    return rows
+#: Timelines up to this many steps are shown whole by default; longer ones show the first and last
+#: EDGE_STEPS steps and AROUND steps on each side of every finding.
+MAX_STEPS_SHOWN = 60
+EDGE_STEPS = 8
+AROUND = 2
+
+
+def parse_steps(value: str | None) -> tuple[int, int | None] | None:
+    """``--steps``: ``all``, or a range ``FIRST:END`` of step indices (end excluded; either may be
+    left out). None: the default view (around findings)."""
+    if value is None:
+        return None
+    text = value.strip().lower()
+    if text == "all":
+        return (0, None)
+    first, colon, last = text.partition(":")
+    try:
+        a = int(first) if first.strip() else 0
+        b = int(last) if last.strip() else None
+    except ValueError:
+        raise InputError(f"{value!r} is not 'all' or a range FIRST:END of step numbers (e.g. 100:200)", key="--steps") from None
+    if not colon or a < 0 or (b is not None and b < a):
+        raise InputError(f"{value!r} is not 'all' or a range FIRST:END of step numbers (e.g. 100:200)", key="--steps")
+    return (a, b)
+
+
+def step_summary(runs: Sequence[Run]) -> dict[str, dict[str, int]]:
+    """Per detokenizer: characters emitted, steps that emitted nothing, steps ending with bytes held,
+    the most bytes held."""
+    out = {}
+    for r in runs:
+        ends, held = r.ends, r.held
+        empty = sum(1 for s in range(len(ends)) if ends[s] == (ends[s - 1] if s else 0))
+        out[r.name] = {"characters": len(r.text), "empty_steps": empty,
+                       "holding_steps": len(held) - held.count(0), "max_held": max(held, default=0)}
+    return out
+
+
+class Timeline(LazyRows):
+    """One row per shown step: ids, each token's bytes (hex; None when unmapped), each detokenizer's
+    chunk and bytes held, and the names of findings located in this step. Rows are computed when
+    iterated, so ``--steps all`` on a long stream is written without being held in memory."""
+
+    def __init__(self, ctx: DecodeContext, steps: Sequence[Sequence[int]], runs: list[Run],
+                 findings: list[Finding], steps_option: tuple[int, int | None] | None) -> None:
+        self.ctx, self.steps, self.runs = ctx, steps, runs
+        self.problems: dict[int, list[str]] = {}
+        for f in findings:
+            pos = f.details.get("position")
+            if isinstance(pos, int):
+                self.problems.setdefault(pos, []).append(f.name)
+        self.starts = array("q", accumulate((len(s) for s in steps), initial=0))
+        n = len(steps)
+        if steps_option is not None:
+            a, b = steps_option
+            b = n if b is None else min(b, n)
+            self.ranges = [(min(a, n), b)]
+            self.shown = "all" if (a, b) == (0, n) else f"{a}:{b}"
+        elif n <= MAX_STEPS_SHOWN:
+            self.ranges, self.shown = [(0, n)], "all"
+        else:
+            keep = [(0, EDGE_STEPS), (n - EDGE_STEPS, n)]
+            for pos in self.problems:
+                s = bisect_right(self.starts, pos) - 1
+                if 0 <= s < n:
+                    keep.append((max(s - AROUND, 0), min(s + AROUND + 1, n)))
+            merged: list[tuple[int, int]] = []
+            for a, b in sorted(keep):
+                if merged and a <= merged[-1][1]:
+                    merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+                else:
+                    merged.append((a, b))
+            self.ranges, self.shown = merged, "around findings"
+
+    def __len__(self) -> int:
+        return sum(b - a for a, b in self.ranges)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        get = self.ctx.tokens.get
+        chunks = [(r.name, r.chunks) for r in self.runs]
+        held = [(r.name, r.held) for r in self.runs]
+        problems = self.problems
+        for a, b in self.ranges:
+            for s in range(a, b):
+                ids = self.steps[s]
+                position = self.starts[s]
+                token_bytes = [get(i) for i in ids]
+                here = [name for p in range(position, position + len(ids)) for name in problems.get(p, ())]
+                yield {
+                    "step": s,
+                    "position": position,
+                    "ids": list(ids),
+                    "bytes_hex": [t[0].hex() if t is not None else None for t in token_bytes],
+                    "special": [bool(t and t[1]) for t in token_bytes],
+                    "chunks": {name: c[s] for name, c in chunks},
+                    "held": {name: h[s] if s < len(h) else 0 for name, h in held},
+                    "problems": sorted(set(here)),
+                }
 
 
 def replay_result(model: TokenizerModel, stream: Stream, options: ReplayOptions) -> tuple[TargetResult, list[Finding]]:
