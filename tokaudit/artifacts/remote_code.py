@@ -374,6 +374,8 @@ def parse_remote_code(path: Path) -> RemoteCode:
                     not_understood.append((Provenance(path.name, line=stmt.lineno, key=name), _why(exc, value_node)))
                 continue
             env[name] = value
+            if isinstance(value, str):  # a constant that may be passed on as pat_str: remember where it is written
+                defined[name] = (value, Provenance(path.name, line=stmt.lineno, key=name))
             if priority == 2 and top:
                 env[f"self.{name}"] = value
             if not top or priority != 2:

@@ -134,6 +134,21 @@ def size_mismatch(model: TokenizerModel) -> Iterator[Finding]:
                     ids=beyond,
                     details={"profile": name, "declared_size": size, "declared_by": model.declared.basis},
                 )
+        base_count = len(model.base.tokens)
+        for rc in model.artifacts.remote_code:
+            n = rc.num_reserved_special_tokens
+            if n and base_count + n > size:
+                # kept as a range: the slots are never materialised past the declared size
+                past = IdRanges.span(max(size, base_count), base_count + n)
+                yield size_mismatch.finding(
+                    f"{rc.name} declares num_reserved_special_tokens = {n}: reserved slots [{base_count}, {base_count + n}) "
+                    f"reach past the declared size {size} ({model.declared.basis}); {past.count} of them can never be "
+                    "produced, and tokaudit keeps them as a range instead of building them.",
+                    location=rc.num_reserved_source,
+                    ids=past,
+                    details={"profile": REMOTE_CODE, "declared_size": size, "num_reserved_special_tokens": n,
+                             "first_reserved_id": base_count},
+                )
     sizes = model.sizes
     emb = model.artifacts.embedding
     if sizes.embedding_rows is not None and sizes.config_vocab_size is not None and sizes.embedding_rows != sizes.config_vocab_size:

@@ -46,8 +46,9 @@ def partial_utf8_token(model: TokenizerModel) -> Iterator[Finding]:
     )
 
 
-def _encoder(model: TokenizerModel) -> tuple[str, Any] | None:
-    """A batch encoder of plain text (no special-token matching) using the model's own algorithm."""
+def _encoder(model: TokenizerModel) -> tuple[str, Any] | str | None:
+    """A batch encoder of plain text (no special-token matching) using the model's own algorithm; the reason
+    (a string) when the model is byte-level but none can be built; None when the rule does not apply."""
     from tokaudit.backends.registry import load_backends
 
     a = model.artifacts
@@ -57,12 +58,13 @@ def _encoder(model: TokenizerModel) -> tuple[str, Any] | None:
             enc = loaded.backend.encoding  # type: ignore[attr-defined]
             # a plain loop: encode_ordinary_batch's thread pool costs ~10x more than it saves on short texts
             return "tiktoken", lambda texts: [enc.encode_ordinary(t) for t in texts]
-        return None
-    if a.tokenizer_json is not None:
+        return f"tiktoken: {loaded.unavailable}"
+    if a.tokenizer_json is not None and a.tokenizer_json.scheme.value == "byte-level":
         loaded = load_backends(model, ["hf"])[0]
-        if loaded.backend is not None and a.tokenizer_json.scheme.value == "byte-level":
+        if loaded.backend is not None:
             tok = loaded.backend.tokenizer  # type: ignore[attr-defined]
             return "hf", lambda texts: [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]
+        return f"hf: {loaded.unavailable}"
     return None
 
 
@@ -70,6 +72,12 @@ def _encoder(model: TokenizerModel) -> tuple[str, Any] | None:
 def unreachable_token(model: TokenizerModel) -> Iterator[Finding]:
     found = _encoder(model)
     if found is None:
+        return
+    if isinstance(found, str):  # a deep rule that cannot run says so: never a silent pass
+        yield unreachable_token.finding(
+            f"not checked: no encoder of this model could be built ({found}), so which tokens are unreachable is unknown.",
+            severity=Severity.NOTE, location=Provenance(model.vocab_artifact), details={"ran": False, "reason": found},
+        )
         return
     name, encode = found
     vocab = model.base.tokens

@@ -1,0 +1,107 @@
+"""The remote-code constant evaluator has a step and size budget (issue 13): hostile tokenization_*.py
+files end in bounded time and memory, what exceeds the budget is "not understood" and said in a
+finding, and deeply nested code is a finding, never exit 3. Each case is a whole ``python -m tokaudit``
+process with a wall-clock bound; the files are generated here, never committed."""
+
+from __future__ import annotations
+
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, ROOT
+
+SCAN_SECONDS = 10
+PEAK_BYTES = 1536 * 1024 * 1024
+
+
+def _model(tmp_path: Path, source: str, vocab_size: int = 1024) -> Path:
+    target = tmp_path / "model"
+    target.mkdir()
+    shutil.copy(FIXTURES / "tiny-tiktoken" / "tiktoken.model", target / "tiktoken.model")
+    (target / "config.json").write_text(json.dumps({"vocab_size": vocab_size}))
+    (target / "tokenization_hostile.py").write_text(source)
+    return target
+
+
+def _scan(target: Path) -> tuple[int, dict, str, float]:
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "tokaudit", "scan", str(target), "--format", "json"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )
+    seconds = time.monotonic() - start
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "Traceback" not in proc.stderr
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # the largest child so far
+    assert peak < PEAK_BYTES
+    return proc.returncode, json.loads(proc.stdout), proc.stderr, seconds
+
+
+def _by_code(doc: dict, code: str) -> list[dict]:
+    return [f for f in doc["findings"] if f["code"] == code]
+
+
+@pytest.mark.parametrize(
+    ("n", "why"),
+    [
+        (1_000_000, "a collection of 1000000 items (limit 100000)"),  # the size limit stops it first
+        (50_000, "over the evaluator's budget of 300000 steps"),  # each list fits; the steps run out
+    ],
+)
+def test_nested_comprehension(tmp_path: Path, n: int, why: str) -> None:
+    target = _model(tmp_path, f"import tiktoken\n\nspecial_tokens = [[i for i in range({n})] for j in range({n})]\n")
+    _, doc, _, seconds = _scan(target)
+    assert seconds < SCAN_SECONDS
+    (note,) = _by_code(doc, "TA302")
+    assert note["severity"] == "note" and note["location"] == {"file": "tokenization_hostile.py", "line": 3, "key": "special_tokens"}
+    assert note["details"]["not_understood"] == [f"tokenization_hostile.py:3: {why}"]
+
+
+def test_join_of_3000_big_strings_as_the_pattern(tmp_path: Path) -> None:
+    big = "x" * 1000
+    source = f"import tiktoken\n\nBIG = {big!r}\npat_str = ''.join([{', '.join(['BIG'] * 3000)}])\n"
+    _, doc, _, seconds = _scan(_model(tmp_path, source))
+    assert seconds < SCAN_SECONDS
+    (unknown,) = _by_code(doc, "TA304")
+    assert unknown["location"] == {"file": "tokenization_hostile.py", "line": 4, "key": "pat_str"}
+    assert "a join of 3000000 characters (limit 100000)" in unknown["message"]
+
+
+def test_one_megabyte_pattern_is_not_understood(tmp_path: Path) -> None:
+    source = "import tiktoken\n\npat_str = " + repr("a|" * 500_000) + "\n"
+    _, doc, _, seconds = _scan(_model(tmp_path, source))
+    assert seconds < SCAN_SECONDS
+    (unknown,) = _by_code(doc, "TA304")
+    assert "a string of 1000000 characters (limit 100000)" in unknown["message"]
+    (note,) = _by_code(doc, "TA302")
+    assert note["details"]["not_understood"] == ["tokenization_hostile.py:3: a string of 1000000 characters (limit 100000)"]
+
+
+def test_ten_million_reserved_slots_stay_a_range(tmp_path: Path) -> None:
+    source = 'import tiktoken\n\nnum_reserved_special_tokens = 10000000\npat_str = r"\\S+|\\s+"\n'
+    target = _model(tmp_path, source)
+    (target / "tokenizer_config.json").write_text(json.dumps({"auto_map": {"AutoTokenizer": ["tokenization_hostile.Tok", None]}}))
+    _, doc, _, seconds = _scan(target)
+    assert seconds < SCAN_SECONDS
+    (past,) = [f for f in _by_code(doc, "TA104") if f["details"].get("num_reserved_special_tokens")]
+    assert past["ids"] == [[1024, 10000999]] and past["count"] == 10000999 - 1024 + 1
+    assert past["location"] == {"file": "tokenization_hostile.py", "line": 3, "key": "num_reserved_special_tokens"}
+    assert doc["vocab"]["profiles"]["remote-code"]["unmapped"] == 0  # 1000..1023 filled, nothing past 1024 built
+
+
+@pytest.mark.parametrize("shape", ["-", "not ", "lambda: "])
+def test_deeply_nested_expressions_are_a_finding_not_a_crash(tmp_path: Path, shape: str) -> None:
+    source = "x = " + shape * 200_000 + "1\n"
+    _, doc, stderr, seconds = _scan(_model(tmp_path, source))
+    assert seconds < SCAN_SECONDS and "internal error" not in stderr
+    (note,) = _by_code(doc, "TA302")
+    (problem,) = note["details"]["not_understood"]
+    assert problem.startswith("tokenization_hostile.py: not parsed (line ")
+    assert "nested too deeply to parse" in problem or "too many nested" in problem or "RecursionError" in problem
