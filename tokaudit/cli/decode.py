@@ -83,6 +83,7 @@ def encode(
     target: TargetArg,
     text: Annotated[str, typer.Argument(help="The text to encode, or - to read it from stdin.", show_default=False)],
     backend: BackendOpt = None,
+    pat_str: Annotated[str | None, typer.Option("--pat-str", help="Pre-tokenizer regex, when the model declares none.")] = None,
     revision: RevisionOpt = None,
     fmt: FormatOpt = OutputFormat.rich,
     output: OutputOpt = None,
@@ -99,6 +100,6 @@ def encode(
 
         text = read_text_arg(text)
         model = load_model(target, revision)
-        lb = pick_backend(model, backend, encode=True)
+        lb = pick_backend(model, backend, encode=True, pat_str=pat_str)
         result, findings = encode_text(model, lb, text)
         emit(Report("encode", [result], findings), fmt, output, fail_on, quiet, color)

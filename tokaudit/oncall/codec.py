@@ -27,9 +27,9 @@ def gateway_backend(model: TokenizerModel) -> str:
     return "hf"
 
 
-def pick_backend(model: TokenizerModel, name: str | None, *, encode: bool) -> LoadedBackend:
+def pick_backend(model: TokenizerModel, name: str | None, *, encode: bool, pat_str: str | None = None) -> LoadedBackend:
     chosen = name or gateway_backend(model)
-    lb = load_backends(model, [chosen])[0]
+    lb = load_backends(model, [chosen], pat_str, decode_only=not encode)[0]  # decoding never needs a pattern
     if lb.backend is None:
         # the model's files made it unavailable: name them; blame --backend only when the user gave it
         where = str(model.artifacts.root / model.vocab_artifact) if model.vocab_artifact else model.target
