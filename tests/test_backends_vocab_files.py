@@ -28,7 +28,9 @@ def test_gpt2_files_encode_like_the_tokenizer_json_they_came_from() -> None:
 def test_bert_vocab_txt_wordpiece() -> None:
     bert = _hf(str(FIXTURES / "bert-wordpiece"))
     vocab = (FIXTURES / "bert-wordpiece" / "vocab.txt").read_text(encoding="utf-8").splitlines()
-    assert bert.origin == "built from vocab.txt (BERT WordPiece)"
+    # tokenizer_config.json sets do_lower_case only; the other two settings are BertTokenizer's defaults
+    assert bert.origin == ("built from vocab.txt (BERT WordPiece, BertNormalizer: lower-casing, accent stripping, CJK characters "
+                           "split; BertTokenizer defaults for strip_accents, tokenize_chinese_chars)")
     assert bert.encode("Playing") == [vocab.index("play"), vocab.index("##ing")]  # lower-cased, then split
     assert bert.decode([vocab.index("play"), vocab.index("##ing")]) == "playing"
 

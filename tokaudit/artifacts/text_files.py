@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tokaudit.artifacts.base import Provenance, expect_int, read_json_object, read_text
-from tokaudit.artifacts.token_bytes import Scheme, token_bytes
+from tokaudit.artifacts.token_bytes import BYTE_LEVEL_DEFAULT, WORDPIECE_DEFAULT, DecoderChain, Scheme, token_bytes
 from tokaudit.errors import InputError
 
 
@@ -28,6 +28,7 @@ class VocabJson:
     vocab: dict[int, str]
     duplicate_ids: tuple[tuple[int, str, str], ...]
     scheme: Scheme = Scheme.BYTE_LEVEL
+    decoder: DecoderChain = BYTE_LEVEL_DEFAULT
 
     @property
     def name(self) -> str:
@@ -60,6 +61,7 @@ class VocabTxt:
     path: Path
     vocab: dict[int, str]
     scheme: Scheme = Scheme.WORDPIECE
+    decoder: DecoderChain = WORDPIECE_DEFAULT
 
     @property
     def name(self) -> str:

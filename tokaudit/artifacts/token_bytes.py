@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
+from typing import Any
 
 
 class Scheme(str, Enum):
@@ -51,3 +53,308 @@ def token_bytes(token: str, scheme: Scheme) -> bytes:
     if scheme is Scheme.WORDPIECE:
         return (token[2:] if token.startswith("##") else token).encode("utf-8")
     return token.encode("utf-8")
+
+
+# --- The decoder chain: token strings -> text, as the ``tokenizers`` decoders do it ---------------
+
+#: WordPiece ``cleanup``: the replacements ``tokenizers`` (and BERT's ``clean_up_tokenization``) make.
+_CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"), (" 'm", "'m"),
+            (" do not", " don't"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+
+#: Decoder types emulated; any other makes the chain ``unsupported``.
+KNOWN_DECODERS = frozenset({"ByteLevel", "Metaspace", "Replace", "ByteFallback", "Fuse", "Strip", "WordPiece", "BPEDecoder"})
+
+
+def cleanup(text: str) -> str:
+    for dirty, clean in _CLEANUP:
+        text = text.replace(dirty, clean)
+    return text
+
+
+@dataclass(frozen=True)
+class Step:
+    """One decoder of the chain. ``kind`` is the tokenizers type name; the other fields are its options."""
+
+    kind: str
+    #: Metaspace replacement / Replace pattern / Strip content / WordPiece prefix / BPEDecoder suffix.
+    text: str = ""
+    #: Replace: the replacement; ``regex``: the pattern is a regex rather than a literal string.
+    content: str = ""
+    regex: bool = False
+    #: Metaspace: drop the replacement char in the first token (prepend_scheme first/always).
+    strip_first: bool = False
+    #: Strip: how many ``text`` chars to remove at the start / end; WordPiece: cleanup.
+    start: int = 0
+    stop: int = 0
+    cleanup: bool = False
+
+    def describe(self) -> str:
+        if self.kind == "Metaspace":
+            return f"Metaspace({self.text!r}{', first token stripped' if self.strip_first else ''})"
+        if self.kind == "Replace":
+            return f"Replace({self.text!r} → {self.content!r})"
+        if self.kind == "Strip":
+            return f"Strip({self.text!r}, {self.start}, {self.stop})"
+        if self.kind == "WordPiece":
+            return f"WordPiece({self.text!r}{', cleanup' if self.cleanup else ''})"
+        if self.kind == "BPEDecoder":
+            return f"BPEDecoder({self.text!r})"
+        return self.kind
+
+    # exact semantics of tokenizers' decode_chain, on strings
+    def apply(self, tokens: list[str]) -> list[str]:
+        k = self.kind
+        if k == "ByteLevel":
+            table = byte_decoder()
+            data = b"".join(bytes(table[c] for c in t) if all(c in table for c in t) else t.encode("utf-8") for t in tokens)
+            return [data.decode("utf-8", "replace")]
+        if k == "Metaspace":
+            return [t.replace(self.text, "" if i == 0 and self.strip_first else " ") for i, t in enumerate(tokens)]
+        if k == "Replace":
+            return [self._replace(t) for t in tokens]
+        if k == "ByteFallback":
+            return _byte_fallback(tokens)
+        if k == "Fuse":
+            return ["".join(tokens)]
+        if k == "Strip":
+            return [_strip(t, self.text, self.start, self.stop) for t in tokens]
+        if k == "WordPiece":
+            out = []
+            for i, t in enumerate(tokens):
+                if i:
+                    t = t.replace(self.text, "", 1) if t.startswith(self.text) else " " + t
+                out.append(cleanup(t) if self.cleanup else t)
+            return out
+        if k == "BPEDecoder":
+            return [t.replace(self.text, "" if i == len(tokens) - 1 else " ") for i, t in enumerate(tokens)]
+        return tokens
+
+    def _replace(self, token: str) -> str:
+        if not self.regex:
+            return token.replace(self.text, self.content) if self.text else token
+        import regex
+
+        return regex.sub(self.text, lambda _m: self.content, token)
+
+
+def _strip(token: str, content: str, start: int, stop: int) -> str:
+    """tokenizers' Strip, quirk included: the kept length is counted in UTF-8 bytes but taken in chars."""
+    chars = list(token)
+    start_cut = 0
+    for c in chars[:start]:
+        if c != content:
+            break
+        start_cut += 1
+    stop_cut = 0
+    for c in reversed(chars[len(chars) - stop:] if stop else []):
+        if c != content:
+            break
+        stop_cut += 1
+    keep = max(len(token.encode("utf-8")) - start_cut - stop_cut, 0)
+    return "".join(chars[start_cut:start_cut + keep])
+
+
+def _strip_start(data: bytes, content: bytes, start: int) -> bytes:
+    while start and content and data.startswith(content):
+        data = data[len(content):]
+        start -= 1
+    return data
+
+
+def _byte_token(token: str) -> int | None:
+    """The byte of a ``<0xNN>`` ByteFallback token."""
+    m = _BYTE_TOKEN.fullmatch(token) if len(token) == 6 else None
+    return int(m.group(1), 16) if m else None
+
+
+def _byte_fallback(tokens: list[str]) -> list[str]:
+    """``<0xNN>`` runs become their bytes; a run that is not valid UTF-8 is one U+FFFD per byte (as tokenizers)."""
+    out: list[str] = []
+    run: list[int] = []
+
+    def close() -> None:
+        if run:
+            try:
+                out.append(bytes(run).decode("utf-8"))
+            except UnicodeDecodeError:
+                out.extend("\ufffd" for _ in run)
+            run.clear()
+
+    for t in tokens:
+        b = _byte_token(t)
+        if b is not None:
+            run.append(b)
+        else:
+            close()
+            out.append(t)
+    close()
+    return out
+
+
+@dataclass(frozen=True)
+class DecoderChain:
+    """How a tokenizer turns token strings into text (tokenizer.json ``decoder``, or the implied one of
+    vocab.txt / vocab.json). ``steps`` empty with ``join=True``: no decoder, tokens joined by spaces."""
+
+    steps: tuple[Step, ...]
+    #: Where the chain comes from, e.g. "tokenizer.json decoder" or "BERT default (vocab.txt)".
+    source: str
+    #: No decoder at all: tokenizers joins the tokens with single spaces.
+    join: bool = False
+    #: Decoder types that are not emulated (empty when every step is).
+    unsupported: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        if self.join:
+            return "none (tokens joined with spaces)"
+        return " → ".join(s.describe() for s in self.steps) or "none"
+
+    def decode(self, tokens: list[str]) -> str:
+        """The text tokenizers' ``decode`` gives for these token strings (added tokens included)."""
+        if self.join:
+            return " ".join(tokens)
+        for step in self.steps:
+            tokens = step.apply(tokens)
+        return "".join(tokens)
+
+    @property
+    def not_concatenative(self) -> str | None:
+        """Why token bytes do not simply concatenate to the text, or None when they do (then
+        :class:`PieceStream` yields the bytes each token adds)."""
+        if self.unsupported:
+            return f"the decoder {', '.join(self.unsupported)} is not emulated"
+        if self.join:
+            return "the tokenizer has no decoder: tokens are joined with spaces"
+        fused = False
+        for s in self.steps:
+            if s.kind == "WordPiece":
+                return "WordPiece puts a space before every token that does not start with '##': token bytes do not concatenate to the text"
+            if s.kind == "BPEDecoder":
+                return "BPEDecoder's suffix becomes a space except on the last token: token bytes do not concatenate to the text"
+            if s.kind == "Replace" and fused and (s.regex or len(s.text) != 1):
+                return "a Replace decoder after Fuse can match across tokens"
+            if s.kind == "Strip" and s.stop and fused:
+                return "a Strip decoder removes characters at the end of the whole text"
+            if s.kind in ("Fuse", "ByteLevel"):
+                fused = True
+        return None
+
+
+class PieceStream:
+    """The bytes each token adds to the text, in stream order, for a chain whose token bytes
+    concatenate (``not_concatenative`` is None): per-token steps on bytes, the first-token rules
+    (Metaspace, a Strip after Fuse) applied to the start of the text."""
+
+    def __init__(self, chain: DecoderChain) -> None:
+        self.chain = chain
+        self.index = 0
+        self._cache: dict[str, bytes] = {}  # non-first tokens: a pure function of the token
+        fused = False
+        #: Strips that apply once to the start of the whole text: [content bytes, remaining].
+        self.lead: list[list[Any]] = []
+        for s in chain.steps:
+            if s.kind == "Strip" and fused and s.start:
+                self.lead.append([s.text.encode("utf-8"), s.start])
+            if s.kind in ("Fuse", "ByteLevel"):
+                fused = True
+
+    def piece(self, token: str | bytes) -> bytes:
+        """The next token's bytes (a ``bytes`` token is raw: rank files have no decoder chain)."""
+        first = self.index == 0
+        self.index += 1
+        if isinstance(token, bytes):
+            data = token
+        elif first:
+            data = self._token(token, True)
+        else:
+            data = self._cache.get(token)  # type: ignore[assignment]
+            if data is None:
+                data = self._cache[token] = self._token(token, False)
+        for lead in self.lead:
+            while lead[1] and lead[0] and data.startswith(lead[0]):
+                data = data[len(lead[0]):]
+                lead[1] -= 1
+            if data:
+                lead[1] = 0  # only the very start of the whole text is stripped
+        return data
+
+    def _token(self, token: str, first: bool) -> bytes:
+        data: bytes | None = None  # set once a step turned the token into raw bytes
+        fused = False
+        for s in self.chain.steps:
+            k = s.kind
+            if k == "ByteLevel":
+                if data is None:
+                    table = byte_decoder()
+                    data = bytes(table[c] for c in token) if all(c in table for c in token) else token.encode("utf-8")
+                fused = True
+            elif k == "Fuse":
+                fused = True
+            elif k == "ByteFallback":
+                b = _byte_token(token) if data is None else None
+                if b is not None:
+                    data = bytes([b])
+            elif data is not None:  # a later step on a byte-fallback byte (rare): apply it to the bytes
+                if k == "Metaspace":
+                    data = data.replace(s.text.encode("utf-8"), b"" if first and s.strip_first else b" ")
+                elif k == "Replace" and not s.regex and s.text:
+                    data = data.replace(s.text.encode("utf-8"), s.content.encode("utf-8"))
+                elif k == "Strip" and not fused:
+                    data = _strip_start(data, s.text.encode("utf-8"), s.start)
+            elif k == "Metaspace":
+                token = token.replace(s.text, "" if first and s.strip_first else " ")
+            elif k == "Replace":
+                token = s._replace(token)
+            elif k == "Strip" and not fused:
+                token = _strip(token, s.text, s.start, s.stop)
+        return token.encode("utf-8") if data is None else data
+
+
+def parse_decoder(component: Any, source: str) -> DecoderChain:
+    """The chain of a tokenizer.json ``decoder`` object (None: no decoder)."""
+    if component is None:
+        return DecoderChain((), source, join=True)
+    steps: list[Step] = []
+    unsupported: list[str] = []
+
+    def walk(part: Any, depth: int) -> None:
+        if not isinstance(part, dict) or depth > 16:
+            unsupported.append(type(part).__name__)
+            return
+        kind = part.get("type")
+        if kind == "Sequence":
+            for sub in (part.get("decoders") or [])[:256]:
+                walk(sub, depth + 1)
+            return
+        if kind not in KNOWN_DECODERS:
+            unsupported.append(str(kind))
+            return
+        if kind == "Metaspace":
+            scheme = part.get("prepend_scheme")
+            if scheme is None:  # files older than tokenizers 0.14: add_prefix_space
+                scheme = "always" if part.get("add_prefix_space", True) else "never"
+            steps.append(Step(kind, text=str(part.get("replacement") or "\u2581"), strip_first=scheme != "never"))
+        elif kind == "Replace":
+            pattern = part.get("pattern") or {}
+            is_regex = "Regex" in pattern
+            steps.append(Step(kind, text=str(pattern.get("Regex", pattern.get("String", ""))), content=str(part.get("content", "")), regex=is_regex))
+        elif kind == "Strip":
+            steps.append(Step(kind, text=str(part.get("content", " ")), start=_int(part.get("start")), stop=_int(part.get("stop"))))
+        elif kind == "WordPiece":
+            steps.append(Step(kind, text=str(part.get("prefix", "##")), cleanup=bool(part.get("cleanup", True))))
+        elif kind == "BPEDecoder":
+            steps.append(Step(kind, text=str(part.get("suffix", "</w>"))))
+        else:
+            steps.append(Step(kind))
+
+    walk(component, 0)
+    return DecoderChain(tuple(steps), source, unsupported=tuple(unsupported))
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 20 else 0
+
+
+#: The decoders transformers builds for the slow vocabulary files.
+WORDPIECE_DEFAULT = DecoderChain((Step("WordPiece", text="##", cleanup=True),), "WordPiece (vocab.txt, as BertTokenizer)")
+BYTE_LEVEL_DEFAULT = DecoderChain((Step("ByteLevel"),), "ByteLevel (vocab.json + merges.txt, as GPT2Tokenizer)")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,8 @@ class TokenizerConfig:
     chat_template: str | None
     tokenizer_class: str | None
     auto_map: dict[str, Any]
+    #: WordPiece normalizer settings that are present (do_lower_case, strip_accents, tokenize_chinese_chars).
+    settings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -91,7 +93,22 @@ def parse_tokenizer_config(path: Path) -> TokenizerConfig:
         chat_template=_chat_template(data.get("chat_template"), path),
         tokenizer_class=tokenizer_class if isinstance(tokenizer_class, str) else None,
         auto_map=auto_map,
+        settings=_settings(data, path),
     )
+
+
+#: WordPiece (BertTokenizer) normalizer settings: name -> the types a value may have.
+WORDPIECE_SETTINGS = {"do_lower_case": (bool,), "strip_accents": (bool, type(None)), "tokenize_chinese_chars": (bool,)}
+
+
+def _settings(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    out = {}
+    for key, types in WORDPIECE_SETTINGS.items():
+        if key in data:
+            if not isinstance(data[key], types):
+                raise InputError(f"expected {' or '.join('null' if t is type(None) else t.__name__ for t in types)}", file=str(path), key=key)
+            out[key] = data[key]
+    return out
 
 
 def parse_special_tokens_map(path: Path) -> SpecialTokensMap:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tokaudit.artifacts.base import AddedToken, Provenance, expect_int, parse_added_token, read_json_object
-from tokaudit.artifacts.token_bytes import Scheme, token_bytes
+from tokaudit.artifacts.token_bytes import DecoderChain, Scheme, parse_decoder, token_bytes
 from tokaudit.errors import InputError
 
 #: GPT-2's pre-tokenizer regex, used by ``ByteLevel(use_regex=True)``.
@@ -25,6 +25,8 @@ class TokenizerJson:
     #: Split regexes of the pre-tokenizer, in order (ByteLevel's implicit GPT-2 regex included).
     patterns: tuple[str, ...]
     byte_fallback: bool
+    #: The ``decoder`` chain: how token strings (added tokens included) become text.
+    decoder: DecoderChain
     #: ``(id, token, other_token)`` where two vocabulary strings claim one id.
     duplicate_ids: tuple[tuple[int, str, str], ...]
     #: Components as raw JSON (kept for backends that rebuild the tokenizer).
@@ -128,6 +130,7 @@ def parse_tokenizer_json(path: Path) -> TokenizerJson:
         scheme=_scheme(data, str(model_type)),
         patterns=_patterns(data.get("pre_tokenizer")),
         byte_fallback=bool(model.get("byte_fallback")),
+        decoder=parse_decoder(data.get("decoder"), f"{path.name} decoder"),
         duplicate_ids=tuple(duplicates),
         raw=data,
     )

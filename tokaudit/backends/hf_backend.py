@@ -15,6 +15,7 @@ from tokaudit.artifacts.text_files import unknown_merges
 from tokaudit.backends.base import BackendUnavailable
 from tokaudit.backends.pattern import Pattern, onig_pattern
 from tokaudit.backends.vocab import ByteVocab
+from tokaudit.model.text import slow_special_tokens, wordpiece_settings
 from tokaudit.model.tokenizer_model import TokenizerModel
 
 
@@ -96,18 +97,23 @@ def tokenizer_from_vocab_files(model: TokenizerModel) -> tuple[Any, str] | None:
             # from what scan parsed (BOM-safe), not from_file
             pieces = {token: i for i, token in a.vocab_txt.vocab.items()}
             tok = Tokenizer(models.WordPiece(vocab=pieces, **({"unk_token": unk} if unk else {})))
-            tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+            wp = wordpiece_settings(model)
+            assert wp is not None
+            tok.normalizer = normalizers.BertNormalizer(
+                lowercase=wp.do_lower_case, strip_accents=wp.strip_accents, handle_chinese_chars=wp.tokenize_chinese_chars
+            )
             tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
             tok.decoder = decoders.WordPiece()
-            origin = f"built from {a.vocab_txt.name} (BERT WordPiece)"
+            defaults = f"; BertTokenizer defaults for {', '.join(wp.defaulted)}" if wp.defaulted else ""
+            origin = f"built from {a.vocab_txt.name} (BERT WordPiece, {wp.describe()}{defaults})"
         else:
             return None
     except Exception as exc:  # noqa: BLE001 - tokenizers raises plain Exception for malformed files
         raise BackendUnavailable(f"tokenizers cannot build from the vocabulary files: {exc}") from None
     cfg = a.tokenizer_config
     added = cfg.added_tokens_decoder if cfg else ()
-    named = [*cfg.special.values(), *cfg.additional_special_tokens] if cfg else []  # bos_token, eos_token, ...
-    specials = dict.fromkeys([t.content for t in added if t.special] + [t.content for t in named])
+    # bos_token, eos_token, ... (BertTokenizer's defaults for a bare vocab.txt)
+    specials = dict.fromkeys(slow_special_tokens(model))
     specials.pop("", None)  # an empty added token (TA206) is kept out of every encoder
     tok.add_special_tokens([AddedToken(content, special=True, normalized=False) for content in specials])
     tok.add_tokens([AddedToken(t.content, special=False) for t in added if not t.special and t.content])

@@ -9,6 +9,7 @@ from tokaudit.checks.common import is_placeholder
 from tokaudit.checks.registry import rule
 from tokaudit.ids import IdRanges
 from tokaudit.model.id_table import Layer
+from tokaudit.model.text import TokenText
 from tokaudit.model.loaders import compacted_added_ids, smg_detects_kimi, tokenizers_added_ids
 from tokaudit.model.tokenizer_model import REMOTE_CODE, TokenizerModel
 from tokaudit.report.finding import Finding, Severity
@@ -27,13 +28,17 @@ def id_collision(model: TokenizerModel) -> Iterator[Finding]:
         if len({e["token"] for e in entries}) > 1 and token_id not in claims:
             claims[token_id] = entries
 
+    # Claims compare as the decoder sees them: an added token's content goes through the decoder chain
+    # like a vocabulary entry (Gemma's added "▁▁" and its vocab entry "▁▁" are one token).
+    text = TokenText(model)
     # within one profile: an added/special layer on an id another layer already holds with other bytes
     for table in model.profiles.values():
         small = [layer for layer in table.layers if layer is not model.base]
         for layer in small:
             for i, token in layer.tokens.items():
                 others = [(other, other.tokens[i]) for other in table.layers if other is not layer and i in other.tokens]
-                if any(t != token for _, t in others):
+                mine = text.claim_bytes(layer, token)
+                if any(text.claim_bytes(o, t) != mine for o, t in others):
                     add(i, [_claim(layer, token)] + [_claim(o, t) for o, t in others])
     a = model.artifacts
     tj = a.tokenizer_json
@@ -50,7 +55,7 @@ def id_collision(model: TokenizerModel) -> Iterator[Finding]:
                 if tok.id is None:
                     continue
                 found = model.files.lookup(tok.id)
-                if found is not None and found.token != tok.content.encode("utf-8"):
+                if found is not None and text.claim_bytes(found.layer, found.token) != text.content_piece(tok.content):
                     add(tok.id, [_claim(found.layer, found.token),
                                  {"artifact": a.tokenizer_config.name, "rule": "added_tokens_decoder", "token": tok.content}])
     if not claims:

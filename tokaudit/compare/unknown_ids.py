@@ -15,6 +15,10 @@ from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.text import visible
 
 
+#: tokaudit's own backends (yardsticks, not libraries a server loads the model with).
+OWN_BACKENDS = frozenset({"strict", "reference"})
+
+
 @dataclass(frozen=True)
 class Probe:
     label: str
@@ -67,19 +71,30 @@ class UnknownIdTable:
     #: backend name -> one answer per probe
     answers: dict[str, list[Answer]]
 
-    def differing(self) -> list[Probe]:
-        """Probes on which the backends do not all answer alike."""
+    def _differing(self, names: list[str]) -> list[Probe]:
         out = []
         for k, probe in enumerate(self.probes):
-            if len({answers[k].key() for answers in self.answers.values()}) > 1:
+            if len({self.answers[name][k].key() for name in names}) > 1:
                 out.append(probe)
         return out
+
+    def differing(self) -> list[Probe]:
+        """Probes on which the model's own backends (the libraries that serve it) do not all answer
+        alike. tokaudit's strict and reference backends are yardsticks, not loaders of the model: a
+        disagreement only they have is not a finding about the model."""
+        return self._differing([name for name in self.answers if name not in OWN_BACKENDS])
+
+    def own_differing(self) -> list[Probe]:
+        """Probes on which only tokaudit's own backends answer differently from the libraries."""
+        real = set(self.differing())
+        return [p for p in self._differing(list(self.answers)) if p not in real]
 
     def to_json(self) -> dict[str, Any]:
         return {
             "probes": [{"label": p.label, "id": p.id} for p in self.probes],
             "backends": {name: [a.to_json() for a in answers] for name, answers in self.answers.items()},
             "differing": [p.label for p in self.differing()],
+            "differing_only_tokaudit_backends": [p.label for p in self.own_differing()],
         }
 
 

@@ -9,6 +9,7 @@ from tokaudit.backends.base import call, can_encode
 from tokaudit.backends.registry import LoadedBackend, load_backends
 from tokaudit.errors import InputError
 from tokaudit.ids import IdRanges
+from tokaudit.model.text import TokenText
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.oncall.codes import BACKEND_CRASH
 from tokaudit.oncall.shrink import Shrinker, failure_class
@@ -41,9 +42,17 @@ def pick_backend(model: TokenizerModel, name: str | None, *, encode: bool, pat_s
 
 
 def _tokens(model: TokenizerModel, ids: list[int], skip_special_tokens: bool) -> list[dict[str, Any]]:
+    """One row per id; the text of each is what it adds through the tokenizer's decoder at its place
+    in the sequence (a skipped special token shows its own text)."""
+    text = TokenText(model)
+    pieces = text.pieces(ids, skip_special_tokens)
     out = []
-    for i in ids:
-        row = token_json(token_info(model, i))
+    for i, piece in zip(ids, pieces):
+        if piece == b"" and skip_special_tokens and text.is_special(i):
+            piece = text.piece(i)
+        row = token_json(token_info(model, i), piece)
+        if row["profile"] == "files":
+            row["special"] = text.is_special(i)  # BERT's [UNK] is a vocab.txt line yet special
         row["skipped"] = skip_special_tokens and row["special"] and row["profile"] == "files"
         out.append(row)
     return out

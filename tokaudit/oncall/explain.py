@@ -8,6 +8,7 @@ from typing import Any
 from tokaudit.backends.registry import LoadedBackend
 from tokaudit.compare.unknown_ids import answer
 from tokaudit.errors import InputError, shorten
+from tokaudit.model.text import TokenText
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.oncall.tokens import in_declared_range, is_partial_utf8, token_info
 from tokaudit.report.report import TargetResult
@@ -46,7 +47,9 @@ def ids_of_content(model: TokenizerModel, content: bytes) -> list[int]:
 
 def explain_id(model: TokenizerModel, backends: list[LoadedBackend], query: str, token_id: int) -> dict[str, Any]:
     info = token_info(model, token_id)
-    token = info.token
+    # what the id adds to a text through the tokenizer's decoder (Gemma's added "▁▁" is two spaces)
+    piece = TokenText(model).piece(token_id)
+    token = info.token if piece is None else piece
     sources = []
     for profile, lk in info.lookups.items():
         if lk is None:

@@ -44,9 +44,11 @@ def is_partial_utf8(token: bytes) -> bool:
     return False
 
 
-def token_json(info: TokenInfo) -> dict[str, Any]:
-    """One token for decode/encode output: id, bytes, text (None when no profile maps it)."""
-    token = info.token
+def token_json(info: TokenInfo, piece: bytes | None = None) -> dict[str, Any]:
+    """One token for decode/encode output: id, bytes, text (None when no profile maps it). ``piece``:
+    what the token adds to the text through the tokenizer's decoder (:class:`~tokaudit.model.text.TokenText`),
+    shown instead of the raw table bytes when the files profile maps the id."""
+    token = info.token if piece is None else piece
     return {
         "id": info.id,
         "mapped": token is not None,

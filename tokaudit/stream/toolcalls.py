@@ -71,6 +71,11 @@ def find_tool_calls(text: str) -> list[ToolCall]:
     if calls:
         return sorted(calls, key=lambda c: c.start)
     stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
+    if _BARE_JSON.match(stripped):
         return [_check("json", text, len(text) - len(stripped), stripped, True)]
     return []
+
+
+#: Bare JSON: an object, or an array whose first element can start a JSON value (so that text
+#: opening with a bracketed special token such as BERT's ``[CLS]`` is not taken for a tool call).
+_BARE_JSON = re.compile(r'\{|\[\s*(?:[\[{"\]0-9-]|true|false|null)')
