@@ -112,14 +112,25 @@ def run(r: Run, timeout: float) -> Outcome:
     for t in threads:
         t.start()
     killed = False
+    report_file = os.fdopen(read_fd, "rb")
+    child = int(report_file.readline() or 0)  # the launcher's first line: the run's pid
+    seconds = 0.0
     while proc.poll() is None:
         if time.monotonic() - start > timeout and not killed:
-            os.killpg(proc.pid, signal.SIGKILL)
+            seconds = time.monotonic() - start
+            if child:
+                os.kill(child, signal.SIGKILL)  # the launcher survives to report the run's peak RSS
             killed = True
+        if killed and time.monotonic() - start > timeout + 10:
+            os.killpg(proc.pid, signal.SIGKILL)
         time.sleep(0.01)
-    seconds = time.monotonic() - start
-    with os.fdopen(read_fd, "rb") as fh:
-        report = fh.read().decode().split()
+    seconds = seconds or time.monotonic() - start
+    with report_file:
+        report = report_file.read().decode().split()
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # anything the run left behind
+    except ProcessLookupError:
+        pass
     for t in threads:
         t.join(5)
     code = int(report[0]) if report else None
@@ -131,6 +142,8 @@ _LAUNCHER = """
 import os, resource, sys
 limit, close_out, close_err, report = int(sys.argv[1]), sys.argv[2] == "1", sys.argv[3] == "1", int(sys.argv[4])
 pid = os.fork()
+if pid:
+    os.write(report, b"%d\\n" % pid)
 if pid == 0:
     os.close(report)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))

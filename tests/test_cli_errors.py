@@ -34,6 +34,15 @@ def test_rust_panic_is_caught_too(capsys: pytest.CaptureFixture[str]) -> None:
     assert err.endswith("(re-run with --debug for the traceback)\n")
 
 
-def test_debug_re_raises() -> None:
-    with pytest.raises(KeyError), handle_errors(debug=True):
+def test_debug_prints_the_traceback_and_keeps_the_exit_code(capsys) -> None:
+    """--debug shows the traceback; the exit code stays 3 for a bug and 2 for bad input (it was 1)."""
+    with pytest.raises(typer.Exit) as stop, handle_errors(debug=True):
         {}["missing"]
+    assert stop.value.exit_code == 3
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):\n")
+    assert err.endswith("KeyError: 'missing'\ntokaudit: internal error: KeyError\n")
+    with pytest.raises(typer.Exit) as stop, handle_errors(debug=True):
+        raise InputError("no such file", file="x.json")
+    assert stop.value.exit_code == 2
+    assert capsys.readouterr().err.endswith("tokaudit: error: x.json: no such file\n")

@@ -98,7 +98,8 @@ def read_text_arg(text: str, name: str = "TEXT") -> str:
     if text == "-":
         if sys.stdin is None:
             raise InputError("stdin is closed", key=name)
-        data = sys.stdin.buffer.read(MAX_TEXT_BYTES + 1)
+        raw = getattr(sys.stdin, "buffer", None)  # a text-only stdin (tests, embedding) has none
+        data = raw.read(MAX_TEXT_BYTES + 1) if raw is not None else sys.stdin.read(MAX_TEXT_BYTES + 1).encode("utf-8", "surrogateescape")
         if len(data) > MAX_TEXT_BYTES:
             raise InputError(f"stdin is over the limit of {MAX_TEXT_BYTES >> 20} MiB", key=name)
         try:

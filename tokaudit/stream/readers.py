@@ -48,7 +48,8 @@ class Stream:
 def read_stream(arg: str, fmt: str | None = None) -> Stream:
     """Read a stream from a path, or from stdin when ``arg`` is ``-``."""
     if arg == "-":
-        data = sys.stdin.buffer.read(MAX_STREAM_BYTES + 1)
+        raw = getattr(sys.stdin, "buffer", None)  # a text-only stdin (tests, embedding) has none
+        data = raw.read(MAX_STREAM_BYTES + 1) if raw is not None else sys.stdin.read(MAX_STREAM_BYTES + 1).encode("utf-8", "surrogateescape")
         if len(data) > MAX_STREAM_BYTES:
             raise InputError(f"stream is over the limit of {MAX_STREAM_BYTES >> 20} MiB", file="<stdin>")
         return parse_stream(decode_text(data, "<stdin>"), "<stdin>", fmt)
