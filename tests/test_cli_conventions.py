@@ -217,3 +217,45 @@ def test_hex_bytes_keep_their_spaces_in_token_tables() -> None:
 def test_one_id_is_singular() -> None:
     out = tokaudit("diff", FIXTURES / "oncall" / "tiny-changed-rank", TINY).stdout
     assert "1 id the draft maps decodes to other bytes in the target" in out and "1 ids" not in out
+
+
+# --- one meaning everywhere: special tokens, revisions ------------------------------------------
+
+def test_decode_and_replay_share_the_special_token_flags_and_default() -> None:
+    for command in ("decode", "replay"):
+        out = tokaudit(command, "--help", env={"COLUMNS": "200"}).stdout
+        assert "--skip-special-tokens / --keep-special-tokens" in out and "[default: skip-special-tokens]" in out
+    stream = FIXTURES / "streams" / "kimi-toolcall.json"
+    ids = json.loads(stream.read_text())
+    replay = json.loads(tokaudit("replay", KIMI, stream, "--detokenizers", "full", "--format", "json").stdout)
+    decode = json.loads(tokaudit("decode", KIMI, stream, "--format", "json").stdout)
+    assert replay["text"] == decode["text"] and replay["stream"]["skip_special_tokens"] is decode["skip_special_tokens"] is True
+    kept = json.loads(tokaudit("decode", KIMI, stream, "--keep-special-tokens", "--format", "json").stdout)
+    kept_replay = json.loads(tokaudit("replay", KIMI, stream, "--detokenizers", "full", "--keep-special-tokens",
+                                      "--format", "json").stdout)
+    assert kept["text"] == kept_replay["text"] != decode["text"] and len(ids) > 0
+
+
+def _hub_cache(tmp_path: Path) -> dict[str, str]:
+    """An offline Hugging Face cache holding org/tiny at two revisions: main (tiny-tiktoken) and v2 (one rank changed)."""
+    repo = tmp_path / "hub" / "models--org--tiny"
+    for ref, commit, source in (("main", "1" * 40, TINY), ("v2", "2" * 40, FIXTURES / "oncall" / "tiny-changed-rank")):
+        snapshot = repo / "snapshots" / commit
+        snapshot.mkdir(parents=True)
+        for f in source.iterdir():
+            (snapshot / f.name).write_bytes(f.read_bytes())
+        (repo / "refs").mkdir(exist_ok=True)
+        (repo / "refs" / ref).write_text(commit)
+    return {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub")}
+
+
+def test_diff_takes_a_revision_per_target(tmp_path: Path) -> None:
+    env = _hub_cache(tmp_path)
+    other = tokaudit("diff", "org/tiny", "org/tiny", "--target-revision", "v2", "--format", "json", env=env)
+    doc = json.loads(other.stdout)
+    assert other.returncode == 1 and doc["diff"]["classification"] == "incompatible"
+    assert [(f["code"], f["ids"]) for f in doc["findings"]] == [("TA701", [[500, 500]])]  # the rank v2 changed
+    both = json.loads(tokaudit("diff", "org/tiny", "org/tiny", "--revision", "v2", "--format", "json", env=env).stdout)
+    assert both["diff"]["classification"] == "identical"
+    local = json.loads(tokaudit("diff", TINY, FIXTURES / "oncall" / "tiny-changed-rank", "--format", "json").stdout)
+    assert doc["diff"]["mismatched_ids"] == local["diff"]["mismatched_ids"]

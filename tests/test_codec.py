@@ -25,7 +25,7 @@ def test_default_backend_is_the_files_only_gateways():
 
 
 def test_decode_json_pieces_and_ids():
-    r = run_cli("decode", TINY, "1000", "300", "131", "1002", "--format", "json")
+    r = run_cli("decode", TINY, "1000", "300", "131", "1002", "--keep-special-tokens", "--format", "json")
     assert r.exit_code == 0
     doc = json.loads(r.stdout)
     assert (doc["backend"], doc["source"], doc["ids"]) == ("tiktoken", "<arguments>", [1000, 300, 131, 1002])
@@ -39,7 +39,7 @@ def test_decode_json_pieces_and_ids():
 
 
 def test_decode_plain_text_separates_pieces_with_bars():
-    r = run_cli("decode", TINY, "1000,300,131,1002")
+    r = run_cli("decode", TINY, "1000,300,131,1002", "--keep-special-tokens")
     assert r.exit_code == 0
     lines = r.stdout.splitlines()
     assert "  tokens       [BOS]|。|<83>|<|im_end|>" in lines
@@ -65,15 +65,19 @@ def test_skip_special_tokens():
     doc = json.loads(r.stdout)
     assert doc["text"] == "。"
     assert [t["skipped"] for t in doc["tokens"]] == [True, False, True]
+    # the default, as in replay and in servers
+    assert json.loads(run_cli("decode", TINY, "1000", "300", "1002", "--format", "json").stdout) == doc
+    kept = json.loads(run_cli("decode", TINY, "1000", "300", "1002", "--keep-special-tokens", "--format", "json").stdout)
+    assert (kept["text"], kept["skip_special_tokens"]) == ("[BOS]。<|im_end|>", False)
 
 
 def test_ids_from_a_file_and_from_stdin(tmp_path):
     path = tmp_path / "ids.json"
     path.write_text("[1000, 300]\n")
-    r = run_cli("decode", TINY, path, "--format", "json")
+    r = run_cli("decode", TINY, path, "--keep-special-tokens", "--format", "json")
     assert r.exit_code == 0
     assert (json.loads(r.stdout)["source"], json.loads(r.stdout)["text"]) == (str(path), "[BOS]。")
-    r = run_cli("decode", TINY, "-", "--format", "json", input='data: {"choices": [{"token_ids": [300, 1002]}]}\ndata: [DONE]\n')
+    r = run_cli("decode", TINY, "-", "--keep-special-tokens", "--format", "json", input='data: {"choices": [{"token_ids": [300, 1002]}]}\ndata: [DONE]\n')
     assert r.exit_code == 0
     assert json.loads(r.stdout)["text"] == "。<|im_end|>"
 

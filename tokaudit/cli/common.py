@@ -76,6 +76,12 @@ BaselineOpt = Annotated[
     Path | None,
     typer.Option("--baseline", help="A previous --format json report: only findings not in it count.", dir_okay=False),
 ]
+SkipSpecialOpt = Annotated[
+    bool,
+    typer.Option("--skip-special-tokens/--keep-special-tokens",
+                 help="Leave special tokens out of the text, as servers do by default (vLLM, TGI, SGLang, smg); "
+                      "--keep-special-tokens shows them. The token table lists every id either way."),
+]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Targets checked in parallel (threads).", min=1)]
 
 

@@ -20,6 +20,7 @@ from tokaudit.cli.common import (
     OutputOpt,
     QuietOpt,
     RevisionOpt,
+    SkipSpecialOpt,
     emit,
     handle_errors,
     read_text_arg,
@@ -54,7 +55,7 @@ def decode(
                        "(the formats of replay: JSON array, ids, JSON Lines steps, SSE capture).", show_default=False),
     ],
     backend: BackendOpt = None,
-    skip_special_tokens: Annotated[bool, typer.Option("--skip-special-tokens", help="Leave special tokens out of the text.")] = False,
+    skip_special_tokens: SkipSpecialOpt = True,
     stream_format: Annotated[
         StreamFormat | None, typer.Option("--stream-format", help="Force the format of the ids (default: detected).", case_sensitive=False)
     ] = None,

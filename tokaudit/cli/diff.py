@@ -16,7 +16,6 @@ from tokaudit.cli.common import (
     OutputFormat,
     OutputOpt,
     QuietOpt,
-    RevisionOpt,
     emit,
     handle_errors,
 )
@@ -25,7 +24,16 @@ from tokaudit.cli.common import (
 def diff(
     draft: Annotated[str, typer.Argument(metavar="TARGET_A", help="The draft model (directory, tokenizer file or repo id).", show_default=False)],
     target: Annotated[str, typer.Argument(metavar="TARGET_B", help="The target model it drafts for.", show_default=False)],
-    revision: RevisionOpt = None,
+    revision: Annotated[
+        str | None,
+        typer.Option("--revision", metavar="REV", help="Branch, tag or commit of TARGET_A when it is a Hugging Face repo id "
+                     "(and of TARGET_B unless --target-revision is given)."),
+    ] = None,
+    target_revision: Annotated[
+        str | None,
+        typer.Option("--target-revision", metavar="REV", help="Branch, tag or commit of TARGET_B when it is a Hugging Face repo id "
+                     "(default: --revision)."),
+    ] = None,
     fmt: FormatOpt = OutputFormat.rich,
     output: OutputOpt = None,
     fail_on: FailOnOpt = FailOn.error,
@@ -39,5 +47,5 @@ def diff(
         from tokaudit.report.report import Report
         from tokaudit.scan import load_model
 
-        result, findings = diff_models(load_model(draft, revision), load_model(target, revision))
+        result, findings = diff_models(load_model(draft, revision), load_model(target, target_revision or revision))
         emit(Report("diff", [result], findings), fmt, output, fail_on, quiet, color)

@@ -123,7 +123,7 @@ def _token_table(console: Console, tokens: list[dict[str, Any]]) -> None:
 def _codec(console: Console, d: dict[str, Any], decoding: bool) -> None:
     _kv(console, "backend", d["backend"] + (f" ({d['backend_detail']})" if d.get("backend_detail") else ""))
     if decoding:
-        _kv(console, "ids", f"{len(d['ids'])} from {d['source']}" + ("  (--skip-special-tokens)" if d["skip_special_tokens"] else ""))
+        _kv(console, "ids", f"{len(d['ids'])} from {d['source']}" + ("  (specials skipped)" if d["skip_special_tokens"] else "  (specials kept)"))
     if d.get("error"):
         e = d["error"]
         _kv(console, "error", Text(f"{'panic' if e['panic'] else e['exception']}: {e['message']}", style="bold red"))
