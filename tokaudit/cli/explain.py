@@ -25,7 +25,7 @@ from tokaudit.cli.common import (
 BackendsOpt = Annotated[
     str | None,
     typer.Option("--backends", help="Comma-separated: tiktoken, hf, reference, strict, transformers-fast, transformers-slow "
-                 "(default: every backend the model supports)."),
+                 "(default: every backend the model supports but the transformers ones; see --all-backends)."),
 ]
 PatStrOpt = Annotated[str | None, typer.Option("--pat-str", help="Pre-tokenizer regex, when the model declares none.")]
 TrustOpt = Annotated[
@@ -40,6 +40,9 @@ def explain(
         typer.Argument(metavar="ID|TEXT...", help="Token ids, or a token's exact text (e.g. '<|im_end|>'): every id with that token.", show_default=False),
     ],
     backends: BackendsOpt = None,
+    all_backends: Annotated[
+        bool, typer.Option("--all-backends", help="Every backend, the transformers ones too (default: all but transformers).")
+    ] = False,
     pat_str: PatStrOpt = None,
     trust_remote_code: TrustOpt = False,
     revision: RevisionOpt = None,
@@ -52,14 +55,15 @@ def explain(
 ) -> None:
     """What an id is: declared range, which profile and file map it, its bytes, what each backend does with it."""
     with handle_errors(debug):
-        from tokaudit.backends.registry import load_backends, parse_backend_list
+        from tokaudit.backends.registry import load_backends
+        from tokaudit.oncall.explain import backend_names, resolve
         from tokaudit.oncall.explain import explain as explain_ids
-        from tokaudit.oncall.explain import resolve
         from tokaudit.report.report import Report
         from tokaudit.scan import load_model
 
-        names = parse_backend_list(backends)
+        names = backend_names(backends, all_backends)
         model = load_model(target, revision)
         pairs = resolve(model, queries)
-        loaded = load_backends(model, names, pat_str, trust_remote_code=trust_remote_code)
+        # explain only decodes: backends rebuilt from ranks skip the merges (decode never reads them)
+        loaded = load_backends(model, names, pat_str, trust_remote_code=trust_remote_code, decode_only=True)
         emit(Report("explain", [explain_ids(model, loaded, pairs)], []), fmt, output, fail_on, quiet, color)

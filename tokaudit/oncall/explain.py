@@ -16,6 +16,19 @@ from tokaudit.report.report import TargetResult
 _INT = re.compile(r"[+-]?[0-9]+")  # ASCII digits only ("١٠٥" is text, not id 105)
 
 
+def backend_names(value: str | None, all_backends: bool) -> list[str]:
+    """``--backends`` / ``--all-backends``: by default every backend that applies except the
+    transformers ones (loading transformers is seconds an on-call question does not wait for)."""
+    from tokaudit.backends.registry import DefaultBackends, parse_backend_list
+
+    if value and all_backends:
+        raise InputError("give --backends or --all-backends, not both", key="--all-backends")
+    names = parse_backend_list(value)
+    if isinstance(names, DefaultBackends) and not all_backends:
+        return DefaultBackends(n for n in names if not n.startswith("transformers-"))
+    return names
+
+
 def resolve(model: TokenizerModel, queries: list[str]) -> list[tuple[str, int]]:
     """``(query, id)`` pairs: an integer is an id; any other string selects every id whose token is that string."""
     out: list[tuple[str, int]] = []

@@ -1,0 +1,54 @@
+"""explain's default backends leave transformers out (``--all-backends`` or ``--backends`` bring it in),
+and backends rebuilt from ranks for explain, decode and replay are decode-only builds that decode
+exactly as the full build does."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from tests.conftest import FIXTURES, run_cli
+from tokaudit.backends.hf_backend import tokenizer_from_ranks
+from tokaudit.backends.pattern import find_pattern
+from tokaudit.backends.vocab import byte_vocab
+from tokaudit.oncall.explain import backend_names
+
+KIMI = FIXTURES / "kimi-k2.5"
+
+
+def test_default_backends_leave_transformers_out():
+    assert backend_names(None, False) == ["tiktoken", "hf", "sentencepiece", "fastokens", "reference", "strict"]
+    assert backend_names(None, True)[-2:] == ["transformers-fast", "transformers-slow"]
+    assert backend_names("hf,transformers-fast", False) == ["hf", "transformers-fast"]
+
+
+def test_explain_on_kimi_by_default():
+    out = run_cli("explain", KIMI, "163600", "--format", "json", "--quiet")
+    assert out.exit_code == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert [(b["name"], b["available"]) for b in doc["backends"]] == [
+        ("tiktoken", True), ("hf", True), ("reference", True), ("strict", True)]
+    assert [b["detail"] for b in doc["backends"]][1] == "rebuilt from tiktoken.model ranks"
+    (entry,) = doc["ids"]
+    assert entry["backends"]["hf"]["dropped"] is True
+    assert entry["backends"]["tiktoken"]["exception"] == "KeyError"
+
+
+def test_backends_and_all_backends_together_is_exit_2():
+    out = run_cli("explain", KIMI, "5", "--backends", "hf", "--all-backends")
+    assert out.exit_code == 2
+    assert out.stderr == "tokaudit: error: key --all-backends: give --backends or --all-backends, not both\n"
+
+
+def test_decode_only_build_from_ranks_decodes_as_the_full_build(kimi):
+    model, _ = kimi
+    vocab, pattern = byte_vocab(model), find_pattern(model, None)
+    full = tokenizer_from_ranks(vocab, pattern)
+    lean = tokenizer_from_ranks(vocab, pattern, decode_only=True)
+    assert lean.get_vocab() == full.get_vocab()
+    rnd = random.Random(7)
+    for _ in range(300):
+        ids = [rnd.randrange(0, 163_840) for _ in range(rnd.randrange(1, 9))]
+        for skip in (True, False):
+            assert lean.decode(ids, skip_special_tokens=skip) == full.decode(ids, skip_special_tokens=skip), ids
+    assert lean.decode([163586, 19180, 163600, 19180]) == full.decode([163586, 19180, 163600, 19180])
