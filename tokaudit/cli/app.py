@@ -3,29 +3,56 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from importlib import import_module
+from typing import Annotated, Any
 
 import typer
 
 from tokaudit.cli.common import guard_std_streams
-from tokaudit.cli.compare import compare
 from tokaudit.cli.conventions import CONTEXT_SETTINGS, TokauditTyper, version_text
-from tokaudit.cli.decode import decode, encode
-from tokaudit.cli.diff import diff
-from tokaudit.cli.explain import explain
-from tokaudit.cli.fuzz import fuzz
-from tokaudit.cli.replay import replay
-from tokaudit.cli.scan import scan
-from tokaudit.cli.template import template
 
-app = TokauditTyper(
-    name="tokaudit",
-    help="Diagnose and audit LLM tokenizers: id-space gaps, special tokens, backend parity, stream replay.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    context_settings=CONTEXT_SETTINGS,
-)
+#: Command name -> (module, function), in help order. A run imports only its own command's module
+#: (``scan`` never imports compare's or replay's wiring); ``app`` (tests, help) has them all.
+COMMANDS = {
+    "scan": ("tokaudit.cli.scan", "scan"),
+    "compare": ("tokaudit.cli.compare", "compare"),
+    "replay": ("tokaudit.cli.replay", "replay"),
+    "explain": ("tokaudit.cli.explain", "explain"),
+    "decode": ("tokaudit.cli.decode", "decode"),
+    "encode": ("tokaudit.cli.decode", "encode"),
+    "fuzz": ("tokaudit.cli.fuzz", "fuzz"),
+    "diff": ("tokaudit.cli.diff", "diff"),
+    "template": ("tokaudit.cli.template", "template"),
+}
+
+
+def build_app(names: Any = COMMANDS) -> TokauditTyper:
+    """The typer app with the named commands registered."""
+    app = TokauditTyper(
+        name="tokaudit",
+        help="Diagnose and audit LLM tokenizers: id-space gaps, special tokens, backend parity, stream replay.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+        context_settings=CONTEXT_SETTINGS,
+    )
+    app.callback()(_root)
+    for name in names:
+        module, function = COMMANDS[name]
+        app.command(name)(getattr(import_module(module), function))
+    return app
+
+
+def _command_of(argv: list[str]) -> list[str] | None:
+    """The one command a command line runs, when it names one and asks for no top-level help or
+    completion; None otherwise (every command is registered then)."""
+    if any(name.endswith("_COMPLETE") for name in __import__("os").environ):
+        return None
+    for arg in argv[1:]:
+        if arg.startswith("-"):
+            return None  # a top-level option (--help, --version, ...) comes before any command
+        return [arg] if arg in COMMANDS else None
+    return None
 
 
 def _version(value: bool) -> None:
@@ -34,7 +61,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version of tokaudit and of the libraries it uses, and exit.")
@@ -43,17 +69,13 @@ def _root(
     """tokaudit: diagnostic and audit tool for LLM tokenizers."""
 
 
-app.command("scan")(scan)
-app.command("compare")(compare)
-app.command("replay")(replay)
-app.command("explain")(explain)
-app.command("decode")(decode)
-app.command("encode")(encode)
-app.command("fuzz")(fuzz)
-app.command("diff")(diff)
-app.command("template")(template)
+def __getattr__(name: str) -> Any:
+    if name == "app":  # ``from tokaudit.cli.app import app``: every command
+        globals()["app"] = full = build_app()
+        return full
+    raise AttributeError(name)
 
 
 def main() -> None:
     guard_std_streams(sys.argv)
-    app(prog_name="tokaudit")
+    build_app(_command_of(sys.argv) or COMMANDS)(prog_name="tokaudit")
