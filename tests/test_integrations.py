@@ -227,3 +227,25 @@ def test_readme_rules_table_agrees_with_the_catalog() -> None:
     rows = re.findall(r"^\| (TA\d{3}) \| ([a-z0-9-]+) \| (error|warning|note) \|", (ROOT / "README.md").read_text(), re.M)
     assert len(rows) >= 30
     assert [(c, n, s) for c, n, s in rows if (CATALOG[c].name, CATALOG[c].severity) != (n, s)] == []
+
+
+# --- transformers without --trust-remote-code (what the README states) --------------------------
+
+def test_transformers_converts_kimi_without_running_its_code(tmp_path: Path) -> None:
+    """transformers 5.x does not need tokenization_kimi.py for Kimi-K2.5: it converts tiktoken.model
+    into its Rust backend by itself; the model's code is never run without --trust-remote-code."""
+    pytest.importorskip("transformers")
+    import shutil
+
+    model = tmp_path / "kimi"
+    shutil.copytree(ROOT / KIMI, model)
+    marker = tmp_path / "EXECUTED"
+    with (model / "tokenization_kimi.py").open("a") as fh:
+        fh.write(f"\nimport pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n")
+    proc = tokaudit("explain", model, "163586", "--backends", "tiktoken,transformers-fast", "--format", "json")
+    doc = json.loads(proc.stdout)
+    row = {b["name"]: b for b in doc["backends"]}["transformers-fast"]
+    assert (proc.returncode, row["available"], row["detail"]) == (0, True, "TokenizersBackend (fast)")
+    decoded = doc["ids"][0]["backends"]
+    assert decoded["transformers-fast"]["text"] == decoded["tiktoken"]["text"] == "<|im_end|>"
+    assert not marker.exists()
