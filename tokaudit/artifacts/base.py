@@ -164,7 +164,7 @@ def read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
         total = 0
         while True:
             try:
-                chunk = os.read(fd, 1 << 20)
+                chunk = os.read(fd, 1 << 20 if chunks else st.st_size + 1)  # a regular file: one read
             except BlockingIOError:
                 raise InputError(f"not a regular file: reading it would block{_symlink_note(path)}", file=str(path)) from None
             if not chunk:
@@ -195,9 +195,28 @@ def decode_text(data: bytes, file: str) -> str:
 
 _BIG_INT = re.compile(r"(?<![\w.\"])-?\d{%d,}" % (sys.get_int_max_str_digits() + 1 if hasattr(sys, "get_int_max_str_digits") else 4301))
 _CONSTANT = re.compile(r"(?<![\w\"])-?(?:NaN|Infinity)\b")
-# a \\u escape of a lone surrogate (a pair, as ensure_ascii writes emoji, is fine): only then walk the value
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-                               r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _has_lone_surrogate_escape(text: str) -> bool:
+    """A \\u escape of a lone surrogate (a pair, as ensure_ascii writes emoji, is fine). A plain
+    substring test first: scanning 30 MB with a regex costs more than parsing it."""
+    if "\\ud" not in text and "\\uD" not in text:
+        return False
+    pending_high = -1  # end offset of an unpaired high surrogate escape
+    for m in _SURROGATE_ESCAPE.finditer(text):
+        high = m.group()[3].lower() in "89ab"
+        if pending_high >= 0:
+            if not high and m.start() == pending_high:
+                pending_high = -1
+                continue
+            return True
+        if not high:
+            return True
+        pending_high = m.end()
+    return pending_high >= 0
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -239,7 +258,7 @@ def parse_json_text(text: str, file: str, line: int | None = None) -> Any:
         key = _find_key(value, "", lambda v: isinstance(v, _Constant))
         raise InputError(f"invalid JSON: {constants[0]} is not a JSON number", file=file,
                          line=at(m.start()) if m else line, key=key or None)
-    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+    if _has_lone_surrogate_escape(text):
         key = _find_key(value, "", lambda v: isinstance(v, str) and _SURROGATE.search(v) is not None)
         if key is not None:
             raise InputError("lone surrogate (\\ud800-\\udfff) in a string: not encodable as UTF-8", file=file,

@@ -31,9 +31,10 @@ def byte_vocab(model: TokenizerModel) -> ByteVocab:
     if a.tiktoken is None and a.tekken is None:
         raise BackendUnavailable("needs byte-level ranks (tiktoken.model, *.tiktoken or tekken.json)")
     base = a.tiktoken.by_id if a.tiktoken else a.tekken.by_id  # type: ignore[union-attr]
-    # An empty token (rank b"" or an added token "") makes tiktoken's encode loop forever: keep it out
-    # (scan reports it as TA206 empty-token).
-    ranks = {token: i for i, token in base.items() if token}
+    # An empty *special* token makes tiktoken's encode loop forever: it is kept out below (scan reports
+    # it as TA206 empty-token). An empty rank is harmless (whisper's multilingual.tiktoken has one, id
+    # 50256) and stays, so that decoding it behaves as tiktoken does.
+    ranks = {token: i for i, token in base.items()}
     specials: dict[str, int] = {}
     if a.tokenizer_json is not None:
         # tokenizer.json is then the files profile's base vocabulary: only its added tokens are specials.

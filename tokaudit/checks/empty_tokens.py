@@ -1,8 +1,9 @@
-"""TA206 empty-token: a registered token whose content is empty.
+"""TA206 empty-token: an added (special) token whose content is empty.
 
 tiktoken (and the Rust loaders built on it) loops forever encoding with an empty special token, and
 Ctrl-C does not stop it; tokaudit keeps such tokens out of the encoders it builds
-(:func:`tokaudit.backends.vocab.byte_vocab`) and reports them here.
+(:func:`tokaudit.backends.vocab.byte_vocab`) and reports them here. An empty *rank* is harmless to
+tiktoken (whisper's multilingual.tiktoken has one) and is not reported.
 """
 
 from __future__ import annotations
@@ -36,14 +37,3 @@ def empty_token(model: TokenizerModel) -> Iterator[Finding]:
             ids=IdRanges.from_ids([tok.id]) if tok.id is not None else None,
             details={"subject": f"{tok.source.file}:{tok.source.key}", "id": tok.id},
         )
-    ranks = model.artifacts.tiktoken
-    if ranks is not None:
-        empty = [i for i, token in ranks.by_id.items() if not token]
-        if empty:
-            yield empty_token.finding(
-                f"{ranks.path.name} ranks an empty token (id {empty[0]}): tiktoken-based loaders loop forever on it; "
-                "tokaudit's backends leave it out.",
-                location=ranks.source(empty[0]),
-                ids=IdRanges.from_ids(empty),
-                details={"subject": f"{ranks.path.name}:empty", "id": empty[0]},
-            )
