@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from tokaudit.artifacts.load import Artifacts, load_artifacts
@@ -15,9 +16,11 @@ from tokaudit.report.report import TargetResult
 from tokaudit.source.resolve import resolve
 
 
-def load_model(target: str, revision: str | None = None) -> TokenizerModel:
+def load_model(target: str, revision: str | None = None, pat_str: str | None = None) -> TokenizerModel:
+    """``pat_str``: a --pat-str for the encoders built from this model (scan --deep, template)."""
     source = resolve(target, revision)
-    return build_model(load_artifacts(source.path), source.display)
+    model = build_model(load_artifacts(source.path), source.display)
+    return replace(model, pat_str=pat_str) if pat_str else model
 
 
 def scan_model(model: TokenizerModel, rules: Iterable[Rule] | None = None) -> tuple[TargetResult, list[Finding]]:
@@ -33,7 +36,7 @@ def scan_model(model: TokenizerModel, rules: Iterable[Rule] | None = None) -> tu
 
 
 def scan_targets(
-    targets: Sequence[str], revision: str | None, rules: Sequence[Rule], jobs: int = 1
+    targets: Sequence[str], revision: str | None, rules: Sequence[Rule], jobs: int = 1, pat_str: str | None = None
 ) -> tuple[list[TargetResult], list[Finding]]:
     """Scan several targets (``jobs`` threads); results and findings in the order the targets were given.
 
@@ -41,7 +44,7 @@ def scan_targets(
     """
 
     def one(target: str) -> tuple[TargetResult, list[Finding]]:
-        return scan_model(load_model(target, revision), rules)
+        return scan_model(load_model(target, revision, pat_str), rules)
 
     if jobs <= 1 or len(targets) <= 1:
         outcomes = [one(t) for t in targets]

@@ -41,6 +41,7 @@ def scan(
                      "with its error, and the scan goes on."),
     ] = None,
     deep: Annotated[bool, typer.Option("--deep", help="Also run the slow rules (TA402 unreachable-token).")] = False,
+    pat_str: Annotated[str | None, typer.Option("--pat-str", help="Pre-tokenizer regex for the encoders --deep builds, when the model declares none.")] = None,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
     baseline: BaselineOpt = None,
@@ -101,10 +102,10 @@ def scan(
             from tokaudit.fleet import as_completed
 
             def one(target: str) -> Report:
-                result, found = scan_model(load_model(target, revision), rules)
+                result, found = scan_model(load_model(target, revision, pat_str), rules)
                 return report([result], found)
 
             emit_lines("scan", as_completed(all_targets, one, jobs), output, fail_on, quiet)
         with progress_bar(quiet) as sink, reporting_to(sink):
-            results, findings = scan_targets(all_targets, revision, rules, jobs)
+            results, findings = scan_targets(all_targets, revision, rules, jobs, pat_str)
         emit(report(results, findings), fmt, output, fail_on, quiet, color)

@@ -59,6 +59,8 @@ class TokenizerModel:
     profiles: dict[str, IdTable]
     #: The base vocabulary layer (ranks or model vocab, without added tokens).
     base: Layer
+    #: A pre-tokenizer regex the user gave (--pat-str) for the encoders tokaudit builds; the model itself declares none.
+    pat_str: str | None = None
 
     @property
     def files(self) -> IdTable:
