@@ -192,3 +192,15 @@ def test_hf_backend_translates_the_possessive_pattern_so_digits_split_as_tiktoke
     model = load_model(str(target))  # the hf backend a rank-file-only target gets: rebuilt from the ranks
     rebuilt = tokenizer_from_ranks(byte_vocab(model), find_pattern(model))
     assert rebuilt.encode(text, add_special_tokens=False).ids == ids["tiktoken"]
+
+
+def test_scan_deep_takes_pat_str_for_a_bare_rank_file(tmp_path: Path) -> None:
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy(FIXTURES / "tiny-tiktoken" / "tiktoken.model", bare / "tiktoken.model")
+    doc = _scan(bare, "--deep", "--select", "TA402,TA304", "--pat-str", SAME_PATTERN)
+    codes = {f["code"]: f for f in doc["findings"]}
+    assert codes["TA304"]["severity"] == "warning"  # the model still declares no pattern
+    # the same ranks and pattern as tiny-tiktoken (whose remote code declares it): the same 18 unreachable tokens
+    assert codes["TA402"]["details"]["encoder"] == "tiktoken" and codes["TA402"]["count"] == 18
+    assert codes["TA402"]["ids"] == _scan(FIXTURES / "tiny-tiktoken", "--deep", "--select", "TA402")["findings"][0]["ids"]

@@ -11,13 +11,13 @@ __all__ = ["CL100K_PATTERN", "Pattern", "PatternSearch", "divergences", "find_pa
 
 
 def find_pattern(model: TokenizerModel, override: str | None = None) -> Pattern | None:
-    """The model's own pattern, by precedence; ``None`` when nothing declares one (never a guess)."""
-    return search_pattern(model.artifacts, override).pattern
+    """The model's own pattern, by precedence (``--pat-str`` first); ``None`` when nothing declares one (never a guess)."""
+    return search_pattern(model.artifacts, override or model.pat_str).pattern
 
 
 def no_pattern_reason(model: TokenizerModel, override: str | None = None) -> str | None:
     """Why an encoder cannot be built (``None`` when there is a pattern): names the file that blocks borrowing."""
-    found = search_pattern(model.artifacts, override)
+    found = search_pattern(model.artifacts, override or model.pat_str)
     if found.pattern is not None:
         return None
     return found.blocked or "no pre-tokenizer pattern found (pattern-unknown); pass --pat-str"
