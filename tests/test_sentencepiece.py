@@ -73,7 +73,8 @@ def test_reader_specs_of_the_fixtures() -> None:
     assert (llama.model_type, llama.byte_fallback, llama.normalizer) == ("bpe", True, "identity")
     assert (llama.add_dummy_prefix, llama.remove_extra_whitespaces, llama.escape_whitespaces) == (True, False, True)
     assert [p.piece for p in llama.pieces[:5]] == ["<unk>", "<s>", "</s>", "[INST]", "[/INST]"]
-    assert sorted(llama.special_ids) == [0, 1, 2, 3, 4]
+    assert sorted(llama.special_ids) == [1, 2, 3, 4]  # control pieces; <unk> is the unknown piece
+    assert llama.unk_piece == "<unk>" and llama.unk_surface == " \u2047 "
     assert len(llama.ids_of_type(PieceType.BYTE)) == 256
     assert llama.pieces[5].piece == "<0x00>" and llama.piece_bytes(5) == b"\x00"
     uni = parse_sentencepiece(UNIGRAM / "tokenizer.model")
@@ -225,7 +226,9 @@ def test_id_tables_mark_control_pieces_special(llama_only: Path) -> None:
     tokens, special = model.files.flat
     assert sorted(special) == [0, 1, 2, 3, 4]
     assert tokens[3] == b"[INST]"
-    assert model.files.lookup(1).layer.rule == "control and unknown pieces"  # type: ignore[union-attr]
+    assert model.files.lookup(1).layer.rule == "control pieces"  # type: ignore[union-attr]
+    # tokenizer_config.json lists <unk> as special: its flags win over the piece's (not a control piece)
+    assert model.files.lookup(0).layer.rule == "added_tokens_decoder (special)"  # type: ignore[union-attr]
     assert model.files.lookup(300).layer.rule == "sentencepiece bpe pieces"  # type: ignore[union-attr]
 
 

@@ -63,6 +63,8 @@ class SentencePieceModel:
     escape_whitespaces: bool
     precompiled_charsmap: bytes
     treat_whitespace_as_suffix: bool
+    #: What sentencepiece's decode prints for the unknown piece (TrainerSpec.unk_surface, " ⁇ " by default).
+    unk_surface: str
     #: TrainerSpec special ids; -1 means disabled (sentencepiece's convention).
     unk_id: int
     bos_id: int
@@ -104,8 +106,12 @@ class SentencePieceModel:
     @property
     def decoder_json(self) -> dict[str, Any]:
         """sentencepiece's decode as a tokenizer.json ``decoder`` (what transformers' converters write):
-        '▁' -> space, ``<0xNN>`` runs -> bytes, then the dummy-prefix space stripped once."""
+        the unknown piece -> its surface, '▁' -> space, ``<0xNN>`` runs -> bytes, then the dummy-prefix space
+        stripped once (sentencepiece keeps the surface's space when the unknown piece comes first)."""
         steps: list[dict[str, Any]] = []
+        if self.unk_piece is not None:
+            surface = self.unk_surface.replace(" ", "\u2581") if self.escape_whitespaces else self.unk_surface
+            steps.append({"type": "Replace", "pattern": {"String": self.unk_piece}, "content": surface})
         if self.escape_whitespaces:
             steps.append({"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "})
         if self.byte_fallback:
@@ -124,8 +130,13 @@ class SentencePieceModel:
 
     @cached_property
     def special_ids(self) -> frozenset[int]:
-        """Control and unknown pieces: what sentencepiece never produces from plain text."""
-        return frozenset(i for i, p in enumerate(self.pieces) if p.type in (PieceType.CONTROL, PieceType.UNKNOWN))
+        """Control pieces: never produced from text, dropped by sentencepiece's decode. (The unknown
+        piece is not one: decode prints it as :attr:`unk_surface`.)"""
+        return frozenset(i for i, p in enumerate(self.pieces) if p.type is PieceType.CONTROL)
+
+    @property
+    def unk_piece(self) -> str | None:
+        return self.pieces[self.unk_id].piece if 0 <= self.unk_id < len(self.pieces) else None
 
     def ids_of_type(self, kind: PieceType) -> list[int]:
         return [i for i, p in enumerate(self.pieces) if p.type is kind]
@@ -271,10 +282,11 @@ def _fast_piece(data: bytes, span: tuple[int, int]) -> Piece | None:
 
 _TRAINER_INTS = {3: "model_type", 40: "unk_id", 41: "bos_id", 42: "eos_id", 43: "pad_id"}
 _TRAINER_BOOLS = {35: "byte_fallback", 24: "treat_whitespace_as_suffix"}
+_DEFAULT_UNK_SURFACE = " \u2047 "
 
 
-def _trainer(data: bytes, span: tuple[int, int], path: Path) -> dict[str, int]:
-    out = {"model_type": 1, "unk_id": 0, "bos_id": 1, "eos_id": 2, "pad_id": -1, "byte_fallback": 0, "treat_whitespace_as_suffix": 0}
+def _trainer(data: bytes, span: tuple[int, int], path: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {"unk_surface": _DEFAULT_UNK_SURFACE, "model_type": 1, "unk_id": 0, "bos_id": 1, "eos_id": 2, "pad_id": -1, "byte_fallback": 0, "treat_whitespace_as_suffix": 0}
     for number, wire, value, offset in _fields(data, span[0], span[1], path, "trainer_spec"):
         name = _TRAINER_INTS.get(number) or _TRAINER_BOOLS.get(number)
         if name is not None:
@@ -282,6 +294,9 @@ def _trainer(data: bytes, span: tuple[int, int], path: Path) -> dict[str, int]:
             out[name] = _int32(value) if number in _TRAINER_INTS else int(bool(value))
             if name == "model_type" and value not in MODEL_TYPES:
                 raise _error(path, f"trainer_spec.model_type is {value}, not a model type (1-4)", offset)
+        elif number == 44:
+            _expect(path, "trainer_spec", number, wire, _LEN, offset)
+            out["unk_surface"] = _text(data, value, path, "trainer_spec.unk_surface", offset)
     return out
 
 
@@ -353,7 +368,7 @@ def parse_sentencepiece(path: Path, data: bytes | None = None) -> SentencePieceM
     if len(data) > MAX_FILE_BYTES:
         raise InputError(f"SentencePiece model of {len(data)} bytes exceeds the {MAX_FILE_BYTES} byte budget", file=str(path))
     pieces, pos = _leading_pieces(data)
-    trainer: dict[str, int] | None = None
+    trainer: dict[str, Any] | None = None
     normalizer: dict[str, object] | None = None
     for number, wire, value, offset in _fields(data, pos, len(data), path, "ModelProto"):
         if number == 1:
@@ -386,6 +401,7 @@ def parse_sentencepiece(path: Path, data: bytes | None = None) -> SentencePieceM
         escape_whitespaces=bool(n["escape_whitespaces"]),
         precompiled_charsmap=n["precompiled_charsmap"],  # type: ignore[arg-type]
         treat_whitespace_as_suffix=bool(t["treat_whitespace_as_suffix"]),
+        unk_surface=t["unk_surface"],
         unk_id=t["unk_id"],
         bos_id=t["bos_id"],
         eos_id=t["eos_id"],

@@ -30,8 +30,9 @@ MAX_SPECIALS = 50_000
 
 
 def special_tokens(model: TokenizerModel, sp: SentencePieceModel) -> dict[str, int]:
-    """Special text -> id: control and unknown pieces, then tokenizer_config's added tokens
-    (what the slow tokenizer's trie splits on)."""
+    """Special text -> id: control pieces, user-defined pieces, then tokenizer_config's added tokens
+    (what the slow tokenizer's trie splits on). The unknown piece only when tokenizer_config lists it:
+    sentencepiece itself reads ``<unk>`` in text as text and decodes the piece as `` ⁇ ``."""
     out: dict[str, int] = {}
     for i in sorted(sp.special_ids):
         out.setdefault(sp.pieces[i].piece, i)
@@ -123,11 +124,11 @@ def tokenizer_from_sentencepiece(model: TokenizerModel) -> tuple[Any, str]:
     """A ``tokenizers.Tokenizer`` converted from the SentencePiece model, as transformers' SpmConverter
     family does when a repo ships only tokenizer.model: BPE (merges recovered from the piece scores) or
     Unigram (the piece scores), byte fallback, the precompiled normalizer, ▁ for spaces."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+    from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_tokenizers
 
     sp = model.artifacts.sentencepiece
     assert sp is not None
-    unk = sp.pieces[sp.unk_id].piece if 0 <= sp.unk_id < len(sp.pieces) else None
+    unk = sp.unk_piece
     try:
         if sp.model_type == "bpe":
             vocab = {p.piece: i for i, p in reversed(list(enumerate(sp.pieces)))}
@@ -154,10 +155,9 @@ def tokenizer_from_sentencepiece(model: TokenizerModel) -> tuple[Any, str]:
             )
         if steps:
             tok.normalizer = normalizers.Sequence(steps)
-        chain: list[Any] = [decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()]
-        if sp.add_dummy_prefix:
-            chain.append(decoders.Strip(" ", 1, 0))
-        tok.decoder = decoders.Sequence(chain)
+        from tokenizers import decoders
+
+        tok.decoder = decoders.Sequence([_decoder(step) for step in sp.decoder_json["decoders"]])
     except BackendUnavailable:
         raise
     except Exception as exc:  # noqa: BLE001 - tokenizers raises plain Exception on bad input
@@ -167,6 +167,18 @@ def tokenizer_from_sentencepiece(model: TokenizerModel) -> tuple[Any, str]:
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials if t not in user])
     tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in specials if t in user])
     return tok, f"converted from {sp.name} ({sp.model_type}, as transformers' SentencePiece converters do)"
+
+
+def _decoder(step: dict[str, Any]) -> Any:
+    """One step of :attr:`SentencePieceModel.decoder_json` as a tokenizers decoder."""
+    from tokenizers import decoders
+
+    kind = step["type"]
+    if kind == "Replace":
+        return decoders.Replace(step["pattern"]["String"], step["content"])
+    if kind == "Strip":
+        return decoders.Strip(step["content"], step["start"], step["stop"])
+    return getattr(decoders, kind)()
 
 
 def _merges(sp: SentencePieceModel, vocab: dict[str, int]) -> list[tuple[str, str]]:

@@ -116,10 +116,11 @@ def _base_layers(a: Artifacts) -> tuple[Layer, list[Layer], list[AddedToken]]:
         sp = a.sentencepiece
         base = Layer(f"sentencepiece {sp.model_type} pieces", sp.name, sp.by_id, False, sp.source)
         control = {i: sp.by_id[i] for i in sorted(sp.special_ids)}
-        layers = [Layer("control and unknown pieces", sp.name, control, True, sp.source)] if control else []
+        layers = [Layer("control pieces", sp.name, control, True, sp.source)] if control else []
         cfg = a.tokenizer_config.name if a.tokenizer_config else "tokenizer_config.json"
-        # the slow tokenizer (LlamaTokenizer, T5Tokenizer) adds added_tokens_decoder on top of the pieces
-        return base, layers + [base] + _added_layers(tuple(config_added), "added_tokens_decoder", cfg), config_added
+        # the slow tokenizer (LlamaTokenizer, T5Tokenizer) puts added_tokens_decoder over the pieces: its
+        # flags win (``<unk>`` listed as special is skipped by decode(skip_special_tokens=True))
+        return base, layers + _added_layers(tuple(config_added), "added_tokens_decoder", cfg) + [base], config_added
     vocab_file = a.vocab_json or a.vocab_txt
     assert vocab_file is not None  # load_artifacts guarantees one vocabulary file
     vocab = {i: vocab_file.token_bytes(i) or b"" for i in vocab_file.vocab}
