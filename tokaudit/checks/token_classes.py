@@ -16,8 +16,22 @@ from tokaudit.report.text import token_text
 _BATCH = 8192
 
 
+#: ``partial_utf8_ids`` of the vocabulary last asked about (TA401 and TA402 ask about the same one).
+_last_partial: tuple[Mapping[int, bytes] | None, list[int]] = (None, [])
+
+
 def partial_utf8_ids(vocab: Mapping[int, bytes]) -> list[int]:
-    """Ids whose bytes are not valid UTF-8 alone, in id order (ASCII tokens skipped cheaply)."""
+    """Ids whose bytes are not valid UTF-8 alone, in id order (ASCII tokens skipped cheaply).
+    Computed once per vocabulary (the last one is remembered; a scan runs its rules model by model)."""
+    global _last_partial
+    if _last_partial[0] is vocab:
+        return _last_partial[1]
+    bad = _partial_utf8_ids(vocab)
+    _last_partial = (vocab, bad)
+    return bad
+
+
+def _partial_utf8_ids(vocab: Mapping[int, bytes]) -> list[int]:
     bad = []
     for i, token in vocab.items():
         if not token.isascii():
@@ -82,14 +96,15 @@ def unreachable_token(model: TokenizerModel) -> Iterator[Finding]:
     name, encode = found
     vocab = model.base.tokens
     partial = set(partial_utf8_ids(vocab))
-    items = sorted((i, b) for i, b in vocab.items() if i not in partial)
+    # ids only (ints are not tracked by the garbage collector; 160k (id, bytes) tuples set off collections)
+    items = sorted(i for i in vocab if i not in partial)
     single: dict[int, list[int]] = {}
     multi: dict[int, list[int]] = {}
     total = len(items)
     for k in range(0, total, _BATCH):
         chunk = items[k : k + _BATCH]
-        outs = encode([b.decode("utf-8") for _, b in chunk])
-        for (i, _), ids in zip(chunk, outs):
+        outs = encode([vocab[i].decode("utf-8") for i in chunk])
+        for i, ids in zip(chunk, outs):
             if ids != [i]:
                 (single if len(ids) == 1 else multi)[i] = list(ids)
         advance("unreachable-token", min(k + _BATCH, total), total)
