@@ -54,7 +54,7 @@ def fuzz(
         within_limit(iterations, "--iterations")
         names = parse_backend_list(backends)
         model = load_model(target, revision)
-        loaded = load_backends(model, names, pat_str, trust_remote_code=trust_remote_code)
+        loaded = load_backends(model, names, pat_str, trust_remote_code=trust_remote_code, decode_only=True)  # fuzz only decodes
         with progress_bar(quiet) as bar:
             result, findings = run_fuzz(model, loaded, FuzzOptions(iterations, seed, max_length), bar)
         emit(Report("fuzz", [result], findings), fmt, output, fail_on, quiet, color)
