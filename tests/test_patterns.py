@@ -204,3 +204,14 @@ def test_scan_deep_takes_pat_str_for_a_bare_rank_file(tmp_path: Path) -> None:
     # the same ranks and pattern as tiny-tiktoken (whose remote code declares it): the same 18 unreachable tokens
     assert codes["TA402"]["details"]["encoder"] == "tiktoken" and codes["TA402"]["count"] == 18
     assert codes["TA402"]["ids"] == _scan(FIXTURES / "tiny-tiktoken", "--deep", "--select", "TA402")["findings"][0]["ids"]
+
+
+def test_fuzz_of_a_bare_rank_file_needs_no_pattern(tmp_path: Path) -> None:
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy(FIXTURES / "tiny-tiktoken" / "tiktoken.model", bare / "tiktoken.model")
+    r = run_cli("fuzz", bare, "--backends", "tiktoken,hf,strict", "--iterations", "100", "--format", "json", "--quiet")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [(b["name"], b["available"]) for b in doc["backends"]] == [("tiktoken", True), ("hf", True), ("strict", True)]
+    assert [f["severity"] for f in doc["findings"] if f["severity"] == "error"] == []
