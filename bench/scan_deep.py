@@ -1,9 +1,11 @@
-"""Benchmark: `tokaudit scan <Kimi-K2.5 fixture> --deep` (adds TA402 unreachable-token) against the default
-scan of the same target, both as whole processes in the same run, plus the rule's own throughput in-process.
+"""Benchmark: `tokaudit scan <Kimi-K2.5 fixture> --deep` (adds TA402 unreachable-token) against a raw
+tiktoken script that builds the encoding from the same ranks and encodes every token's own text once
+(what the reachability check must do at least), and against the default scan; all whole processes
+in the same run, plus the rule's own throughput in-process.
 
     python bench/scan_deep.py [TARGET] [--runs N]
 
-Prints median wall times, their ratio, and tokens/second of the reachability check (aim: --deep under 10 s).
+Target (issue 11): --deep <= 1.2x the raw tiktoken build + per-token encode.
 """
 
 from __future__ import annotations
@@ -16,6 +18,24 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+#: argv: the rank file, the pattern. Every rank's bytes that are UTF-8 text, encoded alone.
+RAW = r"""
+import sys, tiktoken
+from tiktoken.load import load_tiktoken_bpe
+ranks = load_tiktoken_bpe(sys.argv[1])
+enc = tiktoken.Encoding("raw", pat_str=sys.argv[2], mergeable_ranks=ranks, special_tokens={})
+encode = enc.encode_ordinary
+unreachable = 0
+for token, rank in ranks.items():
+    try:
+        text = token.decode("utf-8")
+    except UnicodeDecodeError:
+        continue
+    if encode(text) != [rank]:
+        unreachable += 1
+print(unreachable)
+"""
 
 
 def timed(cmd: list[str]) -> float:
@@ -31,23 +51,31 @@ def main() -> None:
     parser.add_argument("target", nargs="?", default=str(ROOT / "fixtures" / "kimi-k2.5"))
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    base = [sys.executable, "-m", "tokaudit", "scan", args.target, "--format", "json"]
-    deep = base + ["--deep"]
-    timed(base)
-    deep_times, base_times = [], []
-    for _ in range(args.runs):
-        deep_times.append(timed(deep))
-        base_times.append(timed(base))
-    d, b = statistics.median(deep_times), statistics.median(base_times)
-    print(f"tokaudit scan --deep:  {d:.2f} s wall (median of {args.runs})")
-    print(f"tokaudit scan:         {b:.2f} s wall (median of {args.runs})")
-    print(f"ratio: {d / b:.2f}")
-
     sys.path.insert(0, str(ROOT))
+    from tokaudit.backends.pattern import find_pattern
     from tokaudit.checks.token_classes import unreachable_token
     from tokaudit.scan import load_model
 
     model = load_model(args.target)
+    pattern = find_pattern(model, None)
+    ranks_file = model.artifacts.tiktoken.path if model.artifacts.tiktoken is not None else None
+    base = [sys.executable, "-m", "tokaudit", "scan", args.target, "--format", "json"]
+    deep = base + ["--deep"]
+    raw = [sys.executable, "-c", RAW, str(ranks_file), pattern.regex] if ranks_file and pattern else None
+    timed(base)
+    deep_times, base_times, raw_times = [], [], []
+    for _ in range(args.runs):  # interleaved so all see the same machine load
+        deep_times.append(timed(deep))
+        base_times.append(timed(base))
+        if raw:
+            raw_times.append(timed(raw))
+    d, b = statistics.median(deep_times), statistics.median(base_times)
+    print(f"tokaudit scan --deep:  {d:.2f} s wall (median of {args.runs})")
+    print(f"tokaudit scan:         {b:.2f} s wall (median of {args.runs}); --deep/scan {d / b:.2f}")
+    if raw_times:
+        r = statistics.median(raw_times)
+        print(f"raw tiktoken build + per-token encode: {r:.2f} s wall; --deep/raw {d / r:.2f} (target <= 1.2)")
+
     start = time.perf_counter()
     (finding,) = list(unreachable_token.check(model)) or [None]
     rule_seconds = time.perf_counter() - start
