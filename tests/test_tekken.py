@@ -119,3 +119,13 @@ def test_real_nemo_tekken_scans_clean_and_replays_like_mistral_common(tmp_path: 
     assert result.exit_code == 0, result.stderr
     assert "TA501" not in {f["code"] for f in replay["findings"]}
     assert replay["text"] == theirs.decode(ids, special_token_policy=SpecialTokenPolicy.IGNORE) == "Héllo wörld, 你好 🙂"
+
+
+def test_v7_fixture_with_a_special_list_matches_mistral_common() -> None:
+    pytest.importorskip("mistral_common")
+    from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+
+    theirs = Tekkenizer.from_file(str(V7))
+    tk = parse_tekken(V7)
+    assert {t.id: t.content for t in tk.specials} == {i: theirs.id_to_piece(i) for i in range(theirs.num_special_tokens)}
+    assert (theirs.bos_id, theirs.eos_id) == (1, 2) and tk.default_vocab_size == theirs.n_words == 700
