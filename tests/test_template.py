@@ -87,8 +87,8 @@ def test_clean_chatml_fixture() -> None:
     assert doc["template"] == {"source": "chat_template.jinja:1", "name": "default"}
     assert [e["name"] for e in doc["engines"]] == ["jinja2", "minijinja"] and all(e["available"] for e in doc["engines"])
     names = [c["name"] for c in doc["conversations"]]
-    assert names == ["system-user", "system-user-no-generation-prompt", "user-only", "multi-turn", "tool-call", "tools-offered",
-                     "empty-content", "content-parts", "long-non-ascii"]
+    assert names == ["system-user", "system-user-no-generation-prompt", "user-only", "multi-turn", "tool-call",
+                     "tool-call-json-arguments", "tools-offered", "empty-content", "content-parts", "long-non-ascii"]
     first = doc["conversations"][0]["renders"][0]
     assert first["engine"] == "jinja2" and first["error"] is None
     assert first["text"] == ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
@@ -104,13 +104,16 @@ def test_qwen_tools_tojson_divergence_and_prose_tags() -> None:
     code, doc = template_json(T / "qwen-tools")
     assert code == 1
     assert [(f["code"], f["severity"], f["details"]["conversation"]) for f in doc["findings"]] == [
-        ("TA802", "error", "tool-call"), ("TA802", "error", "tools-offered")]
+        ("TA802", "error", "tool-call"), ("TA802", "error", "tool-call-json-arguments"), ("TA802", "error", "tools-offered")]
     f = doc["findings"][0]
     assert f["details"]["position"] == 319 and f["details"]["chars"] == {"jinja2": "<", "minijinja": "\\"}
     assert "\\u003ccelsius" in f["details"]["excerpts"]["minijinja"]
     conv = doc["conversations"][4]
     j2, mj = (r["text"] for r in conv["renders"])
     assert '"São Paulo <Centro>"' in j2 and '"São Paulo \\u003cCentro\\u003e"' in mj
+    # arguments given as a JSON string are written as they are by both engines
+    j2s, mjs = (r["text"] for r in doc["conversations"][5]["renders"])
+    assert '"arguments": {"city": "São Paulo <Centro>"' in j2s and '"arguments": {"city": "São Paulo <Centro>"' in mjs
     # <tools>, <function-name>, <args-json-object> are prose: neither TA804 nor TA205, not highlighted
     assert "<tools>" in j2 and "<function-name>" in j2
     scan = run_cli("scan", str(T / "qwen-tools"), "--format", "json", "--select", "TA205,TA804")
@@ -127,7 +130,7 @@ def test_llama3_double_bos_whole_process() -> None:
     assert codes(doc) == [("TA803", "error")]
     f = doc["findings"][0]
     assert f["ids"] == [[260, 260]] and f["details"]["added_by"] == "tokenizer.json post_processor"
-    assert f["details"]["first_ids"][:2] == [260, 260] and len(f["details"]["conversations"]) == 9
+    assert f["details"]["first_ids"][:2] == [260, 260] and len(f["details"]["conversations"]) == 10
     tok = Tokenizer.from_file(str(T / "llama3-double-bos" / "tokenizer.json"))
     text = doc["conversations"][0]["renders"][0]["text"]
     assert text.startswith("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n")
@@ -142,7 +145,7 @@ def test_deepseek_percent_format_fails_in_minijinja() -> None:
     code, doc = template_json(T / "deepseek-percent")
     assert code == 0 and codes(doc) == [("TA801", "warning")]  # tool calls are optional: a warning
     f = doc["findings"][0]
-    assert f["details"]["engine"] == "minijinja" and f["details"]["conversations"] == ["tool-call"]
+    assert f["details"]["engine"] == "minijinja" and f["details"]["conversations"] == ["tool-call", "tool-call-json-arguments"]
     assert "% operator" in f["message"] and "jinja2 renders it" in f["message"]
     j2 = doc["conversations"][4]["renders"][0]["text"]
     assert '<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "São Paulo <Centro>"' in j2
@@ -154,7 +157,7 @@ def test_broken_template_is_an_error_in_both_engines() -> None:
     assert code == 1 and codes(doc) == [("TA801", "error"), ("TA801", "error")]
     assert [f["details"]["kind"] for f in doc["findings"]] == ["syntax", "syntax"]
     assert doc["findings"][0]["details"]["error"].startswith("TemplateSyntaxError: line 16: Unexpected end of template.")
-    assert len(doc["findings"][0]["details"]["conversations"]) == 9
+    assert len(doc["findings"][0]["details"]["conversations"]) == 10
 
 
 def test_token_split_agrees_with_ta205() -> None:
@@ -267,3 +270,23 @@ def test_rich_view_shows_the_divergence_side_by_side() -> None:
     assert out.exit_code == 1
     assert "first divergence at character 319, token 303" in out.stdout
     assert "\\u003ccelsius\\u003e" in out.stdout and "TA802 template-engine-divergence" in out.stdout
+
+
+def test_tool_calls_work_when_either_argument_form_renders(tmp_path: Path) -> None:
+    # DeepSeek-V3-shaped: concatenates the arguments, so only the JSON-string form renders; that is enough
+    path = tmp_path / "ds.jinja"
+    path.write_text("{% for m in messages %}{% if m['role'] == 'assistant' and m['content'] is none %}"
+                    "{% for t in m['tool_calls'] %}{{ '<|im_start|>' + t['function']['name'] + '\\n' + t['function']['arguments'] }}"
+                    "{% endfor %}{% else %}{{ '<|im_start|>' + m['role'] + '\\n' + (m['content'] or '') + '<|im_end|>' }}{% endif %}"
+                    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}", encoding="utf-8")
+    code, doc = template_json(T / "chatml", "--template", str(path))
+    renders = {c["name"]: c["renders"][0] for c in doc["conversations"]}
+    assert renders["tool-call"]["error"] is None  # content "" takes the other branch
+    assert '<|im_start|>get_weather\n{"city": "São Paulo <Centro>"' in renders["tool-call-json-arguments"]["text"]
+    assert code == 0 and [f["details"]["conversations"] for f in doc["findings"]] == [["content-parts"], ["content-parts"]]
+    # a template that only concatenates object arguments fails both forms: a warning (tools are optional)
+    path.write_text("{% for m in messages %}{{ m['role'] + (m['content'] or '') }}{% for t in m['tool_calls'] or [] %}"
+                    "{{ t['function']['arguments'] + 1 }}{% endfor %}{% endfor %}", encoding="utf-8")
+    code, doc = template_json(T / "chatml", "--template", str(path), "--engine", "jinja2", "--select", "TA801")
+    assert [(f["code"], f["severity"]) for f in doc["findings"]] == [("TA801", "warning"), ("TA801", "warning")]
+    assert {c for f in doc["findings"] for c in f["details"]["conversations"]} == {"tool-call", "tool-call-json-arguments"}

@@ -135,8 +135,13 @@ def render_errors(runs: list[TemplateRun]) -> list[Finding]:
     """TA801: one finding per template, engine and error message, naming every conversation it hit."""
     groups: dict[tuple[str, str, str], list[ConversationRun]] = {}
     for trun in runs:
+        # (engine, group) pairs where some variant rendered: the feature works on that engine
+        works = {(r.engine, c.conversation.group) for c in trun.conversations for r in c.renders
+                 if r.ok and c.conversation.group is not None}
         for crun in trun.conversations:
             for r in crun.renders:
+                if (r.engine, crun.conversation.group) in works:
+                    continue
                 if not r.ok and not (r.error or "").startswith("skipped:"):
                     groups.setdefault((trun.template.name, r.engine, r.error or ""), []).append(crun)
     out = []

@@ -29,6 +29,8 @@ class Conversation:
     required: bool = True
     #: Where it came from: "built-in" or "FILE:LINE".
     origin: str = "built-in"
+    #: Variants of one feature share a group: the feature works when any of them renders.
+    group: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def context(self, special_tokens: dict[str, str]) -> dict[str, Any]:
@@ -80,19 +82,22 @@ def builtin_conversations(template: str) -> list[Conversation]:
     user = {"role": "user", "content": "What is the capital of France?"}
     answer = {"role": "assistant", "content": "The capital of France is Paris."}
     follow = {"role": "user", "content": "And of Japan?"}
-    call = {
-        "role": "assistant",
-        "content": "",
-        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": TOOL_ARGUMENTS}}],
-    }
+    def call(arguments: object, content: dict[str, Any]) -> dict[str, Any]:
+        return {"role": "assistant", **content,
+                "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": arguments}}]}
+
+    ask = {"role": "user", "content": "Weather in São Paulo?"}
     result = {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": '{"temperature": 21, "sky": "<clear>"}'}
     convs = [
         Conversation("system-user", [system, user]),
         Conversation("system-user-no-generation-prompt", [system, user], add_generation_prompt=False),
         Conversation("user-only", [user]),
         Conversation("multi-turn", [system, user, answer, follow]),
-        Conversation("tool-call", [system, {"role": "user", "content": "Weather in São Paulo?"}, call, result],
-                     tools=[WEATHER_TOOL], required=False),
+        # arguments as an object with empty content (transformers' convention, Qwen) and as a JSON string with
+        # null content (the OpenAI wire format, DeepSeek): a template that renders either form handles tool calls
+        Conversation("tool-call", [system, ask, call(TOOL_ARGUMENTS, {"content": ""}), result], tools=[WEATHER_TOOL], required=False, group="tool-call"),
+        Conversation("tool-call-json-arguments", [system, ask, call(json.dumps(TOOL_ARGUMENTS, ensure_ascii=False), {"content": None}), result],
+                     tools=[WEATHER_TOOL], required=False, group="tool-call"),
         Conversation("tools-offered", [system, user], tools=[WEATHER_TOOL], required=False),
         Conversation("empty-content", [{"role": "user", "content": ""}], required=False),
         Conversation("content-parts", [{"role": "user", "content": [{"type": "text", "text": "Describe "},
