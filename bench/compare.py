@@ -8,6 +8,11 @@ shuffled and repeated, one case per line. Compare's wall time includes loading t
 building the corpus, every comparison, the unknown-id table and the JSON-able result; the
 baseline is only `encode_batch` + `decode_batch` of every backend (decode-only backends decode the
 first encoder's ids). Prints both (median of N runs) and the ratio (target: <= 1.3).
+
+Then, when fastokens is installed and the target has a tokenizer.json, Dynamo's question: fastokens'
+and tokenizers' encode throughput side by side on the same corpus (their own batch encode, and one
+call per line), and the load time of each from the same tokenizer.json (median of N runs; the ratio
+is fastokens / tokenizers, both measured in this run). ``--no-compare`` prints only that part.
 """
 
 from __future__ import annotations
@@ -56,12 +61,61 @@ def baseline(target: str, names: list[str], texts: list[str]) -> float:
     return total
 
 
+def fastokens_vs_tokenizers(tokenizer_json: Path, texts: list[str], runs: int) -> None:
+    """Encode throughput and load time of fastokens and tokenizers on the same file and corpus."""
+    try:
+        import fastokens
+    except ImportError:
+        print("fastokens: not installed (pip install 'tokaudit[fastokens]'): not measured")
+        return
+    from tokenizers import Tokenizer
+
+    loaders = {"fastokens": fastokens.Tokenizer.from_file, "tokenizers": Tokenizer.from_file}
+    loaded, load_s = {}, {}
+    for name, load in loaders.items():
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            try:
+                loaded[name] = load(str(tokenizer_json))
+            except BaseException as exc:  # noqa: BLE001 - fastokens refusing the file is the answer
+                if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                    raise
+                print(f"{name}: cannot load {tokenizer_json.name}: {exc} (Dynamo falls back to HF)")
+                return
+            times.append(time.perf_counter() - start)
+        load_s[name] = statistics.median(times)
+    size = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+    batch, loop, ids = {}, {}, {}
+    for name, tok in loaded.items():
+        b, lp = [], []
+        for _ in range(runs):
+            start = time.perf_counter()
+            out = tok.encode_batch(texts, add_special_tokens=False)
+            b.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            for t in texts:
+                tok.encode(t, add_special_tokens=False)
+            lp.append(time.perf_counter() - start)
+        batch[name], loop[name] = statistics.median(b), statistics.median(lp)
+        ids[name] = [list(e.ids) for e in out]
+    same = sum(a == b for a, b in zip(ids["fastokens"], ids["tokenizers"]))
+    print(f"fastokens vs tokenizers on {tokenizer_json} ({size:.2f} MB, {len(texts)} lines; median of {runs}):")
+    print(f"  {'':12} {'load s':>8} {'batch MB/s':>11} {'loop MB/s':>10}")
+    for name in loaded:
+        print(f"  {name:12} {load_s[name]:8.3f} {size / batch[name]:11.2f} {size / loop[name]:10.2f}")
+    print(f"  ratio fastokens/tokenizers: load {load_s['fastokens'] / load_s['tokenizers']:.2f}x, batch throughput "
+          f"{batch['tokenizers'] / batch['fastokens']:.2f}x, loop throughput {loop['tokenizers'] / loop['fastokens']:.2f}x; "
+          f"same ids on {same} of {len(texts)} lines")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", nargs="?", default=str(ROOT / "fixtures" / "compare" / "same"))
     parser.add_argument("--mb", type=float, default=5.0)
     parser.add_argument("--backends", default=",".join(BACKEND_NAMES))
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--no-compare", action="store_true", help="only the fastokens vs tokenizers figures")
     args = parser.parse_args()
     names = parse_backend_list(args.backends)
     model = load_model(args.target)
@@ -69,6 +123,11 @@ def main() -> None:
         corpus = Path(tmp) / "corpus.txt"
         make_corpus(corpus, special_strings(model), args.mb)
         texts = [c.text for c in user_corpus(corpus)]
+        tj = model.artifacts.tokenizer_json
+        if args.no_compare:
+            if tj is not None:
+                fastokens_vs_tokenizers(tj.path, texts, args.runs)
+            return
         options = CompareOptions(backends=names, corpora=[corpus], builtin=False)
         walls, bases = [], []
         for _ in range(args.runs):
@@ -82,6 +141,8 @@ def main() -> None:
     print(f"compare wall time:                 {wall:.3f} s (median of {args.runs})")
     print(f"sum of own batch encode + decode:  {base:.3f} s")
     print(f"ratio: {wall / base:.2f} (target <= 1.3)")
+    if model.artifacts.tokenizer_json is not None:
+        fastokens_vs_tokenizers(model.artifacts.tokenizer_json.path, texts, args.runs)
 
 
 if __name__ == "__main__":
