@@ -114,13 +114,37 @@ def test_transformers_backends_report_the_class_really_loaded() -> None:
     loaded = backends(SAME, ["tiktoken", "transformers-fast", "transformers-slow"])
     fast, slow = loaded["transformers-fast"], loaded["transformers-slow"]
     assert fast.detail == "TokenizersBackend (fast)"
-    # transformers v5 ignores use_fast=False: the "slow" request still gets the Rust backend, and says so
-    assert slow.detail == "TokenizersBackend (fast), asked for use_fast=False"
+    # transformers v5 ignores use_fast=False and this model has no SentencePiece tokenizer.model: there is
+    # no slow path, and a fast tokenizer is never called slow
+    assert slow.backend is None
+    assert slow.unavailable == (
+        "transformers 5.23.0 has no slow tokenizer for this model: AutoTokenizer(use_fast=False) gives the Rust "
+        "TokenizersBackend, and there is no SentencePiece tokenizer.model for SentencePieceBackend; the model's remote "
+        "tokenizer class may be slow: pass --trust-remote-code to run it")
     ids = [loaded["tiktoken"].backend.encode(t) for t in TEXTS]
-    for lb in (fast, slow):
-        assert encode_batch(lb.backend, TEXTS) == ids
-        assert decode_batch(lb.backend, ids) == TEXTS
-        assert lb.backend.decode([1003]) == ""
+    assert encode_batch(fast.backend, TEXTS) == ids
+    assert decode_batch(fast.backend, ids) == TEXTS
+    assert fast.backend.decode([1003]) == ""
+
+
+def test_transformers_slow_is_sentencepiece_under_transformers() -> None:
+    """On a SentencePiece model the slow path is transformers' SentencePieceBackend (the sentencepiece
+    library), named as such; it encodes like the sentencepiece library itself."""
+    pytest.importorskip("transformers")
+    import sentencepiece
+
+    target = FIXTURES / "spm-llama-like"
+    loaded = backends(target, ["transformers-fast", "transformers-slow"])
+    slow = loaded["transformers-slow"]
+    assert slow.detail == ("SentencePieceBackend (slow): the sentencepiece library under transformers "
+                           "(AutoTokenizer ignores use_fast=False)")
+    assert slow.backend.is_fast is False and loaded["transformers-fast"].backend.is_fast is True
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(target / "tokenizer.model"))
+    for text in ("Hello world", "naïve café 🙂", "  two  spaces"):
+        assert slow.backend.encode(text) == sp.encode(text)
+    assert slow.backend.decode(sp.encode("Hello world")) == sp.decode(sp.encode("Hello world")) == "Hello world"
+    # transformers 5.23's slow decode leaves byte-fallback pieces as text: a real difference compare reports
+    assert slow.backend.decode(sp.encode("café 🙂")) == "café <0xF0><0x9F><0x99><0x82>"
 
 
 def test_remote_code_is_never_trusted_by_default(tmp_path: Path) -> None:

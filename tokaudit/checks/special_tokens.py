@@ -139,9 +139,37 @@ def _primary_added(model: TokenizerModel) -> tuple[AddedToken, ...]:
     return a.tokenizer_config.added_tokens_decoder if a.tokenizer_config else ()
 
 
+#: HTML element names. Gemma 3 adds <table>, <h1>, <b>, <code>, ... as ordinary (special: false) tokens so
+#: that web markup encodes compactly: vocabulary, not control tokens.
+HTML_ELEMENTS = frozenset("""a abbr address article aside audio b bdi bdo blockquote body br button canvas caption cite
+code col colgroup data dd del details dfn dialog div dl dt em embed fieldset figcaption figure footer form h1 h2 h3 h4 h5
+h6 head header hr html i iframe img input ins kbd label legend li link main mark meta nav noscript object ol optgroup
+option output p param picture pre progress q rp rt ruby s samp script section select small source span strong style sub
+summary sup table tbody td template textarea tfoot th thead time title tr track u ul var video wbr""".split())
+#: At least this many distinct HTML elements among the plain added tokens make them markup vocabulary
+#: (a lone <s> or <code> stays a control-token candidate).
+MIN_HTML_FAMILY = 4
+
+
+def _html_name(content: str) -> str | None:
+    if len(content) > 2 and content[0] == "<" and content[-1] == ">":
+        name = content[2:-1] if content[1] == "/" else content[1:-1]
+        if name.lower() in HTML_ELEMENTS:
+            return name.lower()
+    return None
+
+
+def html_vocabulary(tokens: list[AddedToken]) -> set[str]:
+    """Contents of the added tokens that are HTML tags, when they form a markup family."""
+    names = {t.content: n for t in tokens if (n := _html_name(t.content)) is not None}
+    return set(names) if len(set(names.values())) >= MIN_HTML_FAMILY else set()
+
+
 @rule("TA203", "control-token-not-special", Severity.WARNING, "Added tokens shaped like control tokens but marked special: false.")
 def control_token_not_special(model: TokenizerModel) -> Iterator[Finding]:
     plain = [t for t in _primary_added(model) if t.special is False and t.id is not None and looks_control(t.content)]
+    markup = html_vocabulary(plain)
+    plain = [t for t in plain if t.content not in markup]
     groups = {
         "tool/reasoning markers": [t for t in plain if is_tool_or_reasoning_marker(t.content)],
         "control tokens": [t for t in plain if not is_tool_or_reasoning_marker(t.content)],

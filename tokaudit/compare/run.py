@@ -14,11 +14,12 @@ from tokaudit.compare.corpus import Case, builtin_corpus, sample, user_corpus
 from tokaudit.compare.parity import PairResult, TokenView, compare_decoder, compare_encoders
 from tokaudit.compare.race import RaceResult, race
 from tokaudit.compare.runs import BackendRun, Progress, run_backend, run_decoder, throughput
+from tokaudit.compare.triage import NORMALIZER, REAL, UNKNOWN, Triage, triage_for
 from tokaudit.compare.unknown_ids import UnknownIdTable, unknown_id_table
 from tokaudit.errors import InputError
 from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel
-from tokaudit.report.finding import Finding
+from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.report import TargetResult
 from tokaudit.report.text import plural, visible
 
@@ -163,14 +164,26 @@ def pair_findings(pair: PairResult, target: str) -> list[Finding]:
     return out
 
 
-def own_roundtrip_findings(runs: list[BackendRun], cases: list[Case], target: str, max_examples: int) -> list[Finding]:
+def own_roundtrip_findings(
+    runs: list[BackendRun], cases: list[Case], target: str, max_examples: int, triage: Triage | None = None
+) -> list[Finding]:
+    """TA603 per backend for real losses; what the model's normalizer does (or its unknown token
+    stands for) is the same for every backend and case, so it is one note for the model."""
     from tokaudit.compare.parity import text_example
 
     out = []
+    benign: dict[str, dict[str, list[int]]] = {NORMALIZER: {}, UNKNOWN: {}}
     for run in runs:
         if not run.encodes or run.ids is None:
             continue
         bad = [i for i, (c, t) in enumerate(zip(cases, run.texts)) if t is not None and run.ids[i] is not None and t != c.text]
+        if triage is not None:
+            kinds = {i: triage.classify(cases[i].text, run.texts[i]) for i in bad}  # type: ignore[arg-type]
+            for kind in benign:
+                hits = [i for i in bad if kinds[i] == kind]
+                if hits:
+                    benign[kind][run.name] = hits
+            bad = [i for i in bad if kinds[i] == REAL]
         if not bad:
             continue
         examples = [{**text_example(cases[i], run.ids[i], cases[i].text, run.texts[i], "input", "output"),  # type: ignore[arg-type]
@@ -182,6 +195,48 @@ def own_roundtrip_findings(runs: list[BackendRun], cases: list[Case], target: st
             f"First, {ex['case']}: \"{ex['input']}\" -> \"{ex['output']}\"",
             target,
             {"backend": run.name, "failures": len(bad), "examples": examples},
+        ))
+    if triage is not None:
+        out += _benign_roundtrips(benign, runs, cases, target, max_examples, triage)
+    return out
+
+
+def _benign_roundtrips(benign: dict[str, dict[str, list[int]]], runs: list[BackendRun], cases: list[Case], target: str,
+                       max_examples: int, triage: Triage) -> list[Finding]:
+    from tokaudit.compare.parity import text_example
+
+    out = []
+    by_name = {r.name: r for r in runs}
+    for kind, per_backend in benign.items():
+        if not per_backend:
+            continue
+        first_backend = next(iter(per_backend))
+        run = by_name[first_backend]
+        shown = per_backend[first_backend][:max_examples]
+        examples = [{**text_example(cases[i], run.ids[i], cases[i].text, run.texts[i], "input", "output"),  # type: ignore[arg-type, index]
+                     "encode": run.name, "decode": run.name} for i in shown]
+        ex = examples[0]
+        counts = ", ".join(f"{name} {len(ids)}" for name, ids in per_backend.items())
+        most = max(len(ids) for ids in per_backend.values())
+        if kind == NORMALIZER:
+            what = triage.normalizer or "the normalizer"
+            if triage.whitespace:
+                what += f"; {triage.whitespace}"
+            message = (f"decode(encode(text)) differs from the text in {most} of {plural(len(cases), 'case')} only by what the "
+                       f"model's normalizer does ({what}): the model never sees the difference")
+        else:
+            message = (f"decode(encode(text)) shows {triage.unk_token} in {most} of {plural(len(cases), 'case')}: the vocabulary "
+                       "has no token for some characters (the model sees the unknown token there)")
+        if triage.assumption and not out:  # said once
+            message += f". {triage.assumption}"
+        out.append(Finding(
+            codes.ROUNDTRIP_FAILURE.code, codes.ROUNDTRIP_FAILURE.name, Severity.NOTE,
+            f"{message}. Per backend: {counts}. First, {ex['case']}: \"{ex['input']}\" -> \"{ex['output']}\"",
+            None, None,
+            {"subject": kind, "normalizer": triage.normalizer, "whitespace": triage.whitespace, "unk_token": triage.unk_token,
+             "assumption": triage.assumption, "backends": {name: len(ids) for name, ids in per_backend.items()},
+             "failures": most, "examples": examples},
+            target,
         ))
     return out
 
@@ -300,7 +355,7 @@ def compare_model(model: TokenizerModel, options: CompareOptions, progress: Prog
     findings: list[Finding] = []
     for pair in c.pairs:
         findings += pair_findings(pair, t)
-    findings += own_roundtrip_findings(c.runs, c.cases, t, options.max_examples)
+    findings += own_roundtrip_findings(c.runs, c.cases, t, options.max_examples, triage_for(model))
     findings += crash_findings(c.runs, c.cases, t, options.max_examples)
     findings += unknown_id_findings(c.unknown, t)
     findings += race_findings(c.races, t)

@@ -1,0 +1,169 @@
+"""Round-trip triage: which ``decode(encode(text)) != text`` cases are the model's own normalizer at
+work (NFC/NFKC, lower-casing, accent stripping, a WordPiece pre-tokenizer dropping whitespace),
+which are characters its vocabulary maps to the unknown token, and which are real losses.
+
+A normalizer effect is the same for every backend and every case: one note naming the normalizer,
+not an error per backend and case.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tokaudit.model.text import wordpiece_settings
+from tokaudit.model.tokenizer_model import TokenizerModel
+
+NORMALIZER, UNKNOWN, REAL = "normalizer", "unknown-token", "real"
+
+#: Pre-tokenizers that discard whitespace (text is split on it, decode puts single spaces back).
+_WHITESPACE_DROPPING = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"}
+
+
+def _strip_accents(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
+
+
+def _drop_controls(text: str) -> str:
+    """BertNormalizer's clean_text: "other" characters (Cc, Cf, Cn, Co, Cs) go, tab/newline/return stay."""
+    return "".join(c for c in text if not (unicodedata.category(c)[0] == "C" and c not in "\t\n\r"))
+
+
+@dataclass(frozen=True)
+class Triage:
+    #: The character-level effects of the model's normalizer, e.g. "NFKC", "BertNormalizer: lower-casing, ...".
+    normalizer: str | None
+    steps: tuple[Callable[[str], str], ...]
+    #: Why whitespace differences are the tokenizer's own (None: they are real losses).
+    whitespace: str | None
+    unk_token: str | None
+    #: Said once in the finding, e.g. "BertTokenizer defaults for do_lower_case (tokenizer_config.json does not set it)".
+    assumption: str | None = None
+
+    def canon(self, text: str) -> str:
+        for step in self.steps:
+            text = step(text)
+        return "".join(text.split()) if self.whitespace else text
+
+    def classify(self, text: str, output: str) -> str:
+        if (self.steps or self.whitespace) and self.canon(text) == self.canon(output):
+            return NORMALIZER
+        if self.unk_token and output.count(self.unk_token) > text.count(self.unk_token):
+            return UNKNOWN
+        return REAL
+
+
+def _library_normalizer(component: Any) -> Callable[[str], str] | None:
+    """The tokenizers library's own normalizer for a tokenizer.json ``normalizer`` object (exact, the
+    Precompiled SentencePiece charsmap included), or None when it cannot be built."""
+    if not isinstance(component, dict):
+        return None
+    import json
+
+    from tokenizers import Tokenizer
+
+    spec = {"version": "1.0", "normalizer": component, "pre_tokenizer": None, "post_processor": None, "decoder": None,
+            "added_tokens": [], "truncation": None, "padding": None,
+            "model": {"type": "WordLevel", "vocab": {"x": 0}, "unk_token": "x"}}
+    try:
+        normalizer = Tokenizer.from_str(json.dumps(spec)).normalizer
+    except BaseException as exc:  # noqa: BLE001 - an unusual normalizer tokenizers cannot rebuild (a panic included)
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        return None
+    return None if normalizer is None else normalizer.normalize_str
+
+
+def _effects(component: Any, depth: int = 0) -> tuple[list[str], list[Callable[[str], str]]]:
+    """Names of a tokenizer.json normalizer's parts, and Python stand-ins for the character-level ones
+    (used only when the library cannot rebuild the normalizer)."""
+    names: list[str] = []
+    steps: list[Callable[[str], str]] = []
+    if not isinstance(component, dict) or depth > 16:
+        return names, steps
+    kind = component.get("type")
+    if kind == "Sequence":
+        for sub in (component.get("normalizers") or [])[:64]:
+            n, s = _effects(sub, depth + 1)
+            names += n
+            steps += s
+    elif kind in ("NFC", "NFD", "NFKC", "NFKD"):
+        names.append(kind)
+        steps.append(lambda t, form=kind: unicodedata.normalize(form, t))
+    elif kind == "Precompiled":
+        names.append("Precompiled (SentencePiece charsmap, NFKC-like)")
+        steps.append(lambda t: unicodedata.normalize("NFKC", t))
+    elif kind == "Lowercase":
+        names.append("Lowercase")
+        steps.append(str.lower)
+    elif kind == "StripAccents":
+        names.append("StripAccents")
+        steps.append(_strip_accents)
+    elif kind in ("Replace", "Prepend", "Strip"):
+        names.append(kind + (f"({component.get('pattern', {}).get('String', '')!r} → {component.get('content', '')!r})"
+                             if kind == "Replace" and isinstance(component.get("pattern"), dict) else ""))
+    elif kind == "BertNormalizer":
+        lower = bool(component.get("lowercase", True))
+        accents = component.get("strip_accents")
+        accents = lower if accents is None else bool(accents)
+        parts = [p for p, on in (("lower-casing", lower), ("accent stripping", accents), ("control characters removed",
+                 component.get("clean_text", True))) if on]
+        names.append("BertNormalizer" + (f" ({', '.join(parts)})" if parts else ""))
+        if component.get("clean_text", True):
+            steps.append(_drop_controls)
+        if lower:
+            steps.append(str.lower)
+        if accents:
+            steps.append(_strip_accents)
+    return names, steps
+
+
+def _pre_tokenizer_kinds(component: Any, depth: int = 0) -> set[str]:
+    if not isinstance(component, dict) or depth > 16:
+        return set()
+    if component.get("type") == "Sequence":
+        out: set[str] = set()
+        for sub in (component.get("pretokenizers") or [])[:64]:
+            out |= _pre_tokenizer_kinds(sub, depth + 1)
+        return out
+    return {str(component.get("type"))}
+
+
+def triage_for(model: TokenizerModel) -> Triage:
+    """The round-trip triage of this model, from the files its base vocabulary comes from."""
+    a = model.artifacts
+    tj = a.tokenizer_json
+    if tj is not None and tj.name == model.base.artifact:
+        names, steps = _effects(tj.raw.get("normalizer"))
+        library = _library_normalizer(tj.raw.get("normalizer"))
+        if library is not None:
+            steps = [library]
+        dropping = _pre_tokenizer_kinds(tj.raw.get("pre_tokenizer")) & _WHITESPACE_DROPPING
+        unk = tj.raw.get("model", {}).get("unk_token") if isinstance(tj.raw.get("model"), dict) else None
+        return Triage(" → ".join(names) or None, tuple(steps),
+                      f"the {sorted(dropping)[0]} pre-tokenizer splits on whitespace" if dropping else None,
+                      unk if isinstance(unk, str) and unk else None)
+    wp = wordpiece_settings(model)
+    if wp is not None:
+        from tokenizers import normalizers
+
+        bert = normalizers.BertNormalizer(lowercase=wp.do_lower_case, strip_accents=wp.strip_accents,
+                                          handle_chinese_chars=wp.tokenize_chinese_chars)
+        steps: list[Callable[[str], str]] = [bert.normalize_str]
+        unk = "[UNK]" if "[UNK]" in (a.vocab_txt.vocab.values() if a.vocab_txt else ()) else None
+        assumption = None
+        if wp.defaulted:
+            assumption = (f"BertTokenizer's defaults are assumed for {', '.join(wp.defaulted)} "
+                          f"({'tokenizer_config.json does not set them' if a.tokenizer_config else 'there is no tokenizer_config.json'})")
+        return Triage(wp.describe(), tuple(steps), "BERT's pre-tokenizer splits on whitespace and punctuation", unk, assumption)
+    sp = getattr(a, "sentencepiece", None)
+    if sp is not None and sp.name == model.base.artifact:
+        name = getattr(sp, "normalizer", None)
+        nfkc = isinstance(name, str) and "nfkc" in name.lower()
+        return Triage(f"SentencePiece {name}" if name else None,
+                      (lambda t: unicodedata.normalize("NFKC", t),) if nfkc else (),
+                      "SentencePiece removes extra whitespace" if getattr(sp, "remove_extra_whitespaces", False) else None,
+                      None)
+    return Triage(None, (), None, None)
