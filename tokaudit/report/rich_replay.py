@@ -13,7 +13,8 @@ from rich.table import Table
 from rich.text import Text
 
 from tokaudit.report.report import TargetResult
-from tokaudit.report.text import token_text, visible
+from tokaudit.report.rich_layout import key_value
+from tokaudit.report.text import plural, token_text, visible
 
 #: Rows per table when a long timeline (``--steps``) is printed block by block.
 BLOCK_ROWS = 500
@@ -75,18 +76,15 @@ def _timeline(console: Console, rows: Iterable[dict[str, Any]], names: list[str]
 def replay_section(console: Console, result: TargetResult) -> None:
     data = result.data
     s, tok = data["stream"], data["tokenizer"]
-    head = Text("  stream      ", style="bold")
-    head.append(f"{s['format']} · {s['tokens']} tokens in {s['steps']} steps · prompt {s['prompt_tokens']} tokens · "
-                f"{'skip' if s['skip_special_tokens'] else 'keep'} special tokens")
-    console.print(head)
-    line = Text("  tokenizer   ", style="bold")
-    line.append(f"{tok['origin']} (built in {tok['load_seconds']:.2f}s)")
-    console.print(line)
+    key_value(console, "stream", f"{s['format']} · {plural(s['tokens'], 'token')} in {plural(s['steps'], 'step')} · "
+              f"prompt {plural(s['prompt_tokens'], 'token')} · {'skip' if s['skip_special_tokens'] else 'keep'} special tokens")
+    key_value(console, "tokenizer", f"{tok['origin']} (built in {tok['load_seconds']:.2f}s)")
     names = [d["name"] for d in data["detokenizers"] if d["name"] != "full" and d.get("applicable", True)]
     shown = data.get("timeline_steps", {})
     which = {"all": "", "around findings": f", {shown.get('rows')} of {s['steps']} steps: the first, the last and those around findings"}.get(
         shown.get("shown", "all"), f", steps {shown.get('shown')}")
-    console.print(Text(f"  timeline (chunks as emitted; held = bytes each detokenizer holds after the step{which})", style="bold"))
+    heading = Text(f"timeline (chunks as emitted; held = bytes each detokenizer holds after the step{which})", style="bold")
+    console.print(Padding(heading, (0, 0, 0, 2)))  # wraps under itself on a narrow terminal
     _timeline(console, data["timeline"], names)
     console.print(Text("  detokenizers", style="bold"))
     summary = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
@@ -107,14 +105,12 @@ def replay_section(console: Console, result: TargetResult) -> None:
         summary.add_row(Text(d["name"]), status)
     console.print(Padding(summary, (0, 0, 0, 4), expand=False))
     for call in data.get("tool_calls", []):
-        line = Text(f"  tool call   {call['format']}: ", style="bold")
+        line = Text(f"{call['format']}: ")
         line.append("valid JSON" if call["valid"] else f"invalid JSON ({call['error']})", style="green" if call["valid"] else "red")
-        console.print(line)
+        key_value(console, "tool call", line)
     if "stops" in data:
         exp = data["stops"]["expected"]
-        line = Text("  stop        ", style="bold")
-        line.append("not reached" if exp["position"] is None else f"{exp['matched']!r} at token {exp['position']}")
-        console.print(line)
+        key_value(console, "stop", "not reached" if exp["position"] is None else f"{exp['matched']!r} at token {exp['position']}")
     console.print(Text("  text (full decode; invisible characters shown)", style="bold"))
     text = data["text"]
     if len(text) > MAX_TEXT:
