@@ -37,7 +37,7 @@ def compare(
     target: TargetArg,
     backends: Annotated[
         str | None,
-        typer.Option("--backends", help="Comma-separated: tiktoken, hf, reference, strict, transformers-fast, transformers-slow "
+        typer.Option("--backends", help="Comma-separated: tiktoken, hf, sentencepiece, fastokens, reference, strict, transformers-fast, transformers-slow "
                      "(default: every backend the model supports)."),
     ] = None,
     corpus: Annotated[

@@ -29,7 +29,7 @@ from tokaudit.cli.replay import StreamFormat
 
 BackendOpt = Annotated[
     str | None,
-    typer.Option("--backend", help="tiktoken, hf, reference, strict (decode only), transformers-fast or transformers-slow. "
+    typer.Option("--backend", help="tiktoken, hf, sentencepiece, fastokens, reference, strict (decode only), transformers-fast or transformers-slow. "
                  "Default: what a files-only gateway (smg, Dynamo) uses: hf (tokenizers) when there is a tokenizer.json, "
                  "else tiktoken for a rank file (tiktoken.model, *.tiktoken, tekken.json)."),
 ]
