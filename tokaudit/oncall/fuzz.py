@@ -61,15 +61,16 @@ def sequences(model: TokenizerModel, options: FuzzOptions) -> tuple[list[list[in
 
 def decode_loop(
     decode: Callable[[list[int]], object], seqs: list[list[int]], progress: Callable[[int], None] | None = None
-) -> tuple[list[int], float]:
-    """Decode every sequence; the indices of the sequences that raised, and the seconds spent.
+) -> tuple[list[int], float, list[type]]:
+    """Decode every sequence; the indices of the sequences that raised, the seconds spent, and the
+    exception type each raised.
 
     The loop is kept as bare as a hand-written one (no wrapper objects, no exception kept alive:
-    thousands of live tracebacks make the garbage collector dominate), so calls/s measure the
-    backend. Failing sequences are decoded again through :func:`~tokaudit.backends.base.call`
-    afterwards to classify them.
+    thousands of live tracebacks make the garbage collector dominate; only the type is kept), so
+    calls/s measure the backend.
     """
     failed: list[int] = []
+    types: list[type] = []
     start = time.perf_counter()
     for first in range(0, len(seqs), CHUNK):
         for k in range(first, min(first + CHUNK, len(seqs))):
@@ -77,11 +78,12 @@ def decode_loop(
                 decode(seqs[k])
             except (KeyboardInterrupt, SystemExit, GeneratorExit):
                 raise
-            except BaseException:  # noqa: BLE001 - Rust panics are BaseExceptions
+            except BaseException as exc:  # noqa: BLE001 - Rust panics are BaseExceptions
                 failed.append(k)
+                types.append(type(exc))
         if progress is not None:
             progress(min(CHUNK, len(seqs) - first))
-    return failed, time.perf_counter() - start
+    return failed, time.perf_counter() - start, types
 
 
 @dataclass
@@ -161,10 +163,17 @@ def fuzz_backend(
     backend: Backend, seqs: list[list[int]], size: int, progress: Callable[[int], None] | None = None
 ) -> BackendRun:
     run = BackendRun(backend.name, calls=len(seqs))
-    failed, run.seconds = decode_loop(backend.decode, seqs, progress)
+    failed, run.seconds, types = decode_loop(backend.decode, seqs, progress)
     start = time.perf_counter()
     shrinker = Shrinker(backend.decode)
-    for k in failed:
+    classes = {t: "panic" if t.__name__ == "PanicException" else t.__name__ for t in set(types)}
+    for k, raised in zip(failed, types):
+        # Usually one id of the sequence fails alone with the class the sequence raised: that id is
+        # the reproducer, found in the memo of one-id outcomes without decoding the sequence again.
+        found = shrinker.single_reproducer(seqs[k], classes[raised])
+        if found is not None:
+            run.failures.append(Failure(classes[raised], seqs[k], found[0], found[1], 0 <= found[0][0] < size))
+            continue
         outcome = shrinker.outcome(seqs[k])
         if outcome.ok:  # not reproducible (a backend with state): keep the sequence as it is
             run.failures.append(Failure("not reproducible", seqs[k], seqs[k], outcome, all(0 <= i < size for i in seqs[k])))

@@ -21,6 +21,7 @@ class Shrinker:
         self.decode = decode
         self.calls = 0
         self._single: dict[int, Outcome] = {}
+        self._class: dict[int, str | None] = {}  # failure_class of each memoised one-id outcome
 
     def outcome(self, ids: list[int]) -> Outcome:
         if len(ids) == 1:
@@ -32,12 +33,23 @@ class Shrinker:
         self.calls += 1
         return call(self.decode, ids)
 
+    def single_reproducer(self, ids: list[int], cls: str) -> tuple[list[int], Outcome] | None:
+        """The first id of ``ids`` that fails alone with class ``cls`` (the usual 1-minimal
+        reproducer), from the memo of one-id outcomes; None when no single id does."""
+        classes = self._class
+        for i in ids:
+            got = classes.get(i, False)
+            if got is False:
+                got = classes[i] = failure_class(self.outcome([i]))
+            if got == cls:
+                return [i], self._single[i]
+        return None
+
     def shrink(self, ids: list[int], cls: str) -> tuple[list[int], Outcome]:
         """A 1-minimal subsequence of ``ids`` that still fails with class ``cls``, and its outcome."""
-        for i in dict.fromkeys(ids):
-            out = self.outcome([i])
-            if failure_class(out) == cls:
-                return [i], out
+        found = self.single_reproducer(ids, cls)
+        if found is not None:
+            return found
         current, current_out = list(ids), self.outcome(list(ids))
         changed = True
         while changed and len(current) > 1:
