@@ -95,8 +95,16 @@ class SentencePieceModel:
 
     @cached_property
     def by_id(self) -> dict[int, bytes]:
-        """Every piece's bytes (see :meth:`piece_bytes`)."""
-        return {i: self.piece_bytes(i) for i in range(len(self.pieces))}
+        """Every piece's bytes (see :meth:`piece_bytes`), in one loop (the per-piece method is slower
+        on a 262k vocabulary)."""
+        if not self.escape_whitespaces:
+            return {i: self.piece_bytes(i) for i in range(len(self.pieces))}
+        normal = PieceType.NORMAL
+        out = {i: p.piece.replace("\u2581", " ").encode("utf-8") for i, p in enumerate(self.pieces) if p.type is normal}
+        others = [i for i, p in enumerate(self.pieces) if p.type is not normal]
+        for i in others:
+            out[i] = self.piece_bytes(i)
+        return dict(sorted(out.items())) if others else out  # in id order, like every other vocabulary
 
     @cached_property
     def vocab(self) -> dict[int, str]:
