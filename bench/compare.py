@@ -2,12 +2,15 @@
 decode of the same corpus, measured in the same run (same process, same loaded backends).
 
     python bench/compare.py [TARGET] [--mb 5] [--backends LIST] [--runs N]
+    python bench/compare.py fixtures/kimi-k2.5 --mb 1 --backends tiktoken,hf,reference,strict   (loading dominates)
 
 The corpus is seeded text: the built-in corpus's fixed texts and generators (no Unicode sweep),
 shuffled and repeated, one case per line. Compare's wall time includes loading the backends,
 building the corpus, every comparison, the unknown-id table and the JSON-able result; the
 baseline is only `encode_batch` + `decode_batch` of every backend (decode-only backends decode the
-first encoder's ids). Prints both (median of N runs) and the ratio (target: <= 1.3).
+first encoder's ids). Prints both (median of N runs) and the ratio (target: <= 1.3), then each
+backend's load seconds (as compare measured them) beside its encode/decode throughput (MB/s of
+corpus, decode throughput counted on the same corpus's ids).
 
 Then, when fastokens is installed and the target has a tokenizer.json, Dynamo's question: fastokens'
 and tokenizers' encode throughput side by side on the same corpus (their own batch encode, and one
@@ -45,8 +48,9 @@ def make_corpus(path: Path, specials: list[str], megabytes: float, seed: int = 0
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
 
 
-def baseline(target: str, names: list[str], texts: list[str]) -> float:
-    """Each backend's own batch encode + decode of the corpus, summed."""
+def baseline(target: str, names: list[str], texts: list[str], per_backend: dict | None = None) -> float:
+    """Each backend's own batch encode + decode of the corpus, summed; ``per_backend`` collects
+    name -> [encode seconds, decode seconds] runs."""
     loaded = [lb.backend for lb in load_backends(load_model(target), names) if lb.backend is not None]
     total, first_ids = 0.0, None
     for b in [b for b in loaded if can_encode(b)] + [b for b in loaded if not can_encode(b)]:
@@ -56,8 +60,11 @@ def baseline(target: str, names: list[str], texts: list[str]) -> float:
             first_ids = first_ids or ids
         else:
             ids = first_ids
+        encoded = time.perf_counter()
         decode_batch(b, ids)
         total += time.perf_counter() - start
+        if per_backend is not None:
+            per_backend.setdefault(b.name, []).append((encoded - start if can_encode(b) else None, time.perf_counter() - encoded))
     return total
 
 
@@ -129,18 +136,34 @@ def main() -> None:
                 fastokens_vs_tokenizers(tj.path, texts, args.runs)
             return
         options = CompareOptions(backends=names, corpora=[corpus], builtin=False)
-        walls, bases = [], []
+        walls, bases, loads, per_backend = [], [], {}, {}
         for _ in range(args.runs):
             start = time.perf_counter()
             result, _findings = compare_model(load_model(args.target), options)
             walls.append(time.perf_counter() - start)
-            bases.append(baseline(args.target, names, texts))
+            for b in result.data["backends"]:
+                loads.setdefault(b["name"], []).append(b.get("load_seconds") or 0.0)
+            bases.append(baseline(args.target, names, texts, per_backend))
     used = [b["name"] for b in result.data["backends"] if b["available"]]
     wall, base = statistics.median(walls), statistics.median(bases)
     print(f"corpus: {result.data['corpus']['bytes'] / 1e6:.2f} MB, {result.data['corpus']['cases']} cases; backends: {', '.join(used)}")
     print(f"compare wall time:                 {wall:.3f} s (median of {args.runs})")
     print(f"sum of own batch encode + decode:  {base:.3f} s")
     print(f"ratio: {wall / base:.2f} (target <= 1.3)")
+    size = result.data["corpus"]["bytes"] / 1e6
+    print(f"per backend (medians of {args.runs}; load inside compare, throughput of its own batch calls):")
+    print(f"  {'backend':<18} {'load s':>7} {'encode MB/s':>12} {'decode MB/s':>12}")
+    for b in result.data["backends"]:
+        name = b["name"]
+        if not b["available"]:
+            print(f"  {name:<18} unavailable: {b.get('reason')}")
+            continue
+        runs = per_backend.get(name, [])
+        enc = [e for e, _ in runs if e]
+        dec = [d for _, d in runs if d]
+        enc_s = f"{size / statistics.median(enc):12.2f}" if enc else f"{'-':>12}"
+        dec_s = f"{size / statistics.median(dec):12.2f}" if dec else f"{'-':>12}"
+        print(f"  {name:<18} {statistics.median(loads[name]):7.3f} {enc_s} {dec_s}")
     if model.artifacts.tokenizer_json is not None:
         fastokens_vs_tokenizers(model.artifacts.tokenizer_json.path, texts, args.runs)
 
