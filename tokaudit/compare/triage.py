@@ -41,6 +41,8 @@ class Triage:
     unk_token: str | None
     #: Said once in the finding, e.g. "BertTokenizer defaults for do_lower_case (tokenizer_config.json does not set it)".
     assumption: str | None = None
+    #: Other spellings of the unknown token in decoded text (sentencepiece prints "<unk>" as " ⁇ ").
+    unk_forms: tuple[str, ...] = ()
 
     def canon(self, text: str) -> str:
         for step in self.steps:
@@ -50,7 +52,8 @@ class Triage:
     def classify(self, text: str, output: str) -> str:
         if (self.steps or self.whitespace) and self.canon(text) == self.canon(output):
             return NORMALIZER
-        if self.unk_token and output.count(self.unk_token) > text.count(self.unk_token):
+        forms = ((self.unk_token,) if self.unk_token else ()) + self.unk_forms
+        if any(output.count(u) > text.count(u) for u in forms):
             return UNKNOWN
         return REAL
 
@@ -131,6 +134,30 @@ def _pre_tokenizer_kinds(component: Any, depth: int = 0) -> set[str]:
     return {str(component.get("type"))}
 
 
+def _unk_piece(model: Any) -> str | None:
+    """The unknown token of a tokenizer.json model (BPE/WordPiece ``unk_token``, Unigram ``unk_id``)."""
+    if not isinstance(model, dict):
+        return None
+    unk = model.get("unk_token")
+    if isinstance(unk, str) and unk:
+        return unk
+    unk_id, vocab = model.get("unk_id"), model.get("vocab")
+    if isinstance(unk_id, int) and isinstance(vocab, list) and 0 <= unk_id < len(vocab) and isinstance(vocab[unk_id], list):
+        return str(vocab[unk_id][0])
+    return None
+
+
+def _unk_surfaces(steps: Any, unk: str | None) -> tuple[str, ...]:
+    """What the decoder turns the unknown token into (converted SentencePiece models: " ⁇ ")."""
+    out = []
+    for step in steps:
+        if unk and step.kind == "Replace" and not step.regex and step.text == unk:
+            surface = step.content.replace("\u2581", " ").strip()
+            if surface:
+                out.append(surface)
+    return tuple(out)
+
+
 def triage_for(model: TokenizerModel) -> Triage:
     """The round-trip triage of this model, from the files its base vocabulary comes from."""
     a = model.artifacts
@@ -141,10 +168,10 @@ def triage_for(model: TokenizerModel) -> Triage:
         if library is not None:
             steps = [library]
         dropping = _pre_tokenizer_kinds(tj.raw.get("pre_tokenizer")) & _WHITESPACE_DROPPING
-        unk = tj.raw.get("model", {}).get("unk_token") if isinstance(tj.raw.get("model"), dict) else None
+        unk = _unk_piece(tj.raw.get("model"))
         return Triage(" → ".join(names) or None, tuple(steps),
                       f"the {sorted(dropping)[0]} pre-tokenizer splits on whitespace" if dropping else None,
-                      unk if isinstance(unk, str) and unk else None)
+                      unk, unk_forms=_unk_surfaces(tj.decoder.steps, unk))
     wp = wordpiece_settings(model)
     if wp is not None:
         from tokenizers import normalizers
@@ -162,8 +189,17 @@ def triage_for(model: TokenizerModel) -> Triage:
     if sp is not None and sp.name == model.base.artifact:
         name = getattr(sp, "normalizer", None)
         nfkc = isinstance(name, str) and "nfkc" in name.lower()
+        surface = str(getattr(sp, "unk_surface", "") or "").strip()
+        steps: tuple[Callable[[str], str], ...] = (lambda t: unicodedata.normalize("NFKC", t),) if nfkc else ()
+        try:  # the library's own normalizer (its precompiled charsmap), exact
+            import sentencepiece
+
+            processor = sentencepiece.SentencePieceProcessor(model_proto=sp.data)
+            steps = (lambda t: processor.normalize(t).replace("\u2581", " "),)
+        except Exception:  # noqa: BLE001 - a model the library refuses: keep the NFKC stand-in
+            pass
         return Triage(f"SentencePiece {name}" if name else None,
-                      (lambda t: unicodedata.normalize("NFKC", t),) if nfkc else (),
+                      steps,
                       "SentencePiece removes extra whitespace" if getattr(sp, "remove_extra_whitespaces", False) else None,
-                      None)
+                      getattr(sp, "unk_piece", None), unk_forms=(surface,) if surface else ())
     return Triage(None, (), None, None)
