@@ -175,37 +175,49 @@ def _first_token_difference(a: list[int], b: list[int]) -> int:
 
 
 def divergences(runs: list[TemplateRun], encoder: ServingEncoder | None, max_findings: int = 12) -> list[Finding]:
-    """TA802: each conversation both engines render to different text; error when the ids differ too."""
-    out: list[Finding] = []
+    """TA802: conversations both engines render to different text; error when the ids differ too.
+
+    Conversations whose first difference looks the same (the same excerpts around it) share one
+    finding: one cause (a tool description through ``tojson``) is reported once, with every
+    conversation it hits."""
+    groups: dict[tuple[str, str, str, str], list[tuple[ConversationRun, Render, Render, int]]] = {}
     for trun in runs:
         for crun in trun.conversations:
             ok = [r for r in crun.renders if r.ok]
-            if len(ok) < 2 or len(out) >= max_findings:
+            if len(ok) < 2:
                 continue
             a, b = ok[0], ok[1]
             assert a.text is not None and b.text is not None
             if a.text == b.text:
                 continue
             at = first_difference(a.text, b.text)
-            ids_a = tokens_of(crun, a, encoder)
-            ids_b = tokens_of(crun, b, encoder)
-            token_at = _first_token_difference(ids_a, ids_b) if ids_a is not None and ids_b is not None else None
-            tokens_differ = ids_a != ids_b or ids_a is None
-            tok = (f"; the token ids first differ at position {token_at} ({len(ids_a)} vs {len(ids_b)} tokens)"  # type: ignore[arg-type]
-                   if token_at is not None and ids_a != ids_b else
-                   "; the token ids are the same" if ids_a is not None and ids_a == ids_b else "; the ids were not compared")
-            out.append(finding(
-                "TA802",
-                f"{_where(crun)}: {a.engine} and {b.engine} render different text from character {at}: "
-                f"{a.engine} {excerpt(a.text, at)!r} vs {b.engine} {excerpt(b.text, at)!r}{tok}.",
-                severity=Severity.ERROR if tokens_differ else Severity.WARNING,
-                location=crun.template.location,
-                details={"subject": f"{crun.template.name}:{crun.label}", "conversation": crun.label, "template": crun.template.name,
-                         "engines": [a.engine, b.engine], "position": at,
-                         "excerpts": {a.engine: excerpt(a.text, at), b.engine: excerpt(b.text, at)},
-                         "chars": {a.engine: a.text[at:at + 1], b.engine: b.text[at:at + 1]},
-                         "token_position": token_at},
-            ))
+            key = (trun.template.name, excerpt(a.text, at, 20), excerpt(b.text, at, 20), f"{at}")
+            groups.setdefault(key, []).append((crun, a, b, at))
+    out: list[Finding] = []
+    for members in list(groups.values())[:max_findings]:
+        crun, a, b, at = members[0]
+        assert a.text is not None and b.text is not None
+        ids_a = tokens_of(crun, a, encoder)
+        ids_b = tokens_of(crun, b, encoder)
+        token_at = _first_token_difference(ids_a, ids_b) if ids_a is not None and ids_b is not None else None
+        tokens_differ = ids_a != ids_b or ids_a is None
+        tok = (f"; the token ids first differ at position {token_at} ({len(ids_a)} vs {len(ids_b)} tokens)"  # type: ignore[arg-type]
+               if token_at is not None and ids_a != ids_b else
+               "; the token ids are the same" if ids_a is not None and ids_a == ids_b else "; the ids were not compared")
+        names = [m[0].label for m in members]
+        also = f" (also {', '.join(names[1:])})" if len(names) > 1 else ""
+        out.append(finding(
+            "TA802",
+            f"{_where(crun)}{also}: {a.engine} and {b.engine} render different text from character {at}: "
+            f"{a.engine} {excerpt(a.text, at)!r} vs {b.engine} {excerpt(b.text, at)!r}{tok}.",
+            severity=Severity.ERROR if tokens_differ else Severity.WARNING,
+            location=crun.template.location,
+            details={"subject": f"{crun.template.name}:{crun.label}", "conversation": crun.label, "conversations": names,
+                     "template": crun.template.name, "engines": [a.engine, b.engine], "position": at,
+                     "excerpts": {a.engine: excerpt(a.text, at), b.engine: excerpt(b.text, at)},
+                     "chars": {a.engine: a.text[at:at + 1], b.engine: b.text[at:at + 1]},
+                     "token_position": token_at},
+        ))
     return out
 
 
