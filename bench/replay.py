@@ -79,15 +79,15 @@ print(n)
 
 
 def child(argv: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KB) of one child process."""
+    """Wall seconds and peak RSS (KB) of one child process. The child is started by GNU time: a child
+    forked from this (large) process would report this process's RSS as its own peak."""
     t = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
+    proc = subprocess.run(["/usr/bin/time", "-f", "maxrss=%M", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wall = time.perf_counter() - t
-    err = proc.stderr.read().decode() if proc.stderr else ""
-    if os.waitstatus_to_exitcode(status) not in (0, 1):
+    err = proc.stderr.decode()
+    if proc.returncode not in (0, 1):
         raise SystemExit(f"{argv[:4]} failed: {err.strip()[-500:]}")
-    return wall, usage.ru_maxrss
+    return wall, int(err.rsplit("maxrss=", 1)[1].split()[0])
 
 
 def median_child(argv: list[str], repeat: int) -> tuple[float, int]:
@@ -108,16 +108,18 @@ def main() -> int:
     model = load_model(args.target)
     tokenizer, origin, build = loaded = load_tokenizer(model)
     print(f"target {args.target}: tokenizer {origin}, built in {build:.2f}s")
-    unit = tokenizer.encode(TEXT, add_special_tokens=False).ids
     target = Path(args.target)
     if (target / "tokenizer.json").is_file():
         raw, raw_name = [RAW_DECODESTREAM], "raw tokenizers DecodeStream loop"
+        unit = tokenizer.encode(TEXT, add_special_tokens=False).ids
     else:
         from tokaudit.backends.registry import load_backends
 
+        # replay's tokenizer rebuilt from ranks is decode-only (no merges): encode with tiktoken
         enc = load_backends(model, ["tiktoken"])[0].backend.encoding  # type: ignore[union-attr]
         raw, raw_name = [RAW_TIKTOKEN], "raw tiktoken incremental decode"
         pat = enc._pat_str
+        unit = enc.encode_ordinary(TEXT)
     py = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
         files = {}

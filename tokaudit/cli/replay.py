@@ -53,7 +53,7 @@ def replay(
     stop_id: Annotated[list[int] | None, typer.Option("--stop-id", help="A stop token id (repeatable).", min=0)] = None,
     skip_special_tokens: SkipSpecialOpt = True,
     chunk_invariance: Annotated[
-        bool, typer.Option("--chunk-invariance/--no-chunk-invariance", help="Re-chunk the ids into steps of 1..8 and compare (streams of 20,000+ tokens: in windows around multi-byte, special and unmapped tokens).")
+        bool, typer.Option("--chunk-invariance/--no-chunk-invariance", help="Re-chunk the ids into steps of 1..8 and compare (streams of 4,096+ tokens: in windows around multi-byte, special and unmapped tokens).")
     ] = True,
     steps: Annotated[
         str | None,

@@ -21,6 +21,9 @@ from tokaudit.model.text import TokenText
 
 #: The TGI/vLLM/SGLang/smg/Dynamo left-context window (``INITIAL_INCREMENTAL_DETOKENIZATION_OFFSET``).
 INITIAL_OFFSET = 5
+#: Windows of up to this many ids have their decode memoised (bounded to WINDOW_MEMO_SIZE entries).
+WINDOW_MEMO = 4
+WINDOW_MEMO_SIZE = 1 << 18
 REPLACEMENT = "\ufffd"
 
 #: ``--detokenizers`` names, in display order. ``decodestream`` also runs ``decodestream-prefill``
@@ -98,6 +101,8 @@ class DecodeContext:
         self.skip_special_tokens = skip_special_tokens
         self.tokens = tokens
         self.memo: dict[int, str] = {}
+        #: decodes of short id windows (offsets decodes one or two per token; text repeats them)
+        self.windows: dict[tuple[int, ...], str] = {}
 
     def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, self.skip_special_tokens)
@@ -172,7 +177,7 @@ class Offsets(Detokenizer):
 
     def _tokens(self, tokens: list[int], position: int, track_held: bool) -> tuple[list[str], list[int]]:
         """The algorithm, one token at a time: the text emitted for each and the bytes held after it."""
-        decode, skip, memo = self.ctx.tokenizer.decode, self.ctx.skip_special_tokens, self.ctx.memo
+        decode, skip, memo, windows = self.ctx.tokenizer.decode, self.ctx.skip_special_tokens, self.ctx.memo, self.ctx.windows
         table = self.ctx.tokens
         lengths, length = table.lengths(skip), table.length
         ids, prefix, read = self.ids, self.prefix, self.read
@@ -195,7 +200,15 @@ class Offsets(Detokenizer):
                 else:
                     prefix_text = decode(ids[prefix:read], skip)
                 stale = False
-            new_text = decode(ids[prefix:], skip)
+            if len(ids) - prefix <= WINDOW_MEMO:
+                key = tuple(ids[prefix:])
+                new_text = windows.get(key)  # type: ignore[assignment]
+                if new_text is None:
+                    if len(windows) >= WINDOW_MEMO_SIZE:
+                        windows.clear()
+                    new_text = windows[key] = decode(ids[prefix:], skip)
+            else:
+                new_text = decode(ids[prefix:], skip)
             n = len(prefix_text)
             if len(new_text) > n and new_text[-1] != fffd:
                 if not new_text.startswith(prefix_text):
@@ -262,7 +275,7 @@ class DecodeStreamDetok(Detokenizer):
 
     def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
         tokenizer, skip, table = self.ctx.tokenizer, self.ctx.skip_special_tokens, self.ctx.tokens
-        length = table.length
+        lengths, length = table.lengths(skip), table.length
         step = self.stream.step
         pending = self.pending
         chunks: list[str] = []
@@ -270,22 +283,24 @@ class DecodeStreamDetok(Detokenizer):
         held: list[int] = []
         held_now = table.count(pending, skip)
         for ids in steps:
+            single = len(ids) == 1
             try:
-                out = step(tokenizer, ids[0] if len(ids) == 1 else list(ids))
+                out = step(tokenizer, ids[0] if single else list(ids))
             except Exception as exc:  # noqa: BLE001 - tokenizers raises a plain Exception for Invalid prefix
                 message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 kind = "rewritten" if "Invalid prefix" in message else "error"
                 self.errors.append(StepError(position + len(ids) - 1, ids[-1], kind, message[:300]))
                 self.stream = self._new()
                 step = self.stream.step
-                out = step(tokenizer, ids[0] if len(ids) == 1 else list(ids))
+                out = step(tokenizer, ids[0] if single else list(ids))
             position += len(ids)
             if out is None:
                 pending.extend(ids)
                 append_chunk("")
                 if track_held:
                     for token_id in ids:
-                        held_now += length(token_id, skip)
+                        n = lengths.get(token_id)
+                        held_now += n if n is not None else length(token_id, skip)
                     held.append(held_now)
             else:
                 if pending:

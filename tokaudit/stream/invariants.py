@@ -235,7 +235,7 @@ def detokenizer_json(run: Run) -> dict[str, Any]:
 CHUNK_SIZES = range(1, 9)
 #: Streams up to this many tokens are re-chunked whole; longer ones only in windows around the
 #: tokens where chunking can matter (:func:`risky_positions`), a full re-run confirming a hit.
-FULL_RECHUNK_TOKENS = 20_000
+FULL_RECHUNK_TOKENS = 4_096
 #: Tokens of context on each side of a risky token (one step of the largest chunk size).
 WINDOW = max(CHUNK_SIZES)
 
