@@ -199,7 +199,7 @@ def test_github_format_groups_per_target() -> None:
     assert lines[1].startswith(f"::error file={TINY}/config.json,line=1,title=TA101 vocab-gap::19 ids in [0, 1024)")
     assert lines[2].startswith(f"::notice file={TINY}/tiktoken.model,line=1,title=TA401 partial-utf8-token::245 of 1000")
     assert lines[3] == "::endgroup::"
-    assert lines[4].startswith("tokaudit 0.1.0 scan: FAIL: 1 error(s), 0 warning(s), 1 note(s) (python ")
+    assert lines[4].startswith("tokaudit 0.1.0 scan: FAIL: 1 error, 0 warnings, 1 note (python ")
     assert result.exit_code == 1
 
 
@@ -209,4 +209,4 @@ def test_every_machine_format_writes_to_output_and_keeps_stdout_clean(fmt: str, 
     result = run_cli("scan", CLEAN, "--format", fmt, "--output", out)
     assert result.exit_code == 0 and result.stdout == ""
     assert out.read_text(encoding="utf-8").strip()
-    assert result.stderr == "tokaudit scan: 0 error(s), 0 warning(s), 1 note(s)\n"
+    assert result.stderr == "tokaudit scan: 0 errors, 0 warnings, 1 note\n"

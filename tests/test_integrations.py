@@ -141,7 +141,7 @@ def test_targets_from_file_and_stdin_jsonl(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [d["target"] for d in lines] == [TINY, KIMI]
     assert [d["findings"] for d in lines] == [json_findings(TINY), json_findings(KIMI)]
-    assert proc.stderr.startswith("tokaudit scan: 2 target(s), 0 unreadable: ")
+    assert proc.stderr.startswith("tokaudit scan: 2 targets, 0 unreadable: ")
     piped = tokaudit("scan", "--targets-from", "-", "--format", "jsonl", input=listing.read_text())
     assert piped.stdout == proc.stdout
     # with positional targets too, and in the other formats: one report over all of them

@@ -61,7 +61,7 @@ def test_complete_stream_through_the_cli(tmp_path):
     # naive's split characters are notes: reported, never failing the run
     assert {(f["name"], f["severity"], f["details"]["detokenizer"]) for f in doc["findings"]} == {
         ("stream-mismatch", "note", "naive"), ("replacement-char", "note", "naive")}
-    assert out.stderr == "tokaudit replay: 0 error(s), 0 warning(s), 2 note(s)\n"
+    assert out.stderr == "tokaudit replay: 0 errors, 0 warnings, 2 notes\n"
     assert tree_snapshot(KIMI) == before
 
 

@@ -16,6 +16,7 @@ import typer
 
 from tokaudit.errors import InputError
 from tokaudit.report.report import Report
+from tokaudit.report.text import plural, severity_counts
 
 
 class OutputFormat(str, Enum):
@@ -268,7 +269,7 @@ def emit(
         raise InputError(f"cannot write report: {exc.strerror or exc}", file="<stdout>") from None
     if not quiet and (fmt is not OutputFormat.rich or not to_stdout(output)):
         s = report.summary()
-        err(f"tokaudit {report.command}: {s['error']} error(s), {s['warning']} warning(s), {s['note']} note(s)")
+        err(f"tokaudit {report.command}: {severity_counts(s)}")
     raise typer.Exit(report.exit_code(fail_on.value))
 
 
@@ -310,8 +311,7 @@ def emit_lines(command: str, outcomes: Iterable[Any], output: Path | None, fail_
     except BrokenPipeError:  # the reader stopped: stop scanning, keep the exit code
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if not quiet:
-        err(f"tokaudit {command}: {done} target(s), {unreadable} unreadable: {totals['error']} error(s), "
-            f"{totals['warning']} warning(s), {totals['note']} note(s)")
+        err(f"tokaudit {command}: {plural(done, 'target')}, {unreadable} unreadable: {severity_counts(totals)}")
     raise typer.Exit(code)
 
 

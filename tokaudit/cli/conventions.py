@@ -58,8 +58,8 @@ class TokauditCommand(TyperCommand):
         pieces = [self.options_metavar] if self.options_metavar else []
         for param in self.get_params(ctx):
             if isinstance(param, TyperArgument):
-                var = param.make_metavar(ctx)  # without usage=True: no braces around required ones
-                pieces.append(var if param.required else f"[{var}]")
+                var = param.make_metavar(ctx)  # without usage=True: no braces around required ones (0.28)
+                pieces.append(var if param.required or var.startswith("[") else f"[{var}]")  # 0.26 adds [] itself
             else:
                 pieces.extend(param.get_usage_pieces(ctx))
         return pieces

@@ -11,6 +11,7 @@ from typing import TextIO
 from tokaudit.report.finding import Finding
 from tokaudit.report.locations import finding_line, finding_path
 from tokaudit.report.report import Report, tool_version, versions
+from tokaudit.report.text import severity_counts
 
 _COMMAND = {"error": "error", "warning": "warning", "note": "notice"}
 
@@ -39,5 +40,4 @@ def render_github(report: Report, stream: TextIO, fail_on: str = "error") -> Non
     s = report.summary()
     lib = ", ".join(f"{k} {v}" for k, v in versions().items())
     verdict = "FAIL" if report.failing(fail_on) else "PASS"
-    stream.write(f"tokaudit {tool_version()} {report.command}: {verdict}: {s['error']} error(s), {s['warning']} warning(s), "
-                 f"{s['note']} note(s) ({lib})\n")
+    stream.write(f"tokaudit {tool_version()} {report.command}: {verdict}: {severity_counts(s)} ({lib})\n")

@@ -9,7 +9,7 @@ from typing import TextIO
 from tokaudit.report.finding import Finding
 from tokaudit.report.locations import finding_path
 from tokaudit.report.report import Report, tool_version, versions
-from tokaudit.report.text import plural
+from tokaudit.report.text import severity_counts
 
 _ICON = {"error": "❌", "warning": "⚠️", "note": "ℹ️"}
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
@@ -34,7 +34,7 @@ def _location(f: Finding) -> str:
 def render_markdown(report: Report, stream: TextIO, fail_on: str = "error") -> None:
     s = report.summary()
     failing = report.failing(fail_on)
-    counts = f"{plural(s['error'], 'error')}, {plural(s['warning'], 'warning')}, {plural(s['note'], 'note')}"
+    counts = severity_counts(s)
     dropped = "".join(f", {n} {kind}" for kind, n in report.suppressed().items() if n)
     if report.judged:
         verdict = "❌ FAIL" if failing else "✅ PASS"

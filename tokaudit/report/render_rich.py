@@ -17,7 +17,7 @@ from rich.text import Text
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.report import Report, TargetResult
 from tokaudit.report.rich_layout import key_value
-from tokaudit.report.text import plural
+from tokaudit.report.text import severity_counts
 
 SEVERITY_STYLE = {Severity.ERROR: "bold white on red", Severity.WARNING: "bold black on yellow", Severity.NOTE: "bold white on blue"}
 
@@ -159,7 +159,7 @@ def verdict(report: Report, fail_on: str) -> Table:
     """``✓ PASS: 0 errors, 1 warning, 0 notes (--fail-on error; 7 baselined, 2 ignored)``, wrapped under
     its counts on a narrow terminal."""
     s = report.summary()
-    counts = f"{plural(s['error'], 'error')}, {plural(s['warning'], 'warning')}, {plural(s['note'], 'note')}"
+    counts = severity_counts(s)
     dropped = ", ".join(f"{n} {kind}" for kind, n in report.suppressed().items() if n)
     failing = report.failing(fail_on)
     why = f"{len(failing)} at or above --fail-on {fail_on}" if failing else f"--fail-on {fail_on}"

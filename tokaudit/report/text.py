@@ -32,3 +32,8 @@ def token_text(token: bytes) -> str:
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def severity_counts(summary: dict[str, int]) -> str:
+    """``1 error, 5 warnings, 0 notes``."""
+    return f"{plural(summary['error'], 'error')}, {plural(summary['warning'], 'warning')}, {plural(summary['note'], 'note')}"
