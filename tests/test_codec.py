@@ -126,7 +126,7 @@ def test_bad_ids_are_one_line_exit_2():
 def test_missing_ids_file_is_one_line_exit_2(tmp_path):
     r = run_cli("decode", TINY, tmp_path / "ids.txt")
     assert r.exit_code == 2
-    assert r.stderr == f"tokaudit: error: {tmp_path / 'ids.txt'}: cannot read stream: No such file or directory\n"
+    assert r.stderr == f"tokaudit: error: {tmp_path / 'ids.txt'}: no such file\n"
 
 
 def test_encode_with_a_decode_only_backend_is_exit_2():

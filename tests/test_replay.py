@@ -168,7 +168,7 @@ def test_rich_output_has_timeline_findings_and_text(tiny_encode):
         (["-", "--stream-format", "sse"], "1 2", "tokaudit: error: <stdin>:1: not a server-sent-events line (expected 'data: ...')\n"),
         (["-", "--detokenizers", "fast"], "1", "tokaudit: error: key --detokenizers: unknown detokenizer 'fast' (choose from full, offsets, decodestream, bytes, naive)\n"),
         (["-", "--prompt", "1 -5"], "1", "tokaudit: error: --prompt:1: column 3: id -5 is negative\n"),
-        (["missing.json"], None, "tokaudit: error: missing.json: cannot read stream: No such file or directory\n"),
+        (["missing.json"], None, "tokaudit: error: missing.json: no such file\n"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, stdin, stderr):

@@ -88,8 +88,8 @@ JobsOpt = Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Targets
 
 #: Upper bounds of numeric options: beyond them a run cannot end in reasonable time or memory.
 OPTION_LIMITS = {"--concurrency": 64, "--max-length": 4096, "--iterations": 100_000, "--examples": 1000}
-#: Longest TEXT (argument or stdin) ``encode`` takes; a whole-file corpus case has the same cap.
-MAX_TEXT_BYTES = 1024 * 1024
+#: Longest TEXT (argument or stdin) ``encode`` takes: its JSON lists every token (~75k here, 40 MB).
+MAX_TEXT_BYTES = 256 * 1024
 
 
 def within_limit(value: int, option: str) -> int:
@@ -108,13 +108,13 @@ def read_text_arg(text: str, name: str = "TEXT") -> str:
         raw = getattr(sys.stdin, "buffer", None)  # a text-only stdin (tests, embedding) has none
         data = raw.read(MAX_TEXT_BYTES + 1) if raw is not None else sys.stdin.read(MAX_TEXT_BYTES + 1).encode("utf-8", "surrogateescape")
         if len(data) > MAX_TEXT_BYTES:
-            raise InputError(f"stdin is over the limit of {MAX_TEXT_BYTES >> 20} MiB", key=name)
+            raise InputError(f"stdin is over the limit of {MAX_TEXT_BYTES >> 10} KiB", key=name)
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InputError(f"stdin is not UTF-8 (byte {exc.start})", key=name) from None
     if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
-        raise InputError(f"over the limit of {MAX_TEXT_BYTES >> 20} MiB", key=name)
+        raise InputError(f"over the limit of {MAX_TEXT_BYTES >> 10} KiB", key=name)
     return text
 
 

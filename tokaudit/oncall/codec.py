@@ -32,10 +32,11 @@ def pick_backend(model: TokenizerModel, name: str | None, *, encode: bool, pat_s
     chosen = name or gateway_backend(model)
     lb = load_backends(model, [chosen], pat_str, decode_only=not encode)[0]  # decoding never needs a pattern
     if lb.backend is None:
-        # the model's files made it unavailable: name them; blame --backend only when the user gave it
+        if name:  # the user's choice does not fit the model (the reason names a file defect when there is one)
+            raise InputError(f"backend {chosen} is unavailable for this model: {lb.unavailable}", key="--backend")
+        # the default backend: the model's files made it unavailable, so name them, not an option never passed
         where = str(model.artifacts.root / model.vocab_artifact) if model.vocab_artifact else model.target
-        raise InputError(f"backend {chosen} cannot use this model: {lb.unavailable}", file=where,
-                         key="--backend" if name else None)
+        raise InputError(f"the default backend {chosen} cannot load it: {lb.unavailable}", file=where)
     if encode and not can_encode(lb.backend):
         raise InputError(f"backend {chosen} only decodes", key="--backend")
     return lb

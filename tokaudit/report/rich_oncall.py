@@ -92,10 +92,20 @@ def explain_section(console: Console, result: TargetResult) -> None:
         console.print(Padding(table, (0, 0, 0, 4), expand=False))
 
 
+#: Tokens shown in the pieces line and the table: a 256 KiB text is ~75k tokens, and rich lays out a
+#: table of that size for minutes; --format json has them all.
+MAX_SHOWN_TOKENS = 1000
+
+
+def _more(console: Console, tokens: list[dict[str, Any]]) -> None:
+    if len(tokens) > MAX_SHOWN_TOKENS:
+        console.print(Text(f"    … {len(tokens) - MAX_SHOWN_TOKENS} more tokens (--format json lists every one)", style="dim"))
+
+
 def _pieces(console: Console, tokens: list[dict[str, Any]]) -> Text:
     """Token texts end to end: alternating colours on a terminal, ``|`` between pieces elsewhere."""
     out = Text()
-    shown = [t for t in tokens if not t.get("skipped")]
+    shown = [t for t in tokens if not t.get("skipped")][:MAX_SHOWN_TOKENS]
     for k, tok in enumerate(shown):
         piece = _token_text(tok)
         if console.is_terminal:
@@ -109,7 +119,7 @@ def _token_table(console: Console, tokens: list[dict[str, Any]]) -> None:
     table = _grid()
     for col in ("#", "id", "token", ""):
         table.add_column(col, justify="right" if col in ("#", "id") else "left")
-    for k, tok in enumerate(tokens):
+    for k, tok in enumerate(tokens[:MAX_SHOWN_TOKENS]):
         flags = [f for f, on in (("special", tok["special"]), ("partial UTF-8", tok["partial_utf8"]),
                                  ("skipped", tok.get("skipped")), ("unmapped", not tok["mapped"])) if on]
         if tok["mapped"] and tok["profile"] != "files":
@@ -118,6 +128,7 @@ def _token_table(console: Console, tokens: list[dict[str, Any]]) -> None:
         table.add_row(Text(str(k), style="dim"), Text(str(tok["id"]), style="cyan"), Text(_token_text(tok, spaces=True)),
                       Text(", ".join(flags), style="dim"))
     console.print(Padding(table, (0, 0, 0, 4), expand=False))
+    _more(console, tokens)
 
 
 def _codec(console: Console, d: dict[str, Any], decoding: bool) -> None:

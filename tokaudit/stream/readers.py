@@ -29,8 +29,10 @@ from tokaudit.errors import InputError, shorten
 FORMATS = ("json", "ids", "jsonl", "sse")
 ID_KEYS = ("token_ids", "ids", "output_ids", "token_id")
 MAX_ID = 2**32  # ids are u32 in every gateway; anything at or above is not a token id
-#: A capture larger than this is not one response.
-MAX_STREAM_BYTES = 64 * 1024 * 1024
+#: A capture larger than this is not one response (an SSE capture of 32k tokens is ~6 MB).
+MAX_STREAM_BYTES = 16 * 1024 * 1024
+#: Ids in one stream: beyond a 128k-token response, and every detokenizer replays each id.
+MAX_STREAM_IDS = 200_000
 
 
 @dataclass(frozen=True)
@@ -123,10 +125,16 @@ def _line_of(text: str, offset: int) -> int:
 _JSON_SCALAR = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null')
 
 
+def _within_budget(count: int, source: str, line: int | None) -> None:
+    if count > MAX_STREAM_IDS:
+        raise InputError(f"more than {MAX_STREAM_IDS} ids: not one response (the limit of a stream)", file=source, line=line)
+
+
 def _parse_json(text: str, source: str) -> list[tuple[int, ...]]:
     value = parse_json_text(text, source)
     if not isinstance(value, list):
         raise InputError(f"expected a JSON array of ids, got {type(value).__name__}", file=source)
+    _within_budget(len(value), source, None)
     offsets = None
     out: list[tuple[int, ...]] = []
     for k, item in enumerate(value):
@@ -156,6 +164,8 @@ def _parse_ids(text: str, source: str) -> list[tuple[int, ...]]:
             if len(word) > 20:  # far beyond 2**32, and int() of a huge word is slow or refused
                 raise InputError(f"{where}: id {shorten(word)} is out of range (>= 2**32)", file=source, line=lineno)
             out.append((_check_id(int(word), where, source, lineno),))
+            if len(out) > MAX_STREAM_IDS:
+                _within_budget(len(out), source, lineno)
     return out
 
 
@@ -175,12 +185,16 @@ def _step_from_object(obj: dict[str, Any], source: str, line: int) -> tuple[int,
 
 def _parse_jsonl(text: str, source: str) -> list[tuple[int, ...]]:
     out: list[tuple[int, ...]] = []
+    total = 0
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         value = parse_json_text(line, source, lineno)
         if isinstance(value, list):
             out.append(_ids_of(value, "step", source, lineno))
+            total += len(out[-1])
+            if total > MAX_STREAM_IDS:
+                _within_budget(total, source, lineno)
             continue
         if not isinstance(value, dict):
             raise InputError(
@@ -193,6 +207,9 @@ def _parse_jsonl(text: str, source: str) -> list[tuple[int, ...]]:
         if step is None:
             raise InputError(f"no {', '.join(ID_KEYS)} key in this step", file=source, line=lineno)
         out.append(step)
+        total += len(step)
+        if total > MAX_STREAM_IDS:
+            _within_budget(total, source, lineno)
     return out
 
 
@@ -229,6 +246,7 @@ def _step_from_choices(event: dict[str, Any], source: str, line: int) -> tuple[i
 
 def _parse_sse(text: str, source: str) -> list[tuple[int, ...]]:
     out: list[tuple[int, ...]] = []
+    total = 0
     done = False
     for lineno, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
@@ -258,4 +276,7 @@ def _parse_sse(text: str, source: str) -> list[tuple[int, ...]]:
             step = _step_from_object(event, source, lineno)
         if step is not None:
             out.append(step)
+            total += len(step)
+            if total > MAX_STREAM_IDS:
+                _within_budget(total, source, lineno)
     return out
