@@ -541,8 +541,8 @@ CASES: list[Case] = [
     Case("compare-whole-file-8MB", big_corpus, (2,), "--whole-file"),
     Case("encode-stdin-2.7MB", big_stdin, (2,), "TEXT"),
     Case("encode-256KiB-at-limit-rich", args_case("encode", "{T}", "-", stdin=(b"hello world " * 22_000)[: 256 * 1024]), (0,), None),
-    Case("stream-over-200k-ids", args_case("replay", "{T}", "-", "--format", "json", stdin=b"104 " * 200_001), (2,),
-         "<stdin>:1: more than 200000 ids"),
+    Case("stream-over-2M-ids", args_case("replay", "{T}", "-", "--format", "json", stdin=b"104 " * 2_000_001), (2,),
+         "<stdin>:1: more than 2000000 ids"),
     Case("concurrency-100000", args_case("compare", "{T}", "--concurrency", "100000"), (2,), "--concurrency"),
     Case("fuzz-max-length-1e9", args_case("fuzz", "{T}", "--max-length", "1000000000"), (2,), "--max-length"),
     Case("symlink-proc-kmsg", scan_json(symlink_to("/proc/kmsg")), (2,), "not a regular file", 10),
@@ -589,4 +589,7 @@ CASES: list[Case] = [
     Case("bom-tokenizer-json-encode", with_target(bom_file("tokenizer.json", "clean-bpe"), *ENCODE_HF), (0,), ""),
     Case("bom-merges-encode", with_target(bom_file("merges.txt", "gpt2-files"), *ENCODE_HF), (0,), ""),
     Case("unknown-merge-scan", scan_json(unknown_merge), (1,), "", 10),
+    Case("serde-error-names-key", with_target(config_edit("tokenizer.json", lambda d: d.__setitem__("normalizer", {"type": "Nope"}),
+                                                          base="clean-bpe"), "encode", "{T}", "hello", "--format", "json"),
+         (2,), "tokenizer.json (key normalizer.type): data did not match any variant of untagged enum NormalizerUntagged"),
 ]

@@ -31,8 +31,9 @@ ID_KEYS = ("token_ids", "ids", "output_ids", "token_id")
 MAX_ID = 2**32  # ids are u32 in every gateway; anything at or above is not a token id
 #: A capture larger than this is not one response (an SSE capture of 32k tokens is ~6 MB).
 MAX_STREAM_BYTES = 16 * 1024 * 1024
-#: Ids in one stream: beyond a 128k-token response, and every detokenizer replays each id.
-MAX_STREAM_IDS = 200_000
+#: Ids in one stream: replay is linear in time and memory (issue 11: a 1M-token agent transcript
+#: replays in seconds), so the cap is twice that, not one response's length.
+MAX_STREAM_IDS = 2_000_000
 
 
 @dataclass(frozen=True)
