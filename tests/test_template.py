@@ -196,6 +196,22 @@ def test_hostile_template_ends_within_the_bound() -> None:
     assert doc["conversations"][1]["renders"][0]["error"].startswith("skipped: render took longer than 2 s")
 
 
+def test_hostile_template_inside_scan_and_a_repetition_bomb(tmp_path: Path) -> None:
+    start = time.perf_counter()
+    out = run_cli("scan", str(T / "hostile"), "--format", "json", "--select", "TA801")
+    assert time.perf_counter() - start < 10
+    doc = json.loads(out.stdout)
+    assert [(f["details"]["engine"], f["details"]["error"]) for f in doc["findings"]] == [
+        ("jinja2", "render took longer than 1 s"), ("minijinja", "engine ran out of fuel (in chat:1)")]
+    # a string repetition Jinja2 refuses is not handed to MiniJinja, which would allocate it whole
+    path = tmp_path / "bomb.jinja"
+    path.write_text("{{ 'x' * 10000000000 }}", encoding="utf-8")
+    code, doc = template_json(T / "chatml", "--template", str(path), "--select", "TA801")
+    assert code == 1 and [(f["details"]["engine"], f["details"]["kind"]) for f in doc["findings"]] == [
+        ("jinja2", "budget"), ("minijinja", "budget")]
+    assert doc["findings"][1]["details"]["error"].startswith("not rendered: jinja2 found an unbounded repetition")
+
+
 def test_named_templates_are_each_rendered() -> None:
     code, doc = template_json(T / "named-templates")
     assert [t["name"] for t in doc["templates"]] == ["default", "tool_use"]

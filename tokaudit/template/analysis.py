@@ -10,7 +10,7 @@ from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.template.conversations import SENTINEL, Conversation
-from tokaudit.template.engines import Engine, Render
+from tokaudit.template.engines import SIZE_BOMB, Engine, Render
 from tokaudit.template.literals import LiteralClassifier, literals_in
 from tokaudit.template.serving import ServingEncoder
 from tokaudit.template.source import TemplateSource, special_token_context
@@ -82,6 +82,11 @@ def render_template(template: TemplateSource, conversations: list[Conversation],
     def render(engine: str, conv: Conversation) -> Render:
         if engine in exhausted:
             return _skipped(engine, f"skipped: {exhausted[engine]} on an earlier conversation")
+        bomb = next((e for e, why in exhausted.items() if why.startswith(SIZE_BOMB)), None)
+        if bomb is not None:
+            # MiniJinja cannot bound one operation's allocation: a repetition Jinja2 refused is not tried
+            exhausted[engine] = f"not rendered: {bomb} found an unbounded repetition ({exhausted[bomb]})"
+            return Render(engine, None, exhausted[engine], "budget")
         out = prepared[engine].render(conv.context(special))
         if out.kind == "budget":
             exhausted[engine] = out.error or "budget"

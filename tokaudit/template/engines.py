@@ -30,6 +30,9 @@ from tokaudit.report.report import installed_version
 
 ENGINE_NAMES = ("jinja2", "minijinja")
 
+#: How Jinja2's operator guard starts its error: an allocation no render may make.
+SIZE_BOMB = "a repetition of"
+
 #: The instant ``strftime_now`` formats: renders are reproducible and never read the clock.
 FIXED_NOW = datetime(2026, 1, 15, 12, 0, 0)
 
@@ -171,9 +174,9 @@ def _jinja_env(max_chars: int) -> Any:
             if operator == "*":
                 for seq, n in ((left, right), (right, left)):
                     if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > max_chars:
-                        raise BudgetExceeded(f"a repetition of {len(seq) * n} items exceeds the output bound {max_chars}")
+                        raise BudgetExceeded(f"{SIZE_BOMB} {len(seq) * n} items exceeds the output bound {max_chars}")
             if operator == "**" and isinstance(right, int) and isinstance(left, int) and abs(left) > 1 and right > 4096:
-                raise BudgetExceeded(f"{left} ** {right} is too large")
+                raise BudgetExceeded(f"{SIZE_BOMB} {left} ** {right}: too large")
             return super().call_binop(context, operator, left, right)
 
     def tojson(x: Any, ensure_ascii: bool = False, indent: Any = None, separators: Any = None, sort_keys: bool = False) -> str:
