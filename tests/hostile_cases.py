@@ -543,6 +543,8 @@ CASES: list[Case] = [
     Case("encode-256KiB-at-limit-rich", args_case("encode", "{T}", "-", stdin=(b"hello world " * 22_000)[: 256 * 1024]), (0,), None),
     Case("stream-over-2M-ids", args_case("replay", "{T}", "-", "--format", "json", stdin=b"104 " * 2_000_001), (2,),
          "<stdin>:1: more than 2000000 ids"),
+    Case("decode-over-200k-ids", args_case("decode", "{T}", "-", "--format", "json", stdin=b"104 " * 200_001), (2,),
+         "key IDS: 200001 ids from <stdin>: decode shows one row per id, at most 200000"),
     Case("concurrency-100000", args_case("compare", "{T}", "--concurrency", "100000"), (2,), "--concurrency"),
     Case("fuzz-max-length-1e9", args_case("fuzz", "{T}", "--max-length", "1000000000"), (2,), "--max-length"),
     Case("symlink-proc-kmsg", scan_json(symlink_to("/proc/kmsg")), (2,), "not a regular file", 10),

@@ -266,25 +266,99 @@ def parse_json_text(text: str, file: str, line: int | None = None) -> Any:
     return value
 
 
-def _find_key(value: Any, key: str, bad: Callable[[Any], bool], depth: int = 0) -> str | None:
-    """The key path of the first value (or object key) for which ``bad`` holds."""
+def _find_key(value: Any, key: str, bad: Callable[[Any], bool], depth: int = 0, *, keys: bool = True) -> str | None:
+    """The key path of the first value (or object key, with ``keys``) for which ``bad`` holds."""
     if bad(value):
         return key
     if depth > 200:
         return None
     if isinstance(value, dict):
         for k, v in value.items():
-            if bad(k):
+            if keys and bad(k):
                 return f"{key}[{json.dumps(k)}]"  # the key as JSON spells it: ["\\ud800"]
-            found = _find_key(v, f"{key}.{k}" if key else str(k), bad, depth + 1)
+            found = _find_key(v, f"{key}.{k}" if key else str(k), bad, depth + 1, keys=keys)
             if found is not None:
                 return found
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            found = _find_key(v, f"{key}[{i}]", bad, depth + 1)
+            found = _find_key(v, f"{key}[{i}]", bad, depth + 1, keys=keys)
             if found is not None:
                 return found
     return None
+
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]')
+_SERDE_AT = re.compile(r"^(?P<msg>.*?) at line (?P<line>\d+) column (?P<col>\d+)$", re.S)
+_SERDE_INVALID = re.compile(r'invalid (?:type|value): (?:string "(?P<s>(?:[^"\\]|\\.)*)"|integer `(?P<i>-?\d+)`|'
+                            r'boolean `(?P<b>true|false)`|(?P<n>null)|floating point `(?P<f>[^`]+)`)')
+
+
+def json_path_at(text: str, line: int, column: int) -> str:
+    """The key path of the innermost JSON value that contains 1-based ``line``/``column``."""
+    lines = text.split("\n", line)[: line - 1]
+    offset = sum(len(x) + 1 for x in lines) + column - 1
+    stack: list[list[Any]] = []  # [kind, key or index, expecting a key]
+    for m in _JSON_TOKEN.finditer(text, 0, max(0, offset)):
+        tok = m.group()
+        if tok in "{[":
+            stack.append(["{", None, True] if tok == "{" else ["[", 0, False])
+        elif tok in "}]":
+            if stack:
+                stack.pop()
+        elif tok == ",":
+            if stack and stack[-1][0] == "[":
+                stack[-1][1] += 1
+            elif stack:
+                stack[-1][2] = True
+        elif tok == ":":
+            if stack:
+                stack[-1][2] = False
+        elif stack and stack[-1][0] == "{" and stack[-1][2]:
+            stack[-1][1] = json.loads(tok)
+    path = ""
+    for kind, key, _ in stack:
+        if key is None:
+            break
+        path += f"[{key}]" if kind == "[" else (f".{key}" if path else str(key))
+    return path
+
+
+def serde_error_path(text: str, message: str) -> tuple[str, str] | None:
+    """``(json path, message)`` for a serde error ("... at line L column C", which points at the end
+    of the section serde was reading): the path of the offending value when the message quotes it
+    (found inside that section), else the section's path."""
+    m = _SERDE_AT.match(message.strip())
+    if m is None:
+        return None
+    section = json_path_at(text, int(m["line"]), int(m["col"]))
+    bad = _SERDE_INVALID.search(m["msg"])
+    if bad is not None:
+        try:
+            root = json.loads(text)
+        except (ValueError, RecursionError):
+            root = None
+        node = root
+        for part in re.findall(r"[^.\[\]]+|\[\d+\]", section):
+            if isinstance(node, list) and part.startswith("["):
+                node = node[int(part[1:-1])] if int(part[1:-1]) < len(node) else None
+            elif isinstance(node, dict):
+                node = node.get(part)
+            else:
+                node = None
+        if bad["s"] is not None:
+            want: Any = json.loads(f'"{bad["s"]}"')
+        elif bad["i"] is not None:
+            want = int(bad["i"])
+        elif bad["b"] is not None:
+            want = bad["b"] == "true"
+        elif bad["n"] is not None:
+            want = None
+        else:
+            want = float(bad["f"])
+        found = _find_key(node, section, lambda v: type(v) is type(want) and v == want, keys=False)
+        if found is not None:
+            return found, m["msg"]
+    return section, m["msg"]
 
 
 def read_json(path: Path) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from itertools import accumulate
 from typing import Any
 
-from tokaudit.artifacts.base import read_text
+from tokaudit.artifacts.base import read_text, serde_error_path
 from tokaudit.artifacts.text_files import unknown_merges
 from tokaudit.backends.base import BackendUnavailable
 from tokaudit.backends.pattern import Pattern, onig_pattern
@@ -151,6 +151,10 @@ class HFBackend:
             except BaseException as exc:  # noqa: BLE001 - includes Rust panics on malformed files
                 if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                     raise
+                # serde points at the end of the section it was reading: name the offending key instead
+                located = serde_error_path(read_text(tj.path), str(exc))
+                if located is not None:
+                    raise BackendUnavailable(f"tokenizers cannot load {tj.name} (key {located[0]}): {located[1]}") from None
                 raise BackendUnavailable(f"tokenizers cannot load {tj.name}: {type(exc).__name__}: {exc}") from None
         if vocab is None:
             legacy = tokenizer_from_vocab_files(model)

@@ -24,8 +24,10 @@ from tokaudit.cli.common import (
     emit,
     handle_errors,
     read_text_arg,
+    MAX_DECODE_IDS,
 )
 from tokaudit.cli.replay import StreamFormat
+from tokaudit.errors import InputError
 
 BackendOpt = Annotated[
     str | None,
@@ -74,6 +76,9 @@ def decode(
         from tokaudit.scan import load_model
 
         token_ids, source = _read_ids(ids, stream_format)
+        if len(token_ids) > MAX_DECODE_IDS:
+            raise InputError(f"{len(token_ids)} ids from {source}: decode shows one row per id, at most {MAX_DECODE_IDS} "
+                             "(replay takes longer streams)", key="IDS")
         model = load_model(target, revision)
         lb = pick_backend(model, backend, encode=False)
         result, findings = decode_ids(model, lb, token_ids, skip_special_tokens, source)
