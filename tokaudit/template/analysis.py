@@ -13,7 +13,7 @@ from tokaudit.template.conversations import SENTINEL, Conversation
 from tokaudit.template.engines import SIZE_BOMB, Engine, Render
 from tokaudit.template.literals import LiteralClassifier, literals_in
 from tokaudit.template.serving import ServingEncoder
-from tokaudit.template.source import TemplateSource, special_token_context
+from tokaudit.template.source import TemplateSource
 
 #: Characters of context on each side of a difference in an excerpt.
 EXCERPT = 40
@@ -349,6 +349,3 @@ def analyse(model: TokenizerModel, runs: list[TemplateRun], encoder: ServingEnco
     return [*render_errors(runs), *divergences(runs, encoder), *double_bos(model, runs, encoder),
             *token_splits(runs, classifier), *generation_prompts(runs)]
 
-
-def special_context(model: TokenizerModel) -> dict[str, str]:
-    return special_token_context(model)

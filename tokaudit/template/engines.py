@@ -20,7 +20,6 @@ from __future__ import annotations
 import ctypes
 import json
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -333,8 +332,3 @@ def engine_info(engine: Engine) -> dict[str, Any]:
     version = engine.version
     return {"name": engine.name, "version": version, "available": version is not None}
 
-
-def timed(fn: Callable[[], Render]) -> tuple[Render, float]:
-    start = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - start
