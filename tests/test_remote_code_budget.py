@@ -105,3 +105,51 @@ def test_deeply_nested_expressions_are_a_finding_not_a_crash(tmp_path: Path, sha
     (problem,) = note["details"]["not_understood"]
     assert problem.startswith("tokenization_hostile.py: not parsed (line ")
     assert "nested too deeply to parse" in problem or "too many nested" in problem or "RecursionError" in problem
+
+
+# --- the evaluator on generated code: never raises, always within its budget -------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tokaudit.artifacts.remote_code import parse_remote_code  # noqa: E402
+
+_atoms = st.one_of(
+    st.integers(min_value=-(10**12), max_value=10**12).map(str),
+    st.text(alphabet="ab|\\{}<>", max_size=8).map(repr),
+    st.sampled_from(["PAT", "N", "self.pat_str", "undefined_name"]),
+)
+
+
+def _expr(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return st.one_of(
+        st.tuples(children, children).map(lambda t: f"({t[0]} + {t[1]})"),
+        st.tuples(children, children).map(lambda t: f"({t[0]} * {t[1]})"),
+        st.lists(children, max_size=4).map(lambda xs: "[" + ", ".join(xs) + "]"),
+        children.map(lambda x: f"'|'.join({x})"),
+        st.tuples(children, st.integers(0, 10**7)).map(lambda t: f"[{t[0]} for i in range({t[1]})]"),
+        st.tuples(children, st.integers(0, 10**7)).map(lambda t: f"tuple(f'<|x_{{i}}|>' for i in range({t[1]}))"),
+        children.map(lambda x: f"enumerate({x}, start=5)"),
+        children.map(lambda x: f"-{x}"),
+    )
+
+
+_expressions = st.recursive(_atoms, _expr, max_leaves=12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(["PAT", "N", "pat_str", "SPECIAL_TOKENS", "num_reserved_special_tokens"]), _expressions),
+                min_size=1, max_size=5))
+def test_evaluator_never_raises_and_stays_in_budget(tmp_path_factory: pytest.TempPathFactory, assignments: list[tuple[str, str]]) -> None:
+    body = "\n".join(f"{name} = {expr}" for name, expr in assignments)
+    source = f"import tiktoken\n\n{body}\n\n\nclass T:\n    def __init__(self):\n        self.model = tiktoken.Encoding('t', pat_str=pat_str)\n"
+    path = tmp_path_factory.mktemp("rc") / "tokenization_gen.py"
+    path.write_text(source)
+    start = time.monotonic()
+    rc = parse_remote_code(path)
+    assert time.monotonic() - start < 5
+    assert rc.syntax_error is None
+    assert (rc.pat_str is None) != (rc.pat_str_unreadable is None)  # a pattern, or where and why not
+    assert rc.pat_str is None or len(rc.pat_str) <= 100_000
+    for lst in rc.special_token_lists:
+        assert len(lst.tokens) <= 100_000
