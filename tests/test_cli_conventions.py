@@ -259,3 +259,15 @@ def test_diff_takes_a_revision_per_target(tmp_path: Path) -> None:
     assert both["diff"]["classification"] == "identical"
     local = json.loads(tokaudit("diff", TINY, FIXTURES / "oncall" / "tiny-changed-rank", "--format", "json").stdout)
     assert doc["diff"]["mismatched_ids"] == local["diff"]["mismatched_ids"]
+
+
+def test_a_long_target_wraps_under_the_heading(tmp_path: Path) -> None:
+    target = tmp_path / ("a-model-directory-with-a-rather-long-name-" * 2) / "tiny"
+    target.mkdir(parents=True)
+    for f in TINY.iterdir():
+        (target / f.name).write_bytes(f.read_bytes())
+    lines = tokaudit("scan", target, env={"COLUMNS": "60"}).stdout.splitlines()
+    assert max(len(line) for line in lines) <= 60
+    assert lines[0].startswith("tokaudit scan  ") and lines[1].startswith(" " * len("tokaudit scan  "))
+    assert "".join(line.strip() for line in lines[:4]).startswith(f"tokaudit scan  {target}")  # folded, not cut
+    assert [line for line in lines if line and not line.startswith((" ", "tokaudit scan", "✗"))] == []

@@ -155,6 +155,15 @@ def _finding(console: Console, f: Finding) -> None:
         console.print(Padding(Text(f"ids: {f.ids.describe(limit=12)}  (count {f.ids.count})", style="cyan"), (0, 0, 0, 2), expand=False))
 
 
+def _heading(command: str, target: str) -> Table:
+    """``tokaudit scan  TARGET``; a long target folds under itself, never back to column 0."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row(Text(f"tokaudit {command}", style="bold underline"), Text(target, style="bold underline"))
+    return grid
+
+
 def verdict(report: Report, fail_on: str) -> Table:
     """``✓ PASS: 0 errors, 1 warning, 0 notes (--fail-on error; 7 baselined, 2 ignored)``, wrapped under
     its counts on a narrow terminal."""
@@ -182,7 +191,7 @@ def render_rich(report: Report, stream: TextIO, fail_on: str = "error", *, color
     for result in report.results:
         findings = [f for f in report.findings if f.target == result.target]
         if not quiet or (len(report.results) > 1 and findings):
-            console.print(Text(f"tokaudit {report.command}  {result.target}", style="bold underline"))
+            console.print(_heading(report.command, result.target))
         section = SECTIONS.get(report.command)
         if section and not quiet:
             section(console, result)
