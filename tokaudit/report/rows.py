@@ -7,10 +7,8 @@ one (:func:`write_json`), a rich renderer prints them in blocks. Iterating twice
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from typing import Any, TextIO
-
 
 
 class LazyRows:
@@ -24,27 +22,39 @@ class LazyRows:
 
 
 def write_json(doc: Any, stream: TextIO) -> None:
-    """``json.dumps(doc)`` + newline to ``stream``, each :class:`LazyRows` streamed row by row."""
-    lazy: list[LazyRows] = []
-    # a placeholder no data can contain by chance: a control character and a random nonce
-    nonce = os.urandom(8).hex()
+    """``json.dumps(doc, ensure_ascii=False)`` + newline to ``stream``, byte for byte, written piece
+    by piece: containers near the top are opened and each entry dumped on its own (by the C
+    encoder), so the largest string held at once is one value (a replay's 4 MB text), not the whole
+    document; each :class:`LazyRows` is streamed row by row."""
+    _write(doc, stream, 0)
+    stream.write("\n")
 
-    def mark(value: Any) -> str:
-        if isinstance(value, LazyRows):
-            lazy.append(value)
-            return f"\x00rows-{nonce}-{len(lazy) - 1}\x00"
-        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
-    text = json.dumps(doc, ensure_ascii=False, default=mark)
-    if not lazy:
-        stream.write(text + "\n")
-        return
-    dumps = json.JSONEncoder(ensure_ascii=False).encode
-    for n, rows in enumerate(lazy):
-        head, text = text.split(json.dumps(f"\x00rows-{nonce}-{n}\x00"), 1)
-        stream.write(head)
+#: Containers this deep are written entry by entry; deeper values are dumped whole.
+_STREAM_DEPTH = 4
+
+
+def _write(value: Any, stream: TextIO, depth: int) -> None:
+    if isinstance(value, LazyRows):
         stream.write("[")
-        for k, row in enumerate(rows):
-            stream.write(("," if k else "") + dumps(row))
+        for k, row in enumerate(value):
+            stream.write((", " if k else "") + _dumps(row))
         stream.write("]")
-    stream.write(text + "\n")
+    elif depth < _STREAM_DEPTH and isinstance(value, dict) and value:
+        stream.write("{")
+        for k, (key, item) in enumerate(value.items()):
+            stream.write((", " if k else "") + _dumps(key if isinstance(key, str) else str(key)) + ": ")
+            _write(item, stream, depth + 1)
+        stream.write("}")
+    elif depth < _STREAM_DEPTH and isinstance(value, (list, tuple)) and value:
+        stream.write("[")
+        for k, item in enumerate(value):
+            if k:
+                stream.write(", ")
+            _write(item, stream, depth + 1)
+        stream.write("]")
+    else:
+        stream.write(_dumps(value))
+
+
+_dumps = json.JSONEncoder(ensure_ascii=False).encode
