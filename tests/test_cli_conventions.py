@@ -82,6 +82,18 @@ def test_usage_line_names_arguments_plainly(command: str, usage: str) -> None:
     assert not re.search(r"[{}]|<str>|<int|<integer|<file>|<path>|<text>", out), out
 
 
+@pytest.mark.parametrize(("command", "placeholders"), [
+    ("compare", ("--backends LIST", "--corpus PATH", "--pat-str REGEX", "--sample N", "--unicode-sweep planes|full|off")),
+    ("replay", ("--detokenizers LIST", "--prompt IDS", "--stop-id N", "--stream-format json|ids|jsonl|sse")),
+    ("decode", ("--backend NAME",)),
+    ("fuzz", ("--backends LIST", "-n, --iterations N", "--seed N")),
+])
+def test_other_commands_placeholders(command: str, placeholders: tuple[str, ...]) -> None:
+    out = tokaudit(command, "--help", env={"COLUMNS": "200"}).stdout
+    for placeholder in placeholders:
+        assert placeholder in out, placeholder
+
+
 def test_option_placeholders_say_what_they_take() -> None:
     out = tokaudit("scan", "--help", env={"COLUMNS": "200"}).stdout
     for placeholder in ("--select RULES", "--ignore RULES", "-j, --jobs N", "--baseline FILE", "-o, --output FILE",

@@ -22,8 +22,18 @@ CORE_LIBRARIES = ("tokenizers", "tiktoken", "sentencepiece", "jinja2", "minijinj
 OPTIONAL_LIBRARIES = ("transformers", "fastokens", "mistral_common")
 
 
+#: Placeholders of string options by name, where "TEXT" would not say what they take.
+NAMED_PLACEHOLDERS = {
+    "--backends": "LIST", "--detokenizers": "LIST", "--engine": "LIST", "--backend": "NAME",
+    "--pat-str": "REGEX", "--prompt": "IDS", "--steps": "RANGE",
+}
+
+
 def _placeholder(param: Any) -> str:
-    """What an option without an explicit metavar takes, from its type."""
+    """What an option without an explicit metavar takes, from its name or its type."""
+    for opt in param.opts:
+        if opt in NAMED_PLACEHOLDERS:
+            return NAMED_PLACEHOLDERS[opt]
     type_ = param.type
     choices = getattr(type_, "choices", None)
     if choices:
