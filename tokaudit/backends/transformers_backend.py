@@ -4,13 +4,14 @@ Only when the optional ``transformers`` extra is installed. The files are read f
 target directory only (``local_files_only``). Remote code is trusted only when the user passes
 ``--trust-remote-code``; without it a model that needs remote code is unavailable, with the reason.
 
-"Slow is slow": transformers 5 ignores ``use_fast=False`` (AutoTokenizer returns its Rust
-``TokenizersBackend`` anyway; checked by hand on 5.23 for Llama, Gemma, BERT and GPT-2 layouts), so
-``transformers-slow`` picks the slow path explicitly: the class ``AutoTokenizer(use_fast=False)``
-gives when it really is not the Rust one (transformers 4, remote-code tokenizers), else
-``SentencePieceBackend`` (the ``sentencepiece`` library) on a SentencePiece ``tokenizer.model``. When
-neither exists the backend is unavailable, with the reason; a fast tokenizer is never called slow.
-The loaded class is named in the output.
+"Slow is slow": transformers 5 ignores ``use_fast=False`` for every class it implements in Rust
+(checked by hand on 5.23: Llama, Gemma, BERT and GPT-2 layouts all give ``TokenizersBackend``), so
+``transformers-slow`` is the class ``AutoTokenizer(use_fast=False)`` gives only when it really is not
+the Rust one (transformers 4; the ``SentencePieceBackend``/``PythonBackend`` classes transformers 5
+keeps, such as BertGenerationTokenizer; trusted remote code). Otherwise it is unavailable, with the
+reason: a fast tokenizer is never called slow. (transformers' generic ``SentencePieceBackend`` is not
+substituted: no Llama/Mistral/Gemma config selects it, and its decode leaves byte-fallback pieces as
+``<0xNN>`` text; the library under it is the ``sentencepiece`` backend.) The loaded class is named.
 """
 
 from __future__ import annotations
@@ -63,33 +64,46 @@ def _has_remote_code(root: Path) -> bool:
     return isinstance(config, dict) and isinstance(config.get("auto_map"), dict)
 
 
+def _config_class(root: Path) -> str | None:
+    import json
+
+    try:
+        config = json.loads((root / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    name = config.get("tokenizer_class") if isinstance(config, dict) else None
+    return name if isinstance(name, str) else None
+
+
 def load_slow_tokenizer(root: Path, trust_remote_code: bool) -> Any:
-    """transformers' slow (not Rust) tokenizer for the directory, or :class:`BackendUnavailable` saying why."""
+    """transformers' slow (not Rust) tokenizer for the directory, or :class:`BackendUnavailable` saying why.
+
+    transformers 5 has no slow variant of most classes (Llama, Gemma, BERT, GPT-2: ``use_fast=False``
+    still gives the Rust class); it keeps slow classes only where no Rust one exists (the
+    ``SentencePieceBackend`` / ``PythonBackend`` subclasses, e.g. BertGenerationTokenizer, and
+    remote-code tokenizers), and ``AutoTokenizer(use_fast=False)`` returns those."""
     transformers = _quiet_import()
-    major = int(transformers.__version__.split(".")[0])
-    got = None
     remote = _has_remote_code(root)
-    # 5.x returns the Rust class for use_fast=False unless the model's own (remote) class is run: no need to load it
-    if major < 5 or (remote and trust_remote_code):
+    named = _config_class(root)
+    rust = getattr(transformers, "TokenizersBackend", None)
+    cls = getattr(transformers, named, None) if named else None
+    known_rust = isinstance(cls, type) and rust is not None and issubclass(cls, rust)
+    got = named if known_rust else None
+    # Loading is skipped where the answer is known: a class transformers implements only in Rust, or
+    # remote code that may not run (transformers 5 then converts the files to its Rust class itself).
+    if not known_rust and (trust_remote_code or not remote):
         tok = load_auto_tokenizer(root, False, trust_remote_code)
         if not getattr(tok, "is_fast", False):
             return tok
         got = type(tok).__name__
-    model_file = root / "tokenizer.model"
-    backend = getattr(transformers, "SentencePieceBackend", None)
-    if backend is not None and model_file.is_file():
-        try:
-            return backend.from_pretrained(str(root), local_files_only=True)
-        except BaseException as exc:  # noqa: BLE001 - a tokenizer.model that is not SentencePiece (GLM-4's tiktoken ranks), a panic
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                raise
-            first = (str(exc).strip().splitlines() or [""])[0][:200]
-            raise BackendUnavailable(f"SentencePieceBackend cannot load tokenizer.model: {type(exc).__name__}: {first}") from None
-    said = got or "TokenizersBackend"
-    hint = "; the model's remote tokenizer class may be slow: pass --trust-remote-code to run it" if remote and not trust_remote_code else ""
+    hint = ""
+    if remote and not trust_remote_code:
+        hint = "; the model's remote tokenizer class may be slow: pass --trust-remote-code to run it"
+    elif (root / "tokenizer.model").is_file():
+        hint = "; the library under transformers' SentencePiece path is compared as the sentencepiece backend"
     raise BackendUnavailable(
         f"transformers {transformers.__version__} has no slow tokenizer for this model: AutoTokenizer(use_fast=False) "
-        f"gives the Rust {said}, and there is no SentencePiece tokenizer.model for SentencePieceBackend{hint}"
+        f"gives the Rust {got or 'TokenizersBackend'}{hint}"
     )
 
 
@@ -126,8 +140,6 @@ class TransformersBackend:
         got = f"{self.loaded_class} ({'fast' if self.is_fast else 'slow'})"
         if self.is_fast != self.requested_fast:
             got += f", asked for use_fast={self.requested_fast}"
-        elif not self.is_fast and self.loaded_class == "SentencePieceBackend":
-            got += ": the sentencepiece library under transformers (AutoTokenizer ignores use_fast=False)"
         return got
 
     def versions(self) -> dict[str, str]:
