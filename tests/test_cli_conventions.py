@@ -184,6 +184,8 @@ def test_explain_and_decode_report_without_a_verdict() -> None:
     assert crash.returncode == 1 and crash.stdout.splitlines()[-1].startswith("✗ FAIL: 1 error")
     md = tokaudit("explain", KIMI, "163586", "--backends", "tiktoken", "--format", "markdown").stdout
     assert md.startswith("## tokaudit explain\n") and "PASS" not in md
+    github = tokaudit("explain", KIMI, "163586", "--backends", "tiktoken", "--format", "github").stdout
+    assert github.splitlines()[-1].startswith("tokaudit 0.1.0 explain: 0 errors, 0 warnings, 0 notes (python ")
 
 
 def test_suppressed_findings_show_in_verdict_markdown_and_junit(tmp_path: Path) -> None:

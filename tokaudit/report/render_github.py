@@ -39,5 +39,5 @@ def render_github(report: Report, stream: TextIO, fail_on: str = "error") -> Non
         stream.write("::endgroup::\n")
     s = report.summary()
     lib = ", ".join(f"{k} {v}" for k, v in versions().items())
-    verdict = "FAIL" if report.failing(fail_on) else "PASS"
-    stream.write(f"tokaudit {tool_version()} {report.command}: {verdict}: {severity_counts(s)} ({lib})\n")
+    verdict = ("FAIL: " if report.failing(fail_on) else "PASS: ") if report.judged else ""  # explain/decode only report
+    stream.write(f"tokaudit {tool_version()} {report.command}: {verdict}{severity_counts(s)} ({lib})\n")
