@@ -60,10 +60,23 @@ def test_bert_vocab_without_config_is_one_note_not_hundreds_of_errors() -> None:
     assert normalizer["message"].startswith(
         "decode(encode(text)) differs from the text in 81 of 402 cases only by what the model's normalizer does "
         "(BertNormalizer: lower-casing, accent stripping, CJK characters split; BERT's pre-tokenizer splits on whitespace "
-        "and punctuation): the model never sees the difference. BertTokenizer's defaults are assumed for do_lower_case, "
+        "and punctuation), the same for every backend. BertTokenizer's defaults are assumed for do_lower_case, "
         "strip_accents, tokenize_chinese_chars (there is no tokenizer_config.json). Per backend: hf 81.")
     assert "BertTokenizer's defaults" not in unknown["message"]  # said once
     assert unknown["details"]["unk_token"] == "[UNK]" and unknown["details"]["backends"] == {"hf": 319}
+
+
+def test_dummy_prefix_after_special_tokens_is_the_normalizer() -> None:
+    """Llama 2 / Mistral: the Prepend('▁') normalizer runs on each segment between special tokens, so
+    "x</s>world" decodes as "x</s> world" in tokenizers and sentencepiece alike: one note, not an error."""
+    triage = triage_for(load_model(str(DEC / "mistral-like")))
+    assert triage.segment_prefix == "the Prepend('▁') normalizer runs on every segment between special tokens"
+    assert triage.specials == ("<unk>", "</s>", "<s>")
+    assert triage.classify("Hello</s>world </s> x", "Hello</s> world </s>  x") == NORMALIZER
+    assert triage.classify("Hello</s>world", "Hello</s> word") == REAL
+    code, found, _ = _findings("compare", DEC / "mistral-like", "--backends", "hf,strict")
+    assert [(c, s) for c, s, _ in found] == [("TA603", "note")]
+    assert "runs on every segment between special tokens, so decode shows a space after each" in found[0][2]
 
 
 def test_unknown_id_disagreement_of_tokaudit_backends_only_is_not_a_finding() -> None:

@@ -222,8 +222,10 @@ def _benign_roundtrips(benign: dict[str, dict[str, list[int]]], runs: list[Backe
             what = triage.normalizer or "the normalizer"
             if triage.whitespace:
                 what += f"; {triage.whitespace}"
+            if triage.segment_prefix:
+                what += f"; {triage.segment_prefix}, so decode shows a space after each"
             message = (f"decode(encode(text)) differs from the text in {most} of {plural(len(cases), 'case')} only by what the "
-                       f"model's normalizer does ({what}): the model never sees the difference")
+                       f"model's normalizer does ({what}), the same for every backend")
         else:
             message = (f"decode(encode(text)) shows {triage.unk_token} in {most} of {plural(len(cases), 'case')}: the vocabulary "
                        "has no token for some characters (the model sees the unknown token there)")

@@ -43,6 +43,10 @@ class Triage:
     assumption: str | None = None
     #: Other spellings of the unknown token in decoded text (sentencepiece prints "<unk>" as " ⁇ ").
     unk_forms: tuple[str, ...] = ()
+    #: Where the dummy-prefix "▁" is added to every text segment between special tokens (tokenizers'
+    #: Prepend normalizer, sentencepiece's add_dummy_prefix): decode shows it as a space after each.
+    segment_prefix: str | None = None
+    specials: tuple[str, ...] = ()
 
     def canon(self, text: str) -> str:
         for step in self.steps:
@@ -52,6 +56,12 @@ class Triage:
     def classify(self, text: str, output: str) -> str:
         if (self.steps or self.whitespace) and self.canon(text) == self.canon(output):
             return NORMALIZER
+        if self.segment_prefix and self.specials:
+            undone = output
+            for special in self.specials:  # longest first: "</s>" before "<s>"
+                undone = undone.replace(special + " ", special)
+            if undone == text or ((self.steps or self.whitespace) and self.canon(undone) == self.canon(text)):
+                return NORMALIZER
         forms = ((self.unk_token,) if self.unk_token else ()) + self.unk_forms
         if any(output.count(u) > text.count(u) for u in forms):
             return UNKNOWN
@@ -158,8 +168,47 @@ def _unk_surfaces(steps: Any, unk: str | None) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _specials(model: TokenizerModel) -> tuple[str, ...]:
+    out: dict[str, None] = {}
+    for layer in model.files.layers:
+        if layer.special:
+            for token in list(layer.tokens.values())[:4096]:
+                out.setdefault(token.decode("utf-8", "replace"), None)
+    return tuple(sorted((t for t in out if t), key=len, reverse=True))
+
+
+def _with_segments(triage: Triage, model: TokenizerModel, prefix: str | None) -> Triage:
+    if prefix is None:
+        return triage
+    from dataclasses import replace
+
+    specials = _specials(model)
+    return replace(triage, segment_prefix=prefix, specials=specials) if specials else triage
+
+
+def _prepends(component: Any, depth: int = 0) -> bool:
+    if not isinstance(component, dict) or depth > 16:
+        return False
+    if component.get("type") == "Sequence":
+        return any(_prepends(sub, depth + 1) for sub in (component.get("normalizers") or [])[:64])
+    return component.get("type") == "Prepend"
+
+
 def triage_for(model: TokenizerModel) -> Triage:
     """The round-trip triage of this model, from the files its base vocabulary comes from."""
+    triage = _triage(model)
+    a = model.artifacts
+    tj = a.tokenizer_json
+    if tj is not None and tj.name == model.base.artifact:
+        prefix = "the Prepend('▁') normalizer runs on every segment between special tokens" if _prepends(tj.raw.get("normalizer")) else None
+        return _with_segments(triage, model, prefix)
+    sp = getattr(a, "sentencepiece", None)
+    if sp is not None and sp.name == model.base.artifact and getattr(sp, "add_dummy_prefix", False):
+        return _with_segments(triage, model, "sentencepiece adds its dummy prefix to every segment between special tokens")
+    return triage
+
+
+def _triage(model: TokenizerModel) -> Triage:
     a = model.artifacts
     tj = a.tokenizer_json
     if tj is not None and tj.name == model.base.artifact:
