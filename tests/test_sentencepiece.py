@@ -376,3 +376,15 @@ def test_fuzz_and_explain_use_the_sentencepiece_backend(llama_only: Path) -> Non
     assert "sentencepiece" in json.dumps(by_id[300]["backends"])
     assert parse_sentencepiece(LLAMA / "tokenizer.model").pieces[300].piece == "\u2581\u2581"
     assert by_id[300]["text"] == processor(LLAMA).decode([300]) == " "  # the decoder strips the dummy prefix
+
+
+def test_converter_budget_refuses_a_hostile_piece(tmp_path: Path) -> None:
+    """A 2000-character piece (trainers cap pieces at 16 by default) is not split into 2000 merges
+    candidates of 2000 characters each: the converted hf backend is unavailable, with the reason."""
+    trainer = _key(3, 0) + _varint(2)  # model_type bpe
+    data = VALID + _piece("\u2581" + "a" * 1999, -2.0) + _key(2, 2) + _varint(len(trainer)) + trainer
+    (tmp_path / "tokenizer.model").write_bytes(data)
+    model = load_model(str(tmp_path))
+    hf, sp = load_backends(model, ["hf", "sentencepiece"])
+    assert hf.unavailable == "a piece of 2000 characters is longer than the 1024 the converter splits"
+    assert sp.backend is not None and sp.backend.encode("a") == spm.SentencePieceProcessor(model_proto=data).encode("a")

@@ -181,14 +181,26 @@ def _decoder(step: dict[str, Any]) -> Any:
     return getattr(decoders, kind)()
 
 
+#: Budget of the merge recovery: splits tried in all (a real 262k vocabulary needs ~2M) and the longest
+#: piece split (trainers cap pieces at 16 characters by default; a hostile model could hold a 100 MB one).
+MAX_MERGE_STEPS = 50_000_000
+MAX_MERGE_PIECE_CHARS = 1024
+
+
 def _merges(sp: SentencePieceModel, vocab: dict[str, int]) -> list[tuple[str, str]]:
     """BPE merges implied by the pieces: every split of a normal piece into two pieces, ordered by
     the piece's score (higher merges first), then by the ids of the two halves."""
     found: list[tuple[float, int, int, str, str]] = []
+    steps = 0
     for p in sp.pieces:
         if p.type is not PieceType.NORMAL:
             continue
         text = p.piece
+        if len(text) > MAX_MERGE_PIECE_CHARS:
+            raise BackendUnavailable(f"a piece of {len(text)} characters is longer than the {MAX_MERGE_PIECE_CHARS} the converter splits")
+        steps += len(text)
+        if steps > MAX_MERGE_STEPS:
+            raise BackendUnavailable(f"recovering the BPE merges needs more than {MAX_MERGE_STEPS} steps")
         for cut in range(1, len(text)):
             left, right = text[:cut], text[cut:]
             li, ri = vocab.get(left), vocab.get(right)
