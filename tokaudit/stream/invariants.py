@@ -5,9 +5,11 @@ Positions are 0-based token indices in the generated stream (``details.position`
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from tokaudit.report.finding import Finding, Severity
@@ -287,13 +289,17 @@ def risky_positions(ctx: DecodeContext, ids: Sequence[int], runs: Sequence[Run])
     return sorted(out)
 
 
-def _windows(risky: Sequence[int], step_starts: Sequence[int], n: int) -> list[tuple[int, int]]:
-    """Merged ``[a, b)`` token windows around the risky positions, widened to whole stream steps."""
+def _windows(risky: Sequence[int], step_starts: Sequence[int] | None, n: int) -> list[tuple[int, int]]:
+    """Merged ``[a, b)`` token windows around the risky positions (sorted), widened to whole stream
+    steps (``step_starts`` None: every step is one token)."""
     out: list[tuple[int, int]] = []
     for p in risky:
-        a = step_starts[bisect_right(step_starts, max(p - WINDOW, 0)) - 1]
-        k = bisect_right(step_starts, min(p + WINDOW, n - 1))
-        b = step_starts[k] if k < len(step_starts) else n
+        if step_starts is None:
+            a, b = max(p - WINDOW, 0), min(p + WINDOW + 1, n)
+        else:
+            a = step_starts[bisect_right(step_starts, max(p - WINDOW, 0)) - 1]
+            k = bisect_right(step_starts, min(p + WINDOW, n - 1))
+            b = step_starts[k] if k < len(step_starts) else n
         if out and a <= out[-1][1]:
             out[-1] = (out[-1][0], max(out[-1][1], b))
         else:
@@ -322,37 +328,40 @@ def chunk_variance(
     variance: list[dict[str, Any]] = []
     sampled = len(ids) >= full_below
     info: dict[str, Any] = {"mode": "windows" if sampled else "whole stream"}
-    windows: list[tuple[int, int]] = []
-    step_starts: list[int] = []
+    # per window: its start, its ids, its own steps, its context, and the index of its content
+    # (context, ids, step shape) among distinct contents: repeated text is replayed once
+    plan: list[tuple[int, Sequence[int], Sequence[Sequence[int]], tuple[int, ...], int]] = []
     if sampled:
-        step_starts = [0]
-        for step in steps:
-            step_starts.append(step_starts[-1] + len(step))
-        step_starts.pop()
-        windows = _windows(risky_positions(ctx, ids, runs), step_starts, len(ids))
+        single = len(steps) == len(ids)
+        starts = None if single else array("q", accumulate((len(step) for step in steps), initial=0))
+        windows = _windows(risky_positions(ctx, ids, runs), starts, len(ids))
+        contents: dict[tuple[Any, ...], int] = {}
+        for a, b in windows:
+            context = tuple(prompt) if a == 0 else tuple(ids[max(a - WINDOW, 0):a])
+            own = steps[a:b] if starts is None else steps[bisect_left(starts, a):bisect_left(starts, b)]
+            window = ids[a:b]
+            key = (context, tuple(window), None if single else tuple(map(len, own)))
+            plan.append((a, window, own, context, contents.setdefault(key, len(contents))))
         info["windows"] = len(windows)
         info["tokens_checked"] = sum(b - a for a, b in windows)
+        info["distinct_windows"] = len(contents)
     for r in runs:
         base = r.text + r.flush
         candidates: list[int] = list(CHUNK_SIZES)
         if sampled:
             # The output is a function of (context, ids, chunking): identical windows (repeated text)
             # are replayed once per alignment of their k-steps.
-            expected_of: dict[tuple[Any, ...], str] = {}
-            varies: dict[tuple[Any, ...], bool] = {}
+            expected_of: dict[int, str] = {}
+            varies: dict[tuple[int, int, int], bool] = {}
             hits: set[int] = set()
-            for a, b in windows:
-                context = tuple(prompt) if a == 0 else tuple(ids[max(a - WINDOW, 0):a])
-                own = steps[bisect_left(step_starts, a):bisect_left(step_starts, b)]
-                window = ids[a:b]
-                key = (context, tuple(window), tuple(map(len, own)))
-                expected = expected_of.get(key)
+            for a, window, own, context, content in plan:
+                expected = expected_of.get(content)
                 if expected is None:
-                    expected = expected_of[key] = _output(r.name, ctx, context, own)
+                    expected = expected_of[content] = _output(r.name, ctx, context, own)
                 for k in CHUNK_SIZES:
                     if k in hits:
                         continue
-                    k_key = (*key, k, a % k)
+                    k_key = (content, k, a % k)
                     hit = varies.get(k_key)
                     if hit is None:
                         hit = varies[k_key] = _output(r.name, ctx, context, _rechunk(window, k, a)) != expected
