@@ -23,6 +23,8 @@ STREAM_TEXT = (
     "def add(a, b):\n    return a + b  # 1314151 ✓\n"
     '{"name": "get_weather", "arguments": {"city": "東京", "unit": "°C"}}'
 )
+# whisper/tokenizer.py's pattern (openai-whisper 20250625, get_encoding), which no shipped file states
+WHISPER_PAT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 # compare's bounded corpus: one case per line, the same classes as the stream.
 CORPUS_LINES = [
     "Hello 👋🏽 world! 👨‍👩‍👧",
@@ -67,7 +69,7 @@ def _tiktoken_encoding(ranks_file: Path):
 
     A published encoding (found by the sha256 tiktoken's registry pins) is built by tiktoken's own
     constructor, fed the local file through a private TIKTOKEN_CACHE_DIR (no download, no global
-    registry entry). Whisper's multilingual ranks are built as whisper builds them (GPT-2's pattern).
+    registry entry). Whisper's multilingual ranks are built as whisper builds them (its own pattern).
     """
     import hashlib
     import os
@@ -84,7 +86,7 @@ def _tiktoken_encoding(ranks_file: Path):
     }
     if digest not in by_hash:
         return tiktoken.Encoding(
-            name=ranks_file.stem, pat_str=openai_public.r50k_pat_str, mergeable_ranks=_tiktoken_ranks(ranks_file), special_tokens={}
+            name=ranks_file.stem, pat_str=WHISPER_PAT, mergeable_ranks=_tiktoken_ranks(ranks_file), special_tokens={}
         )
     name, blob = by_hash[digest]
     url = f"https://openaipublic.blob.core.windows.net/encodings/{blob}"
