@@ -90,8 +90,12 @@ def _reference_chars(ctx: DecodeContext, prompt: Sequence[int], ids: Sequence[in
     decode = decoder.decode
     decode(b"".join(data(i, skip) for i in prompt))
     total = 0
+    cache: dict[int, bytes] = {}
     for token_id in ids:
-        total += len(decode(data(token_id, skip)))
+        b = cache.get(token_id)
+        if b is None:
+            b = cache[token_id] = data(token_id, skip)
+        total += len(decode(b))
         append(total)
     if total + len(decoder.decode(b"", True)) == len(full):
         return ends
@@ -306,7 +310,8 @@ def step_summary(runs: Sequence[Run]) -> dict[str, dict[str, int]]:
     out = {}
     for r in runs:
         ends, held = r.ends, r.held
-        empty = sum(1 for s in range(len(ends)) if ends[s] == (ends[s - 1] if s else 0))
+        # ends never decrease: each step that emitted something adds one new value (C-level counts)
+        empty = len(ends) - (len(set(ends)) - (1 if ends and ends[0] == 0 else 0))
         out[r.name] = {"characters": len(r.text), "empty_steps": empty,
                        "holding_steps": len(held) - held.count(0), "max_held": max(held, default=0)}
     return out
