@@ -267,6 +267,12 @@ def test_tools_file_and_bad_options(tmp_path: Path) -> None:
     code, doc = template_json(T / "qwen-tools", "--tools", str(tmp_path / "tools.json"), "--engine", "jinja2")
     assert code == 0 and [e["name"] for e in doc["engines"]] == ["jinja2"]
     assert '"name": "lookup", "description": "find <x>"' in doc["conversations"][0]["renders"][0]["text"]
+    own = [{"messages": [{"role": "user", "content": "a"}], "tools": [{"type": "function", "function": {"name": "mine"}}]},
+           [{"role": "user", "content": "b"}]]
+    (tmp_path / "m.json").write_text(json.dumps(own), encoding="utf-8")
+    code, doc = template_json(T / "qwen-tools", "--messages", str(tmp_path / "m.json"), "--tools", str(tmp_path / "tools.json"))
+    first, second = (c["renders"][0]["text"] for c in doc["conversations"])
+    assert '"name": "mine"' in first and "lookup" not in first and '"name": "lookup"' in second
     bad = run_cli("template", str(T / "chatml"), "--engine", "jinja3")
     assert bad.exit_code == 2 and bad.stderr == "tokaudit: error: key --engine: unknown engine 'jinja3' (choose from jinja2, minijinja)\n"
     none = run_cli("template", str(FIXTURES / "bert-wordpiece"))

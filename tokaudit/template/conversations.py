@@ -113,10 +113,11 @@ def builtin_conversations(template: str) -> list[Conversation]:
 
 
 def with_tools(conversations: list[Conversation], tools: list[dict[str, Any]]) -> list[Conversation]:
-    """``--tools``: the given tools replace the built-in ones and are offered to conversations without tools."""
+    """``--tools``: the given tools replace the built-in ones and are offered to every conversation of a
+    ``--messages`` file that brings none of its own."""
     from dataclasses import replace
 
-    return [replace(c, tools=tools) for c in conversations]
+    return [replace(c, tools=tools) if c.origin == "built-in" or c.tools is None else c for c in conversations]
 
 
 def _check_messages(messages: Any, file: str, line: int | None, key: str) -> list[dict[str, Any]]:
