@@ -4,8 +4,12 @@ Dynamo's ``--dyn-tokenizer-backend fastokens`` (``DYN_TOKENIZER_BACKEND=fastoken
 fastokens and decodes with HF tokenizers; when fastokens cannot load the file it falls back to HF
 without saying so. The only way to know is to try: the answer is fastokens' own error message.
 Trying costs a full load (seconds of CPU on a 200k vocabulary: 1.6 s for Qwen3, 4.9 s for Gemma 3
-on the build machine), so a quick scan does not try; ``scan --deep`` (TA306) and ``compare`` do,
-and share one load per file version.
+on the build machine), so a quick scan only loads the file's configuration (model type and options,
+normalizer, pre-tokenizer, decoder, post-processor, added tokens) with the vocabulary cut to its first
+512 entries and no merges: that is where fastokens' refusals of whole tokenizer families come from
+(BertNormalizer, Metaspace, ...), in milliseconds. A refusal that depends on the vocabulary itself
+(GPT-4o's "unsupported model type: Other") needs the full load of ``scan --deep`` (TA306) or
+``compare``, which share one load per file version.
 """
 
 from __future__ import annotations
@@ -98,14 +102,51 @@ def probe_fastokens(path: Path) -> FastokensProbe:
     return result
 
 
-def dynamo_fastokens_encoder(path: Path) -> str:
-    """What Dynamo encodes with under ``--dyn-tokenizer-backend fastokens``, from what is known without
-    loading (an earlier probe, or whether fastokens is installed at all)."""
+#: Vocabulary entries kept by the configuration probe.
+CONFIG_PROBE_VOCAB = 512
+
+
+def config_refusal(raw: dict[str, Any]) -> str | None:
+    """fastokens' own error when it refuses tokenizer.json's configuration (``raw``: the parsed file)
+    with the vocabulary cut short and no merges; None when it accepts it (or is not installed)."""
+    import json
+
+    try:
+        import fastokens
+    except ImportError:
+        return None
+    model = dict(raw.get("model") or {})
+    vocab = model.get("vocab")
+    if isinstance(vocab, dict):
+        kept = {t: i for t, i in vocab.items() if isinstance(i, int) and i < CONFIG_PROBE_VOCAB}
+        unk = model.get("unk_token")
+        if isinstance(unk, str) and unk in vocab:
+            kept[unk] = vocab[unk]
+        model["vocab"] = kept
+    elif isinstance(vocab, list):
+        model["vocab"] = vocab[:CONFIG_PROBE_VOCAB]
+    if "merges" in model:
+        model["merges"] = []
+    try:
+        fastokens.Tokenizer.from_json_str(json.dumps({**raw, "model": model}))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the refusal is the answer
+        return (str(exc).strip().splitlines() or [""])[0][:300] or type(exc).__name__
+    return None
+
+
+def dynamo_fastokens_encoder(path: Path, raw: dict[str, Any] | None = None) -> str:
+    """What Dynamo encodes with under ``--dyn-tokenizer-backend fastokens``: from a full load when one
+    was done (deep scan, compare), else from the configuration probe of ``raw``."""
     if not installed():
         return "not checked (fastokens is not installed: pip install 'tokaudit[fastokens]')"
     found = cached_probe(path)
-    if found is None:
-        return "not checked in a quick scan (scan --deep or compare load it with fastokens)"
-    if found.error is None:
-        return "fastokens encodes, HF tokenizers decodes"
-    return f"fastokens cannot load it ({found.error}) → falls back to HF"
+    if found is not None:
+        if found.error is None:
+            return "fastokens encodes, HF tokenizers decodes"
+        return f"fastokens cannot load it ({found.error}) → falls back to HF"
+    refusal = config_refusal(raw) if raw is not None else None
+    if refusal is not None:
+        return f"fastokens cannot load it ({refusal}) → falls back to HF"
+    return "fastokens accepts its configuration; the full file is loaded only by scan --deep or compare"
