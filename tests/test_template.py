@@ -157,6 +157,7 @@ def test_broken_template_is_an_error_in_both_engines() -> None:
     code, doc = template_json(T / "broken")
     assert code == 1 and codes(doc) == [("TA801", "error"), ("TA801", "error")]
     assert [f["details"]["kind"] for f in doc["findings"]] == ["syntax", "syntax"]
+    assert [f["location"] for f in doc["findings"]] == [{"file": "chat_template.jinja", "line": 16}] * 2
     assert doc["findings"][0]["details"]["error"].startswith("TemplateSyntaxError: line 16: Unexpected end of template.")
     assert len(doc["findings"][0]["details"]["conversations"]) == 10
 

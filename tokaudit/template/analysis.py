@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tokaudit.artifacts.base import Provenance
 from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, Severity
@@ -167,11 +169,22 @@ def render_errors(runs: list[TemplateRun]) -> list[Finding]:
             "TA801",
             f"{engine} cannot render {scope}{'' if crun.template.name == 'default' else f' with template {crun.template.name}'}: "
             f"{kind}: {error.rstrip('.')}{contrast}.",
-            severity=severity, location=crun.template.location,
+            severity=severity, location=_error_location(crun.template, error),
             details={"subject": f"{crun.template.name}:{engine}:{error[:80]}", "engine": engine, "error": error,
                      "kind": crun.render(engine).kind, "conversations": names, "template": crun.template.name},  # type: ignore[union-attr]
         ))
     return out
+
+
+_ERROR_LINE = re.compile(r"^TemplateSyntaxError: line (\d+):|\(in chat:(\d+)\)")
+
+
+def _error_location(template: TemplateSource, error: str) -> Provenance:
+    """The template's location, with the line an engine names when the template is a file of its own."""
+    m = _ERROR_LINE.search(error)
+    if m is None or template.location.line is None:
+        return template.location
+    return Provenance(template.location.file, line=int(m.group(1) or m.group(2)))
 
 
 def _first_token_difference(a: list[int], b: list[int]) -> int:
