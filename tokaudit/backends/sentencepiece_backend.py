@@ -7,13 +7,13 @@ anywhere, nothing in the target is opened a second time.
 
 Special tokens follow transformers' slow tokenizers (``LlamaTokenizer(legacy=True)``, the default
 of Llama 2 and Mistral repos): the text is first split on the special strings (control and
-unknown pieces, then tokenizer_config's added tokens, longest first); each plain segment is encoded
+user-defined pieces, then tokenizer_config's added tokens, longest first); each plain segment is encoded
 by sentencepiece on its own (so it gets the dummy prefix, as in ``tokenizers`` with a
 ``Prepend("▁")`` normalizer); each special string becomes its id. The bare library never matches
 ``<s>`` in text; llama.cpp with ``parse_special`` splits the same way. Decode renders a special
 piece as its text (sentencepiece itself drops control pieces) and drops it with
-``skip_special_tokens``; everything else is ``SentencePieceProcessor.decode``, so with
-``skip_special_tokens`` the text is exactly the library's own decode.
+``skip_special_tokens``; everything else is ``SentencePieceProcessor.decode`` (the unknown piece
+prints as `` ⁇ ``), so with ``skip_special_tokens`` the text is exactly the library's own decode.
 """
 
 from __future__ import annotations
