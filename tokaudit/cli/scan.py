@@ -60,11 +60,11 @@ def scan(
         from tokaudit.checks.registry import all_rules
         from tokaudit.config import load_config
         from tokaudit.errors import InputError
-        from tokaudit.report.baseline import load_baseline
         from tokaudit.fleet import read_target_list
+        from tokaudit.report.baseline import load_baseline
+        from tokaudit.report.finding import Finding
         from tokaudit.report.policy import META_CODES, Selection, apply_policy, split_selectors, validate
         from tokaudit.report.report import Report, TargetResult
-        from tokaudit.report.finding import Finding
         from tokaudit.scan import load_model, scan_model, scan_targets
 
         config = load_config()
