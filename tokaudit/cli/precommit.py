@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from itertools import islice
 from pathlib import Path
 
 from tokaudit.artifacts.load import VOCAB_KINDS, kind_of
+
+#: Entries looked at per directory: a model directory holds a few dozen files, not a whole dataset.
+MAX_ENTRIES = 10_000
 
 
 def split_arguments(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -32,7 +36,7 @@ def model_directories(files: Sequence[str]) -> list[str]:
         if shown in out:
             continue
         try:
-            entries = [p.name for p in directory.iterdir() if p.is_file()]
+            entries = [p.name for p in islice(directory.iterdir(), MAX_ENTRIES) if p.is_file()]
         except OSError:
             continue
         if any(kind_of(entry) in VOCAB_KINDS for entry in entries):
