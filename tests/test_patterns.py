@@ -216,3 +216,19 @@ def test_fuzz_of_a_bare_rank_file_needs_no_pattern(tmp_path: Path) -> None:
     doc = json.loads(r.stdout)
     assert [(b["name"], b["available"]) for b in doc["backends"]] == [("tiktoken", True), ("hf", True), ("strict", True)]
     assert [f["severity"] for f in doc["findings"] if f["severity"] == "error"] == []
+
+
+def test_hf_backend_refuses_a_pattern_it_cannot_translate(tmp_path: Path) -> None:
+    # POSIX [[:alpha:]] is ASCII in fancy-regex and Unicode in Oniguruma: no rewrite makes them agree
+    target = tmp_path / "posix"
+    target.mkdir()
+    shutil.copy(FIXTURES / "tiny-tiktoken" / "tiktoken.model", target / "tiktoken.model")
+    (target / "tokenization_posix.py").write_text('import tiktoken\n\npat_str = r"[[:alpha:]]+|\\S|\\s"\n')
+    from tokaudit.backends.registry import load_backends
+
+    tiktoken_row, hf_row = load_backends(load_model(str(target)), ["tiktoken", "hf"])
+    assert tiktoken_row.available and not hf_row.available
+    assert hf_row.unavailable == (
+        "the pattern splits 'e\u0301té' differently in Oniguruma (['e', '\u0301', 'té']) than in tiktoken's "
+        "fancy-regex (['e', '\u0301', 't', 'é']), even translated (pattern-portability)"
+    )
