@@ -179,3 +179,13 @@ def test_token_tables_show_decoder_text(tmp_path: Path) -> None:
     r = run_cli("encode", BERT_VOCAB, "The [UNK] fox", "--format", "json")
     rows = [(t["id"], t["text"], t["special"]) for t in json.loads(r.stdout)["tokens"]]
     assert rows == [(77, "the", False), (1, " [UNK]", True), (30, " f", False), (65, "o", False), (74, "x", False)]  # "##o", "##x"
+
+
+def test_strict_invalid_byte_fallback_run_is_one_replacement_per_byte() -> None:
+    """tokenizers' ByteFallback turns an invalid <0xNN> run into one U+FFFD per byte (UTF-8 decoding
+    would give one for the whole run): strict leaves its fast path for the exact chain there."""
+    tok = Tokenizer.from_file(str(GEMMA / "tokenizer.json"))
+    strict = load_backends(load_model(str(GEMMA)), ["strict"])[0].backend
+    ids = [tok.token_to_id("<0xE4>"), tok.token_to_id("<0xBD>"), tok.token_to_id("a")]
+    assert ids == [232, 193, tok.token_to_id("a")]
+    assert strict.decode(ids) == tok.decode(ids) == "\ufffd\ufffda"

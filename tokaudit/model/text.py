@@ -155,10 +155,61 @@ class TokenText:
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
         """The text of ``ids``; an id the files do not map raises :class:`UnmappedId` (a strict gateway)."""
+        if self.chain is not None and self.chain.not_concatenative is None:
+            data = self._concat(ids, skip_special_tokens)
+            try:
+                return data.decode("utf-8")
+            except UnicodeDecodeError:
+                if self._byte_level_only:
+                    return data.decode("utf-8", "replace")  # exactly ByteLevel's lossy conversion
+                # an invalid ByteFallback run is one U+FFFD per byte: the exact chain says so
         kept = self._kept(ids, skip_special_tokens)
         if self.chain is None:
             return b"".join(kept).decode("utf-8", "replace")  # type: ignore[arg-type]
         return self.chain.decode(kept)  # type: ignore[arg-type]
+
+    @cached_property
+    def _byte_level_only(self) -> bool:
+        return self.chain is not None and [s.kind for s in self.chain.steps] == ["ByteLevel"]
+
+    @cached_property
+    def _pieces(self) -> tuple[PieceStream, dict[int, bytes]]:
+        """A PieceStream (for its per-token steps and start strips) and a cache id -> non-first bytes."""
+        assert self.chain is not None
+        return PieceStream(self.chain), {}
+
+    def _concat(self, ids: Sequence[int], skip_special_tokens: bool) -> bytes:
+        """The bytes of a concatenating chain's text: cached per-id pieces, the first token's own rules,
+        the start strips applied to the whole text. Unmapped ids raise :class:`UnmappedId`."""
+        stream, cache = self._pieces
+        special = self.special_ids
+        parts: list[bytes] = []
+        first = True
+        for i in ids:
+            if skip_special_tokens and i in special:
+                if self.spelling(i) is None:
+                    raise UnmappedId(f"no entry found for key {i} (a files-only loader maps no token to it)")
+                continue
+            if first:
+                spelled = self.spelling(i)
+                if spelled is None:
+                    raise UnmappedId(f"no entry found for key {i} (a files-only loader maps no token to it)")
+                parts.append(spelled if isinstance(spelled, bytes) else stream._token(spelled, True))
+                first = False
+                continue
+            piece = cache.get(i)
+            if piece is None:
+                spelled = self.spelling(i)
+                if spelled is None:
+                    raise UnmappedId(f"no entry found for key {i} (a files-only loader maps no token to it)")
+                piece = cache[i] = spelled if isinstance(spelled, bytes) else stream._token(spelled, False)
+            parts.append(piece)
+        data = b"".join(parts)
+        for content, count in stream.lead:
+            while count and content and data.startswith(content):
+                data = data[len(content):]
+                count -= 1
+        return data
 
     @property
     def not_concatenative(self) -> str | None:
