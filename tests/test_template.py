@@ -315,3 +315,22 @@ def test_tool_calls_work_when_either_argument_form_renders(tmp_path: Path) -> No
     tool = [f for f in doc["findings"] if f["details"]["conversations"][0].startswith("tool-call")]
     assert [(f["code"], f["severity"], f["details"]["conversations"]) for f in tool] == [
         ("TA801", "warning", ["tool-call"]), ("TA801", "warning", ["tool-call-json-arguments"])]
+
+
+def test_an_engine_stops_after_its_total_time_on_one_template() -> None:
+    from tokaudit.artifacts.base import Provenance
+    from tokaudit.template.analysis import render_errors, render_template
+    from tokaudit.template.conversations import Conversation
+    from tokaudit.template.source import TemplateSource
+
+    slow = TemplateSource("slow", "{% for i in range(3000) %}{% for j in range(100) %}{% endfor %}{% endfor %}{{ messages[0].content }}",
+                          Provenance("slow.jinja", line=1))
+    convs = [Conversation(f"c{i}", [{"role": "user", "content": "x"}]) for i in range(200)]
+    start = time.perf_counter()
+    run = render_template(slow, convs, [Jinja2Engine(Budget(total_seconds=0.3))], {}, probe_headers=False)
+    rendered = sum(c.renders[0].ok for c in run.conversations)
+    assert time.perf_counter() - start < 5 and 1 <= rendered < 200
+    assert all(c.renders[0].text == "x" for c in run.conversations[:rendered])
+    (f,) = render_errors([run])
+    assert f.severity.value == "warning" and len(f.details["conversations"]) == 200 - rendered
+    assert "the 0.3 s this engine may spend on one template ran out" in f.message

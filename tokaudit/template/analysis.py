@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -12,10 +13,13 @@ from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.template.conversations import SENTINEL, Conversation
-from tokaudit.template.engines import SIZE_BOMB, Engine, Render
+from tokaudit.template.engines import SIZE_BOMB, Budget, Engine, Render
 from tokaudit.template.literals import LiteralClassifier, literals_in
 from tokaudit.template.serving import ServingEncoder
 from tokaudit.template.source import TemplateSource
+
+#: How the renders skipped after an engine spent its time on one template are told apart.
+TOTAL_SPENT = "this engine may spend on one template"
 
 #: Characters of context on each side of a difference in an excerpt.
 EXCERPT = 40
@@ -80,6 +84,8 @@ def render_template(template: TemplateSource, conversations: list[Conversation],
     remaining renders of this template are skipped, so a hostile template costs one budget per engine."""
     prepared = {e.name: e.prepare(template.text) for e in engines}
     exhausted: dict[str, str] = {}
+    spent = dict.fromkeys(prepared, 0.0)
+    total = min((getattr(e, "budget", None) or Budget()).total_seconds for e in engines) if engines else 0.0
 
     def render(engine: str, conv: Conversation) -> Render:
         if engine in exhausted:
@@ -89,9 +95,13 @@ def render_template(template: TemplateSource, conversations: list[Conversation],
             # MiniJinja cannot bound one operation's allocation: a repetition Jinja2 refused is not tried
             exhausted[engine] = f"not rendered: {bomb} found an unbounded repetition ({exhausted[bomb]})"
             return Render(engine, None, exhausted[engine], "budget")
+        start = time.perf_counter()
         out = prepared[engine].render(conv.context(special))
+        spent[engine] += time.perf_counter() - start
         if out.kind == "budget":
             exhausted[engine] = out.error or "budget"
+        elif spent[engine] > total:
+            exhausted[engine] = f"the {total:g} s {TOTAL_SPENT} ran out"
         return out
 
     runs = [ConversationRun(c, template, [render(e.name, c) for e in engines]) for c in conversations]
@@ -149,7 +159,7 @@ def render_errors(runs: list[TemplateRun]) -> list[Finding]:
             for r in crun.renders:
                 if (r.engine, crun.conversation.group) in works:
                     continue
-                if not r.ok and not (r.error or "").startswith("skipped:"):
+                if not r.ok and (not (r.error or "").startswith("skipped:") or TOTAL_SPENT in (r.error or "")):
                     groups.setdefault((trun.template.name, r.engine, r.error or ""), []).append(crun)
     out = []
     for (_, engine, error), cruns in groups.items():
@@ -158,7 +168,7 @@ def render_errors(runs: list[TemplateRun]) -> list[Finding]:
         required = [c for c in cruns if c.conversation.required]
         # a raise_exception in every engine is the template refusing the conversation on purpose
         deliberate = all(r.kind == "raise" for c in cruns for r in c.renders if not r.ok)
-        severity = Severity.ERROR if required and not deliberate else Severity.WARNING
+        severity = Severity.ERROR if required and not deliberate and TOTAL_SPENT not in error else Severity.WARNING
         kind = {"raise": "the template raised", "budget": "the render ran out of its budget",
                 "syntax": "the template does not compile"}.get(crun.render(engine).kind or "", "the render failed")  # type: ignore[union-attr]
         scope = (f"{len(cruns)} conversations ({', '.join(names[:6])}{' …' if len(names) > 6 else ''})"

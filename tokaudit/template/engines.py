@@ -43,6 +43,8 @@ class Budget:
     seconds: float = 2.0
     fuel: int = 20_000_000
     max_chars: int = 1_000_000
+    #: Wall time one engine may spend on all conversations of one template.
+    total_seconds: float = 30.0
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from tokaudit.template.literals import LiteralClassifier
 from tokaudit.template.source import model_templates, special_token_context
 
 #: Inside scan a hostile template costs at most about a second per engine.
-SCAN_BUDGET = Budget(seconds=1.0, fuel=10_000_000)
+SCAN_BUDGET = Budget(seconds=1.0, fuel=10_000_000, total_seconds=5.0)
 
 _lock = Lock()
 _cache: dict[int, tuple[TokenizerModel, list[Finding]]] = {}
