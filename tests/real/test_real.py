@@ -47,15 +47,6 @@ TRUE_ERRORS: dict[str, dict[str, dict[tuple[str, str], str]]] = {
             "\\u003c \\u003e (HTML-safe) where transformers' does not, so a Rust gateway prompts with other text",
         },
     },
-    **{
-        name: {
-            "compare": {
-                ("TA603", "roundtrip-failure"): "a small test model without byte fallback maps emoji (and, for the English "
-                "ones, CJK/Burmese/accents) to <unk>, which sentencepiece itself decodes as ' ⁇ ': the text is really lost",
-            },
-        }
-        for name in ("sp-unigram-botchan", "sp-bpe-botchan", "sp-unigram-kyoto-ja")
-    },
     "llama2": {
         "compare": {
             ("TA601", "encode-mismatch"): "transformers 5.23 rebuilds LlamaTokenizer (tokenizer_class) with its own Metaspace "
