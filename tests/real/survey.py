@@ -38,7 +38,7 @@ def run(args: list[str]) -> dict:
     except subprocess.TimeoutExpired:
         return {"exit": "timeout", "seconds": COMMAND_TIMEOUT, "errors": [], "stderr": ""}
     seconds = round(time.perf_counter() - t0, 2)
-    out: dict = {"exit": proc.returncode, "seconds": seconds, "stderr": proc.stderr.strip().splitlines()[-1:] }
+    out: dict = {"exit": proc.returncode, "seconds": seconds, "stderr": proc.stderr.strip().splitlines()[-1:]}
     try:
         doc = json.loads(proc.stdout)
     except json.JSONDecodeError:
