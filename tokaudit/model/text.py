@@ -178,6 +178,17 @@ class TokenText:
         assert self.chain is not None
         return PieceStream(self.chain), {}
 
+    def cached_piece(self, token_id: int) -> bytes:
+        """What a mapped id adds when it is not the first token, cached (concatenating chains only)."""
+        stream, cache = self._pieces
+        piece = cache.get(token_id)
+        if piece is None:
+            spelled = self.spelling(token_id)
+            if spelled is None:
+                raise UnmappedId(f"no entry found for key {token_id} (a files-only loader maps no token to it)")
+            piece = cache[token_id] = spelled if isinstance(spelled, bytes) else stream._token(spelled, False)
+        return piece
+
     def _concat(self, ids: Sequence[int], skip_special_tokens: bool) -> bytes:
         """The bytes of a concatenating chain's text: cached per-id pieces, the first token's own rules,
         the start strips applied to the whole text. Unmapped ids raise :class:`UnmappedId`."""
