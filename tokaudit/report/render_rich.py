@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import io
 import os
 import re
 from collections.abc import Callable
@@ -35,6 +34,34 @@ def _strip_trailing(text: str) -> str:
     return _TRAILING_SPACE.sub(lambda m: "".join(_ANSI.findall(m.group())), text)
 
 
+class _TrimmedLines:
+    """The console's file: passes whole lines on as rich writes them (a long replay timeline streams),
+    each without the trailing spaces rich pads table cells with."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.pending = ""
+
+    def write(self, text: str) -> int:
+        head, newline, self.pending = (self.pending + text).rpartition("\n")
+        if newline:
+            self.stream.write(_strip_trailing(head + newline))
+        return len(text)
+
+    def flush(self) -> None:
+        if self.pending:
+            self.stream.write(_strip_trailing(self.pending))
+            self.pending = ""
+        self.stream.flush()
+
+
+class _ReportConsole(Console):
+    def on_broken_pipe(self) -> None:
+        """Rich exits with status 1 on a closed pipe (``| head``); let the caller keep the report's exit code."""
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def _is_terminal(stream: TextIO) -> bool:
     try:
         return stream.isatty()
@@ -54,14 +81,14 @@ def make_console(stream: TextIO, color: str = "auto") -> Console:
     options: dict[str, object] = {"file": stream, "markup": False, "emoji": False, "highlight": False, "width": width,
                                   "height": 25 if width is not None else None}
     if color == "never":
-        return Console(**options, color_system=None)  # type: ignore[arg-type]
+        return _ReportConsole(**options, color_system=None)  # type: ignore[arg-type]
     if color == "always" or os.environ.get("FORCE_COLOR"):
         no_color = False if color == "always" else None  # --color always beats NO_COLOR; FORCE_COLOR does not
-        console = Console(**options, force_terminal=True, no_color=no_color)  # type: ignore[arg-type]
+        console = _ReportConsole(**options, force_terminal=True, no_color=no_color)  # type: ignore[arg-type]
         if console.color_system is None:  # TERM=dumb or unknown: colours were asked for all the same
-            console = Console(**options, force_terminal=True, no_color=no_color, color_system="standard")  # type: ignore[arg-type]
+            console = _ReportConsole(**options, force_terminal=True, no_color=no_color, color_system="standard")  # type: ignore[arg-type]
         return console
-    return Console(**options, force_terminal=True if terminal else None)  # type: ignore[arg-type]
+    return _ReportConsole(**options, force_terminal=True if terminal else None)  # type: ignore[arg-type]
 
 
 def _kv(console: Console, key: str, value: str | Text) -> None:
@@ -183,11 +210,9 @@ def verdict(report: Report, fail_on: str) -> Table:
 
 
 def render_rich(report: Report, stream: TextIO, fail_on: str = "error", *, color: str = "auto", quiet: bool = False) -> None:
-    """The report for a person. ``quiet``: findings and the verdict only (no sections). Rendered whole,
-    then written with trailing spaces cut from every line (rich pads table cells)."""
-    buffer = io.StringIO()
+    """The report for a person. ``quiet``: findings and the verdict only (no sections)."""
     console = make_console(stream, color)
-    console.file = buffer
+    console.file = out = _TrimmedLines(stream)  # type: ignore[assignment]
     for result in report.results:
         findings = [f for f in report.findings if f.target == result.target]
         if not quiet or (len(report.results) > 1 and findings):
@@ -201,4 +226,4 @@ def render_rich(report: Report, stream: TextIO, fail_on: str = "error", *, color
             console.print()
     if report.judged:
         console.print(verdict(report, fail_on))
-    stream.write(_strip_trailing(buffer.getvalue()))
+    out.flush()
