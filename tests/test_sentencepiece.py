@@ -136,8 +136,12 @@ VALID = _piece("<unk>", 0.0, 2) + _piece("<s>", 0.0, 3) + _piece("</s>", 0.0, 3)
         (VALID + _piece("x", 0.0, 9), f"pieces[4].type is 9, not a piece type (1-6) at byte {len(VALID) + 10}"),
         # a varint cut by the end of the file
         (VALID + _key(2, 0) + b"\xff", f"truncated varint in ModelProto field 2 at byte {len(VALID) + 1}"),
+        # damaged from the first piece on: still read as a protobuf (binary), never as tiktoken text
+        (b"\x0a" + b"\xff" * 11, "bad varint in the length of ModelProto field 1 (more than 10 bytes) at byte 1"),
+        (b"\x0a\x05\x0a\x03<s", "ModelProto field 1 declares 5 bytes but only 4 remain at byte 0"),
     ],
-    ids=["truncated", "bad-varint", "wrong-wire-type", "huge-length", "invalid-wire-type", "bad-piece-type", "cut-varint"],
+    ids=["truncated", "bad-varint", "wrong-wire-type", "huge-length", "invalid-wire-type", "bad-piece-type", "cut-varint",
+         "damaged-first-piece", "cut-first-piece"],
 )
 def test_malformed_model_is_one_line_and_exit_2(tmp_path: Path, data: bytes, message: str) -> None:
     target = tmp_path / "tokenizer.model"

@@ -150,16 +150,15 @@ class SentencePieceModel:
         return [i for i, p in enumerate(self.pieces) if p.type is kind]
 
 
+#: What a tiktoken rank file is made of: base64 tokens, decimal ranks, spaces and line ends.
+_RANK_FILE_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/= \t\r\n"
+
+
 def looks_like_sentencepiece(data: bytes) -> bool:
-    """A serialized ModelProto starts with its first piece: field 1, length-delimited (0x0A), whose
-    own first field is the piece string (also 0x0A). A tiktoken rank file is base64 text."""
-    if len(data) < 3 or data[0] != 0x0A:
-        return False
-    try:
-        _, pos = _varint(data, 1, len(data), None, "pieces[0]")
-    except InputError:
-        return False
-    return pos < len(data) and data[pos] in (0x0A, 0x15, 0x18)
+    """A tiktoken rank file is ASCII text (base64, digits, spaces, newlines); a serialized ModelProto
+    is binary from its first piece on (length and type bytes, float scores). Anything binary is read
+    as a protobuf, so a damaged model gets the protobuf reader's precise error."""
+    return bool(data[:4096].translate(None, _RANK_FILE_BYTES))
 
 
 # -- wire format ----------------------------------------------------------------------------------
