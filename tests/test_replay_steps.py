@@ -169,3 +169,17 @@ def test_windowed_check_on_a_long_stream_finds_the_byte_fallback_variance(models
     whole = replay(model, stream, ReplayOptions(options, full_rechunk_tokens=10**9), loaded)
     assert _findings(sampled) == _findings(whole)
     assert len(sampled.data["timeline"]) < 60 and sampled.data["timeline_steps"]["steps"] == 24_000
+
+
+def test_rich_steps_all_on_a_long_stream_prints_one_line_per_step():
+    """Beyond 2,000 rows the rich timeline is plain lines (a table measures every cell)."""
+    ids = [72, 435, 111, 337, 140, 182] * 400  # "Hello 🌶" x 400: 2,400 steps
+    out = run_cli("replay", TINY, "-", "--steps", "all", "--detokenizers", "offsets,bytes", input=json.dumps(ids))
+    assert out.exit_code == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert "  step │ ids │ token bytes │ offsets │ bytes │ held" in lines
+    rows = [line for line in lines if line[:2] in ("  ", "✗ ") and " │ " in line and line[2:3].isdigit()]
+    assert len(rows) == 2400
+    assert rows[2399] == "  2399 │ 182 │ <B6> │  🌶 │ 🌶 │ 0 0"
+    assert rows[2397] == "  2397 │ 337 │ <20 F0 9F> │  │   │ 3 2"  # offsets holds 3 bytes, bytes emits the space
+    assert rows[2396] == "  2396 │ 111 │ o │ o │ o │ 0 0"
