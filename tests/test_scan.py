@@ -193,9 +193,11 @@ def test_empty_directory(tmp_path: Path) -> None:
 
 
 def test_unreadable_file(tmp_path: Path) -> None:
-    # /proc/self/mem is a regular file that cannot be read sequentially (EIO) even by root
+    # /proc/self/mem says "regular file" but cannot be read sequentially (EIO); /proc/kmsg would block: a
+    # pseudo-file is refused before it is opened, naming where the symlink points (CliRunner: this process)
     os.symlink("/proc/self/mem", tmp_path / "tiktoken.model")
-    assert _error_line(tmp_path) == f"tokaudit: error: {tmp_path}/tiktoken.model: cannot read file: Input/output error"
+    assert _error_line(tmp_path) == (f"tokaudit: error: {tmp_path}/tiktoken.model: not a regular file: a proc pseudo-file "
+                                     f"(symlink to /proc/{os.getpid()}/mem, outside the target directory)")
 
 
 def test_usage_error_is_exit_2() -> None:
