@@ -457,6 +457,14 @@ def big_corpus(tmp: Path) -> Run:
                 "--unicode-sweep", "off", "--format", "json"], target=target)
 
 
+def big_line_corpus(tmp: Path) -> Run:
+    target = _tiny(tmp)
+    corpus = tmp / "big.txt"
+    line = "hello world, a line of plain text for the corpus 123\n"
+    corpus.write_text(line * (17 * 1024 * 1024 // len(line)), encoding="utf-8")
+    return Run(["compare", str(target), "--corpus", str(corpus), "--no-builtin-corpus", "--format", "json"], target=target)
+
+
 def big_stdin(tmp: Path) -> Run:
     target = _tiny(tmp)
     return Run(["encode", str(target), "-", "--format", "json"], stdin=b"hello world " * 230_000, target=target)
@@ -539,6 +547,7 @@ CASES: list[Case] = [
     Case("remote-nested-not", remote_case("num_reserved_special_tokens = " + "not " * 100_000 + "1"), (0, 1), "", 10, owner="patterns"),
     Case("remote-nested-lambda", remote_case("num_reserved_special_tokens = " + "lambda: " * 50_000 + "1"), (0, 1), "", 10, owner="patterns"),
     Case("compare-whole-file-8MB", big_corpus, (2,), "--whole-file"),
+    Case("compare-corpus-17MB-lines", big_line_corpus, (2,), "key --corpus: the corpus is over the limit of 16 MiB"),
     Case("encode-stdin-2.7MB", big_stdin, (2,), "TEXT"),
     Case("encode-256KiB-at-limit-rich", args_case("encode", "{T}", "-", stdin=(b"hello world " * 22_000)[: 256 * 1024]), (0,), None),
     Case("stream-over-2M-ids", args_case("replay", "{T}", "-", "--format", "json", stdin=b"104 " * 2_000_001), (2,),
