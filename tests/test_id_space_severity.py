@@ -71,3 +71,29 @@ def test_holes_in_a_tokenizer_json_are_a_warning(tmp_path: Path) -> None:
     assert code == 0
     assert (gap["severity"], gap["ids"]) == ("warning", [[dropped, dropped]])
     assert gap["details"]["holes"]["seen_by"]["files-only"] == "drop"
+
+
+def test_fuzz_rates_strict_on_tokenizer_json_holes_as_scan_does(tmp_path: Path) -> None:
+    """strict (a tiktoken-rs emulation) fails on a hole of a tokenizer.json model, but every loader that
+    leaves it unmapped decodes through tokenizers, which drops it: a warning, as TA101 says, not an error."""
+    target = tmp_path / "holes"
+    shutil.copytree(FIXTURES / "clean-bpe", target)
+    tj = json.loads((target / "tokenizer.json").read_text())
+    vocab = tj["model"]["vocab"]
+    dropped = sorted(vocab.values())[500]
+    del vocab[next(t for t, i in vocab.items() if i == dropped)]
+    tj["model"]["merges"] = []
+    (target / "tokenizer.json").write_text(json.dumps(tj))
+    result = run_cli("fuzz", target, "--backends", "strict", "--iterations", "400", "--seed", "1", "--format", "json")
+    assert result.exit_code == 0, result.stdout
+    (inside,) = [f for f in json.loads(result.stdout)["findings"] if f["details"]["in_declared_range"]]
+    assert inside["severity"] == "warning"
+    assert inside["ids"] == [[dropped, dropped]]
+    assert "drops them silently" in inside["message"]
+
+
+def test_fuzz_keeps_strict_on_rank_file_holes_an_error() -> None:
+    result = run_cli("fuzz", FIXTURES / "kimi-k2.5", "--backends", "strict", "--iterations", "200", "--seed", "1", "--format", "json")
+    assert result.exit_code == 1
+    (inside,) = [f for f in json.loads(result.stdout)["findings"] if f["details"]["in_declared_range"]]
+    assert inside["severity"] == "error"

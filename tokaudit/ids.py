@@ -88,6 +88,19 @@ class IdRanges:
                 out.append((first, last))
         return IdRanges(tuple(out))
 
+    def intersects(self, other: IdRanges) -> bool:
+        """Whether the two sets share an id (one pass over both sorted range lists)."""
+        i = j = 0
+        while i < len(self.ranges) and j < len(other.ranges):
+            (f1, l1), (f2, l2) = self.ranges[i], other.ranges[j]
+            if f1 <= l2 and f2 <= l1:
+                return True
+            if l1 < l2:
+                i += 1
+            else:
+                j += 1
+        return False
+
     def at_or_above(self, bound: int) -> IdRanges:
         out = [(max(f, bound), l) for f, l in self.ranges if l >= bound]
         return IdRanges(tuple(out))

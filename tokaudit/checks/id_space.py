@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from tokaudit.checks.registry import rule
 from tokaudit.ids import IdRanges
-from tokaudit.model.loaders import LoaderView, loader_views
+from tokaudit.model.loaders import loader_views, loaders_seeing
 from tokaudit.model.tokenizer_model import FILES, REMOTE_CODE, TokenizerModel
 from tokaudit.report.finding import Finding, Severity
 
@@ -26,34 +26,6 @@ SEVERITY_RULE = (
 )
 
 
-def _decoder_of(view: LoaderView) -> str:
-    """What a loader's decoder does with an id it has no token for: "crash" (tiktoken's KeyError,
-    tiktoken-rs' panic) or "drop" (tokenizers skips it silently)."""
-    names = " ".join(view.files) + " " + view.rule
-    if "tokenizer.json" in names or "converted" in names or "vocab.json" in names or "vocab.txt" in names:
-        return "drop"
-    return "crash"
-
-
-def _meets(a: IdRanges, b: IdRanges) -> bool:
-    """Whether two range sets share an id (one pass over both sorted lists)."""
-    i = j = 0
-    while i < len(a.ranges) and j < len(b.ranges):
-        (f1, l1), (f2, l2) = a.ranges[i], b.ranges[j]
-        if f1 <= l2 and f2 <= l1:
-            return True
-        if l1 < l2:
-            i += 1
-        else:
-            j += 1
-    return False
-
-
-def _seen_by(views: list[LoaderView], ids: IdRanges) -> dict[str, str]:
-    """Loader -> what its decoder does, for each loader that can load the target and leaves some of ``ids`` unmapped."""
-    return {v.loader: _decoder_of(v) for v in views if v.unmapped is not None and _meets(v.unmapped, ids)}
-
-
 @rule("TA101", "vocab-gap", Severity.ERROR, "Ids inside the declared vocabulary that a loader cannot map (holes: error when a decoder crashes on them; trailing padding: warning or note).")
 def vocab_gap(model: TokenizerModel) -> Iterator[Finding]:
     size = model.checked_size
@@ -65,7 +37,7 @@ def vocab_gap(model: TokenizerModel) -> Iterator[Finding]:
     holes = IdRanges(tuple((f, min(l, last)) for f, l in gaps.ranges if f <= last))
     trailing = gaps.at_or_above(last + 1)
     views = loader_views(model)
-    seen_holes, seen_trailing = _seen_by(views, holes), _seen_by(views, trailing)
+    seen_holes, seen_trailing = loaders_seeing(views, holes), loaders_seeing(views, trailing)
     crash_holes = sorted(n for n, d in seen_holes.items() if d == "crash")
     crash_trailing = sorted(n for n, d in seen_trailing.items() if d == "crash")
     if holes:

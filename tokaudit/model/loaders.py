@@ -43,6 +43,15 @@ class LoaderView:
     def sees_gap(self) -> bool | None:
         return None if self.unmapped is None else bool(self.unmapped)
 
+    @property
+    def unknown_id_decode(self) -> str:
+        """What this loader's decoder does with an id it has no token for: "crash" (tiktoken's KeyError,
+        tiktoken-rs' panic) or "drop" (tokenizers skips it silently)."""
+        names = " ".join(self.files) + " " + self.rule
+        if "tokenizer.json" in names or "converted" in names or "vocab.json" in names or "vocab.txt" in names:
+            return "drop"
+        return "crash"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "loader": self.loader,
@@ -54,6 +63,11 @@ class LoaderView:
             "unmapped_ids": None if self.unmapped is None else self.unmapped.to_json(),
             "pattern": self.pattern,
         }
+
+
+def loaders_seeing(views: list[LoaderView], ids: IdRanges) -> dict[str, str]:
+    """Loader -> "crash"/"drop", for each loader that can load the target and leaves some of ``ids`` unmapped."""
+    return {v.loader: v.unknown_id_decode for v in views if v.unmapped is not None and v.unmapped.intersects(ids)}
 
 
 def _auto_map_strings(model: TokenizerModel) -> list[str]:

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from tokaudit.backends.base import Backend, Outcome
 from tokaudit.backends.registry import LoadedBackend
 from tokaudit.ids import IdRanges
+from tokaudit.model.loaders import loader_views, loaders_seeing
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.oncall.codes import BACKEND_CRASH
 from tokaudit.oncall.edges import edge_pools, sample_ranges
@@ -201,6 +202,12 @@ def _crash_findings(model: TokenizerModel, run: BackendRun) -> Iterator[Finding]
             severity = BACKEND_CRASH.severity
             what = f"inside the declared range [0, {size})"
             why = "the model can produce these ids, so a server using this backend fails on them"
+            seen = loaders_seeing(loader_views(model), single) if run.name == "strict" and single else {}
+            if seen and "crash" not in seen.values():
+                # strict emulates a tiktoken-rs gateway; no loader that reads these files decodes that way
+                severity = Severity.WARNING
+                why = (f"strict emulates a tiktoken-rs gateway, but the loaders that leave these ids unmapped "
+                       f"({', '.join(sorted(seen))}) decode through tokenizers, which drops them silently")
         else:
             severity = Severity.WARNING if any(f.cls == "panic" for f in chosen) else Severity.NOTE
             what = f"outside the declared range [0, {size})"
