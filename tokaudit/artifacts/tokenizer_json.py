@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,20 @@ class TokenizerJson:
     def token_bytes(self, token_id: int) -> bytes | None:
         token = self.vocab.get(token_id)
         return None if token is None else token_bytes(token, self.scheme)
+
+    @cached_property
+    def by_id(self) -> dict[int, bytes]:
+        """id -> token bytes for the whole vocabulary, computed once (the id tables and TA303 share it)."""
+        scheme = self.scheme
+        return {i: token_bytes(t, scheme) or b"" for i, t in self.vocab.items()}
+
+    @cached_property
+    def first_id_by_content(self) -> dict[str, int]:
+        """Token string -> the lowest id spelling it (what ``tokenizers`` resolves an added token's content to)."""
+        out: dict[str, int] = {}
+        for i, token in sorted(self.vocab.items()):
+            out.setdefault(token, i)
+        return out
 
 
 def _types(component: Any) -> list[dict[str, Any]]:

@@ -82,7 +82,7 @@ def _vocabularies(model: TokenizerModel) -> list[tuple[str, Mapping[int, bytes]]
     out: list[tuple[str, Mapping[int, bytes]]] = []
     if a.tokenizer_json is not None:
         tj = a.tokenizer_json
-        out.append((tj.name, {i: tj.token_bytes(i) or b"" for i in tj.vocab}))
+        out.append((tj.name, tj.by_id))
     if a.tiktoken is not None:
         out.append((a.tiktoken.name, a.tiktoken.by_id))
     if a.tekken is not None:

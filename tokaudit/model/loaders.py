@@ -153,18 +153,17 @@ def tokenizers_added_ids(model: TokenizerModel) -> list[tuple[AddedToken, int]]:
     tj = model.artifacts.tokenizer_json
     if tj is None:
         return []
-    by_content: dict[str, int] = {}
-    for i, token in sorted(tj.vocab.items()):
-        by_content.setdefault(token, i)
+    by_content = tj.first_id_by_content
     size = len(tj.vocab) + len(tj.duplicate_ids)  # the model's entry count, holes not counted
     assigned: dict[str, int] = {}
+    top: int | None = None  # max(assigned.values()), kept as we go
     out: list[tuple[AddedToken, int]] = []
     for tok in tj.added_tokens:
         new = assigned.get(tok.content, by_content.get(tok.content))
         if new is None:
-            top = max(assigned.values(), default=None)
             new = size if top is None or (top < size and size > 0) else top + 1
         assigned[tok.content] = new
+        top = new if top is None else max(top, new)
         out.append((tok, new))
     return out
 

@@ -98,8 +98,7 @@ def _base_layers(a: Artifacts) -> tuple[Layer, list[Layer], list[AddedToken]]:
     config_added = list(a.tokenizer_config.added_tokens_decoder) if a.tokenizer_config else []
     if a.tokenizer_json:
         tj = a.tokenizer_json
-        vocab = {i: tj.token_bytes(i) or b"" for i in tj.vocab}
-        base = Layer(f"{tj.model_type} vocab", tj.name, vocab, False, tj.source)
+        base = Layer(f"{tj.model_type} vocab", tj.name, tj.by_id, False, tj.source)
         added = _added_layers(tj.added_tokens, "added_tokens", tj.name)
         # tokenizers looks added tokens up before the model vocabulary
         return base, added + [base], list(tj.added_tokens)
