@@ -17,7 +17,7 @@ from conftest import FIXTURES, run_cli
 
 KIMI = FIXTURES / "kimi-k2.5"
 TINY = FIXTURES / "tiny-tiktoken"
-COMMANDS = ("scan", "compare", "replay", "explain", "decode", "encode", "fuzz", "diff")
+COMMANDS = ("scan", "compare", "replay", "explain", "decode", "encode", "fuzz", "diff", "template")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -36,6 +36,13 @@ def test_dash_h_is_help(command: tuple[str, ...]) -> None:
     short, long = run_cli(*command, "-h"), run_cli(*command, "--help")
     assert short.exit_code == long.exit_code == 0
     assert short.stdout == long.stdout and short.stdout.startswith(f"Usage: tokaudit {' '.join(command)}".rstrip())
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_the_common_output_options(command: str) -> None:
+    out = run_cli(command, "--help", env={"COLUMNS": "200"}).stdout
+    for option in ("--format", "-o, --output FILE", "--fail-on", "--color auto|always|never", "-q, --quiet", "--debug"):
+        assert option in out, (command, option)
 
 
 def test_version_lists_libraries_and_optional_ones() -> None:

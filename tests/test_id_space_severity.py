@@ -17,6 +17,19 @@ def _gap(target: Path) -> tuple[int, dict]:
     return result.exit_code, gap
 
 
+def _clean_bpe_with_a_hole(tmp_path: Path) -> tuple[Path, int]:
+    """A copy of clean-bpe with vocabulary id 500 removed (a hole a tokenizer.json loader drops)."""
+    target = tmp_path / "holes"
+    shutil.copytree(FIXTURES / "clean-bpe", target)
+    tj = json.loads((target / "tokenizer.json").read_text())
+    vocab = tj["model"]["vocab"]
+    dropped = sorted(vocab.values())[500]
+    del vocab[next(t for t, i in vocab.items() if i == dropped)]
+    tj["model"]["merges"] = []  # merges may name the removed token; the tests are about ids only
+    (target / "tokenizer.json").write_text(json.dumps(tj))
+    return target, dropped
+
+
 def test_trailing_padding_under_tokenizers_is_a_note_and_passes_ci(tmp_path: Path) -> None:
     target = tmp_path / "padded"
     shutil.copytree(FIXTURES / "clean-bpe", target)
@@ -59,14 +72,7 @@ def test_kimi_reserved_ids_are_all_holes() -> None:
 
 
 def test_holes_in_a_tokenizer_json_are_a_warning(tmp_path: Path) -> None:
-    target = tmp_path / "holes"
-    shutil.copytree(FIXTURES / "clean-bpe", target)
-    tj = json.loads((target / "tokenizer.json").read_text())
-    vocab = tj["model"]["vocab"]
-    dropped = sorted(vocab.values())[500]
-    del vocab[next(t for t, i in vocab.items() if i == dropped)]
-    tj["model"]["merges"] = []  # merges may name the removed token; the test is about ids only
-    (target / "tokenizer.json").write_text(json.dumps(tj))
+    target, dropped = _clean_bpe_with_a_hole(tmp_path)
     code, gap = _gap(target)
     assert code == 0
     assert (gap["severity"], gap["ids"]) == ("warning", [[dropped, dropped]])
@@ -76,14 +82,7 @@ def test_holes_in_a_tokenizer_json_are_a_warning(tmp_path: Path) -> None:
 def test_fuzz_rates_strict_on_tokenizer_json_holes_as_scan_does(tmp_path: Path) -> None:
     """strict (a tiktoken-rs emulation) fails on a hole of a tokenizer.json model, but every loader that
     leaves it unmapped decodes through tokenizers, which drops it: a warning, as TA101 says, not an error."""
-    target = tmp_path / "holes"
-    shutil.copytree(FIXTURES / "clean-bpe", target)
-    tj = json.loads((target / "tokenizer.json").read_text())
-    vocab = tj["model"]["vocab"]
-    dropped = sorted(vocab.values())[500]
-    del vocab[next(t for t, i in vocab.items() if i == dropped)]
-    tj["model"]["merges"] = []
-    (target / "tokenizer.json").write_text(json.dumps(tj))
+    target, dropped = _clean_bpe_with_a_hole(tmp_path)
     result = run_cli("fuzz", target, "--backends", "strict", "--iterations", "400", "--seed", "1", "--format", "json")
     assert result.exit_code == 0, result.stdout
     (inside,) = [f for f in json.loads(result.stdout)["findings"] if f["details"]["in_declared_range"]]

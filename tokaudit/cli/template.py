@@ -8,6 +8,8 @@ from typing import Annotated
 import typer
 
 from tokaudit.cli.common import (
+    Color,
+    ColorOpt,
     DebugOpt,
     FailOn,
     FailOnOpt,
@@ -44,6 +46,7 @@ def template(
     fail_on: FailOnOpt = FailOn.error,
     debug: DebugOpt = False,
     quiet: QuietOpt = False,
+    color: ColorOpt = Color.auto,
 ) -> None:
     """Render the chat template with Jinja2 (transformers, vLLM) and MiniJinja (Rust gateways), then tokenize what they render."""
     with handle_errors(debug):
@@ -62,4 +65,4 @@ def template(
         model = load_model(target, revision)
         result, findings = template_model(model, options)
         findings = [f for f in findings if selection.chosen(f.code, f.name)]
-        emit(Report("template", [result], findings), fmt, output, fail_on, quiet)
+        emit(Report("template", [result], findings), fmt, output, fail_on, quiet, color)
