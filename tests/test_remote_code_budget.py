@@ -6,19 +6,16 @@ process with a wall-clock bound; the files are generated here, never committed."
 from __future__ import annotations
 
 import json
-import resource
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import FIXTURES, ROOT
+from tests.hostile_cases import MEMORY_BOUND_MIB, Run, run
 
 SCAN_SECONDS = 10
-PEAK_BYTES = 1536 * 1024 * 1024
 
 
 def _model(tmp_path: Path, source: str, vocab_size: int = 1024) -> Path:
@@ -31,17 +28,14 @@ def _model(tmp_path: Path, source: str, vocab_size: int = 1024) -> Path:
 
 
 def _scan(target: Path) -> tuple[int, dict, str, float]:
-    start = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "tokaudit", "scan", str(target), "--format", "json"],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
-    )
-    seconds = time.monotonic() - start
-    assert proc.returncode in (0, 1), proc.stderr
-    assert "Traceback" not in proc.stderr
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # the largest child so far
-    assert peak < PEAK_BYTES
-    return proc.returncode, json.loads(proc.stdout), proc.stderr, seconds
+    """A whole scan process; its own peak RSS comes from the hostile-input launcher (``RUSAGE_CHILDREN``
+    would report the largest child any earlier test started)."""
+    outcome = run(Run(["scan", str(target), "--format", "json"], cwd=ROOT), timeout=60)
+    stderr = outcome.stderr.decode()
+    assert outcome.exit_code in (0, 1), stderr
+    assert "Traceback" not in stderr
+    assert outcome.peak_mib < MEMORY_BOUND_MIB
+    return outcome.exit_code, json.loads(outcome.stdout), stderr, outcome.seconds
 
 
 def _by_code(doc: dict, code: str) -> list[dict]:
