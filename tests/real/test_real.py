@@ -47,7 +47,7 @@ TRUE_ERRORS: dict[str, dict[str, dict[tuple[str, str], str]]] = {
             "\\u003c \\u003e (HTML-safe) where transformers' does not, so a Rust gateway prompts with other text",
         },
     },
-    "llama2": {
+    "mistral-7b-json": {
         "compare": {
             ("TA601", "encode-mismatch"): "transformers 5.23 rebuilds LlamaTokenizer (tokenizer_class) with its own Metaspace "
             "pipeline instead of tokenizer.json's Prepend+Replace normalizer: '  leading' encodes to [28705, ...] not [259, ...] "
