@@ -84,8 +84,13 @@ def run_comparison(model: TokenizerModel, options: CompareOptions, progress: Pro
     usable = [lb.backend for lb in loaded if lb.backend is not None]
     encoders = [b for b in usable if can_encode(b)]
     if not encoders or len(usable) < 2:
-        why = "; ".join(f"{lb.name}: {lb.unavailable}" for lb in loaded if lb.unavailable) or "fewer than two were asked for"
-        raise InputError(f"compare needs two usable backends, one of which encodes ({why})", key="--backends")
+        why = "; ".join(f"{lb.name}: {lb.unavailable}" for lb in loaded if lb.unavailable)
+        if not why:  # the user's --backends asked for too few
+            raise InputError("compare needs two usable backends, one of which encodes (fewer than two were asked for)",
+                             key="--backends")
+        # the model's files made the backends unavailable: name the vocabulary file, not an option
+        raise InputError(f"compare needs two usable backends, one of which encodes ({why})",
+                         file=str(model.artifacts.root / model.vocab_artifact))
     texts = [c.text for c in cases]
     sizes = [len(t.encode("utf-8")) for t in texts]
     if progress:
