@@ -64,3 +64,16 @@ def kimi() -> tuple[object, list[object]]:
 
     model = load_model(str(FIXTURES / "kimi-k2.5"))
     return model, load_backends(model, ["tiktoken", "strict"])
+
+
+@pytest.fixture(scope="session")
+def real_dirs() -> dict[str, Path]:
+    """The real-tokenizer model directories (downloaded once by scripts/fetch_real_tokenizers.py into a
+    cache outside git); the test is skipped, with the reason, only when the download is impossible."""
+    from tests.real import realkit
+
+    fetch = realkit.fetch_module()
+    try:
+        return fetch.fetch()
+    except fetch.OfflineError as exc:
+        pytest.skip(f"real tokenizers cannot be downloaded: {exc}")

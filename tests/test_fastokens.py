@@ -6,7 +6,6 @@ real Llama 2 / GPT-4o tokenizer.json files when the real suite has fetched them.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -128,19 +127,9 @@ def test_deep_scan_on_a_model_fastokens_loads(tmp_path: Path) -> None:
 
 # -- real tokenizer.json files (fetched by scripts/fetch_real_tokenizers.py) ----------------------
 
-REAL = Path(os.environ.get("TOKAUDIT_REAL_CACHE", Path.home() / ".cache" / "tokaudit" / "real")) / "models"
-
-
-def _real(name: str) -> Path:
-    path = REAL / name / "tokenizer.json"
-    if not path.is_file():
-        pytest.skip(f"{path} not fetched (python scripts/fetch_real_tokenizers.py)")
-    return path
-
-
 @pytest.mark.real
-def test_real_llama2_loads_and_agrees() -> None:
-    path = _real("llama2")
+def test_real_mistral_7b_loads_and_agrees(real_dirs: dict[str, Path]) -> None:
+    path = real_dirs["mistral-7b-json"] / "tokenizer.json"
     (lb,) = load_backends(load_model(str(path.parent)), ["fastokens"])
     assert lb.backend is not None, lb.unavailable
     hf = Tokenizer.from_file(str(path))
@@ -149,8 +138,8 @@ def test_real_llama2_loads_and_agrees() -> None:
 
 
 @pytest.mark.real
-def test_real_gpt4o_is_refused_with_fastokens_words() -> None:
-    path = _real("gpt4o")
+def test_real_gpt4o_is_refused_with_fastokens_words(real_dirs: dict[str, Path]) -> None:
+    path = real_dirs["gpt4o"] / "tokenizer.json"
     words = own_refusal(path)
     assert words == "model error: unsupported model type: Other"
     model = load_model(str(path.parent))

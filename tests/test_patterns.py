@@ -5,7 +5,6 @@ the commands that encode, and checked across regex engines (TA305)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -131,11 +130,9 @@ def test_registry_hashes_and_patterns_come_from_tiktoken_itself() -> None:
     assert known["o200k_base"].pattern.startswith(r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*")
 
 
-def test_published_cl100k_rank_file_gets_tiktokens_pattern() -> None:
-    cache = Path(os.environ.get("TOKAUDIT_REAL_CACHE", Path.home() / ".cache" / "tokaudit" / "real"))
-    path = cache / "models" / "cl100k-tiktoken"
-    if not (path / "cl100k_base.tiktoken").is_file():
-        pytest.skip("the real cl100k_base.tiktoken is not fetched (scripts/fetch_real_tokenizers.py)")
+@pytest.mark.real
+def test_published_cl100k_rank_file_gets_tiktokens_pattern(real_dirs: dict[str, Path]) -> None:
+    path = real_dirs["cl100k-tiktoken"]
     found = search_pattern(load_model(str(path)).artifacts).pattern
     assert found is not None and found.regex == CL100K
     assert found.source == "tiktoken's cl100k_base (cl100k_base.tiktoken has its published sha256)"

@@ -65,15 +65,6 @@ TRUE_ERRORS: dict[str, dict[str, dict[tuple[str, str], str]]] = {
 
 
 @pytest.fixture(scope="session")
-def real_dirs() -> dict[str, Path]:
-    fetch = realkit.fetch_module()
-    try:
-        return fetch.fetch()
-    except fetch.OfflineError as exc:
-        pytest.skip(f"real tokenizers cannot be downloaded: {exc}")
-
-
-@pytest.fixture(scope="session")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return realkit.write_corpus(tmp_path_factory.mktemp("real-corpus") / "corpus.txt")
 
