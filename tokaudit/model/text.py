@@ -83,6 +83,10 @@ class UnmappedId(KeyError):
     """An id the files profile maps to no token."""
 
 
+def _unmapped(token_id: int) -> UnmappedId:
+    return UnmappedId(f"no entry found for key {token_id} (a files-only loader maps no token to it)")
+
+
 class TokenText:
     """Spell ids as the decoder sees them and decode them with the model's decoder chain."""
 
@@ -142,13 +146,20 @@ class TokenText:
         self._spelled[token_id] = spelled
         return spelled
 
+    def mapped_spelling(self, token_id: int) -> str | bytes:
+        """:meth:`spelling`, raising :class:`UnmappedId` where the files map nothing (a strict gateway)."""
+        spelled = self.spelling(token_id)
+        if spelled is None:
+            raise _unmapped(token_id)
+        return spelled
+
     def _kept(self, ids: Sequence[int], skip_special_tokens: bool) -> list[str | bytes]:
         special = self.special_ids
         out: list[str | bytes] = []
         for i in ids:
-            spelled = self.spelling(i)
+            spelled = self.spelling(i)  # inline: the per-token path of non-concatenating chains
             if spelled is None:
-                raise UnmappedId(f"no entry found for key {i} (a files-only loader maps no token to it)")
+                raise _unmapped(i)
             if not (skip_special_tokens and i in special):
                 out.append(spelled)
         return out
@@ -183,9 +194,7 @@ class TokenText:
         stream, cache = self._pieces
         piece = cache.get(token_id)
         if piece is None:
-            spelled = self.spelling(token_id)
-            if spelled is None:
-                raise UnmappedId(f"no entry found for key {token_id} (a files-only loader maps no token to it)")
+            spelled = self.mapped_spelling(token_id)
             piece = cache[token_id] = spelled if isinstance(spelled, bytes) else stream._token(spelled, False)
         return piece
 
@@ -198,23 +207,15 @@ class TokenText:
         first = True
         for i in ids:
             if skip_special_tokens and i in special:
-                if self.spelling(i) is None:
-                    raise UnmappedId(f"no entry found for key {i} (a files-only loader maps no token to it)")
+                self.mapped_spelling(i)  # a skipped id must still be mapped
                 continue
             if first:
-                spelled = self.spelling(i)
-                if spelled is None:
-                    raise UnmappedId(f"no entry found for key {i} (a files-only loader maps no token to it)")
+                spelled = self.mapped_spelling(i)
                 parts.append(spelled if isinstance(spelled, bytes) else stream._token(spelled, True))
                 first = False
                 continue
-            piece = cache.get(i)
-            if piece is None:
-                spelled = self.spelling(i)
-                if spelled is None:
-                    raise UnmappedId(f"no entry found for key {i} (a files-only loader maps no token to it)")
-                piece = cache[i] = spelled if isinstance(spelled, bytes) else stream._token(spelled, False)
-            parts.append(piece)
+            piece = cache.get(i)  # inline hit: the hot path of long decodes
+            parts.append(piece if piece is not None else self.cached_piece(i))
         data = b"".join(parts)
         for content, count in stream.lead:
             while count and content and data.startswith(content):
