@@ -8,7 +8,8 @@ sparse ids (Kimi's) are kept instead of being renumbered.
 
 from __future__ import annotations
 
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import and_, rshift
 from typing import Any
 
 from tokaudit.artifacts.base import read_text, serde_error_path
@@ -20,26 +21,48 @@ from tokaudit.model.text import slow_special_tokens, wordpiece_settings
 from tokaudit.model.tokenizer_model import TokenizerModel
 
 
-def recover_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
-    """Merges implied by ranks: each split of a token into two lower-ranked tokens, ordered by the token's rank."""
-    merges: list[tuple[int, int, int, bytes, bytes]] = []
+def merge_ids(ranks: dict[bytes, int]) -> tuple[list[int], list[int]]:
+    """The merges implied by ranks, as rank pairs (left ranks, right ranks): each split of a token into two
+    tokens, ordered by the token's rank, then the left half's. Ranks must be distinct (they are ids).
+
+    Each split is one int key (token rank, left rank, right rank as bit fields): the loop appends untracked
+    ints and one C sort orders them, where sorting (rank, left, right, bytes, bytes) tuples and re-slicing
+    the halves cost as much as the search. Halves are looked up in per-length tables (smaller, so more of
+    each stays in cache), the right half first (it is a token less often)."""
+    if len(set(ranks.values())) != len(ranks):
+        raise ValueError("ranks are not distinct")
+    width = max(ranks.values(), default=0).bit_length()
+    by_length: dict[int, dict[bytes, int]] = {}
+    for token, rank in ranks.items():
+        if token:  # an empty rank is never half of a merge
+            by_length.setdefault(len(token), {})[token] = rank
     # Only cuts where both halves have the length of some token: a real vocabulary has ~100 distinct
     # lengths, so a pathological 10 MB token costs ~100 slices instead of 10 million (was quadratic).
-    lengths = sorted({len(token) for token in ranks} - {0})  # an empty rank is never half of a merge
-    lengths_set = set(lengths)
-    for token, rank in ranks.items():
-        size = len(token)
-        for cut in lengths:
-            if cut >= size:
-                break
-            if size - cut not in lengths_set:
-                continue
-            left, right = token[:cut], token[cut:]
-            left_rank, right_rank = ranks.get(left), ranks.get(right)
-            if left_rank is not None and right_rank is not None:
-                merges.append((rank, left_rank, right_rank, left, right))
-    merges.sort()
-    return [(left, right) for _, _, _, left, right in merges]
+    lengths = sorted(by_length)
+    keys: list[int] = []
+    append = keys.append
+    for size in lengths:
+        cuts = [(cut, by_length[cut].get, by_length[size - cut].get) for cut in lengths if cut < size and size - cut in by_length]
+        if not cuts:
+            continue
+        for token, rank in by_length[size].items():
+            high = rank << (2 * width)
+            for cut, left_rank, right_rank in cuts:
+                right = right_rank(token[cut:])
+                if right is not None:
+                    left = left_rank(token[:cut])
+                    if left is not None:
+                        append(high | (left << width) | right)
+    keys.sort()
+    mask = (1 << width) - 1
+    return list(map(and_, map(rshift, keys, repeat(width)), repeat(mask))), list(map(and_, keys, repeat(mask)))
+
+
+def recover_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
+    """Merges implied by ranks: each split of a token into two tokens, ordered by the token's rank (then the left's)."""
+    by_rank = {rank: token for token, rank in ranks.items()}
+    lefts, rights = merge_ids(ranks)
+    return list(zip(map(by_rank.__getitem__, lefts), map(by_rank.__getitem__, rights)))
 
 
 def tokenizer_from_ranks(vocab: ByteVocab, pattern: Pattern | None, *, decode_only: bool = False) -> Any:
@@ -53,17 +76,22 @@ def tokenizer_from_ranks(vocab: ByteVocab, pattern: Pattern | None, *, decode_on
     # bytes -> GPT-2 byte-level spelling in C: latin-1 maps byte b to code point b, translate re-spells it
     table = {b: c for b, c in byte_encoder().items()}
 
-    def spell(token: bytes) -> str:
-        return token.decode("latin-1").translate(table)
-
     # one latin-1 decode + translate of all tokens at once, then sliced (latin-1 keeps one char per byte)
     tokens = list(vocab.ranks)
-    spelled = b"".join(tokens).decode("latin-1").translate(table)
+    joined = b"".join(tokens).decode("latin-1").translate(table)
     ends = list(accumulate(map(len, tokens)))
-    bpe_vocab = dict(zip((spelled[a:b] for a, b in zip([0, *ends], ends)), vocab.ranks.values()))
+    spelled = [joined[a:b] for a, b in zip([0, *ends], ends)]
+    bpe_vocab = dict(zip(spelled, vocab.ranks.values()))
     for content, token_id in vocab.specials.items():
         bpe_vocab.setdefault(content, token_id)
-    merges = [] if decode_only or pattern is None else [(spell(a), spell(b)) for a, b in recover_merges(vocab.ranks)]
+    merges: list[tuple[str, str]] = []
+    if not decode_only and pattern is not None:
+        # the merge halves are the vocabulary's own str objects: no re-spelling, and PyO3 converts each once
+        values = list(vocab.ranks.values())
+        # ranks 0..n-1 in order (tiktoken files): the spelled list is already indexed by rank
+        by_rank: Any = spelled if values == list(range(len(values))) else dict(zip(values, spelled))
+        lefts, rights = merge_ids(vocab.ranks)
+        merges = list(zip(map(by_rank.__getitem__, lefts), map(by_rank.__getitem__, rights)))
     # ignore_merges: a pre-token that is itself a token is taken whole, as tiktoken and TikTokenConverter do.
     tok = Tokenizer(models.BPE(vocab=bpe_vocab, merges=merges, ignore_merges=True))
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
