@@ -211,3 +211,25 @@ def test_every_machine_format_writes_to_output_and_keeps_stdout_clean(fmt: str, 
     assert result.exit_code == 0 and result.stdout == ""
     assert out.read_text(encoding="utf-8").strip()
     assert result.stderr == "tokaudit scan: 0 errors, 0 warnings, 1 note\n"
+
+
+def test_json_report_is_byte_identical_to_json_dumps() -> None:
+    """The JSON writer streams the document piece by piece (plain number lists such as id ranges in
+    slices): the bytes must still be exactly ``json.dumps(doc, ensure_ascii=False)`` + newline."""
+    from tokaudit.report.rows import write_json
+
+    result = run_cli("scan", "fixtures/kimi-k2.5", "--format", "json")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    assert result.stdout == json.dumps(doc, ensure_ascii=False) + "\n"
+    ta101 = next(f for f in doc["findings"] if f["code"] == "TA101")
+    assert ta101["ids"] == [[163589, 163589], [163592, 163592], [163600, 163600], [163608, 163837]]
+    # lists longer than a slice, mixed numbers, tuples, strings, nested containers, empty ones
+    synthetic = {
+        "ranges": [[i, i + 1] for i in range(0, 30_000, 3)], "ids": list(range(9000)), "mixed": [1.5, None, True, 2],
+        "tuples": ([1, 2], (3, 4)), "empty": [], "empties": [[]], "strings": ["a", "é\n"], "pairs": [[1, "x"]],
+        "nested": {"a": {"b": [[1, 2]] * 5000, "c": [{"d": [1]}]}},
+    }
+    out = io.StringIO()
+    write_json(synthetic, out)
+    assert out.getvalue() == json.dumps(synthetic, ensure_ascii=False) + "\n"

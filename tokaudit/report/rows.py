@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any, TextIO
 
 
@@ -46,6 +47,12 @@ def _write(value: Any, stream: TextIO, depth: int) -> None:
             stream.write((", " if k else "") + _dumps(key if isinstance(key, str) else str(key)) + ": ")
             _write(item, stream, depth + 1)
         stream.write("}")
+    elif depth < _STREAM_DEPTH and isinstance(value, (list, tuple)) and value and _plain(value):
+        # ids and id ranges (a --deep scan lists 35k ranges): dumped in slices, not one _write per item
+        stream.write("[")
+        for k in range(0, len(value), _SLICE):
+            stream.write((", " if k else "") + _dumps(value[k : k + _SLICE])[1:-1])
+        stream.write("]")
     elif depth < _STREAM_DEPTH and isinstance(value, (list, tuple)) and value:
         stream.write("[")
         for k, item in enumerate(value):
@@ -58,3 +65,16 @@ def _write(value: Any, stream: TextIO, depth: int) -> None:
 
 
 _dumps = json.JSONEncoder(ensure_ascii=False).encode
+
+#: Items of a plain list dumped at once (numbers: a slice is at most a few hundred KB).
+_SLICE = 4096
+_NUMBERS = frozenset({int, float, bool, type(None)})
+
+
+def _plain(items: list[Any] | tuple[Any, ...]) -> bool:
+    """Numbers only, or lists of numbers only (id ranges): nothing inside to stream (checked at C speed).
+    Strings are left to the item-by-item path: one can be a 4 MB text."""
+    types = set(map(type, items))
+    if types <= _NUMBERS:
+        return True
+    return types <= {list, tuple} and set(map(type, chain.from_iterable(items))) <= _NUMBERS
