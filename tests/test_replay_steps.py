@@ -161,7 +161,7 @@ def test_windowed_check_on_a_long_stream_finds_the_byte_fallback_variance(models
     target = STREAMS / "byte-fallback"
     model, loaded = models(target)
     ids = json.loads((STREAMS / "byte-fallback.json").read_text())
-    stream = Stream("json", tuple((i,) for i in ids * 3000))
+    stream = Stream("json", ids * 3000)
     options = ["full", "offsets", "decodestream", "bytes"]
     sampled = replay(model, stream, ReplayOptions(options), loaded)
     assert sampled.data["chunk_invariance"]["mode"] == "windows"

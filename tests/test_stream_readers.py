@@ -13,14 +13,14 @@ from tokaudit.stream.readers import Stream, detect_format, parse_stream, read_st
 
 def test_json_array_is_one_id_per_step():
     s = parse_stream("[5, 17,\n 163600]", "s.json")
-    assert s == Stream("json", ((5,), (17,), (163600,)))
-    assert s.ids == (5, 17, 163600)
+    assert s == Stream("json", [5, 17, 163600])
+    assert list(s.ids) == [5, 17, 163600]
 
 
 def test_ids_separated_by_whitespace_and_commas():
     s = parse_stream("1 2,3\n\n4 ,5\t6\n", "s.txt")
     assert s.format == "ids"
-    assert s.ids == (1, 2, 3, 4, 5, 6)
+    assert list(s.ids) == [1, 2, 3, 4, 5, 6]
     assert len(s.steps) == 6
 
 
@@ -102,9 +102,9 @@ def test_unknown_format_name():
 def test_read_stream_from_file_and_stdin(tmp_path, monkeypatch):
     p = tmp_path / "s.json"
     p.write_bytes(b"\xef\xbb\xbf[1, 2]")  # a UTF-8 BOM is accepted
-    assert read_stream(str(p)).ids == (1, 2)
+    assert list(read_stream(str(p)).ids) == [1, 2]
     monkeypatch.setattr(sys, "stdin", io.StringIO('{"token_ids": [3, 4]}\n'))
-    assert read_stream("-") == Stream("jsonl", ((3, 4),))
+    assert read_stream("-") == Stream.of_steps("jsonl", [(3, 4)])
 
 
 def test_read_stream_errors_name_the_file(tmp_path):

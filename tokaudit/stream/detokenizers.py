@@ -12,17 +12,20 @@ import codecs
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
+from functools import partial
+from itertools import accumulate, chain, repeat
 from typing import Any
 
 from tokaudit.errors import InputError
 from tokaudit.model.id_table import IdTable
 from tokaudit.model.text import TokenText
+from tokaudit.stream.readers import Steps
+from tokaudit.stream.utf8 import character_starts, decode_at_cuts
 
 #: The TGI/vLLM/SGLang/smg/Dynamo left-context window (``INITIAL_INCREMENTAL_DETOKENIZATION_OFFSET``).
 INITIAL_OFFSET = 5
 #: Windows of up to this many ids have their decode memoised (bounded to WINDOW_MEMO_SIZE entries).
-WINDOW_MEMO = 4
+WINDOW_MEMO = 8
 WINDOW_MEMO_SIZE = 1 << 18
 REPLACEMENT = "\ufffd"
 
@@ -101,8 +104,10 @@ class DecodeContext:
         self.skip_special_tokens = skip_special_tokens
         self.tokens = tokens
         self.memo: dict[int, str] = {}
-        #: decodes of short id windows (offsets decodes one or two per token; text repeats them)
-        self.windows: dict[tuple[int, ...], str] = {}
+        #: offsets' steps per (window, read offset, new id), see ``Offsets._transition``; and the text
+        #: of those that emit from a one-token window, per (window id, new id)
+        self.steps: dict[tuple[tuple[int, ...], int, int], tuple[str | None, tuple[int, ...], int, str | None]] = {}
+        self.pair_steps: dict[tuple[int, int], str] = {}
 
     def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, self.skip_special_tokens)
@@ -141,6 +146,16 @@ class Detokenizer:
         after each. Subclasses run this as one tight loop: per-step calls would dominate the cost."""
         raise NotImplementedError
 
+    def feed_text(
+        self, steps: Sequence[Sequence[int]], position: int, track_held: bool, emitted: int = 0
+    ) -> tuple[str, Iterable[int], Sequence[int]]:
+        """:meth:`feed`, returned as the text of all the steps, the characters emitted after each step
+        (counted from ``emitted``), and the held bytes (strategies that compute these in bulk override it)."""
+        chunks, held = self.feed(steps, position, track_held)
+        ends = accumulate(map(len, chunks), initial=emitted)
+        next(ends)
+        return "".join(chunks), ends, held
+
     def step(self, ids: Sequence[int], position: int) -> str:
         return self.feed([ids], position, track_held=False)[0][0]
 
@@ -164,6 +179,8 @@ class Offsets(Detokenizer):
         self.prefix = max(self.read - INITIAL_OFFSET, 0)
 
     def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
+        if isinstance(steps, Steps) and steps.single:
+            return self._tokens(steps.ids, position, track_held)
         steps = steps if isinstance(steps, Sequence) else list(steps)
         if all(len(step) == 1 for step in steps):
             return self._tokens([step[0] for step in steps], position, track_held)
@@ -175,67 +192,79 @@ class Offsets(Detokenizer):
             held.append(helds[k - 1] if step else (held[-1] if held else 0))
         return chunks, held if track_held else []
 
-    def _tokens(self, tokens: list[int], position: int, track_held: bool) -> tuple[list[str], list[int]]:
-        """The algorithm, one token at a time: the text emitted for each and the bytes held after it."""
-        decode, skip, memo, windows = self.ctx.tokenizer.decode, self.ctx.skip_special_tokens, self.ctx.memo, self.ctx.windows
+    def _transition(self, window: tuple[int, ...], read: int, token_id: int) -> tuple[str | None, tuple[int, ...], int, str | None]:
+        """One step from the window ``ids[prefix:]`` (``read``: where its unread part starts) on
+        ``token_id``, a pure function of them: the text emitted (None: held), the next window and its
+        read offset, and the message when the window's decode rewrote what was emitted."""
+        ctx = self.ctx
+        ids = window + (token_id,)
+        prefix_text = ctx.decode_one(ids[0]) if read == 1 else ctx.decode(list(ids[:read]))
+        new_text = ctx.decode(list(ids))
+        if len(new_text) > len(prefix_text) and new_text[-1] != REPLACEMENT:
+            rewritten = None if new_text.startswith(prefix_text) else (
+                f"window decode {new_text!r} no longer starts with {prefix_text!r}: the emitted "
+                "text would have to change (the window emits a slice by length regardless)")
+            return new_text[len(prefix_text):], ids[read:], len(ids) - read, rewritten
+        return None, ids, read, None
+
+    def _tokens(self, tokens: Sequence[int], position: int, track_held: bool) -> tuple[list[str], list[int]]:
+        """The algorithm, one token at a time: the text emitted for each and the bytes held after it.
+
+        A step is a pure function of the window and the new id, so steps are memoised per (window,
+        read offset, id) in the context (windows of up to WINDOW_MEMO ids). The usual step, from a
+        one-token window with nothing held, is looked up for every id at once with a C-level ``map``
+        over (previous id, id) pairs; the loop takes the steps in between."""
+        skip, steps = self.ctx.skip_special_tokens, self.ctx.steps
+        transition = self._transition
         table = self.ctx.tokens
         lengths, length = table.lengths(skip), table.length
-        ids, prefix, read = self.ids, self.prefix, self.read
-        base = position - len(ids)  # the stream position of ids[k] is base + k
-        held_now = table.count(ids[read:], skip)  # bytes of ids[read:], kept up to date per token
+        window, read = tuple(self.ids[self.prefix:]), self.read - self.prefix
+        held_now = table.count(window[read:], skip)  # bytes of the unread ids, kept up to date per token
         outs: list[str] = []
         emit = outs.append
-        held: list[int] = []
-        hold = held.append
-        fffd = REPLACEMENT
-        prefix_text = ""
-        stale = True  # the window slid: prefix_text must be decoded again
-        for token_id in tokens:
-            ids.append(token_id)
-            if stale:
-                if read - prefix == 1:
-                    prefix_text = memo.get(ids[prefix])  # type: ignore[assignment]
-                    if prefix_text is None:
-                        prefix_text = memo[ids[prefix]] = decode([ids[prefix]], skip)
-                else:
-                    prefix_text = decode(ids[prefix:read], skip)
-                stale = False
-            if len(ids) - prefix <= WINDOW_MEMO:
-                key = tuple(ids[prefix:])
-                new_text = windows.get(key)  # type: ignore[assignment]
-                if new_text is None:
-                    if len(windows) >= WINDOW_MEMO_SIZE:
-                        windows.clear()
-                    new_text = windows[key] = decode(ids[prefix:], skip)
-            else:
-                new_text = decode(ids[prefix:], skip)
-            n = len(prefix_text)
-            if len(new_text) > n and new_text[-1] != fffd:
-                if not new_text.startswith(prefix_text):
-                    self.errors.append(StepError(
-                        base + len(ids) - 1, token_id, "rewritten",
-                        f"window decode {new_text!r} no longer starts with {prefix_text!r}: the emitted "
-                        "text would have to change (the window emits a slice by length regardless)",
-                    ))
-                emit(new_text[n:])
-                prefix = read
-                read = len(ids)
-                stale = True
-                if prefix > 4096:  # keep the id list short: only the window matters
-                    del ids[:prefix]
-                    base += prefix
-                    read -= prefix
-                    prefix = 0
-                held_now = 0
-                if track_held:
-                    hold(0)
-            else:
+        held: list[int] = [0] * len(tokens) if track_held else []
+        # each step's memoised output were it taken from the one-token window [previous id]
+        previous = window[0] if len(window) == 1 and read == 1 else -1
+        pair_steps = self.ctx.pair_steps
+        found = list(map(pair_steps.get, zip(chain((previous,), tokens), tokens), repeat(None)))
+        breaks = [j for j, out in enumerate(found) if out is None]
+        b = 0
+        n, k = len(tokens), 0
+        while k < n:
+            if read == 1 and len(window) == 1:
+                while b < len(breaks) and breaks[b] < k:
+                    b += 1
+                end = breaks[b] if b < len(breaks) else n
+                if end > k:  # a run of steps that emit from one-token windows
+                    outs += found[k:end]
+                    window, held_now, k = (tokens[end - 1],), 0, end
+                    continue
+            token_id = tokens[k]
+            key = (window, read, token_id)
+            step = steps.get(key)
+            if step is None:
+                step = transition(window, read, token_id)
+                if len(window) < WINDOW_MEMO:
+                    if len(steps) >= WINDOW_MEMO_SIZE:
+                        steps.clear()
+                        pair_steps.clear()
+                    steps[key] = step
+                    if read == 1 and len(window) == 1 and step[0] is not None and step[3] is None:
+                        pair_steps[(window[0], token_id)] = step[0]
+            out, window, read, rewritten = step
+            if rewritten is not None:
+                self.errors.append(StepError(position + k, token_id, "rewritten", rewritten))
+            if out is None:
                 emit("")
                 if track_held:
-                    n = lengths.get(token_id)
-                    held_now += n if n is not None else length(token_id, skip)
-                    hold(held_now)
-        self.prefix, self.read = prefix, read
+                    n_bytes = lengths.get(token_id)
+                    held_now += n_bytes if n_bytes is not None else length(token_id, skip)
+                    held[k] = held_now
+            else:
+                emit(out)
+                held_now = 0
+            k += 1
+        self.ids, self.prefix, self.read = list(window), 0, read
         return outs, held
 
     def held_bytes(self) -> int:
@@ -273,7 +302,61 @@ class DecodeStreamDetok(Detokenizer):
             return DecodeStream(ids=ids, skip_special_tokens=self.ctx.skip_special_tokens)
         return DecodeStream(skip_special_tokens=self.ctx.skip_special_tokens)
 
+    def _step_error(self, exc: Exception, ids: Sequence[int], position: int) -> Any:
+        """Record a failed step (an ``Invalid prefix`` is a rewrite), and step the ids again on a fresh
+        stream without context, as vLLM does; the new stream's ``step``."""
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        kind = "rewritten" if "Invalid prefix" in message else "error"
+        self.errors.append(StepError(position + len(ids) - 1, ids[-1], kind, message[:300]))
+        self.stream = self._new()
+        return self.stream.step
+
+    def _tokens(self, tokens: Sequence[int], position: int, track_held: bool) -> tuple[list[str], list[int]]:
+        """:meth:`feed` for one id per step: every id stepped by a C-level ``map`` (the outputs that
+        came before a failing step are kept by ``list.extend``), then the held bytes and the flush
+        context worked out from where the outputs are None."""
+        tokenizer, skip, table = self.ctx.tokenizer, self.ctx.skip_special_tokens, self.ctx.tokens
+        outs: list[str | None] = []
+        while len(outs) < len(tokens):
+            done = len(outs)
+            try:
+                outs.extend(map(partial(self.stream.step, tokenizer), tokens[done:]))
+            except Exception as exc:  # noqa: BLE001 - tokenizers raises a plain Exception for Invalid prefix
+                failed = len(outs)
+                step = self._step_error(exc, (tokens[failed],), position + failed)
+                outs.append(step(tokenizer, tokens[failed]))
+        held = [0] * len(outs) if track_held else []
+        lengths, length = table.lengths(skip), table.length
+        pending = self.pending
+        held_now = table.count(pending, skip)
+
+        def emitted(first: int, end: int) -> None:
+            """Steps first..end-1 all emitted: the first released what was pending."""
+            nonlocal pending, held_now
+            self.last = (pending, (tokens[first],)) if pending else ((), (tokens[first],))
+            if end - 1 > first:
+                self.last = ((), (tokens[end - 1],))
+            pending, held_now = [], 0
+
+        before = -1  # the last step that emitted None
+        for k in [k for k, out in enumerate(outs) if out is None]:
+            if k > before + 1:
+                emitted(before + 1, k)
+            token_id = tokens[k]
+            pending.append(token_id)
+            if track_held:
+                n = lengths.get(token_id)
+                held_now += n if n is not None else length(token_id, skip)
+                held[k] = held_now
+            before = k
+        if len(outs) > before + 1:
+            emitted(before + 1, len(outs))
+        self.pending = pending
+        return [o or "" for o in outs], held
+
     def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
+        if isinstance(steps, Steps) and steps.single:
+            return self._tokens(steps.ids, position, track_held)
         tokenizer, skip, table = self.ctx.tokenizer, self.ctx.skip_special_tokens, self.ctx.tokens
         lengths, length = table.lengths(skip), table.length
         step = self.stream.step
@@ -287,11 +370,7 @@ class DecodeStreamDetok(Detokenizer):
             try:
                 out = step(tokenizer, ids[0] if single else list(ids))
             except Exception as exc:  # noqa: BLE001 - tokenizers raises a plain Exception for Invalid prefix
-                message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                kind = "rewritten" if "Invalid prefix" in message else "error"
-                self.errors.append(StepError(position + len(ids) - 1, ids[-1], kind, message[:300]))
-                self.stream = self._new()
-                step = self.stream.step
+                step = self._step_error(exc, ids, position)
                 out = step(tokenizer, ids[0] if single else list(ids))
             position += len(ids)
             if out is None:
@@ -349,6 +428,7 @@ class BytesDetok(Detokenizer):
         # once the first token and the start strips are past, every token's bytes are a cached function of its id
         self.steady = self.pieces is None
         self.memo: dict[int, bytes] = {}
+        self.starts: dict[int, int] = {}  # id -> characters its memoised bytes begin (bulk decoding)
         # The prompt's trailing partial character (if any) is held for the first generated bytes.
         self.decoder.decode(b"".join(self._data(i, e) for i in prompt if (e := ctx.tokens.get(i)) is not None))
 
@@ -400,6 +480,55 @@ class BytesDetok(Detokenizer):
                 held.append(len(state()[0]))
         return chunks, held
 
+    def feed_text(
+        self, steps: Sequence[Sequence[int]], position: int, track_held: bool, emitted: int = 0
+    ) -> tuple[str, Iterable[int], Sequence[int]]:
+        """One id per step, once steady: every id's bytes joined and decoded in bulk (see
+        :func:`~tokaudit.stream.utf8.decode_at_cuts`); the step-by-step loop where the bytes are not
+        valid UTF-8 or the steps carry several ids."""
+        if not (isinstance(steps, Steps) and steps.single) or not steps:
+            return super().feed_text(steps, position, track_held, emitted)
+        if not self.steady:  # the first token: the decoder's start rules apply
+            head, head_ends, head_held = super().feed_text(steps[:1], position, track_held, emitted)
+            rest, rest_ends, rest_held = self.feed_text(steps[1:], position + 1, track_held, emitted + len(head))
+            return head + rest, [*head_ends, *rest_ends], [*head_held, *rest_held]
+        bulk = self._bulk(steps.ids, position, emitted)
+        if bulk is None:
+            return super().feed_text(steps, position, track_held, emitted)
+        text, ends, held = bulk
+        return text, ends, held if track_held else []
+
+    def _bulk(self, ids: Sequence[int], position: int, emitted: int) -> tuple[str, Sequence[int], Sequence[int]] | None:
+        """The steady state over one id per step in C-level passes, or None (not valid UTF-8)."""
+        memo, starts = self.memo, self.starts
+        skip, get, text = self.ctx.skip_special_tokens, self.ctx.tokens.get, self.ctx.tokens.text
+        unmapped = set()
+        for token_id in set(ids).difference(memo):
+            entry = get(token_id)
+            if entry is None:
+                unmapped.add(token_id)
+                continue
+            added = b"" if skip and entry[1] else entry[0] if self.pieces is None else text.cached_piece(token_id)  # type: ignore[union-attr]
+            memo[token_id] = added
+            starts[token_id] = character_starts(added)
+        piece_of, starts_of = memo.__getitem__, starts.__getitem__
+        if unmapped:
+            piece_of = {**memo, **dict.fromkeys(unmapped, b"")}.__getitem__
+            starts_of = {**starts, **dict.fromkeys(unmapped, 0)}.__getitem__
+        pieces = list(map(piece_of, ids))
+        held = self.decoder.getstate()[0]
+        decoded = decode_at_cuts(held + b"".join(pieces), len(held), list(map(len, pieces)), list(map(starts_of, ids)), emitted)
+        if decoded is None:
+            return None
+        chars, ends, held_after, tail = decoded
+        if unmapped:
+            self.errors += [
+                StepError(position + offset, token_id, "error", f"no entry found for key {token_id} (the data files map no token to it)")
+                for offset, token_id in enumerate(ids) if token_id in unmapped
+            ]
+        self.decoder.setstate((tail, 0))
+        return chars, ends, held_after
+
     def held_bytes(self) -> int:
         return len(self.decoder.getstate()[0])
 
@@ -414,7 +543,12 @@ class Naive(Detokenizer):
 
     def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
         decode_one = self.ctx.decode_one
-        chunks = ["".join(decode_one(i) for i in ids) if len(ids) != 1 else decode_one(ids[0]) for ids in steps]
+        if isinstance(steps, Steps) and steps.single:
+            for token_id in set(steps.ids).difference(self.ctx.memo):
+                decode_one(token_id)
+            chunks = list(map(self.ctx.memo.__getitem__, steps.ids))
+        else:
+            chunks = ["".join(decode_one(i) for i in ids) if len(ids) != 1 else decode_one(ids[0]) for ids in steps]
         return chunks, [0] * len(chunks) if track_held else []
 
 
@@ -492,13 +626,12 @@ def run(detok: Detokenizer, steps: Sequence[Sequence[int]], track_held: bool = T
     total = position = 0
     for start in range(0, len(steps), FEED_BLOCK):
         block = steps[start:start + FEED_BLOCK]
-        chunks, block_held = detok.feed(block, position, track_held)
-        ends.extend(accumulate(map(len, chunks), initial=total))
-        ends.pop(start)  # the running total the block started from
-        total = ends[-1] if ends else 0
-        parts.append("".join(chunks))
+        text, block_ends, block_held = detok.feed_text(block, position, track_held, total)
+        ends.extend(block_ends)
+        total += len(text)
+        parts.append(text)
         held.extend(block_held)
-        position += sum(map(len, block))
+        position += len(block.ids) if isinstance(block, Steps) else sum(map(len, block))
     if not track_held:
         held = array("q", [detok.held_bytes()])
     return Run(detok.name, "".join(parts), ends, held, detok.errors, detok.flush())

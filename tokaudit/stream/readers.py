@@ -16,12 +16,14 @@ Every error is an :class:`InputError` naming the source and the line (and column
 from __future__ import annotations
 
 import json
+import operator
 import re
 import sys
-from dataclasses import dataclass
-from functools import cached_property
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import accumulate, repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from tokaudit.artifacts.base import decode_text, parse_json_text, read_bytes
 from tokaudit.errors import InputError, shorten
@@ -36,16 +38,94 @@ MAX_STREAM_BYTES = 16 * 1024 * 1024
 MAX_STREAM_IDS = 2_000_000
 
 
-@dataclass(frozen=True)
+class Steps(Sequence[tuple[int, ...]]):
+    """A stream's steps as a view of its flat ids: step ``s`` is ``ids[starts[s]:starts[s + 1]]``, and with
+    ``starts`` None every step is one id. No tuple per step is kept (1M one-id tuples cost 64 MB)."""
+
+    __slots__ = ("ids", "starts")
+
+    def __init__(self, ids: Sequence[int], starts: Sequence[int] | None = None) -> None:
+        self.ids, self.starts = ids, starts
+
+    @property
+    def single(self) -> bool:
+        """Every step carries exactly one id."""
+        return self.starts is None
+
+    def __len__(self) -> int:
+        return len(self.ids) if self.starts is None else len(self.starts) - 1
+
+    @overload
+    def __getitem__(self, s: int) -> tuple[int, ...]: ...
+    @overload
+    def __getitem__(self, s: slice) -> Steps: ...
+
+    def __getitem__(self, s: int | slice) -> tuple[int, ...] | Steps:
+        starts = self.starts
+        if isinstance(s, slice):
+            first, end, stride = s.indices(len(self))
+            if stride != 1:
+                raise ValueError("steps are sliced with a stride of 1")
+            end = max(end, first)
+            if starts is None:
+                return Steps(self.ids[first:end])
+            a = starts[first]
+            return Steps(self.ids[a:starts[end]], array("q", [x - a for x in starts[first:end + 1]]))
+        if s < 0:
+            s += len(self)
+        if not 0 <= s < len(self):
+            raise IndexError(s)
+        if starts is None:
+            return (self.ids[s],)
+        return tuple(self.ids[starts[s]:starts[s + 1]])
+
+    def __iter__(self) -> Iterator[tuple[int, ...]]:
+        if self.starts is None:
+            return ((i,) for i in self.ids)
+        ids, starts = self.ids, self.starts
+        return (tuple(ids[a:b]) for a, b in zip(starts, starts[1:]))
+
+    def lengths(self) -> Iterable[int]:
+        """Ids per step."""
+        if self.starts is None:
+            return repeat(1, len(self.ids))
+        return map(operator.sub, self.starts[1:], self.starts)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)) or len(other) != len(self):
+            return False
+        return all(a == tuple(b) for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Steps({list(self)[:8]!r}{'...' if len(self) > 8 else ''})"
+
+
 class Stream:
-    """A token stream as the server emitted it: ``steps`` holds one tuple of ids per step."""
+    """A token stream as the server emitted it: the ids (a compact array) and where each step starts."""
 
-    format: str
-    steps: tuple[tuple[int, ...], ...]
+    def __init__(self, format: str, ids: Sequence[int], starts: Sequence[int] | None = None) -> None:
+        self.format = format
+        self.ids: Sequence[int] = ids if isinstance(ids, array) else array("q", ids)
+        self.steps = Steps(self.ids, starts)
 
-    @cached_property
-    def ids(self) -> tuple[int, ...]:
-        return tuple(i for step in self.steps for i in step)
+    @classmethod
+    def of_steps(cls, format: str, steps: Iterable[Sequence[int]]) -> Stream:
+        """A stream from one sequence of ids per step (empty steps are dropped)."""
+        steps = [step for step in steps if step]
+        if all(len(step) == 1 for step in steps):
+            return cls(format, array("q", [step[0] for step in steps]))
+        ids = array("q", [i for step in steps for i in step])
+        return cls(format, ids, array("q", accumulate(map(len, steps), initial=0)))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Stream) and self.format == other.format and self.steps == other.steps
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Stream({self.format!r}, {self.steps!r})"
 
 
 def read_stream(arg: str, fmt: str | None = None) -> Stream:
@@ -68,10 +148,11 @@ def parse_stream(text: str, source: str, fmt: str | None = None) -> Stream:
         raise InputError(f"unknown stream format {fmt!r} (expected one of {', '.join(FORMATS)})")
     fmt = fmt or detect_format(text)
     parser = {"json": _parse_json, "ids": _parse_ids, "jsonl": _parse_jsonl, "sse": _parse_sse}[fmt]
-    steps = tuple(step for step in parser(text, source) if step)
-    if not steps:
+    parsed = parser(text, source)
+    stream = Stream(fmt, parsed) if isinstance(parsed, array) else Stream.of_steps(fmt, parsed)
+    if not stream.ids:
         raise InputError(f"no token ids in the stream (read as {fmt})", file=source)
-    return Stream(fmt, steps)
+    return stream
 
 
 def detect_format(text: str) -> str:
@@ -131,31 +212,32 @@ def _within_budget(count: int, source: str, line: int | None) -> None:
         raise InputError(f"more than {MAX_STREAM_IDS} ids: not one response (the limit of a stream)", file=source, line=line)
 
 
-def _parse_json(text: str, source: str) -> list[tuple[int, ...]]:
+def _parse_json(text: str, source: str) -> array:
     value = parse_json_text(text, source)
     if not isinstance(value, list):
         raise InputError(f"expected a JSON array of ids, got {type(value).__name__}", file=source)
     _within_budget(len(value), source, None)
+    # the common case checked in C: only ints (not bools), all in range
+    if set(map(type, value)) <= {int} and (not value or (min(value) >= 0 and max(value) < MAX_ID)):
+        return array("q", value)
     offsets = None
-    out: list[tuple[int, ...]] = []
     for k, item in enumerate(value):
         if isinstance(item, int) and not isinstance(item, bool) and 0 <= item < MAX_ID:
-            out.append((item,))
             continue
         if offsets is None:
             offsets = [m.start() for m in _JSON_SCALAR.finditer(text)]
         flat = all(not isinstance(v, (list, dict)) for v in value)
         line = _line_of(text, offsets[k]) if flat and k < len(offsets) else None
         _check_id(item, f"element {k}", source, line)
-    return out
+    raise AssertionError("unreachable: an element failed the bulk check but none failed alone")
 
 
 _ID_TOKEN = re.compile(r"[^\s,]+")
 _INT = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: str.isdigit and \d also take '١٠٥'
 
 
-def _parse_ids(text: str, source: str) -> list[tuple[int, ...]]:
-    out: list[tuple[int, ...]] = []
+def _parse_ids(text: str, source: str) -> array:
+    out = array("q")
     for lineno, line in enumerate(text.splitlines(), 1):
         for m in _ID_TOKEN.finditer(line):
             word = m.group()
@@ -164,7 +246,7 @@ def _parse_ids(text: str, source: str) -> list[tuple[int, ...]]:
                 raise InputError(f"{where}: {shorten(word)!r} is not an integer token id", file=source, line=lineno)
             if len(word) > 20:  # far beyond 2**32, and int() of a huge word is slow or refused
                 raise InputError(f"{where}: id {shorten(word)} is out of range (>= 2**32)", file=source, line=lineno)
-            out.append((_check_id(int(word), where, source, lineno),))
+            out.append(_check_id(int(word), where, source, lineno))
             if len(out) > MAX_STREAM_IDS:
                 _within_budget(len(out), source, lineno)
     return out

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import codecs
+import operator
+from array import array
+from collections.abc import Sequence
+from itertools import accumulate, compress
 
 
 def incomplete_tail(data: bytes) -> bytes:
@@ -53,3 +57,44 @@ def describe_partial(partial: bytes) -> str:
     span = char_range(partial)
     where = f" of a character in U+{span[0]:04X}..U+{span[1]:04X}" if span else ""
     return f"{len(partial)} of {need} bytes ({hexed}){where}"
+
+
+#: Byte value -> 1 for a UTF-8 continuation byte (80..BF), else 0 (``bytes.translate`` table).
+_CONTINUATION = bytes(1 if 0x80 <= b <= 0xBF else 0 for b in range(256))
+
+
+def character_starts(data: bytes) -> int:
+    """How many characters ``data`` begins: its bytes that are not continuation bytes."""
+    return len(data) - data.translate(_CONTINUATION).count(1)
+
+
+def decode_at_cuts(
+    data: bytes, held: int, lengths: Sequence[int], starts: Sequence[int], emitted: int = 0
+) -> tuple[str, array, array, bytes] | None:
+    """What an incremental UTF-8 decoder emits when, holding the first ``held`` bytes of ``data``, it is
+    fed the rest in pieces of ``lengths`` bytes (``starts``: the characters each piece begins, see
+    :func:`character_starts`): the text, the characters emitted so far after each piece (counted from
+    ``emitted``), the bytes held after each piece, and the bytes held at the end.
+
+    The same answer as feeding a ``codecs`` incremental decoder piece by piece, in C-level passes
+    instead of a call per piece. None when ``data`` is not valid UTF-8 up to an unfinished last
+    character: there the ``replace`` rules apply and the caller feeds piece by piece."""
+    tail = incomplete_tail(data)
+    try:
+        text = data[:len(data) - len(tail)].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    # flags[c] == 1: a cut before byte c falls inside a character (past the end: inside the unfinished tail)
+    flags = data.translate(_CONTINUATION) + (b"\x01" if tail else b"\x00")
+    cuts = list(accumulate(lengths, initial=held))
+    del cuts[0]
+    inside = bytes(map(flags.__getitem__, cuts))
+    begun = accumulate(starts, initial=emitted + (1 if held else 0))
+    next(begun)
+    ends = array("q", map(operator.sub, begun, inside))
+    held_after = array("q", [0]) * len(cuts)
+    back = flags.rfind
+    for k in compress(range(len(cuts)), inside):
+        c = cuts[k]
+        held_after[k] = c - back(0, 0, c)  # back to the byte that began the character
+    return text, ends, held_after, tail
