@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,19 +43,24 @@ class LoadedBackend:
     load_seconds: float
     #: What was really loaded: "tokenizer.json", "rebuilt from tiktoken.model ranks", "TokenizersBackend (fast)"...
     detail: str | None = None
+    #: Set when the backend was built from only the rank entries one question reads (``for_ids`` / ``for_text``).
+    subset: str | None = None
 
     @property
     def available(self) -> bool:
         return self.backend is not None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "name": self.name,
             "available": self.available,
             "reason": self.unavailable,
             "load_seconds": round(self.load_seconds, 4),
             "detail": self.detail,
         }
+        if self.subset is not None:  # only explain / decode / encode build subsets
+            out["subset"] = self.subset
+        return out
 
 
 def parse_backend_list(value: str | None) -> list[str]:
@@ -70,10 +76,12 @@ def parse_backend_list(value: str | None) -> list[str]:
 
 def load_backends(
     model: TokenizerModel, names: list[str], pat_str: str | None = None, *, trust_remote_code: bool = False,
-    decode_only: bool = False,
+    decode_only: bool = False, for_ids: Collection[int] | None = None, for_text: str | None = None,
 ) -> list[LoadedBackend]:
     """Build each named backend; ``trust_remote_code`` only reaches transformers, and only when the user asked.
     ``decode_only``: the caller only decodes, so tiktoken and hf-from-ranks load without a pattern (decode-only).
+    ``for_ids`` / ``for_text``: the caller only decodes these ids / encodes this text, so the backends rebuilt
+    from ranks are built from the entries that reads (:mod:`tokaudit.backends.subset`), and say so.
     """
     if isinstance(names, DefaultBackends):
         names = [n for n in names if _applies(n, model)]
@@ -90,11 +98,29 @@ def load_backends(
             byte_vocab(model)  # raises the precise reason
         return vocab_cache["v"]
 
+    subsets: dict[str, Any] = {}
+
+    def part(required: bool) -> ByteVocab | None:
+        """The vocabulary, cut down to what ``for_ids`` / ``for_text`` read when one is given."""
+        full = vocab(required)
+        if full is None or (for_ids is None and for_text is None):
+            return full
+        if "s" not in subsets:
+            from tokaudit.backends.subset import for_ids as ids_subset, for_text as text_subset
+
+            if for_ids is not None:
+                a = model.artifacts
+                base = a.tiktoken.by_id if a.tiktoken is not None else a.tekken.by_id  # type: ignore[union-attr]
+                subsets["s"] = ids_subset(full, base, for_ids)
+            else:
+                subsets["s"] = text_subset(full, for_text or "")
+        return full if subsets["s"] is None else subsets["s"].vocab
+
     def build(name: str) -> Backend:
         if name == "tiktoken":
             from tokaudit.backends.tiktoken_backend import TiktokenBackend
 
-            return TiktokenBackend(vocab(True), pattern, no_pattern_reason(model, pat_str), decode_only=decode_only)  # type: ignore[arg-type]
+            return TiktokenBackend(part(True), pattern, no_pattern_reason(model, pat_str), decode_only=decode_only)  # type: ignore[arg-type]
         if name == "hf":
             from tokaudit.backends.hf_backend import HFBackend
 
@@ -103,7 +129,9 @@ def load_backends(
                 from tokaudit.backends.sentencepiece_backend import tokenizer_from_sentencepiece
 
                 return HFBackend(*tokenizer_from_sentencepiece(model))
-            return HFBackend.from_model(model, vocab(False), pattern, no_pattern_reason(model, pat_str), decode_only=decode_only)
+            # the ranks are read only without a tokenizer.json (from_model's order)
+            ranks = part(False) if a.tokenizer_json is None else vocab(False)
+            return HFBackend.from_model(model, ranks, pattern, no_pattern_reason(model, pat_str), decode_only=decode_only)
         if name == "sentencepiece":
             from tokaudit.backends.sentencepiece_backend import SentencePieceBackend
 
@@ -115,7 +143,7 @@ def load_backends(
         if name == "reference":
             from tokaudit.backends.reference import ReferenceBackend
 
-            return ReferenceBackend(vocab(True), pattern)  # type: ignore[arg-type]
+            return ReferenceBackend(part(True), pattern)  # type: ignore[arg-type]
         if name == "strict":
             from tokaudit.backends.strict import StrictBackend
 
@@ -145,8 +173,18 @@ def load_backends(
         except BaseException as exc:  # noqa: BLE001 - a library that cannot load these files (a Rust panic too)
             first = (str(exc).strip().splitlines() or [""])[0][:200]
             backend, reason = None, f"loading raised {'a panic' if is_panic(exc) else type(exc).__name__}: {first}"
-        out.append(LoadedBackend(name, backend, reason, time.perf_counter() - start, _detail(backend, pattern)))
+        loaded = LoadedBackend(name, backend, reason, time.perf_counter() - start, _detail(backend, pattern))
+        if backend is not None and subsets.get("s") is not None and _built_from_ranks(backend):
+            loaded.subset = subsets["s"].describe()
+        out.append(loaded)
     return out
+
+
+def _built_from_ranks(backend: Backend) -> bool:
+    """Whether the backend was built from the rank vocabulary (and so from a subset, when one was made)."""
+    if backend.name in ("tiktoken", "reference"):
+        return True
+    return backend.name == "hf" and str(getattr(backend, "origin", "")).startswith("rebuilt from")
 
 
 def _detail(backend: Backend | None, pattern: Pattern | None) -> str | None:

@@ -80,7 +80,7 @@ def decode(
             raise InputError(f"{len(token_ids)} ids from {source}: decode shows one row per id, at most {MAX_DECODE_IDS} "
                              "(replay takes longer streams)", key="IDS")
         model = load_model(target, revision)
-        lb = pick_backend(model, backend, encode=False)
+        lb = pick_backend(model, backend, encode=False, ids=token_ids)
         result, findings = decode_ids(model, lb, token_ids, skip_special_tokens, source)
         emit(Report("decode", [result], findings), fmt, output, fail_on, quiet, color)
 
@@ -106,6 +106,6 @@ def encode(
 
         text = read_text_arg(text)
         model = load_model(target, revision)
-        lb = pick_backend(model, backend, encode=True, pat_str=pat_str)
+        lb = pick_backend(model, backend, encode=True, pat_str=pat_str, text=text)
         result, findings = encode_text(model, lb, text)
         emit(Report("encode", [result], findings), fmt, output, fail_on, quiet, color)

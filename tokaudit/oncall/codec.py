@@ -28,9 +28,15 @@ def gateway_backend(model: TokenizerModel) -> str:
     return "hf"
 
 
-def pick_backend(model: TokenizerModel, name: str | None, *, encode: bool, pat_str: str | None = None) -> LoadedBackend:
+def pick_backend(
+    model: TokenizerModel, name: str | None, *, encode: bool, pat_str: str | None = None,
+    ids: list[int] | None = None, text: str | None = None,
+) -> LoadedBackend:
+    """The one backend decode / encode use; given the ``ids`` to decode or the ``text`` to encode, a backend
+    rebuilt from ranks holds only the entries they read (the same answers; see :mod:`tokaudit.backends.subset`)."""
     chosen = name or gateway_backend(model)
-    lb = load_backends(model, [chosen], pat_str, decode_only=not encode)[0]  # decoding never needs a pattern
+    # decoding never needs a pattern
+    lb = load_backends(model, [chosen], pat_str, decode_only=not encode, for_ids=ids, for_text=text)[0]
     if lb.backend is None:
         if name:  # the user's choice does not fit the model (the reason names a file defect when there is one)
             raise InputError(f"backend {chosen} is unavailable for this model: {lb.unavailable}", key="--backend")
@@ -69,6 +75,7 @@ def decode_ids(
     data: dict[str, Any] = {
         "backend": lb.name,
         "backend_detail": lb.detail,
+        **({"backend_subset": lb.subset} if lb.subset else {}),
         "source": source,
         "skip_special_tokens": skip_special_tokens,
         "ids": list(ids),
@@ -82,7 +89,8 @@ def decode_ids(
 
 
 def _crash(model: TokenizerModel, lb: LoadedBackend, ids: list[int], skip: bool, cls: str, described: str) -> Finding:
-    """backend-crash for a failed decode, naming the ids that fail on their own."""
+    """backend-crash for a failed decode, naming the ids that fail on their own (ids of the sequence only:
+    a backend built for these ids answers for them)."""
     shrinker = Shrinker(lambda x: lb.backend.decode(x, skip))  # type: ignore[union-attr]
     failing = sorted({i for i in set(ids) if failure_class(shrinker.outcome([i])) is not None})
     inside = [i for i in failing if in_declared_range(model, i)]
@@ -109,6 +117,7 @@ def encode_text(model: TokenizerModel, lb: LoadedBackend, text: str) -> tuple[Ta
     data = {
         "backend": lb.name,
         "backend_detail": lb.detail,
+        **({"backend_subset": lb.subset} if lb.subset else {}),
         "text": text,
         "ids": ids,
         "error": None if outcome.ok else {"exception": outcome.error_type, "message": outcome.error, "panic": outcome.panic},
