@@ -33,6 +33,8 @@ class TiktokenBackend:
         self.no_encode_reason = None if pattern else (no_pattern or "no pre-tokenizer pattern found (pattern-unknown); pass --pat-str")
         self.can_encode = pattern is not None
         self.special_ids = frozenset(vocab.specials.values())
+        #: ``decode(ids)`` keeping special tokens is tiktoken's own function: fuzz's hot loop calls it directly.
+        self.plain_decode = self.encoding.decode
 
     def describe(self) -> str:
         if self.pattern is None:

@@ -20,29 +20,34 @@ class Shrinker:
     def __init__(self, decode: Callable[[list[int]], object]) -> None:
         self.decode = decode
         self.calls = 0
-        self._single: dict[int, Outcome] = {}
-        self._class: dict[int, str | None] = {}  # failure_class of each memoised one-id outcome
+        #: Outcome of each one-id decode asked so far.
+        self.singles: dict[int, Outcome] = {}
+        #: failure_class of each memoised one-id outcome (None: the id decodes).
+        self.classes: dict[int, str | None] = {}
 
     def outcome(self, ids: list[int]) -> Outcome:
         if len(ids) == 1:
-            found = self._single.get(ids[0])
+            found = self.singles.get(ids[0])
             if found is None:
                 self.calls += 1
-                found = self._single[ids[0]] = call(self.decode, ids)
+                found = self.singles[ids[0]] = call(self.decode, ids)
             return found
         self.calls += 1
         return call(self.decode, ids)
 
+    def one_id_class(self, token_id: int) -> str | None:
+        """The failure class of ``decode([token_id])`` (None when it decodes), memoised."""
+        got = self.classes.get(token_id, False)
+        if got is False:
+            got = self.classes[token_id] = failure_class(self.outcome([token_id]))
+        return got
+
     def single_reproducer(self, ids: list[int], cls: str) -> tuple[list[int], Outcome] | None:
         """The first id of ``ids`` that fails alone with class ``cls`` (the usual 1-minimal
         reproducer), from the memo of one-id outcomes; None when no single id does."""
-        classes = self._class
         for i in ids:
-            got = classes.get(i, False)
-            if got is False:
-                got = classes[i] = failure_class(self.outcome([i]))
-            if got == cls:
-                return [i], self._single[i]
+            if self.one_id_class(i) == cls:
+                return [i], self.singles[i]
         return None
 
     def shrink(self, ids: list[int], cls: str) -> tuple[list[int], Outcome]:
