@@ -28,7 +28,7 @@ def merge_ids(ranks: dict[bytes, int]) -> tuple[list[int], list[int]]:
     Each split is one int key (token rank, left rank, right rank as bit fields): the loop appends untracked
     ints and one C sort orders them, where sorting (rank, left, right, bytes, bytes) tuples and re-slicing
     the halves cost as much as the search. Halves are looked up in per-length tables (smaller, so more of
-    each stays in cache), the right half first (it is a token less often)."""
+    each stays in cache)."""
     if len(set(ranks.values())) != len(ranks):
         raise ValueError("ranks are not distinct")
     width = max(ranks.values(), default=0).bit_length()
@@ -43,15 +43,22 @@ def merge_ids(ranks: dict[bytes, int]) -> tuple[list[int], list[int]]:
     append = keys.append
     for size in lengths:
         cuts = [(cut, by_length[cut].get, by_length[size - cut].get) for cut in lengths if cut < size and size - cut in by_length]
-        if not cuts:
-            continue
-        for token, rank in by_length[size].items():
+        # the longer half first: it is a token less often, so fewer second lookups (350k instead of 500k on Kimi)
+        right_first = [c for c in cuts if 2 * c[0] <= size]
+        left_first = [c for c in cuts if 2 * c[0] > size]
+        for token, rank in by_length[size].items() if cuts else ():
             high = rank << (2 * width)
-            for cut, left_rank, right_rank in cuts:
+            for cut, left_rank, right_rank in right_first:
                 right = right_rank(token[cut:])
                 if right is not None:
                     left = left_rank(token[:cut])
                     if left is not None:
+                        append(high | (left << width) | right)
+            for cut, left_rank, right_rank in left_first:
+                left = left_rank(token[:cut])
+                if left is not None:
+                    right = right_rank(token[cut:])
+                    if right is not None:
                         append(high | (left << width) | right)
     keys.sort()
     mask = (1 << width) - 1
