@@ -8,6 +8,8 @@ import struct
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tokaudit.artifacts.model_config import parse_generation_config, parse_model_config
 from tokaudit.artifacts.remote_code import parse_remote_code
@@ -56,6 +58,60 @@ def test_tiktoken_ranks_errors_name_the_line(tmp_path: Path, content: str, messa
     with pytest.raises(InputError) as err:
         parse_tiktoken_ranks(path)
     assert str(err.value) == f"{tmp_path}/{message}"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [  # well-formed columns that the bulk parser must still refuse line by line, as the line parser does
+        (f"{b64(b'a')} 0\n{b64(b'b')} +1\n", "tiktoken.model:2: rank is not a non-negative integer: '+1'"),
+        (f"{b64(b'a')} 0\nYQ==YQ== 1\n", "tiktoken.model:2: token is not valid base64: 'YQ==YQ=='"),
+        (f"i1h== 0\n{b64(b'b')} 1\n", "tiktoken.model:1: token is not valid base64: 'i1h=='"),
+        (f"{b64(b'a')} 0\n{b64(b'b')} 00000000000000000001\n",
+         "tiktoken.model:2: rank is not a non-negative integer: '00000000000000000001'"),
+        # a third column on one line and a lone token on the next: the counts of a two-column file
+        (f"{b64(b'a')} 0 {b64(b'b')}\n1\n", "tiktoken.model:1: expected '<base64 token> <rank>'"),
+    ],
+)
+def test_tiktoken_ranks_bulk_parse_is_as_strict_as_the_lines(tmp_path: Path, content: str, message: str) -> None:
+    path = write(tmp_path / "tiktoken.model", content)
+    with pytest.raises(InputError) as err:
+        parse_tiktoken_ranks(path)
+    assert str(err.value) == f"{tmp_path}/{message}"
+
+
+def test_tiktoken_ranks_lone_pad_is_the_empty_token(tmp_path: Path) -> None:
+    """whisper's multilingual.tiktoken writes its empty token (rank 50256) as '=': tiktoken reads b'', so do
+    both the bulk and the line parser (a blank line sends this file to the line parser)."""
+    assert parse_tiktoken_ranks(write(tmp_path / "a.tiktoken", f"{b64(b'a')} 0\n= 1\n")).by_id == {0: b"a", 1: b""}
+    assert parse_tiktoken_ranks(write(tmp_path / "b.tiktoken", f"{b64(b'a')} 0\n\n= 1\n")).by_id == {0: b"a", 1: b""}
+
+
+_B64_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.binary(max_size=7), st.integers(0, 40)), min_size=1, max_size=6),
+       st.lists(st.tuples(st.integers(0, 200), st.sampled_from([*_B64_CHARS, " ", "\n", "\r", "  ", "==", "-"])), max_size=2),
+       st.booleans())
+def test_tiktoken_ranks_bulk_parse_agrees_with_the_line_parser(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[tuple[bytes, int]], edits: list[tuple[int, str]], final_newline: bool
+) -> None:
+    """Rank files with random tokens, ranks and a few one-character edits: the bulk (column) parser
+    returns exactly the line parser's ranks, or declines (None) and leaves the file to it."""
+    from tokaudit.artifacts.tiktoken_ranks import _parse_carefully, _parse_columns
+
+    text = "\n".join(f"{b64(token)} {rank}" for token, rank in lines) + ("\n" if final_newline else "")
+    for position, insert in edits:
+        position %= len(text) + 1
+        text = text[:position] + insert + text[position:]
+    data = text.encode()
+    bulk = _parse_columns(data)
+    try:
+        careful = _parse_carefully(data, tmp_path_factory.mktemp("r") / "tiktoken.model")
+    except InputError:
+        assert bulk is None
+        return
+    assert bulk is None or bulk == careful
 
 
 def test_tokenizer_config_added_tokens_and_special_fields(tmp_path: Path) -> None:

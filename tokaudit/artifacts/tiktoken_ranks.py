@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import sys
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -23,6 +24,9 @@ else:  # pragma: no cover - Python 3.10
 
 
 _B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
+#: '=' followed by anything but the space that ends a token or one more '=': padding inside a token
+#: (a leading '=' is followed by the token's data), or three '=' in a row.
+_MISPLACED_PAD = re.compile(rb"=(?:[^= ]|==)")
 
 
 @dataclass(frozen=True)
@@ -67,24 +71,37 @@ def parse_tiktoken_ranks(path: Path) -> TiktokenRanks:
 
 
 def _parse_columns(data: bytes) -> dict[int, bytes] | None:
-    """The common layout (``token rank`` with one space, one line each, no blank lines) parsed
-    column-wise with C-level loops; ``None`` when the file is not exactly that, or is invalid."""
-    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-    if data.count(b" ") != lines or b"\n\n" in data or b"\r" in data or b"\t" in data or not data.strip():
+    """The common layout (exactly ``token rank`` per line, one space, the last newline optional) parsed
+    column-wise with C-level loops, as strictly as the line parser; ``None`` when the file is not exactly
+    that, or is invalid (the line parser then finds and names the line)."""
+    # Apart from the base64 alphabet (which holds the digits), only separators may occur, alternating
+    # space, newline: no CR, tab, blank line or third column.
+    separators = data.translate(None, _B64_ALPHABET)
+    n = (len(separators) + 1) // 2  # lines
+    if not separators or separators != (b" \n" * n)[: len(separators)]:
         return None
     fields = data.split()
-    if len(fields) != 2 * lines:
+    # 2n non-empty fields between 2n-1 or 2n separators: nothing before the first token or after the last rank
+    if len(fields) != 2 * n or (len(separators) % 2 == 0 and not data.endswith(b"\n")):
         return None
-    if data.translate(None, _B64_ALPHABET + b" \n"):
-        return None  # a character outside the base64 alphabet (ranks are digits, also in it)
+    tokens, ranks = fields[0::2], fields[1::2]
+    if b" +" in data or max(map(len, ranks)) > 19:
+        return None  # a signed or over-long rank (int() takes '+1'; a letter or '=' makes it raise below)
+    # Strict base64 in bulk: every token a multiple of 4 long with '=' only as its last one or two
+    # characters (each token is followed by a space). binascii then decodes exactly what strict_mode
+    # accepts, without a strict call per token (a keyword argument per call doubled the decode time).
+    lengths = set(map(len, tokens))
+    if _MISPLACED_PAD.search(data) or any(k % 4 for k in lengths - {1}):
+        return None
+    if 1 in lengths and any(len(t) == 1 and t != b"=" for t in tokens):
+        return None  # a lone '=' is the empty token (whisper's multilingual.tiktoken); any other is invalid
     try:
-        ranks = list(map(int, fields[1::2]))
-        tokens = list(map(binascii.a2b_base64, fields[0::2]))
+        ids = list(map(int, ranks))
+        by_id = dict(zip(ids, map(binascii.a2b_base64, tokens)))
     except (ValueError, binascii.Error):
         return None
-    by_id = dict(zip(ranks, tokens))
-    if len(by_id) != len(ranks) or min(ranks) < 0 or max(ranks) > MAX_ID:
-        return None
+    if len(by_id) != n or max(ids) > MAX_ID:
+        return None  # a duplicate rank, or one out of range
     return by_id
 
 
@@ -99,7 +116,8 @@ def _parse_carefully(data: bytes, path: Path) -> dict[int, bytes]:
             raise InputError("expected '<base64 token> <rank>'", file=str(path), line=lineno)
         token_b64, rank_text = parts
         try:
-            token = _b64(token_b64)
+            # whisper's multilingual.tiktoken writes its empty token as a lone '=' (tiktoken's own loader reads it as b'')
+            token = b"" if token_b64 == b"=" else _b64(token_b64)
         except (binascii.Error, ValueError):
             shown = token_b64[:40].decode("ascii", "backslashreplace")
             raise InputError(f"token is not valid base64: '{shown}'", file=str(path), line=lineno) from None
