@@ -9,8 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tokaudit.artifacts.load import _PARSERS
-from tokaudit.artifacts.remote_code import parse_remote_code
+from tokaudit.artifacts.load import _parser
 from tokaudit.errors import InputError
 
 FILE_NAMES = {
@@ -29,7 +28,7 @@ FILE_NAMES = {
     "safetensors_index": "model.safetensors.index.json",
     "remote_code": "tokenization_fuzz.py",
 }
-PARSERS = {**_PARSERS, "remote_code": parse_remote_code}
+PARSERS = {kind: _parser(kind) for kind in FILE_NAMES}
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.floats(allow_nan=False) | st.text(max_size=8),

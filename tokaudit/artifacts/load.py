@@ -3,34 +3,25 @@
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import import_module
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from tokaudit.artifacts.model_config import GenerationConfig, ModelConfig, parse_generation_config, parse_model_config
-from tokaudit.artifacts.remote_code import RemoteCode, parse_remote_code
 from tokaudit.artifacts.base import read_bytes, regular_file_error
-from tokaudit.artifacts.safetensors_header import EmbeddingShapes, parse_safetensors, parse_safetensors_index
-from tokaudit.artifacts.sentencepiece_model import SentencePieceModel, looks_like_sentencepiece, parse_sentencepiece
-from tokaudit.artifacts.tekken import Tekken, parse_tekken
-from tokaudit.artifacts.text_files import (
-    ChatTemplate,
-    Merges,
-    VocabJson,
-    VocabTxt,
-    parse_chat_template,
-    parse_merges,
-    parse_vocab_json,
-    parse_vocab_txt,
-)
-from tokaudit.artifacts.tiktoken_ranks import TiktokenRanks, parse_tiktoken_ranks
-from tokaudit.artifacts.tokenizer_config import (
-    SpecialTokensMap,
-    TokenizerConfig,
-    parse_special_tokens_map,
-    parse_tokenizer_config,
-)
-from tokaudit.artifacts.tokenizer_json import TokenizerJson, parse_tokenizer_json
 from tokaudit.errors import InputError
+
+if TYPE_CHECKING:  # each parser module is imported when a file of its kind is found (a scan needs a few)
+    from tokaudit.artifacts.model_config import GenerationConfig, ModelConfig
+    from tokaudit.artifacts.remote_code import RemoteCode
+    from tokaudit.artifacts.safetensors_header import EmbeddingShapes
+    from tokaudit.artifacts.sentencepiece_model import SentencePieceModel
+    from tokaudit.artifacts.tekken import Tekken
+    from tokaudit.artifacts.text_files import ChatTemplate, Merges, VocabJson, VocabTxt
+    from tokaudit.artifacts.tiktoken_ranks import TiktokenRanks
+    from tokaudit.artifacts.tokenizer_config import SpecialTokensMap, TokenizerConfig
+    from tokaudit.artifacts.tokenizer_json import TokenizerJson
 
 #: (kind, file-name glob) in precedence order; the first file of a kind wins.
 KINDS: tuple[tuple[str, str], ...] = (
@@ -64,21 +55,30 @@ MODEL_FILE_GLOBS = ("*.model", "*.model.v*")
 #: only read when they are already present).
 TOKENIZER_FILE_PATTERNS = [glob for _, glob in KINDS if glob != "model.safetensors"]
 
-_PARSERS = {
-    "tokenizer_json": parse_tokenizer_json,
-    "tiktoken": parse_tiktoken_ranks,
-    "tekken": parse_tekken,
-    "tokenizer_config": parse_tokenizer_config,
-    "special_tokens_map": parse_special_tokens_map,
-    "config": parse_model_config,
-    "generation_config": parse_generation_config,
-    "chat_template": parse_chat_template,
-    "vocab_json": parse_vocab_json,
-    "merges": parse_merges,
-    "vocab_txt": parse_vocab_txt,
-    "safetensors": parse_safetensors,
-    "safetensors_index": parse_safetensors_index,
+#: kind -> (module, parser function), imported on first use.
+_PARSER_NAMES = {
+    "tokenizer_json": ("tokenizer_json", "parse_tokenizer_json"),
+    "tiktoken": ("tiktoken_ranks", "parse_tiktoken_ranks"),
+    "tekken": ("tekken", "parse_tekken"),
+    "tokenizer_config": ("tokenizer_config", "parse_tokenizer_config"),
+    "special_tokens_map": ("tokenizer_config", "parse_special_tokens_map"),
+    "config": ("model_config", "parse_model_config"),
+    "generation_config": ("model_config", "parse_generation_config"),
+    "chat_template": ("text_files", "parse_chat_template"),
+    "vocab_json": ("text_files", "parse_vocab_json"),
+    "merges": ("text_files", "parse_merges"),
+    "vocab_txt": ("text_files", "parse_vocab_txt"),
+    "safetensors": ("safetensors_header", "parse_safetensors"),
+    "safetensors_index": ("safetensors_header", "parse_safetensors_index"),
+    "remote_code": ("remote_code", "parse_remote_code"),
+    "sentencepiece": ("sentencepiece_model", "parse_sentencepiece"),
 }
+
+
+def _parser(kind: str) -> Callable[..., Any]:
+    """The parser of one file kind (``sentencepiece`` also takes the bytes already read)."""
+    module, function = _PARSER_NAMES[kind]
+    return getattr(import_module(f"tokaudit.artifacts.{module}"), function)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -132,11 +132,13 @@ def _tokenizer_name(name: str) -> bool:
 def _model_file(file: Path, found: dict[str, object]) -> None:
     """A ``*.model`` file: a SentencePiece ModelProto, or tiktoken ranks (GLM-4's tokenizer.model),
     decided by the bytes, never by the name."""
+    from tokaudit.artifacts.sentencepiece_model import looks_like_sentencepiece, parse_sentencepiece
+
     data = read_bytes(file)
     if looks_like_sentencepiece(data):
         found.setdefault("sentencepiece", parse_sentencepiece(file, data))
     elif "tiktoken" not in found:
-        found["tiktoken"] = parse_tiktoken_ranks(file)
+        found["tiktoken"] = _parser("tiktoken")(file)
 
 
 def load_artifacts(path: Path) -> Artifacts:
@@ -173,11 +175,11 @@ def load_artifacts(path: Path) -> Artifacts:
             if not fnmatch.fnmatchcase(file.name, glob):
                 continue
             if kind == "remote_code":
-                remote.append(parse_remote_code(file))
+                remote.append(_parser("remote_code")(file))
             elif kind == "sentencepiece":
                 _model_file(file, found)
             elif kind not in found:
-                found[kind] = _PARSERS[kind](file)
+                found[kind] = _parser(kind)(file)
     if not any(kind in found for kind in VOCAB_KINDS):
         names = ", ".join(glob for kind, glob in KINDS if kind in VOCAB_KINDS)
         raise InputError(f"no tokenizer vocabulary found (looked for {names})", file=str(path))
