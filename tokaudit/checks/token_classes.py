@@ -62,7 +62,10 @@ def partial_utf8_token(model: TokenizerModel) -> Iterator[Finding]:
 
 def _encoder(model: TokenizerModel) -> tuple[str, Any] | str | None:
     """A batch encoder of plain text (no special-token matching) using the model's own algorithm; the reason
-    (a string) when the model is byte-level but none can be built; None when the rule does not apply."""
+    (a string) when the model is byte-level but none can be built; None when the rule does not apply.
+
+    It yields each text's ids lazily: a batch of 8192 id lists held at once set off the garbage collector
+    (~10% of the rule's time), while a list dropped right after its comparison is freed by its refcount."""
     from tokaudit.backends.registry import load_backends
 
     a = model.artifacts
@@ -71,13 +74,13 @@ def _encoder(model: TokenizerModel) -> tuple[str, Any] | str | None:
         if loaded.backend is not None:
             enc = loaded.backend.encoding  # type: ignore[attr-defined]
             # a plain loop: encode_ordinary_batch's thread pool costs ~10x more than it saves on short texts
-            return "tiktoken", lambda texts: [enc.encode_ordinary(t) for t in texts]
+            return "tiktoken", lambda texts: map(enc.encode_ordinary, texts)
         return f"tiktoken: {loaded.unavailable}"
     if a.tokenizer_json is not None and a.tokenizer_json.scheme.value == "byte-level":
         loaded = load_backends(model, ["hf"])[0]
         if loaded.backend is not None:
             tok = loaded.backend.tokenizer  # type: ignore[attr-defined]
-            return "hf", lambda texts: [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]
+            return "hf", lambda texts: (e.ids for e in tok.encode_batch(texts, add_special_tokens=False))
         return f"hf: {loaded.unavailable}"
     return None
 
@@ -103,8 +106,7 @@ def unreachable_token(model: TokenizerModel) -> Iterator[Finding]:
     total = len(items)
     for k in range(0, total, _BATCH):
         chunk = items[k : k + _BATCH]
-        outs = encode([vocab[i].decode("utf-8") for i in chunk])
-        for i, ids in zip(chunk, outs):
+        for i, ids in zip(chunk, encode([vocab[i].decode("utf-8") for i in chunk])):
             if ids != [i]:
                 (single if len(ids) == 1 else multi)[i] = list(ids)
         advance("unreachable-token", min(k + _BATCH, total), total)
