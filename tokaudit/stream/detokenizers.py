@@ -58,6 +58,7 @@ class TokenBytes:
         self.text = text
         self._cache: dict[int, tuple[bytes, bool] | None] = {}
         self._lengths: dict[bool, dict[int, int]] = {}
+        self._pieces: dict[bool, tuple[dict[int, bytes], dict[int, int]]] = {}
 
     def get(self, token_id: int) -> tuple[bytes, bool] | None:
         """``(bytes, special)``, or None when the files profile maps nothing to the id."""
@@ -76,6 +77,15 @@ class TokenBytes:
         if entry is None or (skip_special and entry[1]):
             return b""
         return entry[0]
+
+    def pieces(self, ids: Sequence[int], skip_special: bool) -> tuple[list[bytes], list[int]]:
+        """Each id's :meth:`data` and the characters it begins (for bulk UTF-8 decoding), looked up
+        once per distinct id."""
+        pieces, starts = self._pieces.setdefault(skip_special, ({}, {}))
+        for token_id in set(ids).difference(pieces):
+            pieces[token_id] = data = self.data(token_id, skip_special)
+            starts[token_id] = character_starts(data)
+        return list(map(pieces.__getitem__, ids)), list(map(starts.__getitem__, ids))
 
     def count(self, ids: Sequence[int], skip_special: bool) -> int:
         return sum(len(self.data(i, skip_special)) for i in ids)
@@ -109,7 +119,7 @@ class DecodeContext:
         self.steps: dict[tuple[tuple[int, ...], int, int], tuple[str | None, tuple[int, ...], int, str | None]] = {}
         self.pair_steps: dict[tuple[int, int], str] = {}
 
-    def decode(self, ids: list[int]) -> str:
+    def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(ids, self.skip_special_tokens)
 
     def decode_one(self, token_id: int) -> str:
@@ -492,13 +502,10 @@ class BytesDetok(Detokenizer):
             head, head_ends, head_held = super().feed_text(steps[:1], position, track_held, emitted)
             rest, rest_ends, rest_held = self.feed_text(steps[1:], position + 1, track_held, emitted + len(head))
             return head + rest, [*head_ends, *rest_ends], [*head_held, *rest_held]
-        bulk = self._bulk(steps.ids, position, emitted)
-        if bulk is None:
-            return super().feed_text(steps, position, track_held, emitted)
-        text, ends, held = bulk
-        return text, ends, held if track_held else []
+        bulk = self._bulk(steps.ids, position, emitted, track_held)
+        return super().feed_text(steps, position, track_held, emitted) if bulk is None else bulk
 
-    def _bulk(self, ids: Sequence[int], position: int, emitted: int) -> tuple[str, Sequence[int], Sequence[int]] | None:
+    def _bulk(self, ids: Sequence[int], position: int, emitted: int, track_held: bool) -> tuple[str, Sequence[int], Sequence[int]] | None:
         """The steady state over one id per step in C-level passes, or None (not valid UTF-8)."""
         memo, starts = self.memo, self.starts
         skip, get, text = self.ctx.skip_special_tokens, self.ctx.tokens.get, self.ctx.tokens.text
@@ -517,7 +524,7 @@ class BytesDetok(Detokenizer):
             starts_of = {**starts, **dict.fromkeys(unmapped, 0)}.__getitem__
         pieces = list(map(piece_of, ids))
         held = self.decoder.getstate()[0]
-        decoded = decode_at_cuts(held + b"".join(pieces), len(held), list(map(len, pieces)), list(map(starts_of, ids)), emitted)
+        decoded = decode_at_cuts(held + b"".join(pieces), len(held), list(map(len, pieces)), list(map(starts_of, ids)), emitted, track_held)
         if decoded is None:
             return None
         chars, ends, held_after, tail = decoded
@@ -600,8 +607,8 @@ class Chunks(Sequence[str]):
 @dataclass
 class Run:
     """One detokenizer's replay: its text, the text length and the bytes held after every step
-    (compact arrays: a 1M-step stream costs 16 MB per run, not a string and an int per step),
-    errors, the flush."""
+    (compact arrays, not a string and an int per step; ``held`` leaves out the trailing steps that
+    hold nothing), errors, the flush, and what is held at the end."""
 
     name: str
     text: str = ""
@@ -609,20 +616,21 @@ class Run:
     held: array = field(default_factory=lambda: array("q"))
     errors: list[StepError] = field(default_factory=list)
     flush: str = ""
+    held_bytes: int = 0
 
     @property
     def chunks(self) -> Chunks:
         return Chunks(self.text, self.ends)
 
-    @property
-    def held_bytes(self) -> int:
-        return self.held[-1] if self.held else 0
+    def held_at(self, step: int) -> int:
+        """Bytes held after ``step``."""
+        return self.held[step] if step < len(self.held) else 0
 
 
 def run(detok: Detokenizer, steps: Sequence[Sequence[int]], track_held: bool = True) -> Run:
     """Feed every step to ``detok``. ``track_held=False`` skips the per-step held count (re-runs)."""
     parts: list[str] = []
-    ends, held = array("q"), array("q")
+    ends, held = array("q"), array("I")  # held counts fit 32 bits unless a stream holds 4 GB
     total = position = 0
     for start in range(0, len(steps), FEED_BLOCK):
         block = steps[start:start + FEED_BLOCK]
@@ -630,8 +638,11 @@ def run(detok: Detokenizer, steps: Sequence[Sequence[int]], track_held: bool = T
         ends.extend(block_ends)
         total += len(text)
         parts.append(text)
-        held.extend(block_held)
+        try:
+            held.extend(block_held)
+        except OverflowError:
+            held = array("q", held)
+            held.extend(block_held)
         position += len(block.ids) if isinstance(block, Steps) else sum(map(len, block))
-    if not track_held:
-        held = array("q", [detok.held_bytes()])
-    return Run(detok.name, "".join(parts), ends, held, detok.errors, detok.flush())
+    del held[(len(held.tobytes().rstrip(b"\0")) + held.itemsize - 1) // held.itemsize:]  # trailing zeros
+    return Run(detok.name, "".join(parts), ends, held, detok.errors, detok.flush(), detok.held_bytes())

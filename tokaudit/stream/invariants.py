@@ -5,15 +5,17 @@ Positions are 0-based token indices in the generated stream (``details.position`
 
 from __future__ import annotations
 
+import operator
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, compress
 from typing import Any
 
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.stream import codes
+from tokaudit.stream.readers import Steps
 from tokaudit.stream.detokenizers import REPLACEMENT, DecodeContext, Run, build_detokenizers, run as run_steps
 from tokaudit.stream.stops import StopOutcome
 from tokaudit.stream.toolcalls import ToolCall
@@ -260,38 +262,44 @@ def _output(name: str, ctx: DecodeContext, prompt: Sequence[int], steps: Sequenc
     return got.text + got.flush
 
 
-def risky_positions(ctx: DecodeContext, ids: Sequence[int], runs: Sequence[Run]) -> list[int]:
+def risky_positions(ctx: DecodeContext, ids: Sequence[int], runs: Sequence[Run]) -> Sequence[int]:
     """Positions where re-chunking can change a detokenizer's output: tokens that are unmapped,
     special, not whole UTF-8 characters, or whose text depends on their neighbours (a decoder that
     strips, joins or replaces: the id decoded twice is not its text twice), plus every position a
     detokenizer reported an error at and both ends of the stream."""
-    verdict: dict[int, bool] = {}
     decode_one, decode = ctx.decode_one, ctx.decode
-    out = set(range(min(WINDOW, len(ids)))) | set(range(max(len(ids) - WINDOW, 0), len(ids)))
-    for p, token_id in enumerate(ids):
-        risky = verdict.get(token_id)
-        if risky is None:
-            entry = ctx.tokens.get(token_id)
-            if entry is None or entry[1]:
-                risky = True
-            else:
-                try:
-                    text = entry[0].decode("utf-8")
-                except UnicodeDecodeError:
-                    risky = True
-                else:
-                    risky = decode_one(token_id) != text or decode([token_id, token_id]) != text + text
-            verdict[token_id] = risky
-        if risky:
-            out.add(p)
+
+    def is_risky(token_id: int) -> bool:
+        entry = ctx.tokens.get(token_id)
+        if entry is None or entry[1]:
+            return True
+        try:
+            text = entry[0].decode("utf-8")
+        except UnicodeDecodeError:
+            return True
+        return decode_one(token_id) != text or decode([token_id, token_id]) != text + text
+
+    risky_ids = {token_id for token_id in set(ids) if is_risky(token_id)}
+    n = len(ids)
+    marked = bytearray(map(risky_ids.__contains__, ids))  # a byte per position: a set of 1M ints costs 60 MB
+    marked[:WINDOW] = b"\1" * min(WINDOW, n)
+    marked[max(n - WINDOW, 0):] = b"\1" * min(WINDOW, n)
     for r in runs:
-        out.update(e.position for e in r.errors if 0 <= e.position < len(ids))
-    return sorted(out)
+        for e in r.errors:
+            if 0 <= e.position < n:
+                marked[e.position] = 1
+    return array("q", compress(range(n), marked))
 
 
 def _windows(risky: Sequence[int], step_starts: Sequence[int] | None, n: int) -> list[tuple[int, int]]:
     """Merged ``[a, b)`` token windows around the risky positions (sorted), widened to whole stream
     steps (``step_starts`` None: every step is one token)."""
+    if step_starts is None and risky:
+        # windows [p - WINDOW, p + WINDOW] merge when risky positions are at most 2 * WINDOW + 1 apart
+        gap = 2 * WINDOW + 1
+        cuts = list(compress(range(1, len(risky)), map(gap.__lt__, map(operator.sub, risky[1:], risky))))
+        return [(max(risky[a] - WINDOW, 0), min(risky[b - 1] + WINDOW + 1, n))
+                for a, b in zip([0, *cuts], [*cuts, len(risky)])]
     out: list[tuple[int, int]] = []
     for p in risky:
         if step_starts is None:
@@ -328,45 +336,44 @@ def chunk_variance(
     variance: list[dict[str, Any]] = []
     sampled = len(ids) >= full_below
     info: dict[str, Any] = {"mode": "windows" if sampled else "whole stream"}
-    # per window: its start, its ids, its own steps, its context, and the index of its content
-    # (context, ids, step shape) among distinct contents: repeated text is replayed once
-    plan: list[tuple[int, Sequence[int], Sequence[Sequence[int]], tuple[int, ...], int]] = []
+    # distinct window contents (context, ids, step shape: repeated text is replayed once), each with
+    # its ids, its own steps, its context and the starts of the windows that have it
+    plan: dict[tuple[Any, ...], tuple[Sequence[int], Sequence[Sequence[int]], tuple[int, ...], list[int]]] = {}
     if sampled:
         single = len(steps) == len(ids)
-        starts = None if single else array("q", accumulate((len(step) for step in steps), initial=0))
+        starts = None if single else steps.starts if isinstance(steps, Steps) else array("q", accumulate(map(len, steps), initial=0))
         windows = _windows(risky_positions(ctx, ids, runs), starts, len(ids))
-        contents: dict[tuple[Any, ...], int] = {}
         for a, b in windows:
-            context = tuple(prompt) if a == 0 else tuple(ids[max(a - WINDOW, 0):a])
-            own = steps[a:b] if starts is None else steps[bisect_left(starts, a):bisect_left(starts, b)]
-            window = ids[a:b]
-            key = (context, tuple(window), None if single else tuple(map(len, own)))
-            plan.append((a, window, own, context, contents.setdefault(key, len(contents))))
+            first = bisect_left(starts, a) if starts is not None else a
+            end = bisect_left(starts, b) if starts is not None else b
+            c = max(a - WINDOW, 0)
+            key = (a == 0, a - c, tuple(ids[c:b]), None if starts is None else tuple(map(operator.sub, starts[first + 1:end + 1], starts[first:end])))
+            found = plan.get(key)
+            if found is None:
+                context = tuple(prompt) if a == 0 else tuple(ids[c:a])
+                plan[key] = (ids[a:b], steps[first:end], context, [a])
+            else:
+                found[3].append(a)
         info["windows"] = len(windows)
         info["tokens_checked"] = sum(b - a for a, b in windows)
-        info["distinct_windows"] = len(contents)
+        info["distinct_windows"] = len(plan)
     for r in runs:
         base = r.text + r.flush
         candidates: list[int] = list(CHUNK_SIZES)
         if sampled:
-            # The output is a function of (context, ids, chunking): identical windows (repeated text)
-            # are replayed once per alignment of their k-steps.
-            expected_of: dict[int, str] = {}
-            varies: dict[tuple[int, int, int], bool] = {}
+            # The output is a function of (context, ids, chunking): each distinct window is replayed
+            # once with its own steps and once per alignment of its k-steps (a window at a cuts
+            # where the whole stream cut into steps of k would: at a % k).
             hits: set[int] = set()
-            for a, window, own, context, content in plan:
-                expected = expected_of.get(content)
-                if expected is None:
-                    expected = expected_of[content] = _output(r.name, ctx, context, own)
+            for window, own, context, window_starts in plan.values():
+                expected = _output(r.name, ctx, context, own)
                 for k in CHUNK_SIZES:
                     if k in hits:
                         continue
-                    k_key = (content, k, a % k)
-                    hit = varies.get(k_key)
-                    if hit is None:
-                        hit = varies[k_key] = _output(r.name, ctx, context, _rechunk(window, k, a)) != expected
-                    if hit:
-                        hits.add(k)
+                    for a in {a % k: a for a in window_starts}.values():
+                        if _output(r.name, ctx, context, _rechunk(window, k, a)) != expected:
+                            hits.add(k)
+                            break
             candidates = sorted(hits)
         for k in candidates:
             got = run_steps(_fresh(r.name, ctx, prompt), _rechunk(ids, k), track_held=False)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import codecs
+import operator
 import time
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from itertools import accumulate
+from itertools import accumulate, chain, compress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,10 +32,10 @@ from tokaudit.stream.detokenizers import (
     bytes_not_applicable,
     run,
 )
-from tokaudit.stream.readers import Stream
+from tokaudit.stream.readers import Steps, Stream
 from tokaudit.stream.stops import StopOutcome, apply_stops
 from tokaudit.stream.toolcalls import find_tool_calls
-from tokaudit.stream.utf8 import incomplete_tail
+from tokaudit.stream.utf8 import decode_at_cuts, incomplete_tail
 
 CHUNK_SIZES = inv.CHUNK_SIZES
 
@@ -79,25 +80,31 @@ def decode_context(model: TokenizerModel, tokenizer: Any, skip_special_tokens: b
     return DecodeContext(tokenizer, skip_special_tokens, TokenBytes(model.files, TokenText(model)))
 
 
+#: Tokens decoded per pass by :func:`_reference_chars`.
+REFERENCE_BLOCK = 65_536
+
+
 def _reference_chars(ctx: DecodeContext, prompt: Sequence[int], ids: Sequence[int], full: str) -> array:
     """Text length after each generated token, from the token bytes (or DecodeStream when the
     tokenizer's decoder is not byte-level and the bytes do not reproduce the full decode)."""
-    ends = array("q")
-    append = ends.append
     skip = ctx.skip_special_tokens
     data = ctx.tokens.data
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
-    decode = decoder.decode
-    decode(b"".join(data(i, skip) for i in prompt))
-    total = 0
-    cache: dict[int, bytes] = {}
-    for token_id in ids:
-        b = cache.get(token_id)
-        if b is None:
-            b = cache[token_id] = data(token_id, skip)
-        total += len(decode(b))
-        append(total)
-    if total + len(decoder.decode(b"", True)) == len(full):
+    decoder.decode(b"".join(data(i, skip) for i in prompt))
+    tail = decoder.getstate()[0]
+    ends = array("q")
+    for start in range(0, len(ids), REFERENCE_BLOCK):  # in blocks: the transient lists stay small
+        pieces, starts = ctx.tokens.pieces(ids[start:start + REFERENCE_BLOCK], skip)
+        bulk = decode_at_cuts(tail + b"".join(pieces), len(tail), map(len, pieces), starts, ends[-1] if ends else 0, False)
+        if bulk is None:  # not valid UTF-8: the replace rules, piece by piece
+            decoder.setstate((tail, 0))
+            ends.extend(accumulate(map(len, map(decoder.decode, pieces)), initial=ends[-1] if ends else 0))
+            del ends[start]
+            tail = decoder.getstate()[0]
+        else:
+            ends += bulk[1]
+            tail = bulk[3]
+    if (ends[-1] if ends else 0) + len(tail.decode("utf-8", "replace")) == len(full):
         return ends
     ends = array("q")
     stream = DecodeStreamDetok(ctx, prompt, prefill=False)
@@ -123,20 +130,20 @@ def _prompt_text(ctx: DecodeContext, prompt: Sequence[int], ids: Sequence[int]) 
 def _generated(ctx: DecodeContext, prompt: Sequence[int], ids: Sequence[int], prompt_text: str) -> str:
     """The full decode of prompt + stream, minus the prompt's text."""
     if not prompt:
-        return ctx.decode(list(ids))
-    both = ctx.decode(list(prompt) + list(ids))
-    return both[len(prompt_text):] if both.startswith(prompt_text) else ctx.decode(list(ids))
+        return ctx.decode(ids)  # tokenizers reads an id array as it is (a list of 1M ids costs 36 MB)
+    both = ctx.decode(array("q", prompt) + array("q", ids))
+    return both[len(prompt_text):] if both.startswith(prompt_text) else ctx.decode(ids)
 
 
 def _unmapped(model: TokenizerModel, ctx: DecodeContext, ids: Sequence[int]) -> list[Finding]:
     tokens = ctx.tokens
     declared = model.checked_size
-    where: dict[int, list[int]] = {}
-    for p, token_id in enumerate(ids):
-        if tokens.get(token_id) is None or token_id >= declared:
-            where.setdefault(token_id, []).append(p)
-    if not where:
+    unmapped = {i for i in set(ids) if tokens.get(i) is None or i >= declared}
+    if not unmapped:
         return []
+    where: dict[int, list[int]] = {}
+    for p in compress(range(len(ids)), map(unmapped.__contains__, ids)):
+        where.setdefault(ids[p], []).append(p)
     from tokaudit.backends.registry import load_backends
 
     # hf is the tokenizer replay already decodes with; the others are built only now that they are needed
@@ -194,24 +201,34 @@ def replay(
 
     findings: list[Finding] = _unmapped(model, ctx, ids)
 
-    # The stream's own bytes: does it end inside a character?
-    all_bytes = b"".join(ctx.tokens.data(i, options.skip_special_tokens) for i in list(prompt) + list(ids))
-    partial = incomplete_tail(all_bytes)
+    # The stream's own bytes: does it end inside a character? (a character is at most 4 bytes: the
+    # tail of the last tokens decides)
+    data, skip = ctx.tokens.data, options.skip_special_tokens
+    suffix = b""
+    for token_id in chain(reversed(ids), reversed(prompt)):
+        suffix = data(token_id, skip) + suffix
+        if len(suffix) >= 8:
+            break
+    partial = incomplete_tail(suffix)
 
     detoks = build_detokenizers(options.detokenizers, ctx, prompt)
     runs = []
     for d in detoks:
         t = time.perf_counter()
-        runs.append(run(d, steps))
+        r = run(d, steps)
+        if r.text == full:  # a run that agrees with the reference shares its text and ends (memory)
+            r.text = full
+        if r.ends == chars.ends:
+            r.ends = chars.ends  # type: ignore[assignment]
+        runs.append(r)
         seconds[d.name] = time.perf_counter() - t
     _dropped(runs, detoks, findings)
 
     if partial:
-        end = len(all_bytes) - len(partial)
-        acc, position = len(all_bytes), len(ids) - 1
+        from_end, position = 0, len(ids) - 1  # the token whose bytes begin the partial character
         while position > 0:
-            acc -= len(ctx.tokens.data(ids[position], options.skip_special_tokens))
-            if acc <= end:
+            from_end += len(data(ids[position], skip))
+            if from_end >= len(partial):
                 break
             position -= 1
         emitted = full.rstrip(REPLACEMENT)
@@ -222,11 +239,14 @@ def replay(
         findings += inv.replacement_findings(r, full.rstrip(REPLACEMENT) if partial else full, steps)
         findings += inv.rewritten_findings(r)
 
-    # Tool calls are parsed from the text with special tokens kept (parsers force that).
-    keep = full if not options.skip_special_tokens else _generated(
+    # Tool calls are parsed from the text with special tokens kept (parsers force that); it is the
+    # text already decoded unless special tokens were skipped.
+    specials = {i for i, token in tokenizer.get_added_tokens_decoder().items() if token.special}
+    skipped = options.skip_special_tokens and not specials.isdisjoint(chain(ids, prompt))
+    keep = full if not skipped else _generated(
         DecodeContext(tokenizer, False, ctx.tokens), prompt, ids, _prompt_text(DecodeContext(tokenizer, False, ctx.tokens), prompt, ids)
     )
-    keep_chars = chars if not options.skip_special_tokens else None
+    keep_chars = chars if not skipped else None
     calls = find_tool_calls(keep)
 
     def position_of(offset: int) -> int:
@@ -310,8 +330,7 @@ def step_summary(runs: Sequence[Run]) -> dict[str, dict[str, int]]:
     out = {}
     for r in runs:
         ends, held = r.ends, r.held
-        # ends never decrease: each step that emitted something adds one new value (C-level counts)
-        empty = len(ends) - (len(set(ends)) - (1 if ends and ends[0] == 0 else 0))
+        empty = sum(map(operator.eq, ends, chain((0,), ends)))  # steps whose end did not move
         out[r.name] = {"characters": len(r.text), "empty_steps": empty,
                        "holding_steps": len(held) - held.count(0), "max_held": max(held, default=0)}
     return out
@@ -330,7 +349,9 @@ class Timeline(LazyRows):
             pos = f.details.get("position")
             if isinstance(pos, int):
                 self.problems.setdefault(pos, []).append(f.name)
-        self.starts = array("q", accumulate((len(s) for s in steps), initial=0))
+        # where each step starts in the stream (steps of one id: step s starts at s)
+        self.starts: Sequence[int] = (range(len(steps) + 1) if isinstance(steps, Steps) and steps.single
+                                      else array("q", accumulate(map(len, steps), initial=0)))
         n = len(steps)
         if steps_option is not None:
             a, b = steps_option
@@ -359,7 +380,7 @@ class Timeline(LazyRows):
     def __iter__(self) -> Iterator[dict[str, Any]]:
         get = self.ctx.tokens.get
         chunks = [(r.name, r.chunks) for r in self.runs]
-        held = [(r.name, r.held) for r in self.runs]
+        runs = self.runs
         problems = self.problems
         for a, b in self.ranges:
             for s in range(a, b):
@@ -374,7 +395,7 @@ class Timeline(LazyRows):
                     "bytes_hex": [t[0].hex() if t is not None else None for t in token_bytes],
                     "special": [bool(t and t[1]) for t in token_bytes],
                     "chunks": {name: c[s] for name, c in chunks},
-                    "held": {name: h[s] if s < len(h) else 0 for name, h in held},
+                    "held": {r.name: r.held_at(s) for r in runs},
                     "problems": sorted(set(here)),
                 }
 

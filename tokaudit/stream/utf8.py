@@ -5,7 +5,7 @@ from __future__ import annotations
 import codecs
 import operator
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable
 from itertools import accumulate, compress
 
 
@@ -69,12 +69,13 @@ def character_starts(data: bytes) -> int:
 
 
 def decode_at_cuts(
-    data: bytes, held: int, lengths: Sequence[int], starts: Sequence[int], emitted: int = 0
+    data: bytes, held: int, lengths: Iterable[int], starts: Iterable[int], emitted: int = 0, held_after: bool = True
 ) -> tuple[str, array, array, bytes] | None:
     """What an incremental UTF-8 decoder emits when, holding the first ``held`` bytes of ``data``, it is
     fed the rest in pieces of ``lengths`` bytes (``starts``: the characters each piece begins, see
     :func:`character_starts`): the text, the characters emitted so far after each piece (counted from
-    ``emitted``), the bytes held after each piece, and the bytes held at the end.
+    ``emitted``), the bytes held after each piece (empty unless ``held_after``), and the bytes held at
+    the end.
 
     The same answer as feeding a ``codecs`` incremental decoder piece by piece, in C-level passes
     instead of a call per piece. None when ``data`` is not valid UTF-8 up to an unfinished last
@@ -86,15 +87,15 @@ def decode_at_cuts(
         return None
     # flags[c] == 1: a cut before byte c falls inside a character (past the end: inside the unfinished tail)
     flags = data.translate(_CONTINUATION) + (b"\x01" if tail else b"\x00")
-    cuts = list(accumulate(lengths, initial=held))
+    cuts = array("q", accumulate(lengths, initial=held))  # an array: a list of 1M ints costs 36 MB
     del cuts[0]
     inside = bytes(map(flags.__getitem__, cuts))
     begun = accumulate(starts, initial=emitted + (1 if held else 0))
     next(begun)
     ends = array("q", map(operator.sub, begun, inside))
-    held_after = array("q", [0]) * len(cuts)
+    holding = array("I", [0]) * len(cuts) if held_after else array("I")
     back = flags.rfind
-    for k in compress(range(len(cuts)), inside):
+    for k in compress(range(len(cuts)), inside) if held_after else ():
         c = cuts[k]
-        held_after[k] = c - back(0, 0, c)  # back to the byte that began the character
-    return text, ends, held_after, tail
+        holding[k] = c - back(0, 0, c)  # back to the byte that began the character
+    return text, ends, holding, tail
