@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -42,10 +44,17 @@ def rule(code: str, name: str, severity: Severity, summary: str, *, deep: bool =
 
 def all_rules() -> list[Rule]:
     """Every registered rule, in code order (importing the rule modules registers them)."""
-    from tokaudit.checks import artifact_rules, empty_tokens, id_rules, id_space, special_tokens, token_classes  # noqa: F401
-    from tokaudit.template import rules as _template_rules  # noqa: F401 - the TA8xx family
-    from tokaudit.checks import pattern_rules  # noqa: F401 - TA305
-
+    first = "tokaudit.checks.pattern_rules" not in sys.modules
+    if first:  # the first call imports the rule modules: no collection while they load (see cli/app.py)
+        gc.disable()
+    try:
+        from tokaudit.checks import artifact_rules, empty_tokens, id_rules, id_space, special_tokens, token_classes  # noqa: F401
+        from tokaudit.template import rules as _template_rules  # noqa: F401 - the TA8xx family
+        from tokaudit.checks import pattern_rules  # noqa: F401 - TA305
+    finally:
+        if first:
+            gc.freeze()
+            gc.enable()
     return sorted(RULES.values(), key=lambda r: r.code)
 
 
