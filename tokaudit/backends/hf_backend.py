@@ -14,6 +14,7 @@ from typing import Any
 
 from tokaudit.artifacts.base import read_text, serde_error_path
 from tokaudit.artifacts.text_files import unknown_merges
+from tokaudit.artifacts.tokenizer_json import TokenizerJson
 from tokaudit.backends.base import BackendUnavailable
 from tokaudit.backends.pattern import Pattern, onig_pattern
 from tokaudit.backends.vocab import ByteVocab
@@ -116,6 +117,60 @@ def tokenizer_from_ranks(vocab: ByteVocab, pattern: Pattern | None, *, decode_on
     return tok
 
 
+#: The keys of a BPE model in tokenizer.json; a model with any other goes through tokenizers' own parser.
+_BPE_OPTIONS = ("dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk", "byte_fallback", "ignore_merges")
+_ADDED_FLAGS = ("single_word", "lstrip", "rstrip", "normalized", "special")
+
+
+def tokenizer_from_parsed(tj: TokenizerJson) -> Any | None:
+    """The tokenizer of a BPE tokenizer.json, built from the JSON tokaudit already parsed; None when that
+    could differ from ``Tokenizer.from_str`` of the file (then the caller lets tokenizers parse it).
+
+    Gemma 3's file is 33 MB, so a second parse cost ~1.5 CPU-s: here only the small components go through
+    from_str (in a shell without vocabulary or added tokens), the BPE is built from the parsed vocabulary
+    and merges (the constructor from_str uses too), and the added tokens are registered in file order, as
+    tokenizers' deserializer does. Each added token must come back at its declared id."""
+    import json
+
+    from tokenizers import AddedToken, Tokenizer, models
+
+    data, model = tj.raw, tj.raw.get("model")
+    if tj.model_type != "BPE" or not isinstance(model, dict) or model.get("type") != "BPE":
+        return None
+    if set(model) - {"type", "vocab", "merges", *_BPE_OPTIONS}:
+        return None
+    vocab, merges, added = model.get("vocab"), model.get("merges"), data.get("added_tokens") or []
+    if not isinstance(vocab, dict) or not isinstance(merges, list) or not isinstance(added, list):
+        return None
+    kinds = set(map(type, merges))
+    if kinds == {str}:  # "a b": exactly one space in each, so any way of splitting agrees
+        if set(map(str.count, merges, repeat(" "))) != {1}:
+            return None
+        pairs = list(map(tuple, map(str.split, merges, repeat(" "))))
+    elif kinds <= {list}:
+        pairs = list(map(tuple, merges))
+    else:
+        return None
+    tokens = []
+    for item in added:
+        if not (isinstance(item, dict) and isinstance(item.get("content"), str) and type(item.get("id")) is int
+                and all(type(item.get(flag)) is bool for flag in _ADDED_FLAGS)):
+            return None
+        tokens.append(AddedToken(item["content"], **{flag: item[flag] for flag in _ADDED_FLAGS}))
+    shell = {**data, "added_tokens": [], "model": {"type": "BPE", "vocab": {}, "merges": []}}
+    try:
+        tok = Tokenizer.from_str(json.dumps(shell))
+        tok.model = models.BPE(vocab=vocab, merges=pairs, **{k: model[k] for k in _BPE_OPTIONS if model.get(k) is not None})
+        tok.add_tokens(tokens)
+        if any(tok.token_to_id(item["content"]) != item["id"] for item in added):
+            return None
+    except BaseException as exc:  # noqa: BLE001 - anything tokenizers refuses (a Rust panic too): let it parse the file
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        return None
+    return tok
+
+
 def tokenizer_from_vocab_files(model: TokenizerModel) -> tuple[Any, str] | None:
     """What transformers builds from the slow files: GPT-2 byte-level BPE from vocab.json + merges.txt,
     or BERT WordPiece (lower-casing, as BertTokenizer does by default) from vocab.txt."""
@@ -180,6 +235,9 @@ class HFBackend:
 
         tj = model.artifacts.tokenizer_json
         if tj is not None:
+            parsed = tokenizer_from_parsed(tj)  # what from_str gives, without parsing the file a second time
+            if parsed is not None:
+                return cls(parsed, tj.name)
             try:
                 # from the text scan parsed (BOM stripped), not from_file: serde rejects a BOM-prefixed file
                 return cls(Tokenizer.from_str(read_text(tj.path)), tj.name)

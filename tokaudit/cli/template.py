@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -24,6 +27,22 @@ from tokaudit.cli.common import (
     emit,
     handle_errors,
 )
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Parsing a large tokenizer.json allocates millions of containers and no reference cycles: the cyclic
+    collector scanned them over and over (six full collections, ~0.6 s of Gemma 3's run). Paused while the
+    model loads and renders, then what is still alive is frozen (never scanned again) rather than left as
+    one 0.4 s young generation for the next collection."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was:
+            gc.enable()
 
 
 def template(
@@ -62,7 +81,8 @@ def template(
         validate(cli_ignore, known, "--ignore")
         selection = Selection(cli_select, cli_ignore)
         options = TemplateOptions(engines=parse_engine_list(engine), messages=messages, tools=tools, template=template_file)
-        model = load_model(target, revision)
-        result, findings = template_model(model, options)
+        with _collector_paused():
+            model = load_model(target, revision)
+            result, findings = template_model(model, options)
         findings = [f for f in findings if selection.chosen(f.code, f.name)]
         emit(Report("template", [result], findings), fmt, output, fail_on, quiet, color)

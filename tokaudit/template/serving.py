@@ -81,13 +81,20 @@ class ServingEncoder:
         tj = self.model.artifacts.tokenizer_json
         if tj is not None:
             from tokaudit.backends.base import call
+            from tokaudit.backends.hf_backend import tokenizer_from_parsed
             from tokenizers import Tokenizer
 
-            out = call(Tokenizer.from_file, str(tj.path))
-            if not out.ok:
-                self.error = f"tokenizers cannot load {tj.name}: {out.describe()}"
-                return
-            tok = out.value
+            # from what load_model parsed (the same tokenizer, without parsing 33 MB again for Gemma 3), but
+            # a file with a BOM goes to from_file, which refuses it as the serving stacks' loaders do
+            with tj.path.open("rb") as f:
+                bom = f.read(3) == b"\xef\xbb\xbf"
+            tok = None if bom else tokenizer_from_parsed(tj)
+            if tok is None:
+                out = call(Tokenizer.from_file, str(tj.path))
+                if not out.ok:
+                    self.error = f"tokenizers cannot load {tj.name}: {out.describe()}"
+                    return
+                tok = out.value
             self._encode = lambda text: tok.encode(text, add_special_tokens=True).ids
             self.name = f"hf ({tj.name}, add_special_tokens)"
             return
