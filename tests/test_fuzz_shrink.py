@@ -26,3 +26,31 @@ def test_fast_shrinking_equals_the_straightforward_one(kimi):
         got = [(f.cls, f.sequence, f.reproducer, f.outcome.describe()) for f in run.failures]
         assert got == expected
         assert len(got) > 500 and all(len(f.reproducer) == 1 for f in run.failures)
+
+
+def test_the_collector_is_paused_only_while_a_backend_is_fuzzed(kimi):
+    import gc
+
+    model, backends = kimi
+    seqs, _ = sequences(model, FuzzOptions(iterations=50, seed=2))
+    seen: list[bool] = []
+
+    def decode(ids: list[int]) -> str:
+        seen.append(gc.isenabled())
+        return backends[0].backend.decode(ids)
+
+    class Probe:
+        name = "probe"
+
+    probe = Probe()
+    probe.decode = decode  # type: ignore[attr-defined]
+    assert gc.isenabled()
+    run = fuzz_backend(probe, seqs, model.checked_size)  # type: ignore[arg-type]
+    assert gc.isenabled() and seen and not any(seen)
+    assert len(run.failures) == sum(1 for s in seqs if call(backends[0].backend.decode, s).error_type)
+    gc.disable()
+    try:
+        fuzz_backend(probe, seqs, model.checked_size)  # type: ignore[arg-type]
+        assert not gc.isenabled()  # a caller's own pause is kept
+    finally:
+        gc.enable()
