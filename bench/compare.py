@@ -8,7 +8,8 @@ The corpus is seeded text: the built-in corpus's fixed texts and generators (no 
 shuffled and repeated, one case per line. Compare's wall time includes loading the backends,
 building the corpus, every comparison, the unknown-id table and the JSON-able result; the
 baseline is only `encode_batch` + `decode_batch` of every backend (decode-only backends decode the
-first encoder's ids). Prints both (median of N runs) and the ratio (target: <= 1.3), then each
+first encoder's ids). Prints both (median of N runs) and the ratio (target: <= 1.3), the same in
+CPU seconds of all threads (steadier than wall time on a shared machine), then each
 backend's load seconds (as compare measured them) beside its encode/decode throughput (MB/s of
 corpus, decode throughput counted on the same corpus's ids).
 
@@ -48,13 +49,13 @@ def make_corpus(path: Path, specials: list[str], megabytes: float, seed: int = 0
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
 
 
-def baseline(target: str, names: list[str], texts: list[str], per_backend: dict | None = None) -> float:
-    """Each backend's own batch encode + decode of the corpus, summed; ``per_backend`` collects
-    name -> [encode seconds, decode seconds] runs."""
+def baseline(target: str, names: list[str], texts: list[str], per_backend: dict | None = None) -> tuple[float, float]:
+    """Each backend's own batch encode + decode of the corpus, summed (wall, CPU seconds); ``per_backend``
+    collects name -> [encode seconds, decode seconds] runs."""
     loaded = [lb.backend for lb in load_backends(load_model(target), names) if lb.backend is not None]
-    total, first_ids = 0.0, None
+    total, cpu, first_ids = 0.0, 0.0, None
     for b in [b for b in loaded if can_encode(b)] + [b for b in loaded if not can_encode(b)]:
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         if can_encode(b):
             ids = encode_batch(b, texts)
             first_ids = first_ids or ids
@@ -63,9 +64,10 @@ def baseline(target: str, names: list[str], texts: list[str], per_backend: dict 
         encoded = time.perf_counter()
         decode_batch(b, ids)
         total += time.perf_counter() - start
+        cpu += time.process_time() - cpu_start
         if per_backend is not None:
             per_backend.setdefault(b.name, []).append((encoded - start if can_encode(b) else None, time.perf_counter() - encoded))
-    return total
+    return total, cpu
 
 
 def fastokens_vs_tokenizers(tokenizer_json: Path, texts: list[str], runs: int) -> None:
@@ -136,20 +138,25 @@ def main() -> None:
                 fastokens_vs_tokenizers(tj.path, texts, args.runs)
             return
         options = CompareOptions(backends=names, corpora=[corpus], builtin=False)
-        walls, bases, loads, per_backend = [], [], {}, {}
+        walls, bases, cpus, base_cpus, loads, per_backend = [], [], [], [], {}, {}
         for _ in range(args.runs):
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             result, _findings = compare_model(load_model(args.target), options)
             walls.append(time.perf_counter() - start)
+            cpus.append(time.process_time() - cpu_start)
             for b in result.data["backends"]:
                 loads.setdefault(b["name"], []).append(b.get("load_seconds") or 0.0)
-            bases.append(baseline(args.target, names, texts, per_backend))
+            base_wall, base_cpu = baseline(args.target, names, texts, per_backend)
+            bases.append(base_wall)
+            base_cpus.append(base_cpu)
     used = [b["name"] for b in result.data["backends"] if b["available"]]
     wall, base = statistics.median(walls), statistics.median(bases)
     print(f"corpus: {result.data['corpus']['bytes'] / 1e6:.2f} MB, {result.data['corpus']['cases']} cases; backends: {', '.join(used)}")
     print(f"compare wall time:                 {wall:.3f} s (median of {args.runs})")
     print(f"sum of own batch encode + decode:  {base:.3f} s")
     print(f"ratio: {wall / base:.2f} (target <= 1.3)")
+    cpu, base_cpu = statistics.median(cpus), statistics.median(base_cpus)
+    print(f"CPU seconds (all threads): compare {cpu:.3f}, own batch calls {base_cpu:.3f}, ratio {cpu / base_cpu:.2f}")
     size = result.data["corpus"]["bytes"] / 1e6
     print(f"per backend (medians of {args.runs}; load inside compare, throughput of its own batch calls):")
     print(f"  {'backend':<18} {'load s':>7} {'encode MB/s':>12} {'decode MB/s':>12}")
