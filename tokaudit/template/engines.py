@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -118,34 +119,60 @@ class _Failed:
 # --------------------------------------------------------------------------- jinja2
 
 
+class _Watchdog:
+    """One daemon thread for every render of the process: it raises ``_Timeout`` inside each rendering
+    thread whose deadline passed (a ``threading.Timer`` per render started a thread 20 times per template)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._armed: dict[int, tuple[float, dict[str, Any]]] = {}
+        self._thread: threading.Thread | None = None
+
+    def arm(self, seconds: float) -> dict[str, Any]:
+        state: dict[str, Any] = {"tid": ctypes.c_ulong(threading.get_ident()), "fired": False}
+        with self._cond:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="tokaudit-render-watchdog", daemon=True)
+                self._thread.start()
+            self._armed[id(state)] = (time.monotonic() + seconds, state)
+            self._cond.notify()
+        return state
+
+    def disarm(self, state: dict[str, Any]) -> None:
+        """After this no ``_Timeout`` reaches the thread: one already sent but not yet raised is cleared."""
+        with self._cond:
+            self._armed.pop(id(state), None)
+            if state["fired"]:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(state["tid"], None)
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                for key, (deadline, state) in list(self._armed.items()):
+                    if deadline <= now:
+                        del self._armed[key]
+                        state["fired"] = True
+                        ctypes.pythonapi.PyThreadState_SetAsyncExc(state["tid"], ctypes.py_object(_Timeout))
+                nearest = min((deadline for deadline, _ in self._armed.values()), default=None)
+                self._cond.wait(None if nearest is None else max(nearest - now, 0.0))
+
+
+_WATCHDOG = _Watchdog()
+
+
 def _with_deadline(fn: Callable[[], str], seconds: float) -> str:
-    """Run ``fn`` in this thread; after ``seconds`` a watchdog raises ``_Timeout`` inside it.
+    """Run ``fn`` in this thread; after ``seconds`` the watchdog raises ``_Timeout`` inside it.
 
     Jinja2 templates compile to Python code, so an asynchronous exception stops any loop at its
     next bytecode. A pending exception that arrives after ``fn`` returned is cleared.
     """
-    tid = ctypes.c_ulong(threading.get_ident())
-    lock = threading.Lock()
-    state = {"done": False, "fired": False}
-
-    def fire() -> None:
-        with lock:
-            if not state["done"]:
-                state["fired"] = True
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(tid, ctypes.py_object(_Timeout))
-
-    timer = threading.Timer(seconds, fire)
-    timer.daemon = True
-    timer.start()
+    state = _WATCHDOG.arm(seconds)
     try:
         try:
             return fn()
         finally:
-            with lock:
-                state["done"] = True
-                if state["fired"]:
-                    ctypes.pythonapi.PyThreadState_SetAsyncExc(tid, None)
-            timer.cancel()
+            _WATCHDOG.disarm(state)
     except _Timeout:
         raise BudgetExceeded(f"render took longer than {seconds:g} s") from None
 
