@@ -16,10 +16,21 @@ from tokaudit.oncall.explain import backend_names
 KIMI = FIXTURES / "kimi-k2.5"
 
 
-def test_default_backends_leave_transformers_out():
-    assert backend_names(None, False) == ["tiktoken", "hf", "sentencepiece", "fastokens", "reference", "strict"]
-    assert backend_names(None, True)[-2:] == ["transformers-fast", "transformers-slow"]
-    assert backend_names("hf,transformers-fast", False) == ["hf", "transformers-fast"]
+def test_default_backends_leave_transformers_and_fastokens_out():
+    assert backend_names(None, False) == ["tiktoken", "hf", "sentencepiece", "reference", "strict"]
+    assert backend_names(None, True) == ["tiktoken", "hf", "sentencepiece", "fastokens", "reference", "strict",
+                                         "transformers-fast", "transformers-slow"]
+    assert backend_names("hf,transformers-fast,fastokens", False) == ["hf", "transformers-fast", "fastokens"]
+
+
+def test_explain_on_a_tokenizer_json_model_loads_fastokens_only_when_asked():
+    llama = FIXTURES / "spm-llama-like"
+    default = json.loads(run_cli("explain", llama, "3", "--format", "json", "--quiet").stdout)
+    assert [b["name"] for b in default["backends"]] == ["tiktoken", "hf", "sentencepiece", "reference", "strict"]
+    named = json.loads(run_cli("explain", llama, "3", "--backends", "hf,fastokens", "--format", "json", "--quiet").stdout)
+    assert [b["name"] for b in named["backends"]] == ["hf", "fastokens"]
+    # fastokens decodes with HF tokenizers from the same tokenizer.json: the hf row's answer
+    assert named["ids"][0]["backends"]["fastokens"] == named["ids"][0]["backends"]["hf"]
 
 
 def test_explain_on_kimi_by_default():

@@ -25,7 +25,7 @@ from tokaudit.cli.common import (
 BackendsOpt = Annotated[
     str | None,
     typer.Option("--backends", help="Comma-separated: tiktoken, hf, sentencepiece, fastokens, reference, strict, transformers-fast, transformers-slow "
-                 "(default: every backend the model supports but the transformers ones; see --all-backends)."),
+                 "(default: every backend the model supports; explain leaves fastokens and the transformers ones out, see --all-backends)."),
 ]
 PatStrOpt = Annotated[str | None, typer.Option("--pat-str", help="Pre-tokenizer regex, when the model declares none.")]
 TrustOpt = Annotated[
@@ -41,7 +41,7 @@ def explain(
     ],
     backends: BackendsOpt = None,
     all_backends: Annotated[
-        bool, typer.Option("--all-backends", help="Every backend, the transformers ones too (default: all but transformers).")
+        bool, typer.Option("--all-backends", help="Every backend, fastokens and the transformers ones too (default: all but those).")
     ] = False,
     pat_str: PatStrOpt = None,
     trust_remote_code: TrustOpt = False,

@@ -18,14 +18,16 @@ _INT = re.compile(r"[+-]?[0-9]+")  # ASCII digits only ("١٠٥" is text, not id
 
 def backend_names(value: str | None, all_backends: bool) -> list[str]:
     """``--backends`` / ``--all-backends``: by default every backend that applies except the
-    transformers ones (loading transformers is seconds an on-call question does not wait for)."""
+    transformers ones (loading transformers is seconds an on-call question does not wait for) and
+    fastokens (its decode is HF tokenizers on the same tokenizer.json, the ``hf`` row's answer, while
+    loading its encoder takes 10-25 s on a 150k-200k vocabulary)."""
     from tokaudit.backends.registry import DefaultBackends, parse_backend_list
 
     if value and all_backends:
         raise InputError("give --backends or --all-backends, not both", key="--all-backends")
     names = parse_backend_list(value)
     if isinstance(names, DefaultBackends) and not all_backends:
-        return DefaultBackends(n for n in names if not n.startswith("transformers-"))
+        return DefaultBackends(n for n in names if not n.startswith("transformers-") and n != "fastokens")
     return names
 
 
