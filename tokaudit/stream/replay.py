@@ -22,6 +22,7 @@ from tokaudit.report.rows import LazyRows
 from tokaudit.stream import invariants as inv
 from tokaudit.stream.detokenizers import (
     REPLACEMENT,
+    BytesDetok,
     DecodeContext,
     FEED_BLOCK,
     DecodeStreamDetok,
@@ -197,7 +198,6 @@ def replay(
     t = time.perf_counter()
     full = _generated(ctx, prompt, ids, prompt_text)
     seconds["full"] = time.perf_counter() - t
-    chars = inv.CharMap(_reference_chars(ctx, prompt, ids, full))
 
     findings: list[Finding] = _unmapped(model, ctx, ids)
 
@@ -212,16 +212,25 @@ def replay(
     partial = incomplete_tail(suffix)
 
     detoks = build_detokenizers(options.detokenizers, ctx, prompt)
-    runs = []
-    for d in detoks:
+    done: dict[int, Run] = {}
+    chars: inv.CharMap | None = None
+    # bytes first: when no decoder rule moved a byte, its text lengths per token are the reference's
+    for k in sorted(range(len(detoks)), key=lambda k: not isinstance(detoks[k], BytesDetok)):
+        d = detoks[k]
         t = time.perf_counter()
-        r = run(d, steps)
+        r = done[k] = run(d, steps)
+        if chars is None:
+            plain = isinstance(d, BytesDetok) and isinstance(steps, Steps) and steps.single and d.reproduces_table()
+            chars = inv.CharMap(r.ends if plain and len(r.text) + len(r.flush) == len(full)
+                                else _reference_chars(ctx, prompt, ids, full))
         if r.text == full:  # a run that agrees with the reference shares its text and ends (memory)
             r.text = full
         if r.ends == chars.ends:
             r.ends = chars.ends  # type: ignore[assignment]
-        runs.append(r)
         seconds[d.name] = time.perf_counter() - t
+    runs = [done[k] for k in range(len(detoks))]
+    if chars is None:
+        chars = inv.CharMap(_reference_chars(ctx, prompt, ids, full))
     _dropped(runs, detoks, findings)
 
     if partial:

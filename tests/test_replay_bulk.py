@@ -1,0 +1,146 @@
+"""replay's bulk paths compute what the step-by-step algorithms compute: UTF-8 decoding at cuts
+against ``codecs``' incremental decoder, ``bytes`` and ``decodestream`` over a flat stream against
+their per-step loops, ``offsets`` against the TGI/vLLM algorithm written out plainly, and the bytes
+run's text lengths against the reference computed from the table's bytes."""
+
+from __future__ import annotations
+
+import codecs
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import FIXTURES
+from tokaudit.scan import load_model
+from tokaudit.stream.detokenizers import INITIAL_OFFSET, REPLACEMENT, build_detokenizers, run
+from tokaudit.stream.readers import Stream, read_stream
+from tokaudit.stream.replay import _generated, _reference_chars, decode_context, load_tokenizer
+from tokaudit.stream.utf8 import character_starts, decode_at_cuts
+
+STREAMS = FIXTURES / "streams"
+KIMI = FIXTURES / "kimi-k2.5"
+CASES = [
+    (KIMI, "kimi-toolcall.json"),
+    (KIMI, "kimi-toolcall-cut.json"),
+    (KIMI, "kimi-unmapped.json"),
+    (FIXTURES / "tiny-tiktoken", "tiny-capture.sse"),
+    (STREAMS / "byte-fallback", "byte-fallback.json"),
+]
+
+
+def _incremental(held: bytes, pieces: list[bytes]) -> tuple[str, list[int], list[int], bytes]:
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    decoder.decode(held)
+    text, ends, holding = "", [], []
+    for piece in pieces:
+        text += decoder.decode(piece)
+        ends.append(len(text))
+        holding.append(len(decoder.getstate()[0]))
+    return text, ends, holding, decoder.getstate()[0]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="ab é北🌶\u00a0—\ufffd", max_size=40), st.lists(st.integers(0, 200), max_size=12),
+       st.integers(0, 3), st.booleans())
+def test_decode_at_cuts_is_the_incremental_decoder(text, cuts, held_cut, truncate):
+    data = text.encode()[:-1] if truncate and text else text.encode()
+    bounds = sorted({min(c, len(data)) for c in cuts}) + [len(data)]
+    pieces = [data[a:b] for a, b in zip([0, *bounds], bounds)]
+    # the decoder may already hold the start of the first character (its state after a previous block)
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    decoder.decode(pieces[0][:held_cut])
+    held = decoder.getstate()[0] if decoder.getstate()[0] == pieces[0][:held_cut] else b""
+    pieces[0] = pieces[0][len(held):]
+    expected = _incremental(held, pieces)
+    got = decode_at_cuts(held + b"".join(pieces), len(held), map(len, pieces), map(character_starts, pieces), 7)
+    assert got is not None  # valid UTF-8 apart from an unfinished last character
+    assert (got[0], [e - 7 for e in got[1]], list(got[2]), got[3]) == expected
+
+
+def test_decode_at_cuts_declines_invalid_utf8():
+    assert decode_at_cuts(b"a\xffb", 0, [1, 1, 1], [1, 1, 1]) is None
+    assert decode_at_cuts(b"\xe5a", 1, [1], [1]) is None  # a held lead byte the next byte does not continue
+
+
+@pytest.fixture(scope="module")
+def models():
+    cache = {}
+
+    def get(target):
+        if target not in cache:
+            model = load_model(str(target))
+            cache[target] = (model, load_tokenizer(model)[0])
+        return cache[target]
+
+    return get
+
+
+def _flat(path) -> Stream:
+    stream = read_stream(str(path))
+    return Stream(stream.format, stream.ids)  # one id per step: the bulk paths apply
+
+
+def _plain_offsets(ctx, ids: list[int]) -> list[str]:
+    """The TGI / vLLM incremental detokenizer as they write it: decode the window before and after the
+    new token, emit the difference unless it ends in U+FFFD, slide the window on emission."""
+    window: list[int] = []
+    prefix = read = 0
+    out = []
+    for token_id in ids:
+        window.append(token_id)
+        prefix_text = ctx.tokenizer.decode(window[prefix:read], ctx.skip_special_tokens)
+        new_text = ctx.tokenizer.decode(window[prefix:], ctx.skip_special_tokens)
+        if len(new_text) > len(prefix_text) and not new_text.endswith(REPLACEMENT):
+            out.append(new_text[len(prefix_text):])
+            prefix, read = read, len(window)
+        else:
+            out.append("")
+    return out
+
+
+@pytest.mark.parametrize("target,name", CASES, ids=[n for _, n in CASES])
+@pytest.mark.parametrize("skip", [True, False], ids=["skip", "keep"])
+def test_bulk_paths_equal_the_step_by_step_algorithms(models, target, name, skip):
+    model, tokenizer = models(target)
+    stream = _flat(STREAMS / name)
+    ids = list(stream.ids) * 3  # repeated: the memoised steps are hit, not only filled
+    stream = Stream("json", ids)
+    assert INITIAL_OFFSET == 5
+    for detok in ("offsets", "decodestream", "bytes", "naive"):
+        made = build_detokenizers([detok], decode_context(model, tokenizer, skip), ())
+        if not made:
+            continue
+        bulk = run(made[0], stream.steps)
+        looped = run(build_detokenizers([detok], decode_context(model, tokenizer, skip), ())[0], [(i,) for i in ids])
+        assert (list(bulk.chunks), list(bulk.held), bulk.held_bytes, bulk.flush) == \
+               (list(looped.chunks), list(looped.held), looped.held_bytes, looped.flush), detok
+        assert [e.to_json() for e in bulk.errors] == [e.to_json() for e in looped.errors], detok
+        if detok == "offsets":
+            assert list(bulk.chunks) == _plain_offsets(decode_context(model, tokenizer, skip), ids)
+
+
+@pytest.mark.parametrize("target,name", CASES, ids=[n for _, n in CASES])
+def test_bytes_run_reproducing_the_table_has_the_reference_lengths(models, target, name):
+    model, tokenizer = models(target)
+    stream = _flat(STREAMS / name)
+    ctx = decode_context(model, tokenizer, True)
+    detok = build_detokenizers(["bytes"], ctx, ())[0]
+    bytes_run = run(detok, stream.steps)
+    full = _generated(ctx, (), stream.ids, "")
+    reference = _reference_chars(ctx, (), stream.ids, full)
+    # byte-fallback's decoder turns <0xE5>-style pieces into bytes: not the table's spelling
+    assert detok.reproduces_table() is (name != "byte-fallback.json")
+    if detok.reproduces_table():
+        assert bytes_run.ends == reference
+
+
+def test_kimi_cut_stream_holds_the_partial_character_in_bulk(models):
+    """The cut tool call ends inside 境 (E5 A2 83): two bytes held after the last step, as the loop holds them."""
+    model, tokenizer = models(KIMI)
+    stream = _flat(STREAMS / "kimi-toolcall-cut.json")
+    manifest = json.loads((STREAMS / "manifest.json").read_text())["kimi-k2.5"]
+    bytes_run = run(build_detokenizers(["bytes"], decode_context(model, tokenizer, True), ())[0], stream.steps)
+    assert bytes_run.held_bytes == len(bytes.fromhex(manifest["cut_tail_hex"])) == 2
+    assert bytes_run.flush == "\ufffd"
