@@ -162,8 +162,8 @@ def test_kimi_subset_holds_the_asked_ids_and_says_so() -> None:
     # 256 single bytes + id 19180 (163600 is a gap: no rank); every special token
     assert len(tk.backend.encoding._mergeable_ranks) == 257
     assert len(tk.backend.encoding._special_tokens) == 23
-    expected = ("built from 257 of 163584 ranks (what the asked ids read, the 256 single bytes) and all 23 special tokens: "
-                "answers for the asked ids are the full build's, load_seconds is this build's")
+    expected = ("built from 257 of 163584 ranks (those decoding the asked ids reads, and the 256 single bytes) and all 23 "
+                "special tokens: its answers for decoding the asked ids are the full build's; load_seconds is this build's")
     assert (tk.subset, hf.subset, ref.subset, strict.subset) == (expected, expected, expected, None)
     assert "subset" not in strict.to_json() and tk.to_json()["subset"] == expected
 

@@ -33,13 +33,13 @@ class Subset:
     """What a restricted backend was built from, said in the output next to its load time."""
 
     vocab: ByteVocab
-    #: "the asked ids" or "the text"
+    #: "decoding the asked ids" or "encoding the text"
     purpose: str
     full_ranks: int
 
     def describe(self) -> str:
-        return (f"built from {len(self.vocab.ranks)} of {self.full_ranks} ranks (what {self.purpose} read, the 256 single bytes) "
-                f"and all {len(self.vocab.specials)} special tokens: answers for {self.purpose} are the full build's, "
+        return (f"built from {len(self.vocab.ranks)} of {self.full_ranks} ranks (those {self.purpose} reads, and the 256 single "
+                f"bytes) and all {len(self.vocab.specials)} special tokens: its answers for {self.purpose} are the full build's; "
                 "load_seconds is this build's")
 
 
@@ -62,7 +62,7 @@ def for_ids(vocab: ByteVocab, base: Mapping[int, bytes], ids: Iterable[int]) -> 
         token = base.get(i)
         if token is not None and ranks.get(token) == i:  # a repeated token's earlier ids are not in the ranks
             keep[token] = i
-    return Subset(ByteVocab(keep, vocab.specials), "the asked ids", len(vocab.ranks))
+    return Subset(ByteVocab(keep, vocab.specials), "decoding the asked ids", len(vocab.ranks))
 
 
 def for_text(vocab: ByteVocab, text: str) -> Subset | None:
@@ -83,4 +83,4 @@ def for_text(vocab: ByteVocab, text: str) -> Subset | None:
             rank = get(data[start:end])
             if rank is not None:
                 keep[data[start:end]] = rank
-    return Subset(ByteVocab(keep, vocab.specials), "the text", len(ranks))
+    return Subset(ByteVocab(keep, vocab.specials), "encoding the text", len(ranks))
