@@ -114,10 +114,26 @@ class DecodeContext:
         self.skip_special_tokens = skip_special_tokens
         self.tokens = tokens
         self.memo: dict[int, str] = {}
-        #: offsets' steps per (window, read offset, new id), see ``Offsets._transition``; and the text
-        #: of those that emit from a one-token window, per (window id, new id)
-        self.steps: dict[tuple[tuple[int, ...], int, int], tuple[str | None, tuple[int, ...], int, str | None]] = {}
+        #: offsets' memoised steps (see ``Offsets._tokens``): per (window, read offset), the steps by new id;
+        #: and the text of the steps that emit from a one-token window, per (window id, new id)
+        self.moves: dict[tuple[tuple[int, ...], int], dict[int, tuple[Any, ...]]] = {}
         self.pair_steps: dict[tuple[int, int], str] = {}
+        self.remembered = 0
+
+    def moves_from(self, window: tuple[int, ...], read: int) -> dict[int, tuple[Any, ...]] | None:
+        """The memoised steps from a state (None: the window is too long to memoise)."""
+        if len(window) >= WINDOW_MEMO:
+            return None
+        return self.moves.setdefault((window, read), {})
+
+    def remember(self, moves: dict[int, tuple[Any, ...]], token_id: int, step: tuple[Any, ...]) -> None:
+        """Memoise a step, at most WINDOW_MEMO_SIZE of them (then the memo starts again)."""
+        if self.remembered >= WINDOW_MEMO_SIZE:
+            self.moves.clear()
+            self.pair_steps.clear()
+            self.remembered = 0
+        moves[token_id] = step
+        self.remembered += 1
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(ids, self.skip_special_tokens)
@@ -220,11 +236,12 @@ class Offsets(Detokenizer):
     def _tokens(self, tokens: Sequence[int], position: int, track_held: bool) -> tuple[list[str], list[int]]:
         """The algorithm, one token at a time: the text emitted for each and the bytes held after it.
 
-        A step is a pure function of the window and the new id, so steps are memoised per (window,
-        read offset, id) in the context (windows of up to WINDOW_MEMO ids). The usual step, from a
-        one-token window with nothing held, is looked up for every id at once with a C-level ``map``
-        over (previous id, id) pairs; the loop takes the steps in between."""
-        skip, steps = self.ctx.skip_special_tokens, self.ctx.steps
+        A step is a pure function of the window and the new id, so steps are memoised: per state
+        (window, read offset; windows of up to WINDOW_MEMO ids) a dict from the new id to the step,
+        which links to the next state's dict. The usual step, from a one-token window with nothing
+        held, is looked up for every id at once with a C-level ``map`` over (previous id, id) pairs;
+        the loop takes the steps in between."""
+        skip, ctx = self.ctx.skip_special_tokens, self.ctx
         transition = self._transition
         table = self.ctx.tokens
         lengths, length = table.lengths(skip), table.length
@@ -235,10 +252,11 @@ class Offsets(Detokenizer):
         held: list[int] = [0] * len(tokens) if track_held else []
         # each step's memoised output were it taken from the one-token window [previous id]
         previous = window[0] if len(window) == 1 and read == 1 else -1
-        pair_steps = self.ctx.pair_steps
+        pair_steps = ctx.pair_steps
         found = list(map(pair_steps.get, zip(chain((previous,), tokens), tokens), repeat(None)))
         breaks = [j for j, out in enumerate(found) if out is None]
         b = 0
+        here = ctx.moves_from(window, read)
         n, k = len(tokens), 0
         while k < n:
             if read == 1 and len(window) == 1:
@@ -248,20 +266,18 @@ class Offsets(Detokenizer):
                 if end > k:  # a run of steps that emit from one-token windows
                     outs += found[k:end]
                     window, held_now, k = (tokens[end - 1],), 0, end
+                    here = ctx.moves_from(window, 1)
                     continue
             token_id = tokens[k]
-            key = (window, read, token_id)
-            step = steps.get(key)
+            step = here.get(token_id) if here is not None else None
             if step is None:
-                step = transition(window, read, token_id)
-                if len(window) < WINDOW_MEMO:
-                    if len(steps) >= WINDOW_MEMO_SIZE:
-                        steps.clear()
-                        pair_steps.clear()
-                    steps[key] = step
-                    if read == 1 and len(window) == 1 and step[0] is not None and step[3] is None:
-                        pair_steps[(window[0], token_id)] = step[0]
-            out, window, read, rewritten = step
+                out, next_window, next_read, rewritten = transition(window, read, token_id)
+                step = (out, next_window, next_read, ctx.moves_from(next_window, next_read), rewritten)
+                if here is not None:
+                    ctx.remember(here, token_id, step)
+                    if read == 1 and len(window) == 1 and out is not None and rewritten is None:
+                        pair_steps[(window[0], token_id)] = out
+            out, window, read, here, rewritten = step
             if rewritten is not None:
                 self.errors.append(StepError(position + k, token_id, "rewritten", rewritten))
             if out is None:
