@@ -9,6 +9,7 @@ compared with the full decode whatever the detokenizer was still holding.
 from __future__ import annotations
 
 import codecs
+import operator
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -115,9 +116,9 @@ class DecodeContext:
         self.tokens = tokens
         self.memo: dict[int, str] = {}
         #: offsets' memoised steps (see ``Offsets._tokens``): per (window, read offset), the steps by new id;
-        #: and the text of the steps that emit from a one-token window, per (window id, new id)
+        #: and the text of the steps that emit from a one-token window, per window id << 32 | new id
         self.moves: dict[tuple[tuple[int, ...], int], dict[int, tuple[Any, ...]]] = {}
-        self.pair_steps: dict[tuple[int, int], str] = {}
+        self.pair_steps: dict[int, str | None] = {}
         self.remembered = 0
 
     def moves_from(self, window: tuple[int, ...], read: int) -> dict[int, tuple[Any, ...]] | None:
@@ -233,6 +234,23 @@ class Offsets(Detokenizer):
             return new_text[len(prefix_text):], ids[read:], len(ids) - read, rewritten
         return None, ids, read, None
 
+    def _fill_pairs(self, keys: set[int]) -> None:
+        """Memoise the steps from a one-token window for the pairs ``keys`` (window id << 32 | new
+        id), their window decodes done in one ``decode_batch`` call: the text a step emits, or None
+        when it holds or rewrites (the loop then takes it step by step)."""
+        order = [key for key in keys if key >= 0]  # negative: no one-token window before the first id
+        if not order:
+            return
+        ctx = self.ctx
+        if len(ctx.pair_steps) + len(order) > WINDOW_MEMO_SIZE:
+            ctx.pair_steps.clear()
+        texts = ctx.tokenizer.decode_batch([[key >> 32, key & 0xFFFFFFFF] for key in order], ctx.skip_special_tokens)
+        decode_one, steps = ctx.decode_one, ctx.pair_steps
+        for key, new_text in zip(order, texts):
+            prefix_text = decode_one(key >> 32)
+            emits = len(new_text) > len(prefix_text) and new_text[-1] != REPLACEMENT and new_text.startswith(prefix_text)
+            steps[key] = new_text[len(prefix_text):] if emits else None
+
     def _tokens(self, tokens: Sequence[int], position: int, track_held: bool) -> tuple[list[str], list[int]]:
         """The algorithm, one token at a time: the text emitted for each and the bytes held after it.
 
@@ -253,7 +271,10 @@ class Offsets(Detokenizer):
         # each step's memoised output were it taken from the one-token window [previous id]
         previous = window[0] if len(window) == 1 and read == 1 else -1
         pair_steps = ctx.pair_steps
-        found = list(map(pair_steps.get, zip(chain((previous,), tokens), tokens), repeat(None)))
+        # (window id, new id) as one int: cheaper to make and hash than a tuple
+        keys = list(map(operator.or_, map(operator.lshift, chain((previous,), tokens), repeat(32)), tokens))
+        self._fill_pairs(set(keys).difference(pair_steps))
+        found = list(map(pair_steps.get, keys, repeat(None)))
         breaks = [j for j, out in enumerate(found) if out is None]
         b = 0
         here = ctx.moves_from(window, read)
@@ -275,8 +296,6 @@ class Offsets(Detokenizer):
                 step = (out, next_window, next_read, ctx.moves_from(next_window, next_read), rewritten)
                 if here is not None:
                     ctx.remember(here, token_id, step)
-                    if read == 1 and len(window) == 1 and out is not None and rewritten is None:
-                        pair_steps[(window[0], token_id)] = out
             out, window, read, here, rewritten = step
             if rewritten is not None:
                 self.errors.append(StepError(position + k, token_id, "rewritten", rewritten))
