@@ -196,6 +196,7 @@ def _fuzz_backend(
     # the one-id memo, read inline: this loop runs once per failure (70% of Kimi's sequences)
     memo, singles, one_id_class = shrinker.classes, shrinker.singles, shrinker.one_id_class
     append = run.failures.append
+    one_id: dict[int, list[int]] = {}  # one reproducer list per id, shared by the failures it reproduces (never mutated)
     for k, raised in zip(failed, types):
         # Usually one id of the sequence fails alone with the class the sequence raised: the first such
         # id is the reproducer (what Shrinker.single_reproducer returns), from the memo of one-id outcomes
@@ -206,7 +207,10 @@ def _fuzz_backend(
             if got is False:
                 got = one_id_class(i)
             if got == cls:
-                append(Failure(cls, seq, [i], singles[i], 0 <= i < size))
+                reproducer = one_id.get(i)
+                if reproducer is None:
+                    reproducer = one_id[i] = [i]
+                append(Failure(cls, seq, reproducer, singles[i], 0 <= i < size))
                 break
         else:
             _shrink_one(run, shrinker, seq, size)
