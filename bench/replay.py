@@ -110,6 +110,8 @@ def main() -> int:
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--formats", default="json,rich,sarif,junit,markdown,github")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--text", help="a UTF-8 file to encode for the streams instead of the repeated sample (e.g. a "
+                                   "concatenation of source files: distinct text, so memoised steps rarely hit)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     formats = args.formats.split(",")
@@ -118,9 +120,10 @@ def main() -> int:
     tokenizer, origin, build = loaded = load_tokenizer(model)
     print(f"target {args.target}: tokenizer {origin}, built in {build:.2f}s")
     target = Path(args.target)
+    text = Path(args.text).read_text(encoding="utf-8", errors="replace") if args.text else TEXT
     if (target / "tokenizer.json").is_file():
         raw, raw_name = [RAW_DECODESTREAM], "raw tokenizers DecodeStream loop"
-        unit = tokenizer.encode(TEXT, add_special_tokens=False).ids
+        unit = tokenizer.encode(text, add_special_tokens=False).ids
     else:
         from tokaudit.backends.registry import load_backends
 
@@ -128,7 +131,7 @@ def main() -> int:
         enc = load_backends(model, ["tiktoken"])[0].backend.encoding  # type: ignore[union-attr]
         raw, raw_name = [RAW_TIKTOKEN], "raw tiktoken incremental decode"
         pat = enc._pat_str
-        unit = enc.encode_ordinary(TEXT)
+        unit = enc.encode_ordinary(text)
     py = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
         files = {}

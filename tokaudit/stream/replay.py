@@ -223,10 +223,10 @@ def replay(
             plain = isinstance(d, BytesDetok) and isinstance(steps, Steps) and steps.single and d.reproduces_table()
             chars = inv.CharMap(r.ends if plain and len(r.text) + len(r.flush) == len(full)
                                 else _reference_chars(ctx, prompt, ids, full))
-        if r.text == full:  # a run that agrees with the reference shares its text and ends (memory)
+        if r.text == full:  # a run that agrees with the reference or another run shares their arrays (memory)
             r.text = full
-        if r.ends == chars.ends:
-            r.ends = chars.ends  # type: ignore[assignment]
+        r.ends = next((e for e in chain((chars.ends,), (o.ends for o in done.values())) if e == r.ends), r.ends)
+        r.held = next((h for h in (o.held for o in done.values()) if h == r.held), r.held)
         seconds[d.name] = time.perf_counter() - t
     runs = [done[k] for k in range(len(detoks))]
     if chars is None:
@@ -337,11 +337,15 @@ def step_summary(runs: Sequence[Run]) -> dict[str, dict[str, int]]:
     """Per detokenizer: characters emitted, steps that emitted nothing, steps ending with bytes held,
     the most bytes held."""
     out = {}
+    counted: dict[int, tuple[int, ...]] = {}  # runs that agree share their arrays: count them once
     for r in runs:
         ends, held = r.ends, r.held
-        empty = sum(map(operator.eq, ends, chain((0,), ends)))  # steps whose end did not move
-        out[r.name] = {"characters": len(r.text), "empty_steps": empty,
-                       "holding_steps": len(held) - held.count(0), "max_held": max(held, default=0)}
+        key = id(ends) << 64 | id(held)
+        if key not in counted:
+            counted[key] = (sum(map(operator.eq, ends, chain((0,), ends))),  # steps whose end did not move
+                            len(held) - held.count(0), max(held, default=0))
+        empty, holding, most = counted[key]
+        out[r.name] = {"characters": len(r.text), "empty_steps": empty, "holding_steps": holding, "max_held": most}
     return out
 
 
