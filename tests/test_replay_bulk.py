@@ -144,3 +144,22 @@ def test_kimi_cut_stream_holds_the_partial_character_in_bulk(models):
     bytes_run = run(build_detokenizers(["bytes"], decode_context(model, tokenizer, True), ())[0], stream.steps)
     assert bytes_run.held_bytes == len(bytes.fromhex(manifest["cut_tail_hex"])) == 2
     assert bytes_run.flush == "\ufffd"
+
+
+@pytest.mark.parametrize("name", ["kimi-toolcall.json", "kimi-toolcall-cut.json", "kimi-unmapped.json", "kimi-toolcall.jsonl"])
+def test_replay_with_the_stream_ids_subset_equals_the_full_rank_build(models, name):
+    """A tokenizer rebuilt from only the stream's ranks (+ bytes and specials) replays as the full build."""
+    from tokaudit.stream.replay import ReplayOptions, replay
+
+    model, _ = models(KIMI)
+    stream = read_stream(str(STREAMS / name))
+    options = ReplayOptions(["full", "offsets", "decodestream", "bytes", "naive"], prompt=tuple(stream.ids[:3]))
+    full_build = load_tokenizer(model)
+    subset = replay(model, stream, options)
+    whole = replay(model, stream, options, full_build)
+    assert "built from" in subset.data["tokenizer"]["origin"] and "of 163584 ranks" in subset.data["tokenizer"]["origin"]
+    for data in (subset.data, whole.data):
+        data.pop("tokenizer")
+        data["timeline"] = list(data["timeline"])
+    assert subset.data == whole.data
+    assert [f.to_json() for f in subset.findings] == [f.to_json() for f in whole.findings]

@@ -7,7 +7,7 @@ import operator
 import time
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from itertools import accumulate, chain, compress
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,14 +66,17 @@ class Replay:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def load_tokenizer(model: TokenizerModel) -> tuple[Any, str, float]:
-    """The ``tokenizers.Tokenizer`` replay decodes with (tokenizer.json, or rebuilt from the ranks)."""
+def load_tokenizer(model: TokenizerModel, ids: Collection[int] | None = None) -> tuple[Any, str, float]:
+    """The ``tokenizers.Tokenizer`` replay decodes with (tokenizer.json, or rebuilt from the ranks). With
+    ``ids`` (every id the replay decodes), one rebuilt from ranks holds only their entries (see
+    :mod:`tokaudit.backends.subset`): it decodes any sequence of them as the full build does."""
     from tokaudit.backends.registry import load_backends
 
-    loaded = load_backends(model, ["hf"], decode_only=True)[0]  # replay only decodes: no pattern needed
+    loaded = load_backends(model, ["hf"], decode_only=True, for_ids=ids)[0]  # replay only decodes: no pattern needed
     if loaded.backend is None:
         raise InputError(f"cannot build a tokenizer to replay with: {loaded.unavailable}", file=model.target)
-    return loaded.backend.tokenizer, loaded.backend.origin, loaded.load_seconds  # type: ignore[attr-defined]
+    origin = loaded.backend.origin + (f"; {loaded.subset}" if loaded.subset else "")  # type: ignore[attr-defined]
+    return loaded.backend.tokenizer, origin, loaded.load_seconds  # type: ignore[attr-defined]
 
 
 def decode_context(model: TokenizerModel, tokenizer: Any, skip_special_tokens: bool) -> DecodeContext:
@@ -189,7 +192,7 @@ def replay(
 ) -> Replay:
     """Replay ``stream``; ``loaded`` is a :func:`load_tokenizer` result to reuse (benchmarks, tests)."""
     started = time.perf_counter()
-    tokenizer, origin, load_seconds = loaded or load_tokenizer(model)
+    tokenizer, origin, load_seconds = loaded or load_tokenizer(model, set(chain(stream.ids, options.prompt)))
     ctx = decode_context(model, tokenizer, options.skip_special_tokens)
     ids, steps, prompt = stream.ids, stream.steps, options.prompt
     seconds: dict[str, float] = {"tokenizer": load_seconds}
