@@ -117,7 +117,7 @@ def main() -> int:
     formats = args.formats.split(",")
 
     model = load_model(args.target)
-    tokenizer, origin, build = loaded = load_tokenizer(model)
+    tokenizer, origin, build, _ = loaded = load_tokenizer(model)
     print(f"target {args.target}: tokenizer {origin}, built in {build:.2f}s")
     target = Path(args.target)
     text = Path(args.text).read_text(encoding="utf-8", errors="replace") if args.text else TEXT

@@ -77,7 +77,7 @@ def straightforward_timeline(model, tokenizer, stream, findings):
 
 @pytest.mark.parametrize(("target", "name"), CASES)
 def test_steps_all_is_the_whole_timeline(models, target, name):
-    model, (tokenizer, _, _) = models(target)
+    model, (tokenizer, *_) = models(target)
     out = run_cli("replay", target, STREAMS / name, "--steps", "all", "--format", "json", "--quiet")
     assert out.exit_code in (0, 1), out.stderr
     doc = json.loads(out.stdout)

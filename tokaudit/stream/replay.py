@@ -10,7 +10,7 @@ from bisect import bisect_right
 from collections.abc import Collection, Iterator, Sequence
 from itertools import accumulate, chain, compress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from tokaudit.backends.base import call
 from tokaudit.errors import InputError
@@ -66,7 +66,15 @@ class Replay:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def load_tokenizer(model: TokenizerModel, ids: Collection[int] | None = None) -> tuple[Any, str, float]:
+class LoadedTokenizer(NamedTuple):
+    tokenizer: Any
+    origin: str
+    load_seconds: float
+    #: set when rebuilt from ranks with only the entries of the ids replayed (see load_tokenizer)
+    subset: str | None = None
+
+
+def load_tokenizer(model: TokenizerModel, ids: Collection[int] | None = None) -> LoadedTokenizer:
     """The ``tokenizers.Tokenizer`` replay decodes with (tokenizer.json, or rebuilt from the ranks). With
     ``ids`` (every id the replay decodes), one rebuilt from ranks holds only their entries (see
     :mod:`tokaudit.backends.subset`): it decodes any sequence of them as the full build does."""
@@ -75,8 +83,7 @@ def load_tokenizer(model: TokenizerModel, ids: Collection[int] | None = None) ->
     loaded = load_backends(model, ["hf"], decode_only=True, for_ids=ids)[0]  # replay only decodes: no pattern needed
     if loaded.backend is None:
         raise InputError(f"cannot build a tokenizer to replay with: {loaded.unavailable}", file=model.target)
-    origin = loaded.backend.origin + (f"; {loaded.subset}" if loaded.subset else "")  # type: ignore[attr-defined]
-    return loaded.backend.tokenizer, origin, loaded.load_seconds  # type: ignore[attr-defined]
+    return LoadedTokenizer(loaded.backend.tokenizer, loaded.backend.origin, loaded.load_seconds, loaded.subset)  # type: ignore[attr-defined]
 
 
 def decode_context(model: TokenizerModel, tokenizer: Any, skip_special_tokens: bool) -> DecodeContext:
@@ -188,11 +195,11 @@ def _not_applicable(names: Sequence[str], ctx: DecodeContext) -> list[dict[str, 
 
 
 def replay(
-    model: TokenizerModel, stream: Stream, options: ReplayOptions, loaded: tuple[Any, str, float] | None = None
+    model: TokenizerModel, stream: Stream, options: ReplayOptions, loaded: LoadedTokenizer | None = None
 ) -> Replay:
     """Replay ``stream``; ``loaded`` is a :func:`load_tokenizer` result to reuse (benchmarks, tests)."""
     started = time.perf_counter()
-    tokenizer, origin, load_seconds = loaded or load_tokenizer(model, set(chain(stream.ids, options.prompt)))
+    tokenizer, origin, load_seconds, subset = loaded or load_tokenizer(model, set(chain(stream.ids, options.prompt)))
     ctx = decode_context(model, tokenizer, options.skip_special_tokens)
     ids, steps, prompt = stream.ids, stream.steps, options.prompt
     seconds: dict[str, float] = {"tokenizer": load_seconds}
@@ -294,7 +301,7 @@ def replay(
     data = {
         "stream": {"format": stream.format, "tokens": len(ids), "steps": len(steps), "prompt_tokens": len(prompt),
                    "skip_special_tokens": options.skip_special_tokens},
-        "tokenizer": {"origin": origin, "load_seconds": round(load_seconds, 4)},
+        "tokenizer": {"origin": origin, "load_seconds": round(load_seconds, 4), **({"subset": subset} if subset else {})},
         "text": full,
         "detokenizers": ([{"name": "full", "text": full, "held_bytes": 0, "errors": [], "flush": ""}]
                          if "full" in options.detokenizers else []) + [inv.detokenizer_json(r) for r in runs]
