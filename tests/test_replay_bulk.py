@@ -163,3 +163,30 @@ def test_replay_with_the_stream_ids_subset_equals_the_full_rank_build(models, na
         data["timeline"] = list(data["timeline"])
     assert subset.data == whole.data
     assert [f.to_json() for f in subset.findings] == [f.to_json() for f in whole.findings]
+
+
+def test_a_stream_that_never_completes_a_character_stalls_offsets_and_decodestream_in_linear_time(tmp_path):
+    """20,000 copies of a lone continuation byte (Kimi id 128, b'\\x80'): every window decode ends in
+    U+FFFD, so offsets and DecodeStream would hold forever and re-decode a growing window (quadratic:
+    this took 509 s). Both are reported stalled at the 256th id and not stepped further."""
+    import subprocess
+    import sys
+
+    from tokaudit.stream.detokenizers import STALL_IDS
+
+    model = load_model(str(KIMI))
+    assert model.artifacts.tiktoken.by_id[128] == b"\x80"
+    stream = tmp_path / "stall.json"
+    stream.write_text(json.dumps([128] * 20_000))
+    # the timeout only guards the quadratic case (about 1 s here; budgets are not benchmarks)
+    proc = subprocess.run([sys.executable, "-m", "tokaudit", "replay", str(KIMI), str(stream), "--format", "json"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    stalls = {(f["details"]["detokenizer"], f["details"]["position"]) for f in doc["findings"] if f["code"] == "TA510"}
+    assert stalls == {("offsets", STALL_IDS - 1), ("decodestream", STALL_IDS - 1)}
+    assert {f["severity"] for f in doc["findings"] if f["code"] == "TA510"} == {"warning"}
+    runs = {d["name"]: d for d in doc["detokenizers"]}
+    for name in ("offsets", "decodestream"):  # everything held is released at the end, as the full decode has it
+        assert runs[name]["text"] == "" and runs[name]["text"] + runs[name]["flush"] == doc["text"] == "\ufffd" * 20_000
+        assert runs[name]["held_bytes"] == 20_000

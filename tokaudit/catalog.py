@@ -49,6 +49,7 @@ _ROWS = (
     ("TA507", "tool-call-json", "error", "Tool-call arguments in the stream are not valid JSON."),
     ("TA508", "prompt-leak", "error", "Prompt text appears in the first chunk."),
     ("TA509", "chunk-variance", "error", "Re-chunking the same ids into steps of 1..8 changes a detokenizer's output."),
+    ("TA510", "detokenizer-stall", "warning", "A detokenizer holds 256 ids without emitting: clients see nothing and each step re-decodes the held window."),
     ("TA601", "encode-mismatch", "error", "Two backends encode the same text to different ids."),
     ("TA602", "decode-mismatch", "error", "Two backends decode the same ids to different text."),
     ("TA603", "roundtrip-failure", "error", "decode(encode(text)) is not the text."),

@@ -13,6 +13,7 @@ STOP_SPLIT = ("TA506", "stop-split")
 TOOL_CALL_JSON = ("TA507", "tool-call-json")
 PROMPT_LEAK = ("TA508", "prompt-leak")
 CHUNK_VARIANCE = ("TA509", "chunk-variance")
+STALL = ("TA510", "detokenizer-stall")
 
 #: code -> (name, default severity, one-line summary), for the README table and --help texts.
 STREAM_CODES: dict[str, tuple[str, Severity, str]] = {
@@ -25,6 +26,7 @@ STREAM_CODES: dict[str, tuple[str, Severity, str]] = {
     "TA507": ("tool-call-json", Severity.ERROR, "tool-call arguments in the stream are not valid JSON"),
     "TA508": ("prompt-leak", Severity.ERROR, "prompt text appears in the first chunk"),
     "TA509": ("chunk-variance", Severity.ERROR, "re-chunking the same ids into steps of 1..8 changes a detokenizer's output"),
+    "TA510": ("detokenizer-stall", Severity.WARNING, "a detokenizer holds 256 ids without emitting: clients see nothing, each step re-decodes the held window"),
 }
 
 

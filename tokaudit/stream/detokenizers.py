@@ -29,6 +29,11 @@ INITIAL_OFFSET = 5
 WINDOW_MEMO = 8
 WINDOW_MEMO_SIZE = 1 << 18
 REPLACEMENT = "\ufffd"
+#: A window strategy holding this many ids without emitting is stalled: tokaudit stops stepping it (each
+#: step re-decodes the whole held window, so a stream that never completes a character costs quadratic
+#: time) and releases what it holds at the end. A character is at most 4 byte tokens; a stall is
+#: invalid bytes, or text that decodes to nothing, going on and on.
+STALL_IDS = 256
 
 #: ``--detokenizers`` names, in display order. ``decodestream`` also runs ``decodestream-prefill``
 #: when a prompt is given.
@@ -167,11 +172,32 @@ class Detokenizer:
     def __init__(self, ctx: DecodeContext) -> None:
         self.ctx = ctx
         self.errors: list[StepError] = []
+        self.stalled = False
+        #: bytes held now, kept up to date by the window strategies (recounting a long held window per
+        #: feed would be quadratic on a stalled stream)
+        self.held_now = 0
 
     def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
         """Feed the steps; return the chunk emitted for each and, with ``track_held``, the bytes held
         after each. Subclasses run this as one tight loop: per-step calls would dominate the cost."""
         raise NotImplementedError
+
+    def _stall(self, position: int, token_id: int, held: int) -> None:
+        self.stalled = True
+        self.errors.append(StepError(
+            position, token_id, "stalled",
+            f"held {held} ids without emitting anything: every further step would re-decode the whole held window; "
+            "not stepped past here (the rest is released at the end)",
+        ))
+
+    def _held_steps(self, tokens: Sequence[int], pending: list[int], held_now: int, track_held: bool) -> tuple[list[str], list[int]]:
+        """A stalled strategy's steps: the ids join what it holds, nothing is emitted."""
+        skip = self.ctx.skip_special_tokens
+        pending.extend(tokens)
+        length = self.ctx.tokens.length
+        held = list(accumulate((length(t, skip) for t in tokens), initial=held_now))[1:]
+        self.held_now = held[-1] if held else held_now
+        return [""] * len(tokens), held if track_held else []
 
     def feed_text(
         self, steps: Sequence[Sequence[int]], position: int, track_held: bool, emitted: int = 0
@@ -263,8 +289,10 @@ class Offsets(Detokenizer):
         transition = self._transition
         table = self.ctx.tokens
         lengths, length = table.lengths(skip), table.length
+        if self.stalled:
+            return self._held_steps(tokens, self.ids, self.held_now, track_held)
         window, read = tuple(self.ids[self.prefix:]), self.read - self.prefix
-        held_now = table.count(window[read:], skip)  # bytes of the unread ids, kept up to date per token
+        held_now = self.held_now  # bytes of the unread ids, kept up to date per token
         outs: list[str] = []
         emit = outs.append
         held: list[int] = [0] * len(tokens) if track_held else []
@@ -301,21 +329,24 @@ class Offsets(Detokenizer):
                 self.errors.append(StepError(position + k, token_id, "rewritten", rewritten))
             if out is None:
                 emit("")
+                n_bytes = lengths.get(token_id)
+                held_now += n_bytes if n_bytes is not None else length(token_id, skip)
                 if track_held:
-                    n_bytes = lengths.get(token_id)
-                    held_now += n_bytes if n_bytes is not None else length(token_id, skip)
                     held[k] = held_now
+                if len(window) - read >= STALL_IDS:
+                    self._stall(position + k, token_id, len(window) - read)
+                    self.ids, self.prefix, self.read = list(window), 0, read
+                    rest, rest_held = self._held_steps(tokens[k + 1:], self.ids, held_now, track_held)
+                    return outs + rest, held[:k + 1] + rest_held if track_held else []
             else:
                 emit(out)
                 held_now = 0
             k += 1
-        self.ids, self.prefix, self.read = list(window), 0, read
+        self.ids, self.prefix, self.read, self.held_now = list(window), 0, read, held_now
         return outs, held
 
     def held_bytes(self) -> int:
-        if self.read == len(self.ids):
-            return 0
-        return self.ctx.tokens.count(self.ids[self.read:], self.ctx.skip_special_tokens)
+        return self.held_now
 
     def flush(self) -> str:
         if self.read == len(self.ids):
@@ -357,9 +388,25 @@ class DecodeStreamDetok(Detokenizer):
         return self.stream.step
 
     def _tokens(self, tokens: Sequence[int], position: int, track_held: bool) -> tuple[list[str], list[int]]:
-        """:meth:`feed` for one id per step: every id stepped by a C-level ``map`` (the outputs that
-        came before a failing step are kept by ``list.extend``), then the held bytes and the flush
-        context worked out from where the outputs are None."""
+        """:meth:`feed` for one id per step, in slices of STALL_IDS ids (a stall is caught within one)."""
+        table, skip = self.ctx.tokens, self.ctx.skip_special_tokens
+        chunks: list[str] = []
+        held: list[int] = []
+        for start in range(0, len(tokens), STALL_IDS):
+            if self.stalled:
+                rest, rest_held = self._held_steps(tokens[start:], self.pending, self.held_now, track_held)
+                return chunks + rest, held + rest_held
+            part, part_held = self._slice(tokens[start:start + STALL_IDS], position + start, track_held)
+            chunks += part
+            held += part_held
+            if len(self.pending) >= STALL_IDS:
+                end = min(start + STALL_IDS, len(tokens)) - 1
+                self._stall(position + end, tokens[end], len(self.pending))
+        return chunks, held
+
+    def _slice(self, tokens: Sequence[int], position: int, track_held: bool) -> tuple[list[str], list[int]]:
+        """Every id stepped by a C-level ``map`` (the outputs that came before a failing step are kept by
+        ``list.extend``), then the held bytes and the flush context worked out from where the outputs are None."""
         tokenizer, skip, table = self.ctx.tokenizer, self.ctx.skip_special_tokens, self.ctx.tokens
         outs: list[str | None] = []
         while len(outs) < len(tokens):
@@ -373,7 +420,7 @@ class DecodeStreamDetok(Detokenizer):
         held = [0] * len(outs) if track_held else []
         lengths, length = table.lengths(skip), table.length
         pending = self.pending
-        held_now = table.count(pending, skip)
+        held_now = self.held_now
 
         def emitted(first: int, end: int) -> None:
             """Steps first..end-1 all emitted: the first released what was pending."""
@@ -389,14 +436,14 @@ class DecodeStreamDetok(Detokenizer):
                 emitted(before + 1, k)
             token_id = tokens[k]
             pending.append(token_id)
+            n = lengths.get(token_id)
+            held_now += n if n is not None else length(token_id, skip)
             if track_held:
-                n = lengths.get(token_id)
-                held_now += n if n is not None else length(token_id, skip)
                 held[k] = held_now
             before = k
         if len(outs) > before + 1:
             emitted(before + 1, len(outs))
-        self.pending = pending
+        self.pending, self.held_now = pending, held_now
         return [o or "" for o in outs], held
 
     def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
@@ -409,8 +456,15 @@ class DecodeStreamDetok(Detokenizer):
         chunks: list[str] = []
         append_chunk = chunks.append
         held: list[int] = []
-        held_now = table.count(pending, skip)
+        held_now = self.held_now
         for ids in steps:
+            if self.stalled:  # not stepped any more: the ids join what is held
+                pending.extend(ids)
+                append_chunk("")
+                held_now += table.count(ids, skip)
+                if track_held:
+                    held.append(held_now)
+                continue
             single = len(ids) == 1
             try:
                 out = step(tokenizer, ids[0] if single else list(ids))
@@ -421,11 +475,13 @@ class DecodeStreamDetok(Detokenizer):
             if out is None:
                 pending.extend(ids)
                 append_chunk("")
+                for token_id in ids:
+                    n = lengths.get(token_id)
+                    held_now += n if n is not None else length(token_id, skip)
                 if track_held:
-                    for token_id in ids:
-                        n = lengths.get(token_id)
-                        held_now += n if n is not None else length(token_id, skip)
                     held.append(held_now)
+                if len(pending) >= STALL_IDS:
+                    self._stall(position - 1, ids[-1], len(pending))
             else:
                 if pending:
                     self.last = (pending, ids)
@@ -436,11 +492,11 @@ class DecodeStreamDetok(Detokenizer):
                 held_now = 0
                 if track_held:
                     held.append(0)
-        self.pending = pending
+        self.pending, self.held_now = pending, held_now
         return chunks, held
 
     def held_bytes(self) -> int:
-        return self.ctx.tokens.count(self.pending, self.ctx.skip_special_tokens)
+        return self.held_now
 
     def flush(self) -> str:
         if not self.pending:

@@ -16,7 +16,7 @@ from typing import Any
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.stream import codes
 from tokaudit.stream.readers import Steps
-from tokaudit.stream.detokenizers import REPLACEMENT, DecodeContext, Run, build_detokenizers, run as run_steps
+from tokaudit.stream.detokenizers import REPLACEMENT, STALL_IDS, DecodeContext, Run, build_detokenizers, run as run_steps
 from tokaudit.stream.stops import StopOutcome
 from tokaudit.stream.toolcalls import ToolCall
 from tokaudit.stream.utf8 import describe_partial
@@ -138,6 +138,23 @@ def rewritten_findings(run: Run) -> list[Finding]:
         f"{run.name}: at token {e.position} (id {e.id}) text already emitted would have to change: {e.message}",
         severity=_severity(run.name),
         details={"detokenizer": run.name, "position": e.position, "id": e.id, "count": len(rewrites), "message": e.message},
+    )]
+
+
+def stall_findings(run: Run) -> list[Finding]:
+    """detokenizer-stall: the strategy held STALL_IDS ids without emitting anything; replay stopped
+    stepping it there (its later chunks are empty and what it holds is released at the end)."""
+    stalls = [e for e in run.errors if e.kind == "stalled"]
+    if not stalls:
+        return []
+    e = stalls[0]
+    return [codes.finding(
+        codes.STALL,
+        f"{run.name}: from token {e.position} (id {e.id}) it {e.message.split(':')[0]}: a client of such a server "
+        f"sees no text while every step re-decodes the growing window (quadratic); replay stops stepping {run.name} "
+        "there, so its chunks after that token are empty and the rest comes out at the end",
+        severity=_severity(run.name),
+        details={"detokenizer": run.name, "position": e.position, "id": e.id, "held_ids": STALL_IDS},
     )]
 
 

@@ -257,6 +257,7 @@ def replay(
         findings += inv.mismatch_findings(r, full, chars, ids, steps, prompt_text)
         findings += inv.replacement_findings(r, full.rstrip(REPLACEMENT) if partial else full, steps)
         findings += inv.rewritten_findings(r)
+        findings += inv.stall_findings(r)
 
     # Tool calls are parsed from the text with special tokens kept (parsers force that); it is the
     # text already decoded unless special tokens were skipped.
