@@ -77,3 +77,20 @@ def real_dirs() -> dict[str, Path]:
         return fetch.fetch()
     except fetch.OfflineError as exc:
         pytest.skip(f"real tokenizers cannot be downloaded: {exc}")
+
+
+@pytest.fixture(scope="module")
+def replay_models():
+    """``get(target)``: the model and replay's full decode tokenizer (a LoadedTokenizer), loaded once per module."""
+    from tokaudit.scan import load_model
+    from tokaudit.stream.replay import load_tokenizer
+
+    cache: dict = {}
+
+    def get(target):
+        if target not in cache:
+            model = load_model(str(target))
+            cache[target] = (model, load_tokenizer(model))
+        return cache[target]
+
+    return get

@@ -64,19 +64,6 @@ def test_decode_at_cuts_declines_invalid_utf8():
     assert decode_at_cuts(b"\xe5a", 1, [1], [1]) is None  # a held lead byte the next byte does not continue
 
 
-@pytest.fixture(scope="module")
-def models():
-    cache = {}
-
-    def get(target):
-        if target not in cache:
-            model = load_model(str(target))
-            cache[target] = (model, load_tokenizer(model)[0])
-        return cache[target]
-
-    return get
-
-
 def _flat(path) -> Stream:
     stream = read_stream(str(path))
     return Stream(stream.format, stream.ids)  # one id per step: the bulk paths apply
@@ -102,8 +89,8 @@ def _plain_offsets(ctx, ids: list[int]) -> list[str]:
 
 @pytest.mark.parametrize("target,name", CASES, ids=[n for _, n in CASES])
 @pytest.mark.parametrize("skip", [True, False], ids=["skip", "keep"])
-def test_bulk_paths_equal_the_step_by_step_algorithms(models, target, name, skip):
-    model, tokenizer = models(target)
+def test_bulk_paths_equal_the_step_by_step_algorithms(replay_models, target, name, skip):
+    model, (tokenizer, *_) = replay_models(target)
     stream = _flat(STREAMS / name)
     ids = list(stream.ids) * 3  # repeated: the memoised steps are hit, not only filled
     stream = Stream("json", ids)
@@ -122,8 +109,8 @@ def test_bulk_paths_equal_the_step_by_step_algorithms(models, target, name, skip
 
 
 @pytest.mark.parametrize("target,name", CASES, ids=[n for _, n in CASES])
-def test_bytes_run_reproducing_the_table_has_the_reference_lengths(models, target, name):
-    model, tokenizer = models(target)
+def test_bytes_run_reproducing_the_table_has_the_reference_lengths(replay_models, target, name):
+    model, (tokenizer, *_) = replay_models(target)
     stream = _flat(STREAMS / name)
     ctx = decode_context(model, tokenizer, True)
     detok = build_detokenizers(["bytes"], ctx, ())[0]
@@ -136,9 +123,9 @@ def test_bytes_run_reproducing_the_table_has_the_reference_lengths(models, targe
         assert bytes_run.ends == reference
 
 
-def test_kimi_cut_stream_holds_the_partial_character_in_bulk(models):
+def test_kimi_cut_stream_holds_the_partial_character_in_bulk(replay_models):
     """The cut tool call ends inside 境 (E5 A2 83): two bytes held after the last step, as the loop holds them."""
-    model, tokenizer = models(KIMI)
+    model, (tokenizer, *_) = replay_models(KIMI)
     stream = _flat(STREAMS / "kimi-toolcall-cut.json")
     manifest = json.loads((STREAMS / "manifest.json").read_text())["kimi-k2.5"]
     bytes_run = run(build_detokenizers(["bytes"], decode_context(model, tokenizer, True), ())[0], stream.steps)
@@ -147,11 +134,11 @@ def test_kimi_cut_stream_holds_the_partial_character_in_bulk(models):
 
 
 @pytest.mark.parametrize("name", ["kimi-toolcall.json", "kimi-toolcall-cut.json", "kimi-unmapped.json", "kimi-toolcall.jsonl"])
-def test_replay_with_the_stream_ids_subset_equals_the_full_rank_build(models, name):
+def test_replay_with_the_stream_ids_subset_equals_the_full_rank_build(replay_models, name):
     """A tokenizer rebuilt from only the stream's ranks (+ bytes and specials) replays as the full build."""
     from tokaudit.stream.replay import ReplayOptions, replay
 
-    model, _ = models(KIMI)
+    model, _ = replay_models(KIMI)
     stream = read_stream(str(STREAMS / name))
     options = ReplayOptions(["full", "offsets", "decodestream", "bytes", "naive"], prompt=tuple(stream.ids[:3]))
     full_build = load_tokenizer(model)

@@ -10,10 +10,9 @@ import json
 import pytest
 
 from tests.conftest import FIXTURES, run_cli
-from tokaudit.scan import load_model
 from tokaudit.stream.detokenizers import build_detokenizers
 from tokaudit.stream.readers import Stream, read_stream
-from tokaudit.stream.replay import ReplayOptions, decode_context, load_tokenizer, replay
+from tokaudit.stream.replay import ReplayOptions, decode_context, replay
 
 STREAMS = FIXTURES / "streams"
 KIMI = FIXTURES / "kimi-k2.5"
@@ -27,19 +26,6 @@ CASES = [
     (STREAMS / "byte-fallback", "byte-fallback.json"),
 ]
 ALL = ["full", "offsets", "decodestream", "bytes", "naive"]
-
-
-@pytest.fixture(scope="module")
-def models():
-    cache = {}
-
-    def get(target):
-        if target not in cache:
-            model = load_model(str(target))
-            cache[target] = (model, load_tokenizer(model))
-        return cache[target]
-
-    return get
 
 
 def straightforward_timeline(model, tokenizer, stream, findings):
@@ -76,8 +62,8 @@ def straightforward_timeline(model, tokenizer, stream, findings):
 
 
 @pytest.mark.parametrize(("target", "name"), CASES)
-def test_steps_all_is_the_whole_timeline(models, target, name):
-    model, (tokenizer, *_) = models(target)
+def test_steps_all_is_the_whole_timeline(replay_models, target, name):
+    model, (tokenizer, *_) = replay_models(target)
     out = run_cli("replay", target, STREAMS / name, "--steps", "all", "--format", "json", "--quiet")
     assert out.exit_code in (0, 1), out.stderr
     doc = json.loads(out.stdout)
@@ -88,7 +74,7 @@ def test_steps_all_is_the_whole_timeline(models, target, name):
     assert doc["timeline_steps"]["rows"] == doc["stream"]["steps"] == len(stream.steps)
 
 
-def test_default_view_of_a_long_stream_is_the_steps_around_findings(models):
+def test_default_view_of_a_long_stream_is_the_steps_around_findings(replay_models):
     out = run_cli("replay", KIMI, STREAMS / "kimi-toolcall-cut.json", "--format", "json", "--quiet")
     assert out.exit_code == 1
     doc = json.loads(out.stdout)
@@ -137,8 +123,8 @@ def _findings(result):
 
 
 @pytest.mark.parametrize(("target", "name"), CASES)
-def test_windowed_chunk_invariance_finds_what_the_whole_stream_check_finds(models, target, name):
-    model, loaded = models(target)
+def test_windowed_chunk_invariance_finds_what_the_whole_stream_check_finds(replay_models, target, name):
+    model, loaded = replay_models(target)
     stream = read_stream(str(STREAMS / name))
     whole = replay(model, stream, ReplayOptions(ALL), loaded)
     windows = replay(model, stream, ReplayOptions(ALL, full_rechunk_tokens=0), loaded)
@@ -147,19 +133,19 @@ def test_windowed_chunk_invariance_finds_what_the_whole_stream_check_finds(model
     assert _findings(windows) == _findings(whole)
 
 
-def test_windowed_check_keeps_the_cut_character_and_the_truncated_tool_call(models):
-    model, loaded = models(KIMI)
+def test_windowed_check_keeps_the_cut_character_and_the_truncated_tool_call(replay_models):
+    model, loaded = replay_models(KIMI)
     r = replay(model, read_stream(str(STREAMS / "kimi-toolcall-cut.json")),
                ReplayOptions(["full", "offsets", "decodestream", "bytes"], full_rechunk_tokens=0), loaded)
     assert sorted(f.name for f in r.findings) == ["incomplete-utf8", "tool-call-json"]
     assert r.data["chunk_invariance"]["varied"] == []
 
 
-def test_windowed_check_on_a_long_stream_finds_the_byte_fallback_variance(models):
+def test_windowed_check_on_a_long_stream_finds_the_byte_fallback_variance(replay_models):
     """A byte-fallback run repeated to 24,000 tokens: DecodeStream's Invalid-prefix restart makes its
     output depend on the chunking; the windows find it and the whole re-run confirms it (k=2)."""
     target = STREAMS / "byte-fallback"
-    model, loaded = models(target)
+    model, loaded = replay_models(target)
     ids = json.loads((STREAMS / "byte-fallback.json").read_text())
     stream = Stream("json", ids * 3000)
     options = ["full", "offsets", "decodestream", "bytes"]
