@@ -25,7 +25,7 @@ from tokaudit.stream.utf8 import character_starts, decode_at_cuts
 
 #: The TGI/vLLM/SGLang/smg/Dynamo left-context window (``INITIAL_INCREMENTAL_DETOKENIZATION_OFFSET``).
 INITIAL_OFFSET = 5
-#: Windows of up to this many ids have their decode memoised (bounded to WINDOW_MEMO_SIZE entries).
+#: offsets memoises its steps from windows shorter than this many ids, at most WINDOW_MEMO_SIZE of them.
 WINDOW_MEMO = 8
 WINDOW_MEMO_SIZE = 1 << 18
 REPLACEMENT = "\ufffd"
@@ -283,7 +283,7 @@ class Offsets(Detokenizer):
         """The algorithm, one token at a time: the text emitted for each and the bytes held after it.
 
         A step is a pure function of the window and the new id, so steps are memoised: per state
-        (window, read offset; windows of up to WINDOW_MEMO ids) a dict from the new id to the step,
+        (window, read offset; windows shorter than WINDOW_MEMO ids) a dict from the new id to the step,
         which links to the next state's dict. The usual step, from a one-token window with nothing
         held, is looked up for every id at once with a C-level ``map`` over (previous id, id) pairs;
         the loop takes the steps in between."""
