@@ -203,13 +203,14 @@ class Detokenizer:
 
     def feed_text(
         self, steps: Sequence[Sequence[int]], position: int, track_held: bool, emitted: int = 0
-    ) -> tuple[str, Iterable[int], Sequence[int]]:
+    ) -> tuple[str, Iterable[int], Sequence[int], int]:
         """:meth:`feed`, returned as the text of all the steps, the characters emitted after each step
-        (counted from ``emitted``), and the held bytes (strategies that compute these in bulk override it)."""
+        (counted from ``emitted``), the held bytes, and how many steps emitted nothing (strategies that
+        compute these in bulk override it)."""
         chunks, held = self.feed(steps, position, track_held)
         ends = accumulate(map(len, chunks), initial=emitted)
         next(ends)
-        return "".join(chunks), ends, held
+        return "".join(chunks), ends, held, chunks.count("")
 
     def step(self, ids: Sequence[int], position: int) -> str:
         return self.feed([ids], position, track_held=False)[0][0]
@@ -595,20 +596,20 @@ class BytesDetok(Detokenizer):
 
     def feed_text(
         self, steps: Sequence[Sequence[int]], position: int, track_held: bool, emitted: int = 0
-    ) -> tuple[str, Iterable[int], Sequence[int]]:
+    ) -> tuple[str, Iterable[int], Sequence[int], int]:
         """One id per step, once steady: every id's bytes joined and decoded in bulk (see
         :func:`~tokaudit.stream.utf8.decode_at_cuts`); the step-by-step loop where the bytes are not
         valid UTF-8 or the steps carry several ids."""
         if not (isinstance(steps, Steps) and steps.single) or not steps:
             return super().feed_text(steps, position, track_held, emitted)
         if not self.steady:  # the first token: the decoder's start rules apply
-            head, head_ends, head_held = super().feed_text(steps[:1], position, track_held, emitted)
-            rest, rest_ends, rest_held = self.feed_text(steps[1:], position + 1, track_held, emitted + len(head))
-            return head + rest, [*head_ends, *rest_ends], [*head_held, *rest_held]
+            head, head_ends, head_held, head_empty = super().feed_text(steps[:1], position, track_held, emitted)
+            rest, rest_ends, rest_held, rest_empty = self.feed_text(steps[1:], position + 1, track_held, emitted + len(head))
+            return head + rest, [*head_ends, *rest_ends], [*head_held, *rest_held], head_empty + rest_empty
         bulk = self._bulk(steps.ids, position, emitted, track_held)
         return super().feed_text(steps, position, track_held, emitted) if bulk is None else bulk
 
-    def _bulk(self, ids: Sequence[int], position: int, emitted: int, track_held: bool) -> tuple[str, Sequence[int], Sequence[int]] | None:
+    def _bulk(self, ids: Sequence[int], position: int, emitted: int, track_held: bool) -> tuple[str, Sequence[int], Sequence[int], int] | None:
         """The steady state over one id per step in C-level passes, or None (not valid UTF-8)."""
         memo, starts = self.memo, self.starts
         skip, get, text = self.ctx.skip_special_tokens, self.ctx.tokens.get, self.ctx.tokens.text
@@ -637,7 +638,7 @@ class BytesDetok(Detokenizer):
                 for offset, token_id in enumerate(ids) if token_id in unmapped
             ]
         self.decoder.setstate((tail, 0))
-        return chars, ends, held_after
+        return chars, ends, held_after, sum(map(operator.eq, ends, chain((emitted,), ends)))
 
     def held_bytes(self) -> int:
         return len(self.decoder.getstate()[0])
@@ -720,6 +721,8 @@ class Run:
     errors: list[StepError] = field(default_factory=list)
     flush: str = ""
     held_bytes: int = 0
+    #: steps that emitted nothing
+    empty_steps: int = 0
 
     @property
     def chunks(self) -> Chunks:
@@ -734,11 +737,12 @@ def run(detok: Detokenizer, steps: Sequence[Sequence[int]], track_held: bool = T
     """Feed every step to ``detok``. ``track_held=False`` skips the per-step held count (re-runs)."""
     parts: list[str] = []
     ends, held = array("q"), array("I")  # held counts fit 32 bits unless a stream holds 4 GB
-    total = position = 0
+    total = position = empty = 0
     for start in range(0, len(steps), FEED_BLOCK):
         block = steps[start:start + FEED_BLOCK]
-        text, block_ends, block_held = detok.feed_text(block, position, track_held, total)
+        text, block_ends, block_held, block_empty = detok.feed_text(block, position, track_held, total)
         ends.extend(block_ends)
+        empty += block_empty
         total += len(text)
         parts.append(text)
         try:
@@ -748,4 +752,4 @@ def run(detok: Detokenizer, steps: Sequence[Sequence[int]], track_held: bool = T
             held.extend(block_held)
         position += len(block.ids) if isinstance(block, Steps) else sum(map(len, block))
     del held[(len(held.tobytes().rstrip(b"\0")) + held.itemsize - 1) // held.itemsize:]  # trailing zeros
-    return Run(detok.name, "".join(parts), ends, held, detok.errors, detok.flush(), detok.held_bytes())
+    return Run(detok.name, "".join(parts), ends, held, detok.errors, detok.flush(), detok.held_bytes(), empty)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import codecs
-import operator
 import time
 from array import array
 from bisect import bisect_right
@@ -348,15 +347,13 @@ def step_summary(runs: Sequence[Run]) -> dict[str, dict[str, int]]:
     """Per detokenizer: characters emitted, steps that emitted nothing, steps ending with bytes held,
     the most bytes held."""
     out = {}
-    counted: dict[int, tuple[int, ...]] = {}  # runs that agree share their arrays: count them once
+    counted: dict[int, tuple[int, int]] = {}  # runs that agree share their held arrays: count them once
     for r in runs:
-        ends, held = r.ends, r.held
-        key = id(ends) << 64 | id(held)
-        if key not in counted:
-            counted[key] = (sum(map(operator.eq, ends, chain((0,), ends))),  # steps whose end did not move
-                            len(held) - held.count(0), max(held, default=0))
-        empty, holding, most = counted[key]
-        out[r.name] = {"characters": len(r.text), "empty_steps": empty, "holding_steps": holding, "max_held": most}
+        held = r.held
+        if id(held) not in counted:
+            counted[id(held)] = (len(held) - held.count(0), max(held, default=0))
+        holding, most = counted[id(held)]
+        out[r.name] = {"characters": len(r.text), "empty_steps": r.empty_steps, "holding_steps": holding, "max_held": most}
     return out
 
 
