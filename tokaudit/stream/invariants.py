@@ -15,8 +15,8 @@ from typing import Any
 
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.stream import codes
-from tokaudit.stream.readers import Steps
 from tokaudit.stream.detokenizers import REPLACEMENT, STALL_IDS, DecodeContext, Run, build_detokenizers, run as run_steps
+from tokaudit.stream.readers import Steps
 from tokaudit.stream.stops import StopOutcome
 from tokaudit.stream.toolcalls import ToolCall
 from tokaudit.stream.utf8 import describe_partial

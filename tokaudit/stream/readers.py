@@ -16,12 +16,11 @@ Every error is an :class:`InputError` naming the source and the line (and column
 from __future__ import annotations
 
 import json
-import operator
 import re
 import sys
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import accumulate, repeat
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, overload
 
@@ -84,12 +83,6 @@ class Steps(Sequence[tuple[int, ...]]):
             return ((i,) for i in self.ids)
         ids, starts = self.ids, self.starts
         return (tuple(ids[a:b]) for a, b in zip(starts, starts[1:]))
-
-    def lengths(self) -> Iterable[int]:
-        """Ids per step."""
-        if self.starts is None:
-            return repeat(1, len(self.ids))
-        return map(operator.sub, self.starts[1:], self.starts)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, (str, bytes)) or len(other) != len(self):
