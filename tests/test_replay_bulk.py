@@ -9,7 +9,7 @@ import codecs
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import FIXTURES
@@ -177,3 +177,53 @@ def test_a_stream_that_never_completes_a_character_stalls_offsets_and_decodestre
     for name in ("offsets", "decodestream"):  # everything held is released at the end, as the full decode has it
         assert runs[name]["text"] == "" and runs[name]["text"] + runs[name]["flush"] == doc["text"] == "\ufffd" * 20_000
         assert runs[name]["held_bytes"] == 20_000
+
+
+def _stepped_decodestream(model, tokenizer, skip: bool, ids: list[int]):
+    """DecodeStream's run with the library stream stepped id by id (the per-step loop)."""
+    ctx = decode_context(model, tokenizer, skip)
+    return run(build_detokenizers(["decodestream"], ctx, ())[0], [(i,) for i in ids])
+
+
+def _replayed_decodestream(model, tokenizer, skip: bool, ids: list[int]):
+    """DecodeStream's run as replay makes it (taken from offsets' run when the two must agree), and
+    whether it was taken from offsets'."""
+    from tokaudit.stream.detokenizers import DecodeStreamDetok, Offsets
+
+    ctx = decode_context(model, tokenizer, skip)
+    offsets, stream = build_detokenizers(["offsets", "decodestream"], ctx, ())
+    steps = Stream("json", ids).steps
+    shared = stream.run_from(offsets, run(offsets, steps), steps)
+    assert isinstance(offsets, Offsets) and isinstance(stream, DecodeStreamDetok)
+    return (shared or run(stream, steps)), shared is not None
+
+
+def _same_run(a, b) -> None:
+    assert (list(a.chunks), list(a.held), a.held_bytes, a.flush, a.empty_steps) == \
+           (list(b.chunks), list(b.held), b.held_bytes, b.flush, b.empty_steps)
+    assert [e.to_json() for e in a.errors] == [e.to_json() for e in b.errors]
+
+
+@pytest.mark.parametrize("target,name", CASES, ids=[n for _, n in CASES])
+@pytest.mark.parametrize("skip", [True, False], ids=["skip", "keep"])
+def test_decodestream_taken_from_offsets_equals_the_library_stepped(replay_models, target, name, skip):
+    model, (tokenizer, *_) = replay_models(target)
+    ids = list(_flat(STREAMS / name).ids) * 3
+    replayed, shared = _replayed_decodestream(model, tokenizer, skip, ids)
+    _same_run(replayed, _stepped_decodestream(model, tokenizer, skip, ids))
+    # byte-fallback's window text stops extending what was emitted (DecodeStream raises Invalid prefix there)
+    assert shared is (name != "byte-fallback.json")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from([*range(128, 140), 160, 191, 195, 229, 240, 163584, 163585, 163586, 1, 2, 3, 4, 1000, 2000, 99999]),
+                max_size=60),
+       st.booleans())
+def test_decodestream_taken_from_offsets_equals_the_library_on_arbitrary_kimi_streams(replay_models, ids, skip):
+    """Lead and continuation bytes (a character may complete, or not), special tokens, unmapped ids and text,
+    in any order: whenever
+    replay takes DecodeStream's run from offsets', it is the one the library's stream makes."""
+    model, (tokenizer, *_) = replay_models(KIMI)
+    replayed, shared = _replayed_decodestream(model, tokenizer, skip, ids)
+    event(f"taken from offsets: {shared}")
+    _same_run(replayed, _stepped_decodestream(model, tokenizer, skip, ids))

@@ -16,6 +16,9 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.real import realkit
+from tests.test_replay_bulk import _replayed_decodestream, _same_run, _stepped_decodestream
+from tokaudit.scan import load_model
+from tokaudit.stream.replay import load_tokenizer
 
 pytestmark = pytest.mark.real
 
@@ -98,6 +101,12 @@ def test_replay(name: str, real_dirs: dict[str, Path], tmp_path: Path) -> None:
     doc = _run("replay", name, str(real_dirs[name]), str(stream))
     assert doc["stream"]["tokens"] == len(ids)
     assert doc["text"] == expected_text
+    # replay takes DecodeStream's run from offsets' when the two must agree: it is the library's own
+    model = load_model(str(real_dirs[name]))
+    tokenizer = load_tokenizer(model).tokenizer
+    for skip in (True, False):
+        replayed, _ = _replayed_decodestream(model, tokenizer, skip, ids)
+        _same_run(replayed, _stepped_decodestream(model, tokenizer, skip, ids))
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -14,7 +14,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import accumulate, chain, repeat
+from itertools import accumulate, chain, islice, repeat
 from typing import Any
 
 from tokaudit.errors import InputError
@@ -36,6 +36,9 @@ REPLACEMENT = "\ufffd"
 STALL_IDS = 256
 #: DecodeStream is stepped in slices of this many ids, the stall checked after each.
 STALL_SLICE = 2048
+#: When DecodeStream's run is taken from offsets' (``DecodeStreamDetok.run_from``), the library's own
+#: stream is stepped over this many ids first, and must agree.
+SELF_CHECK = 4096
 
 #: ``--detokenizers`` names, in display order. ``decodestream`` also runs ``decodestream-prefill``
 #: when a prompt is given.
@@ -233,6 +236,10 @@ class Offsets(Detokenizer):
         self.ids = list(prompt[-(INITIAL_OFFSET + 2):])  # vLLM keeps only the last 7 prompt ids
         self.read = len(self.ids)
         self.prefix = max(self.read - INITIAL_OFFSET, 0)
+        #: True while every step so far is one DecodeStream takes the same way (see ``DecodeStreamDetok.run_from``):
+        #: both started empty, one id per step, no stall, and no window decode that fails to extend the
+        #: prefix text without ending in U+FFFD (DecodeStream errors or compares byte lengths there)
+        self.like_decodestream = not prompt
 
     def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
         if isinstance(steps, Steps) and steps.single:
@@ -240,6 +247,7 @@ class Offsets(Detokenizer):
         steps = steps if isinstance(steps, Sequence) else list(steps)
         if all(len(step) == 1 for step in steps):
             return self._tokens([step[0] for step in steps], position, track_held)
+        self.like_decodestream = False  # DecodeStream decodes a multi-id step once, not id by id
         outs, helds = self._tokens([i for step in steps for i in step], position, True)
         chunks, held, k = [], [], 0
         for step in steps:
@@ -248,20 +256,23 @@ class Offsets(Detokenizer):
             held.append(helds[k - 1] if step else (held[-1] if held else 0))
         return chunks, held if track_held else []
 
-    def _transition(self, window: tuple[int, ...], read: int, token_id: int) -> tuple[str | None, tuple[int, ...], int, str | None]:
+    def _transition(self, window: tuple[int, ...], read: int, token_id: int) -> tuple[str | None, tuple[int, ...], int, str | None, bool]:
         """One step from the window ``ids[prefix:]`` (``read``: where its unread part starts) on
         ``token_id``, a pure function of them: the text emitted (None: held), the next window and its
-        read offset, and the message when the window's decode rewrote what was emitted."""
+        read offset, the message when the window's decode rewrote what was emitted, and whether
+        DecodeStream may take this step differently (the window's text does not extend the prefix's
+        and does not end in U+FFFD: it raises, or compares byte lengths, where this compares characters)."""
         ctx = self.ctx
         ids = window + (token_id,)
         prefix_text = ctx.decode_one(ids[0]) if read == 1 else ctx.decode(list(ids[:read]))
         new_text = ctx.decode(list(ids))
+        unlike = not new_text.startswith(prefix_text) and new_text[-1:] != REPLACEMENT
         if len(new_text) > len(prefix_text) and new_text[-1] != REPLACEMENT:
-            rewritten = None if new_text.startswith(prefix_text) else (
+            rewritten = None if not unlike else (
                 f"window decode {new_text!r} no longer starts with {prefix_text!r}: the emitted "
                 "text would have to change (the window emits a slice by length regardless)")
-            return new_text[len(prefix_text):], ids[read:], len(ids) - read, rewritten
-        return None, ids, read, None
+            return new_text[len(prefix_text):], ids[read:], len(ids) - read, rewritten, unlike
+        return None, ids, read, None, unlike
 
     def _fill_pairs(self, keys: set[int]) -> None:
         """Memoise the steps from a one-token window for the pairs ``keys`` (window id << 32 | new
@@ -323,11 +334,13 @@ class Offsets(Detokenizer):
             token_id = tokens[k]
             step = here.get(token_id) if here is not None else None
             if step is None:
-                out, next_window, next_read, rewritten = transition(window, read, token_id)
-                step = (out, next_window, next_read, ctx.moves_from(next_window, next_read), rewritten)
+                out, next_window, next_read, rewritten, unlike = transition(window, read, token_id)
+                step = (out, next_window, next_read, ctx.moves_from(next_window, next_read), rewritten, unlike)
                 if here is not None:
                     ctx.remember(here, token_id, step)
-            out, window, read, here, rewritten = step
+            out, window, read, here, rewritten, unlike = step
+            if unlike:
+                self.like_decodestream = False
             if rewritten is not None:
                 self.errors.append(StepError(position + k, token_id, "rewritten", rewritten))
             if out is None:
@@ -338,6 +351,7 @@ class Offsets(Detokenizer):
                     held[k] = held_now
                 if len(window) - read >= STALL_IDS:
                     self._stall(position + k, token_id, len(window) - read)
+                    self.like_decodestream = False  # DecodeStream's stall is checked per slice, not per step
                     self.ids, self.prefix, self.read = list(window), 0, read
                     rest, rest_held = self._held_steps(tokens[k + 1:], self.ids, held_now, track_held)
                     return outs + rest, held[:k + 1] + rest_held if track_held else []
@@ -370,9 +384,35 @@ class DecodeStreamDetok(Detokenizer):
         self.stream = self._new(list(prompt)) if prefill else self._new()
         self.pending: list[int] = []  # ids stepped since the last emission
         self.last: tuple[Sequence[int], Sequence[int]] = (list(prompt[-INITIAL_OFFSET:]), ())  # context for flush
+        self.fed = bool(prompt)  # False until it is stepped: run_from may stand in for stepping it then
         if not prefill:
             for token_id in prompt:
                 self.stream.step(ctx.tokenizer, token_id)
+
+    def run_from(self, offsets: Offsets, done: Run, steps: Sequence[Sequence[int]]) -> Run | None:
+        """This strategy's run over ``steps``, taken from ``done``, the run ``offsets`` made of them, when the
+        two must agree; None when they may not (then DecodeStream is stepped).
+
+        DecodeStream is the TGI/vLLM window algorithm: it decodes the window before and after each id and
+        emits the difference unless the text ends in U+FFFD; it compares byte lengths where offsets compares
+        characters, and raises where the window's text does not extend what it emitted. So from the same
+        (empty) start, over one id per step, the two emit the same chunks and hold the same ids whenever
+        every window's text extends its prefix's or ends in U+FFFD (``offsets.like_decodestream``). The
+        library's own stream checks that on the first SELF_CHECK steps; what is held at the end (the
+        flush context) is DecodeStream's own."""
+        if self.fed or not offsets.like_decodestream or not (isinstance(steps, Steps) and steps.single):
+            return None
+        head = steps.ids[:SELF_CHECK]
+        try:
+            outs = list(map(partial(self._new().step, self.ctx.tokenizer), head))
+        except Exception:  # noqa: BLE001 - an Invalid prefix: the two disagree
+            return None
+        if [o or "" for o in outs] != list(islice(done.chunks, len(head))):
+            return None
+        self.fed = True
+        window, read = offsets.ids[offsets.prefix:], offsets.read - offsets.prefix
+        self.pending, self.last, self.held_now = list(window[read:]), (window[:read], ()), offsets.held_now
+        return Run(self.name, done.text, done.ends, done.held, self.errors, self.flush(), self.held_bytes(), done.empty_steps)
 
     def _new(self, ids: list[int] | None = None) -> Any:
         from tokenizers.decoders import DecodeStream
@@ -450,6 +490,7 @@ class DecodeStreamDetok(Detokenizer):
         return [o or "" for o in outs], held
 
     def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
+        self.fed = True
         if isinstance(steps, Steps) and steps.single:
             return self._tokens(steps.ids, position, track_held)
         tokenizer, skip, table = self.ctx.tokenizer, self.ctx.skip_special_tokens, self.ctx.tokens

@@ -25,6 +25,7 @@ from tokaudit.stream.detokenizers import (
     DecodeContext,
     FEED_BLOCK,
     DecodeStreamDetok,
+    Offsets,
     Run,
     StepError,
     TokenBytes,
@@ -223,11 +224,16 @@ def replay(
     detoks = build_detokenizers(options.detokenizers, ctx, prompt)
     done: dict[int, Run] = {}
     chars: inv.CharMap | None = None
-    # bytes first: when no decoder rule moved a byte, its text lengths per token are the reference's
-    for k in sorted(range(len(detoks)), key=lambda k: not isinstance(detoks[k], BytesDetok)):
+    # bytes first: when no decoder rule moved a byte, its text lengths per token are the reference's;
+    # offsets before decodestream, whose run is usually offsets' own (DecodeStreamDetok.run_from)
+    offsets: tuple[Offsets, Run] | None = None
+    for k in sorted(range(len(detoks)), key=lambda k: (not isinstance(detoks[k], BytesDetok), not isinstance(detoks[k], Offsets))):
         d = detoks[k]
         t = time.perf_counter()
-        r = done[k] = run(d, steps)
+        shared = d.run_from(*offsets, steps) if offsets and isinstance(d, DecodeStreamDetok) else None
+        r = done[k] = shared or run(d, steps)
+        if isinstance(d, Offsets):
+            offsets = (d, r)
         if chars is None:
             plain = isinstance(d, BytesDetok) and isinstance(steps, Steps) and steps.single and d.reproduces_table()
             chars = inv.CharMap(r.ends if plain and len(r.text) + len(r.flush) == len(full)
