@@ -14,7 +14,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import accumulate, chain, islice, repeat
+from itertools import accumulate, chain, compress, count, islice, repeat
 from typing import Any
 
 from tokaudit.errors import InputError
@@ -29,6 +29,8 @@ INITIAL_OFFSET = 5
 WINDOW_MEMO = 8
 WINDOW_MEMO_SIZE = 1 << 18
 REPLACEMENT = "\ufffd"
+#: what a memo lookup returns for a step never taken (None is a memoised step that holds)
+_UNSEEN = object()
 #: A window strategy holding this many ids without emitting is stalled: tokaudit stops stepping it (each
 #: step re-decodes the whole held window, so a stream that never completes a character costs quadratic
 #: time) and releases what it holds at the end. A character is at most 4 byte tokens; a stall is
@@ -277,19 +279,26 @@ class Offsets(Detokenizer):
     def _fill_pairs(self, keys: set[int]) -> None:
         """Memoise the steps from a one-token window for the pairs ``keys`` (window id << 32 | new
         id), their window decodes done in one ``decode_batch`` call: the text a step emits, or None
-        when it holds or rewrites (the loop then takes it step by step)."""
+        when it holds or rewrites (the loop then takes it step by step). Written as C-level maps:
+        on distinct text most pairs are new."""
         order = [key for key in keys if key >= 0]  # negative: no one-token window before the first id
         if not order:
             return
         ctx = self.ctx
         if len(ctx.pair_steps) + len(order) > WINDOW_MEMO_SIZE:
             ctx.pair_steps.clear()
-        texts = ctx.tokenizer.decode_batch([[key >> 32, key & 0xFFFFFFFF] for key in order], ctx.skip_special_tokens)
-        decode_one, steps = ctx.decode_one, ctx.pair_steps
-        for key, new_text in zip(order, texts):
-            prefix_text = decode_one(key >> 32)
-            emits = len(new_text) > len(prefix_text) and new_text[-1] != REPLACEMENT and new_text.startswith(prefix_text)
-            steps[key] = new_text[len(prefix_text):] if emits else None
+        windows = list(map(operator.rshift, order, repeat(32)))
+        texts = ctx.tokenizer.decode_batch(list(map(list, zip(windows, map(operator.and_, order, repeat(0xFFFFFFFF))))),
+                                           ctx.skip_special_tokens)
+        prefixes = list(map(ctx.decode_one, windows))
+        cuts = list(map(len, prefixes))
+        # emits: longer than the prefix's text, not ending in U+FFFD, and extending the prefix's text
+        emits = map(operator.and_, map(operator.and_, map(operator.gt, map(len, texts), cuts),
+                                       map(operator.not_, map(str.endswith, texts, repeat(REPLACEMENT)))),
+                    map(str.startswith, texts, prefixes))
+        steps = ctx.pair_steps
+        steps.update(zip(order, map(operator.getitem, texts, map(slice, cuts, repeat(None)))))
+        steps.update(zip(compress(order, map(operator.not_, emits)), repeat(None)))
 
     def _tokens(self, tokens: Sequence[int], position: int, track_held: bool) -> tuple[list[str], list[int]]:
         """The algorithm, one token at a time: the text emitted for each and the bytes held after it.
@@ -315,9 +324,13 @@ class Offsets(Detokenizer):
         pair_steps = ctx.pair_steps
         # (window id, new id) as one int: cheaper to make and hash than a tuple
         keys = list(map(operator.or_, map(operator.lshift, chain((previous,), tokens), repeat(32)), tokens))
-        self._fill_pairs(set(keys).difference(pair_steps))
-        found = list(map(pair_steps.get, keys, repeat(None)))
-        breaks = [j for j, out in enumerate(found) if out is None]
+        found = list(map(pair_steps.get, keys, repeat(_UNSEEN)))
+        unseen = list(compress(count(), map(operator.is_, found, repeat(_UNSEEN))))
+        if unseen:
+            self._fill_pairs(set(map(keys.__getitem__, unseen)))
+            for j in unseen:
+                found[j] = pair_steps.get(keys[j])
+        breaks = list(compress(count(), map(operator.is_, found, repeat(None))))
         b = 0
         here = ctx.moves_from(window, read)
         n, k = len(tokens), 0
