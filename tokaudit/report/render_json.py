@@ -26,7 +26,7 @@ def report_document(report: Report) -> dict[str, Any]:
 def render_json(report: Report, stream: TextIO) -> None:
     # One line, written by the C encoder (``indent`` would force the pure-Python one: ~10x slower
     # on reports with many id ranges). Pipe through ``jq`` or ``python -m json.tool`` to read it.
-    # Lazy rows (replay --steps) are streamed row by row instead of built into the string.
+    # Lazy rows (replay --steps) are streamed in batches of rows instead of built into the string.
     from tokaudit.report.rows import write_json
 
     write_json(report_document(report), stream)

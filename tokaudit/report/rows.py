@@ -1,14 +1,14 @@
 """Rows that are computed while a report is written, not held in memory (replay's full timeline).
 
-A command puts a :class:`LazyRows` into its result data; the JSON renderer writes its rows one by
-one (:func:`write_json`), a rich renderer prints them in blocks. Iterating twice recomputes them.
+A command puts a :class:`LazyRows` into its result data; the JSON renderer writes its rows in
+batches (:func:`write_json`), a rich renderer prints them in blocks. Iterating twice recomputes them.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from itertools import chain
+from itertools import chain, islice
 from typing import Any, TextIO
 
 
@@ -26,7 +26,7 @@ def write_json(doc: Any, stream: TextIO) -> None:
     """``json.dumps(doc, ensure_ascii=False)`` + newline to ``stream``, byte for byte, written piece
     by piece: containers near the top are opened and each entry dumped on its own (by the C
     encoder), so the largest string held at once is one value (a replay's 4 MB text), not the whole
-    document; each :class:`LazyRows` is streamed row by row."""
+    document; each :class:`LazyRows` is streamed in batches of rows."""
     _write(doc, stream, 0)
     stream.write("\n")
 
@@ -38,8 +38,11 @@ _STREAM_DEPTH = 4
 def _write(value: Any, stream: TextIO, depth: int) -> None:
     if isinstance(value, LazyRows):
         stream.write("[")
-        for k, row in enumerate(value):
-            stream.write((", " if k else "") + _dumps(row))
+        rows = iter(value)
+        separator = ""
+        while batch := list(islice(rows, _ROWS)):  # one encoder call and one write per batch of rows
+            stream.write(separator + _dumps(batch)[1:-1])
+            separator = ", "
         stream.write("]")
     elif depth < _STREAM_DEPTH and isinstance(value, dict) and value:
         stream.write("{")
@@ -66,6 +69,8 @@ def _write(value: Any, stream: TextIO, depth: int) -> None:
 
 _dumps = json.JSONEncoder(ensure_ascii=False).encode
 
+#: Lazy rows dumped at once (a replay timeline row is a few hundred bytes).
+_ROWS = 512
 #: Items of a plain list dumped at once (numbers: a slice is at most a few hundred KB).
 _SLICE = 4096
 _NUMBERS = frozenset({int, float, bool, type(None)})

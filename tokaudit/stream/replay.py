@@ -6,8 +6,8 @@ import codecs
 import time
 from array import array
 from bisect import bisect_right
-from collections.abc import Collection, Iterator, Sequence
-from itertools import accumulate, chain, compress
+from collections.abc import Callable, Collection, Iterator, Sequence
+from itertools import accumulate, chain, compress, repeat
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -32,6 +32,7 @@ from tokaudit.stream.detokenizers import (
     build_detokenizers,
     bytes_not_applicable,
     run,
+    window,
 )
 from tokaudit.stream.readers import Steps, Stream
 from tokaudit.stream.stops import StopOutcome, apply_stops
@@ -363,6 +364,10 @@ def step_summary(runs: Sequence[Run]) -> dict[str, dict[str, int]]:
     return out
 
 
+#: Token facts the timeline memoises at once (a stream of hostile ids is not a reason to hold them all).
+TOKEN_MEMO = 1 << 16
+
+
 class Timeline(LazyRows):
     """One row per shown step: ids, each token's bytes (hex; None when unmapped), each detokenizer's
     chunk and bytes held, and the names of findings located in this step. Rows are computed when
@@ -405,26 +410,49 @@ class Timeline(LazyRows):
         return sum(b - a for a, b in self.ranges)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        get = self.ctx.tokens.get
-        chunks = [(r.name, r.chunks) for r in self.runs]
-        runs = self.runs
+        names = [r.name for r in self.runs]
+        token = self._token_info()
         problems = self.problems
         for a, b in self.ranges:
-            for s in range(a, b):
-                ids = self.steps[s]
-                position = self.starts[s]
-                token_bytes = [get(i) for i in ids]
-                here = [name for p in range(position, position + len(ids)) for name in problems.get(p, ())]
+            # each run's chunks and held bytes over the range as columns (C-level slices), zipped per step
+            chunks = zip(*(r.chunks.between(a, b) for r in self.runs)) if self.runs else repeat(())
+            held = zip(*(chain(window(r.held, a, b), repeat(0)) for r in self.runs)) if self.runs else repeat(())
+            for s, position, ids, texts, bytes_held in zip(range(a, b), self.starts[a:b], self.steps[a:b], chunks, held):
+                tokens = [token(i) for i in ids]
+                if len(ids) == 1:
+                    here = problems.get(position)
+                    shown = sorted(set(here)) if here else []
+                else:
+                    shown = sorted({name for p in range(position, position + len(ids)) for name in problems.get(p, ())})
                 yield {
                     "step": s,
                     "position": position,
                     "ids": list(ids),
-                    "bytes_hex": [t[0].hex() if t is not None else None for t in token_bytes],
-                    "special": [bool(t and t[1]) for t in token_bytes],
-                    "chunks": {name: c[s] for name, c in chunks},
-                    "held": {r.name: r.held_at(s) for r in runs},
-                    "problems": sorted(set(here)),
+                    "bytes_hex": [t[0] for t in tokens],
+                    "special": [t[1] for t in tokens],
+                    "chunks": dict(zip(names, texts)),
+                    "held": dict(zip(names, bytes_held)),
+                    "problems": shown,
                 }
+
+    def _token_info(self) -> Callable[[int], tuple[str | None, bool]]:
+        """id -> (its bytes in hex, None when unmapped; whether it is special), memoised (at most
+        TOKEN_MEMO ids at once)."""
+        get = self.ctx.tokens.get
+        known: dict[int, tuple[str | None, bool]] = {}
+
+        def token(token_id: int) -> tuple[str | None, bool]:
+            found = known.get(token_id)
+            if found is None:
+                entry = get(token_id)
+                if entry is None:
+                    return None, False
+                if len(known) >= TOKEN_MEMO:
+                    known.clear()
+                found = known[token_id] = (entry[0].hex(), bool(entry[1]))
+            return found
+
+        return token
 
 
 def replay_result(model: TokenizerModel, stream: Stream, options: ReplayOptions) -> tuple[TargetResult, list[Finding]]:
