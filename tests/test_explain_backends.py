@@ -55,7 +55,7 @@ def test_decode_only_build_from_ranks_decodes_as_the_full_build(kimi):
     model, _ = kimi
     vocab, pattern = byte_vocab(model), find_pattern(model, None)
     full = tokenizer_from_ranks(vocab, pattern)
-    lean = tokenizer_from_ranks(vocab, pattern, decode_only=True)
+    lean = tokenizer_from_ranks(vocab, None)  # what decode, explain and replay build: no merges, no pre-tokenizer
     assert lean.get_vocab() == full.get_vocab()
     rnd = random.Random(7)
     for _ in range(300):
@@ -63,3 +63,14 @@ def test_decode_only_build_from_ranks_decodes_as_the_full_build(kimi):
         for skip in (True, False):
             assert lean.decode(ids, skip_special_tokens=skip) == full.decode(ids, skip_special_tokens=skip), ids
     assert lean.decode([163586, 19180, 163600, 19180]) == full.decode([163586, 19180, 163600, 19180])
+
+
+def test_a_pattern_oniguruma_rejects_does_not_stop_the_decode_only_hf_build():
+    """explain only decodes, so hf rebuilt from ranks has no pre-tokenizer: a pattern Oniguruma rejects
+    (``(?P<name>...)`` is fancy-regex and Python syntax, an undefined group option in Ruby syntax) leaves it
+    available. It said 'tokenizers (Oniguruma) rejects the pattern' before."""
+    out = run_cli("explain", FIXTURES / "tiny-tiktoken", "72", "--backends", "hf,tiktoken", "--pat-str", r"(?P<w>\w+)|\s+|.",
+                  "--format", "json")
+    assert out.exit_code == 0, out.stderr
+    (entry,) = json.loads(out.stdout)["ids"]
+    assert entry["backends"]["hf"]["text"] == entry["backends"]["tiktoken"]["text"] == "H"

@@ -73,10 +73,10 @@ def recover_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
     return list(zip(map(by_rank.__getitem__, lefts), map(by_rank.__getitem__, rights)))
 
 
-def tokenizer_from_ranks(vocab: ByteVocab, pattern: Pattern | None, *, decode_only: bool = False) -> Any:
-    """``pattern`` None: a decode-only tokenizer (no Split pre-tokenizer). ``decode_only``: no merges
-    either (decoding reads only the vocabulary and the decoder; recovering Kimi's 295k merges and
-    building the BPE from them is 85% of the 1.5 s build)."""
+def tokenizer_from_ranks(vocab: ByteVocab, pattern: Pattern | None) -> Any:
+    """``pattern`` None: a decode-only tokenizer, with neither a Split pre-tokenizer nor merges (decoding
+    reads only the vocabulary and the decoder; recovering Kimi's 295k merges and building the BPE from
+    them is 85% of the 1.5 s build)."""
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
 
     from tokaudit.artifacts.token_bytes import byte_encoder
@@ -93,7 +93,7 @@ def tokenizer_from_ranks(vocab: ByteVocab, pattern: Pattern | None, *, decode_on
     for content, token_id in vocab.specials.items():
         bpe_vocab.setdefault(content, token_id)
     merges: list[tuple[str, str]] = []
-    if not decode_only and pattern is not None:
+    if pattern is not None:
         # the merge halves are the vocabulary's own str objects: no re-spelling, and PyO3 converts each once
         values = list(vocab.ranks.values())
         # ranks 0..n-1 in order (tiktoken files): the spelled list is already indexed by rank
@@ -258,15 +258,15 @@ class HFBackend:
                     byte_vocab(model)  # the ranks are there but unusable: raises the precise reason
                 raise BackendUnavailable("needs tokenizer.json, byte-level ranks, vocab.json + merges.txt or vocab.txt")
             return cls(*legacy)
-        if pattern is None:
-            reason = no_pattern or "no pre-tokenizer pattern found (pattern-unknown); pass --pat-str"
-            if not decode_only:
-                raise BackendUnavailable(reason)
-            backend = cls(tokenizer_from_ranks(vocab, None), f"rebuilt from {model.vocab_artifact} ranks, decode only: {reason}")
-            backend.can_encode = False  # decoding never reads the pattern; encoding without one would be a guess
-            return backend
-        if decode_only:  # the caller only decodes (replay, decode, explain): no merges to recover
-            backend = cls(tokenizer_from_ranks(vocab, pattern, decode_only=True), f"rebuilt from {model.vocab_artifact} ranks")
+        reason = no_pattern or "no pre-tokenizer pattern found (pattern-unknown); pass --pat-str"
+        if pattern is None and not decode_only:
+            raise BackendUnavailable(reason)
+        if decode_only:
+            # The caller only decodes (replay, decode, explain, fuzz): no merges to recover and no pre-tokenizer
+            # (decoding never reads them; checking the pattern in Oniguruma costs 50 ms, and a pattern it
+            # splits differently must not stop a decode). Encoding without them would be a guess.
+            origin = f"rebuilt from {model.vocab_artifact} ranks" + ("" if pattern else f", decode only: {reason}")
+            backend = cls(tokenizer_from_ranks(vocab, None), origin)
             backend.can_encode = False
             return backend
         return cls(tokenizer_from_ranks(vocab, pattern), f"rebuilt from {model.vocab_artifact} ranks")
