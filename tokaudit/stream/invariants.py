@@ -16,7 +16,7 @@ from typing import Any
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.stream import codes
 from tokaudit.stream.detokenizers import REPLACEMENT, STALL_IDS, DecodeContext, Run, build_detokenizers, run as run_steps
-from tokaudit.stream.readers import Steps
+from tokaudit.stream.readers import Steps, step_start
 from tokaudit.stream.stops import StopOutcome
 from tokaudit.stream.toolcalls import ToolCall
 from tokaudit.stream.utf8 import describe_partial
@@ -79,7 +79,7 @@ def mismatch_findings(
     out = []
     if prompt_text and run.text.startswith(prompt_text) and not full.startswith(prompt_text):
         first = next((k for k, c in enumerate(run.chunks) if c), 0)
-        pos = sum(len(s) for s in steps[:first])
+        pos = step_start(steps, first)
         out.append(codes.finding(
             codes.PROMPT_LEAK,
             f"{run.name}: the first chunk starts with the prompt text {prompt_text[-40:]!r}: the prompt was not "
@@ -113,7 +113,7 @@ def replacement_findings(run: Run, full: str, steps: Sequence[Sequence[int]]) ->
     while at >= 0:
         s = bisect_right(ends, at)  # the step whose chunk holds character ``at``
         if at >= len(full) or full[at] != REPLACEMENT:
-            position = sum(len(step) for step in steps[:s])
+            position = step_start(steps, s)
             ids = steps[s]
             extra = text.count(REPLACEMENT) - full.count(REPLACEMENT)
             return [codes.finding(

@@ -95,6 +95,13 @@ class Steps(Sequence[tuple[int, ...]]):
         return f"Steps({list(self)[:8]!r}{'...' if len(self) > 8 else ''})"
 
 
+def step_start(steps: Sequence[Sequence[int]], s: int) -> int:
+    """Where step ``s`` starts among the stream's ids (its first id's position)."""
+    if isinstance(steps, Steps):
+        return s if steps.starts is None else steps.starts[s]
+    return sum(map(len, steps[:s]))
+
+
 class Stream:
     """A token stream as the server emitted it: the ids (a compact array) and where each step starts."""
 
