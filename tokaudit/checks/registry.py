@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import gc
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 
+from tokaudit.collector import collector_paused
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, Severity
 
@@ -45,16 +46,11 @@ def rule(code: str, name: str, severity: Severity, summary: str, *, deep: bool =
 def all_rules() -> list[Rule]:
     """Every registered rule, in code order (importing the rule modules registers them)."""
     first = "tokaudit.checks.pattern_rules" not in sys.modules
-    if first:  # the first call imports the rule modules: no collection while they load (see cli/app.py)
-        gc.disable()
-    try:
+    # the first call imports the rule modules: no collection while they load (see tokaudit.collector)
+    with collector_paused(freeze=True) if first else nullcontext():
         from tokaudit.checks import artifact_rules, empty_tokens, id_rules, id_space, special_tokens, token_classes  # noqa: F401
         from tokaudit.template import rules as _template_rules  # noqa: F401 - the TA8xx family
         from tokaudit.checks import pattern_rules  # noqa: F401 - TA305
-    finally:
-        if first:
-            gc.freeze()
-            gc.enable()
     return sorted(RULES.values(), key=lambda r: r.code)
 
 

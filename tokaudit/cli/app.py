@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import gc
 import sys
 from importlib import import_module
 from typing import Annotated, Any
 
+from tokaudit.collector import collector_paused
+
 # Importing typer and the command's modules makes ~20k objects that live until exit: collecting during
 # the imports only re-scans them, so the collector waits, and then freezes them out of later collections
 # (~10 ms of a scan's start-up).
-gc.disable()
-try:
+with collector_paused(freeze=True):
     import typer
 
     from tokaudit.cli.common import guard_std_streams
     from tokaudit.cli.conventions import CONTEXT_SETTINGS, TokauditTyper, version_text
-finally:
-    gc.freeze()
-    gc.enable()
 
 #: Command name -> (module, function), in help order. A run imports only its own command's module
 #: (``scan`` never imports compare's or replay's wiring); ``app`` (tests, help) has them all.
@@ -87,10 +84,6 @@ def __getattr__(name: str) -> Any:
 
 def main() -> None:
     guard_std_streams(sys.argv)
-    gc.disable()  # the command's modules: see the imports above
-    try:
+    with collector_paused(freeze=True):  # the command's modules: see the imports above
         app = build_app(_command_of(sys.argv) or COMMANDS)
-    finally:
-        gc.freeze()
-        gc.enable()
     app(prog_name="tokaudit")

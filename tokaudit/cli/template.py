@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -27,22 +24,7 @@ from tokaudit.cli.common import (
     emit,
     handle_errors,
 )
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Parsing a large tokenizer.json allocates millions of containers and no reference cycles: the cyclic
-    collector scanned them over and over (six full collections, ~0.6 s of Gemma 3's run). Paused while the
-    model loads and renders, then what is still alive is frozen (never scanned again) rather than left as
-    one 0.4 s young generation for the next collection."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if was:
-            gc.enable()
+from tokaudit.collector import collector_paused
 
 
 def template(
@@ -81,7 +63,8 @@ def template(
         validate(cli_ignore, known, "--ignore")
         selection = Selection(cli_select, cli_ignore)
         options = TemplateOptions(engines=parse_engine_list(engine), messages=messages, tools=tools, template=template_file)
-        with _collector_paused():
+        # parsing a large tokenizer.json: see tokaudit.collector (frozen after: the model lives to the end)
+        with collector_paused(freeze=True):
             model = load_model(target, revision)
             result, findings = template_model(model, options)
         findings = [f for f in findings if selection.chosen(f.code, f.name)]

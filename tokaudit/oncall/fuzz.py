@@ -3,16 +3,15 @@ in-process. Every exception (Rust panics included) is caught, classified and shr
 
 from __future__ import annotations
 
-import gc
 import random
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tokaudit.backends.base import Backend, Outcome
 from tokaudit.backends.registry import LoadedBackend
+from tokaudit.collector import collector_paused
 from tokaudit.ids import IdRanges
 from tokaudit.model.loaders import loader_views, loaders_seeing
 from tokaudit.model.tokenizer_model import TokenizerModel
@@ -160,20 +159,6 @@ class BackendRun:
             "shrink_calls": self.shrink_calls,
             "shrink_seconds": round(self.shrink_seconds, 6),
         }
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """The decode loop and the shrinking keep ~100k sequences and tens of thousands of failures alive and
-    make no reference cycles; left on, the cyclic garbage collector scans them again and again (a third
-    of fuzz's CPU time at 100k sequences on Kimi). Restores the collector's previous state."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def fuzz_backend(
