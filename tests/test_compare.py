@@ -194,6 +194,36 @@ def test_whole_file_sample_and_seed(tmp_path: Path) -> None:
     assert again["corpus"] == doc["corpus"]
 
 
+def test_corpus_directory_walk_leaves_out_hidden_names_and_does_not_follow_directory_links(tmp_path: Path) -> None:
+    d = tmp_path / "corpus"
+    (d / "sub").mkdir(parents=True)
+    (d / ".git" / "objects").mkdir(parents=True)
+    (d / "a.txt").write_text("alpha\n", encoding="utf-8")
+    (d / "sub" / "b.txt").write_text("beta\n", encoding="utf-8")
+    (d / ".hidden.txt").write_text("hidden\n", encoding="utf-8")
+    (d / ".git" / "objects" / "c.txt").write_text("in .git\n", encoding="utf-8")
+    (d / "loop").symlink_to(d, target_is_directory=True)  # a link back to the corpus: never walked
+    (d / "link.txt").symlink_to(d / "a.txt")  # a link to a file is a file
+    code, doc, _ = compare_json(str(SAME), "--backends", "tiktoken,hf", "--no-builtin-corpus", "--corpus", str(d))
+    assert (code, doc["corpus"]["cases"], doc["corpus"]["bytes"]) == (0, 3, len("alpha") * 2 + len("beta"))
+
+
+def test_corpus_directory_over_the_entry_budget_is_one_line_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A corpus given as a huge tree (``~`` by mistake) is refused after MAX_CORPUS_ENTRIES names, not walked
+    whole; the budget is lowered here so that the test makes 31 files, not 100,001."""
+    from tokaudit.compare import corpus
+
+    monkeypatch.setattr(corpus, "MAX_CORPUS_ENTRIES", 30)
+    d = tmp_path / "corpus"
+    (d / "deep").mkdir(parents=True)
+    for k in range(30):
+        (d / "deep" / f"{k}.txt").write_text("x\n", encoding="utf-8")
+    r = run_cli("compare", str(SAME), "--backends", "tiktoken,hf", "--no-builtin-corpus", "--corpus", str(d))
+    assert r.exit_code == 2
+    assert r.stderr == (f"tokaudit: error: {d}: the corpus directory holds more than 30 files and directories; "
+                        "give a smaller one (or a file)\n")
+
+
 def test_builtin_corpus_is_seeded() -> None:
     from tokaudit.compare.corpus import builtin_corpus
 

@@ -9,6 +9,7 @@ every Unicode scalar value (chunked), and seeded generators in the style of llam
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -188,6 +189,9 @@ def builtin_corpus(specials: Iterable[str], seed: int = 0, generated: int = 64, 
 MAX_CORPUS_BYTES = 16 * 1024 * 1024
 #: A --whole-file case is encoded whole by every backend (the reference one is pure Python): at most this.
 MAX_WHOLE_FILE_BYTES = 1024 * 1024
+#: Names a --corpus directory walk looks at, at most (a corpus given as ``~`` or ``/`` by mistake is said so
+#: at once, not walked for minutes).
+MAX_CORPUS_ENTRIES = 100_000
 
 
 def _read_utf8(path: Path, limit: int = MAX_CORPUS_BYTES) -> str:
@@ -200,11 +204,21 @@ def _read_utf8(path: Path, limit: int = MAX_CORPUS_BYTES) -> str:
 
 
 def corpus_files(path: Path) -> list[Path]:
+    """``path`` itself, or the regular files under it, sorted: hidden names and what is under them left out,
+    symbolic links to directories not followed, at most MAX_CORPUS_ENTRIES names looked at."""
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts))
+        files: list[Path] = []
+        seen = 0
+        for root, dirs, names in os.walk(path):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            seen += len(dirs) + len(names)
+            if seen > MAX_CORPUS_ENTRIES:
+                raise InputError(f"the corpus directory holds more than {MAX_CORPUS_ENTRIES:,} files and directories; "
+                                 "give a smaller one (or a file)", file=str(path))
+            files += [p for p in (Path(root, name) for name in names if not name.startswith(".")) if p.is_file()]
         if not files:
             raise InputError("corpus directory has no files", file=str(path))
-        return files
+        return sorted(files)
     if path.is_file():
         return [path]
     raise InputError("no such corpus file or directory", file=str(path))
