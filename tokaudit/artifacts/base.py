@@ -220,6 +220,18 @@ def _has_lone_surrogate_escape(text: str) -> bool:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+class _ConstantFound(ValueError):
+    """NaN / Infinity / -Infinity met while parsing (see :func:`parse_json_text`)."""
+
+
+def _constant_found(name: str) -> Any:
+    raise _ConstantFound(name)
+
+
+#: ``json`` without NaN / Infinity (a ValueError): build it once, not per call (that doubled a short line's cost).
+STRICT_JSON = json.JSONDecoder(parse_constant=_constant_found)
+
+
 class _Constant(str):
     """NaN / Infinity / -Infinity where the file has it: Python's json accepts them, JSON does not."""
 
@@ -242,7 +254,10 @@ def parse_json_text(text: str, file: str, line: int | None = None) -> Any:
         return constants[-1]
 
     try:
-        value = json.loads(text, parse_constant=constant)
+        try:
+            value = STRICT_JSON.decode(text)
+        except _ConstantFound:  # parsed again, keeping the constants, to name the key that holds one
+            value = json.loads(text, parse_constant=constant)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=file,
                          line=line if line is not None else exc.lineno) from None

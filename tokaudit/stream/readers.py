@@ -24,7 +24,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any, overload
 
-from tokaudit.artifacts.base import decode_text, parse_json_text, read_bytes
+from tokaudit.artifacts.base import STRICT_JSON, decode_text, parse_json_text, read_bytes
 from tokaudit.errors import InputError, shorten
 
 FORMATS = ("json", "ids", "jsonl", "sse")
@@ -195,10 +195,6 @@ def _check_id(value: Any, where: str, source: str, line: int | None) -> int:
     return value
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(name)
-
-
 def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
@@ -254,6 +250,8 @@ def _parse_ids(text: str, source: str) -> array:
 
 def _ids_of(value: Any, key: str, source: str, line: int) -> tuple[int, ...]:
     items = value if isinstance(value, list) else [value]
+    if set(map(type, items)) <= {int} and (not items or (min(items) >= 0 and max(items) < MAX_ID)):
+        return tuple(items)  # the common case, checked in C: only ints (not bools), all in range
     return tuple(_check_id(v, f"{key}[{k}]" if isinstance(value, list) else key, source, line)
                  for k, v in enumerate(items))
 
@@ -344,7 +342,7 @@ def _parse_sse(text: str, source: str) -> list[tuple[int, ...]]:
         if done:
             raise InputError("data after 'data: [DONE]'", file=source, line=lineno)
         try:
-            event = json.loads(payload, parse_constant=_no_constant)
+            event = STRICT_JSON.decode(payload)
         except json.JSONDecodeError as exc:
             raise InputError(
                 f"invalid JSON in data line: {exc.msg} (column {line.index(payload) + exc.colno})",
