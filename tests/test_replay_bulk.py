@@ -227,3 +227,30 @@ def test_decodestream_taken_from_offsets_equals_the_library_on_arbitrary_kimi_st
     replayed, shared = _replayed_decodestream(model, tokenizer, skip, ids)
     event(f"taken from offsets: {shared}")
     _same_run(replayed, _stepped_decodestream(model, tokenizer, skip, ids))
+
+
+@pytest.mark.parametrize("target,name", CASES, ids=[n for _, n in CASES])
+@pytest.mark.parametrize("skip", [True, False], ids=["skip", "keep"])
+def test_bulk_paths_over_multi_id_steps_equal_the_step_by_step_loops(replay_models, target, name, skip):
+    """Speculative-decoding steps (1 to 4 ids, cutting characters anywhere): the bulk paths over a stream's
+    steps give each step what the per-step loops give it."""
+    model, (tokenizer, *_) = replay_models(target)
+    ids = list(_flat(STREAMS / name).ids) * 3
+    sizes = [1 + (k * 7) % 4 for k in range(len(ids))]
+    grouped, k = [], 0
+    for size in sizes:
+        if k >= len(ids):
+            break
+        grouped.append(tuple(ids[k:k + size]))
+        k += size
+    stream = Stream.of_steps("jsonl", grouped)
+    assert not stream.steps.single
+    for detok in ("offsets", "decodestream", "bytes", "naive"):
+        made = build_detokenizers([detok], decode_context(model, tokenizer, skip), ())
+        if not made:
+            continue
+        bulk = run(made[0], stream.steps)
+        looped = run(build_detokenizers([detok], decode_context(model, tokenizer, skip), ())[0], grouped)
+        assert (list(bulk.chunks), list(bulk.held), bulk.held_bytes, bulk.flush, bulk.empty_steps) == \
+               (list(looped.chunks), list(looped.held), looped.held_bytes, looped.flush, looped.empty_steps), detok
+        assert [e.to_json() for e in bulk.errors] == [e.to_json() for e in looped.errors], detok

@@ -198,7 +198,7 @@ _CONSTANT = re.compile(r"(?<![\w\"])-?(?:NaN|Infinity)\b")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
-def _has_lone_surrogate_escape(text: str) -> bool:
+def has_lone_surrogate_escape(text: str) -> bool:
     """A \\u escape of a lone surrogate (a pair, as ensure_ascii writes emoji, is fine). A plain
     substring test first: scanning 30 MB with a regex costs more than parsing it."""
     if "\\ud" not in text and "\\uD" not in text:
@@ -273,7 +273,7 @@ def parse_json_text(text: str, file: str, line: int | None = None) -> Any:
         key = _find_key(value, "", lambda v: isinstance(v, _Constant))
         raise InputError(f"invalid JSON: {constants[0]} is not a JSON number", file=file,
                          line=at(m.start()) if m else line, key=key or None)
-    if _has_lone_surrogate_escape(text):
+    if has_lone_surrogate_escape(text):
         key = _find_key(value, "", lambda v: isinstance(v, str) and _SURROGATE.search(v) is not None)
         if key is not None:
             raise InputError("lone surrogate (\\ud800-\\udfff) in a string: not encodable as UTF-8", file=file,

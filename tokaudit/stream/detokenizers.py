@@ -246,6 +246,11 @@ class Offsets(Detokenizer):
     def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
         if isinstance(steps, Steps) and steps.single:
             return self._tokens(steps.ids, position, track_held)
+        if isinstance(steps, Steps) and steps:  # several ids per step: id by id, then each step's share
+            self.like_decodestream = False  # DecodeStream decodes a multi-id step once, not id by id
+            outs, helds = self._tokens(steps.ids, position, True)
+            ends = islice(steps.starts, 1, None)  # type: ignore[arg-type]
+            return _joined_per_step(outs, steps.starts), list(map(helds.__getitem__, map(operator.sub, ends, repeat(1)))) if track_held else []  # type: ignore[arg-type]
         steps = steps if isinstance(steps, Sequence) else list(steps)
         if all(len(step) == 1 for step in steps):
             return self._tokens([step[0] for step in steps], position, track_held)
@@ -651,21 +656,21 @@ class BytesDetok(Detokenizer):
     def feed_text(
         self, steps: Sequence[Sequence[int]], position: int, track_held: bool, emitted: int = 0
     ) -> tuple[str, Iterable[int], Sequence[int], int]:
-        """One id per step, once steady: every id's bytes joined and decoded in bulk (see
+        """Once steady, every id's bytes joined and decoded in bulk, cut where the steps end (see
         :func:`~tokaudit.stream.utf8.decode_at_cuts`); the step-by-step loop where the bytes are not
-        valid UTF-8 or the steps carry several ids."""
-        if not (isinstance(steps, Steps) and steps.single) or not steps:
+        valid UTF-8."""
+        if not isinstance(steps, Steps) or not steps:
             return super().feed_text(steps, position, track_held, emitted)
         if not self.steady:  # the first token: the decoder's start rules apply
             head, head_ends, head_held, head_empty = super().feed_text(steps[:1], position, track_held, emitted)
-            rest, rest_ends, rest_held, rest_empty = self.feed_text(steps[1:], position + 1, track_held, emitted + len(head))
+            rest, rest_ends, rest_held, rest_empty = self.feed_text(steps[1:], position + len(steps[0]), track_held, emitted + len(head))
             return head + rest, [*head_ends, *rest_ends], [*head_held, *rest_held], head_empty + rest_empty
-        bulk = self._bulk(steps.ids, position, emitted, track_held)
+        bulk = self._bulk(steps, position, emitted, track_held)
         return super().feed_text(steps, position, track_held, emitted) if bulk is None else bulk
 
-    def _bulk(self, ids: Sequence[int], position: int, emitted: int, track_held: bool) -> tuple[str, Sequence[int], Sequence[int], int] | None:
-        """The steady state over one id per step in C-level passes, or None (not valid UTF-8)."""
-        memo, starts = self.memo, self.starts
+    def _bulk(self, steps: Steps, position: int, emitted: int, track_held: bool) -> tuple[str, Sequence[int], Sequence[int], int] | None:
+        """The steady state in C-level passes, or None (not valid UTF-8)."""
+        ids, memo, starts = steps.ids, self.memo, self.starts
         skip, get, text = self.ctx.skip_special_tokens, self.ctx.tokens.get, self.ctx.tokens.text
         unmapped = set()
         for token_id in set(ids).difference(memo):
@@ -682,7 +687,10 @@ class BytesDetok(Detokenizer):
             starts_of = {**starts, **dict.fromkeys(unmapped, 0)}.__getitem__
         pieces = list(map(piece_of, ids))
         held = self.decoder.getstate()[0]
-        decoded = decode_at_cuts(held + b"".join(pieces), len(held), list(map(len, pieces)), list(map(starts_of, ids)), emitted, track_held)
+        lengths, begins = list(map(len, pieces)), list(map(starts_of, ids))
+        if steps.starts is not None:  # several ids per step: cut where steps end
+            lengths, begins = _summed_per_step(lengths, steps.starts), _summed_per_step(begins, steps.starts)
+        decoded = decode_at_cuts(held + b"".join(pieces), len(held), lengths, begins, emitted, track_held)
         if decoded is None:
             return None
         chars, ends, held_after, tail = decoded
@@ -708,13 +716,25 @@ class Naive(Detokenizer):
 
     def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
         decode_one = self.ctx.decode_one
-        if isinstance(steps, Steps) and steps.single:
+        if isinstance(steps, Steps):
             for token_id in set(steps.ids).difference(self.ctx.memo):
                 decode_one(token_id)
-            chunks = list(map(self.ctx.memo.__getitem__, steps.ids))
+            texts = list(map(self.ctx.memo.__getitem__, steps.ids))
+            chunks = texts if steps.starts is None else _joined_per_step(texts, steps.starts)
         else:
             chunks = ["".join(decode_one(i) for i in ids) if len(ids) != 1 else decode_one(ids[0]) for ids in steps]
         return chunks, [0] * len(chunks) if track_held else []
+
+
+def _joined_per_step(parts: list[str], starts: Sequence[int]) -> list[str]:
+    """Each step's parts joined (``starts``: where each step's ids start among the parts, then their end)."""
+    return list(map("".join, map(parts.__getitem__, map(slice, starts, islice(starts, 1, None)))))
+
+
+def _summed_per_step(values: list[int], starts: Sequence[int]) -> list[int]:
+    """Each step's values summed (``starts`` as for :func:`_joined_per_step`)."""
+    total = list(accumulate(values, initial=0))
+    return list(map(operator.sub, map(total.__getitem__, islice(starts, 1, None)), map(total.__getitem__, starts)))
 
 
 def build_detokenizers(names: Sequence[str], ctx: DecodeContext, prompt: Sequence[int]) -> list[Detokenizer]:

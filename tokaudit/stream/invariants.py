@@ -311,20 +311,21 @@ def risky_positions(ctx: DecodeContext, ids: Sequence[int], runs: Sequence[Run])
 def _windows(risky: Sequence[int], step_starts: Sequence[int] | None, n: int) -> list[tuple[int, int]]:
     """Merged ``[a, b)`` token windows around the risky positions (sorted), widened to whole stream
     steps (``step_starts`` None: every step is one token)."""
-    if step_starts is None and risky:
-        # windows [p - WINDOW, p + WINDOW] merge when risky positions are at most 2 * WINDOW + 1 apart
-        gap = 2 * WINDOW + 1
-        cuts = list(compress(range(1, len(risky)), map(gap.__lt__, map(operator.sub, risky[1:], risky))))
-        return [(max(risky[a] - WINDOW, 0), min(risky[b - 1] + WINDOW + 1, n))
-                for a, b in zip([0, *cuts], [*cuts, len(risky)])]
+    if not risky:
+        return []
+    # windows [p - WINDOW, p + WINDOW] merge when risky positions are at most 2 * WINDOW + 1 apart
+    gap = 2 * WINDOW + 1
+    cuts = list(compress(range(1, len(risky)), map(gap.__lt__, map(operator.sub, risky[1:], risky))))
+    windows = [(max(risky[a] - WINDOW, 0), min(risky[b - 1] + WINDOW + 1, n)) for a, b in zip([0, *cuts], [*cuts, len(risky)])]
+    if step_starts is None:
+        return windows
+    # each merged window widened to whole steps (widening is monotone, so widening the merged windows
+    # is widening every position's); widened neighbours can meet, and merge again
     out: list[tuple[int, int]] = []
-    for p in risky:
-        if step_starts is None:
-            a, b = max(p - WINDOW, 0), min(p + WINDOW + 1, n)
-        else:
-            a = step_starts[bisect_right(step_starts, max(p - WINDOW, 0)) - 1]
-            k = bisect_right(step_starts, min(p + WINDOW, n - 1))
-            b = step_starts[k] if k < len(step_starts) else n
+    for a, b in windows:
+        a = step_starts[bisect_right(step_starts, a) - 1]
+        k = bisect_right(step_starts, b - 1)
+        b = step_starts[k] if k < len(step_starts) else n
         if out and a <= out[-1][1]:
             out[-1] = (out[-1][0], max(out[-1][1], b))
         else:

@@ -20,11 +20,11 @@ import re
 import sys
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import accumulate
+from itertools import accumulate, chain
 from pathlib import Path
 from typing import Any, overload
 
-from tokaudit.artifacts.base import STRICT_JSON, decode_text, parse_json_text, read_bytes
+from tokaudit.artifacts.base import STRICT_JSON, decode_text, has_lone_surrogate_escape, parse_json_text, read_bytes
 from tokaudit.errors import InputError, shorten
 
 FORMATS = ("json", "ids", "jsonl", "sse")
@@ -264,8 +264,36 @@ def _step_from_object(obj: dict[str, Any], source: str, line: int) -> tuple[int,
     return None
 
 
-def _parse_jsonl(text: str, source: str) -> list[tuple[int, ...]]:
-    out: list[tuple[int, ...]] = []
+def _parse_jsonl(text: str, source: str) -> list[Sequence[int]]:
+    steps = _jsonl_in_bulk(text)
+    return steps if steps is not None else _jsonl_line_by_line(text, source)
+
+
+def _jsonl_in_bulk(text: str) -> list[Sequence[int]] | None:
+    """The common case at C speed: every line an array of ids, or an object whose first ID_KEYS key holds one,
+    every id an int in range, within the budget. None otherwise: the line parser then reads the text, and
+    names the line of any error."""
+    if has_lone_surrogate_escape(text):
+        return None
+    try:
+        values = list(map(STRICT_JSON.decode, filter(str.strip, text.splitlines())))
+    except (ValueError, RecursionError):  # invalid JSON, NaN, a huge integer, deep nesting
+        return None
+    steps = []
+    for value in values:
+        if isinstance(value, dict):
+            value = next((value[key] for key in ID_KEYS if value.get(key) is not None), None)
+        if not isinstance(value, list):
+            return None  # a single id under a key, OpenAI choices, or an error: the line parser
+        steps.append(value)
+    ids = list(chain.from_iterable(steps))
+    if len(ids) > MAX_STREAM_IDS or not set(map(type, ids)) <= {int} or (ids and (min(ids) < 0 or max(ids) >= MAX_ID)):
+        return None
+    return steps
+
+
+def _jsonl_line_by_line(text: str, source: str) -> list[Sequence[int]]:
+    out: list[Sequence[int]] = []
     total = 0
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
