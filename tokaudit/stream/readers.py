@@ -275,19 +275,19 @@ def _jsonl_in_bulk(text: str) -> list[Sequence[int]] | None:
     names the line of any error."""
     if has_lone_surrogate_escape(text):
         return None
+    steps = []
     try:
-        values = list(map(STRICT_JSON.decode, filter(str.strip, text.splitlines())))
+        for value in map(STRICT_JSON.decode, filter(str.strip, text.splitlines())):  # each object freed at once
+            if isinstance(value, dict):
+                value = next((value[key] for key in ID_KEYS if value.get(key) is not None), None)
+            if not isinstance(value, list):
+                return None  # a single id under a key, OpenAI choices, or an error: the line parser
+            steps.append(value)
     except (ValueError, RecursionError):  # invalid JSON, NaN, a huge integer, deep nesting
         return None
-    steps = []
-    for value in values:
-        if isinstance(value, dict):
-            value = next((value[key] for key in ID_KEYS if value.get(key) is not None), None)
-        if not isinstance(value, list):
-            return None  # a single id under a key, OpenAI choices, or an error: the line parser
-        steps.append(value)
-    ids = list(chain.from_iterable(steps))
-    if len(ids) > MAX_STREAM_IDS or not set(map(type, ids)) <= {int} or (ids and (min(ids) < 0 or max(ids) >= MAX_ID)):
+    if sum(map(len, steps)) > MAX_STREAM_IDS or not set(map(type, chain.from_iterable(steps))) <= {int}:
+        return None
+    if any(steps) and (min(map(min, filter(None, steps))) < 0 or max(map(max, filter(None, steps))) >= MAX_ID):
         return None
     return steps
 
