@@ -119,3 +119,67 @@ def test_read_stream_errors_name_the_file(tmp_path):
     with pytest.raises(InputError) as exc:
         read_stream(str(bad))
     assert str(exc.value) == f"{bad}:1: not valid UTF-8 text (byte 4)"
+
+
+# -- large captures: read line by line ----------------------------------------------------------
+
+LINE_CAPTURES = {
+    "sse": (": keep-alive\r\n"
+            + "".join(f'data: {{"choices": [{{"index": 0, "delta": {{"content": "x"}}, "token_ids": [{k}, {k + 1}]}}]}}\r\n\r\n'
+                      for k in range(0, 400, 2))
+            + "data: [DONE]\r\n"),
+    "jsonl": "\ufeff" + "".join(f'{{"token_ids": [{k}, {k + 1}, {k + 2}]}}\n' for k in range(0, 600, 3)) + "[7]\r[8, 9]\n\n",
+    "jsonl-choices": "".join(f'{{"choices": [{{"index": 0, "token_ids": [{k}]}}]}}\n' for k in range(300)),
+    "ids": "\n".join(" ".join(str(k) for k in range(j, j + 10)) for j in range(0, 1000, 10)) + "\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINE_CAPTURES))
+def test_a_capture_over_the_in_memory_limit_is_read_line_by_line_with_the_same_result(tmp_path, monkeypatch, name):
+    """Captures bigger than MAX_STREAM_BYTES (a 1M-token SSE capture is ~190 MB) are read a line at a time;
+    the limit is lowered here so that a few KB stand for them."""
+    from tokaudit.stream import readers
+
+    path = tmp_path / "capture"
+    path.write_bytes(LINE_CAPTURES[name].encode("utf-8"))
+    whole = read_stream(str(path))
+    monkeypatch.setattr(readers, "MAX_STREAM_BYTES", 1024)
+    assert path.stat().st_size > 1024
+    assert read_stream(str(path)) == whole and len(whole.ids) >= 200
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"".join(b'{"token_ids": [%d]}\n' % k for k in range(100)) + b'{"token_ids": [1, \xff]}\n',
+     ":101: not valid UTF-8 text (byte 2008)"),
+    (b"".join(b'{"token_ids": [%d]}\n' % k for k in range(100)) + b'{"token_ids": [1, -2]}\n', "token_ids[1]: id -2 is negative"),
+    (b"".join(b'data: {"token_ids": [%d]}\n\n' % k for k in range(100)) + b"data: [DONE]\n\ndata: {}\n", "data after 'data: [DONE]'"),
+])
+def test_errors_in_a_capture_read_line_by_line_name_the_same_line(tmp_path, monkeypatch, content, message):
+    from tokaudit.stream import readers
+
+    path = tmp_path / "capture"
+    path.write_bytes(content)
+    with pytest.raises(InputError) as whole:
+        read_stream(str(path))
+    monkeypatch.setattr(readers, "MAX_STREAM_BYTES", 1024)
+    with pytest.raises(InputError) as by_line:
+        read_stream(str(path))
+    assert str(by_line.value) == str(whole.value) and message in str(whole.value)
+
+
+def test_a_large_json_array_or_a_capture_over_the_line_limit_is_one_clear_error(tmp_path, monkeypatch):
+    from tokaudit.stream import readers
+
+    monkeypatch.setattr(readers, "MAX_STREAM_BYTES", 1024)
+    monkeypatch.setattr(readers, "MAX_CAPTURE_BYTES", 4096)
+    array_file = tmp_path / "ids.json"
+    array_file.write_text("[" + ", ".join(map(str, range(500))) + "]")
+    with pytest.raises(InputError) as err:
+        read_stream(str(array_file))
+    assert str(err.value) == (f"{array_file}: file is 0.0 MiB; the limit is 0 MiB for a JSON array (a line format, such as "
+                              "JSONL or SSE, is read line by line up to 0 MiB)")
+    capture = tmp_path / "big.jsonl"
+    capture.write_text("".join(f"[{k}]\n" for k in range(2000)))
+    with pytest.raises(InputError) as err:
+        read_stream(str(capture))
+    assert str(err.value) == f"{capture}: file is 0.0 MiB; the limit is 0 MiB"

@@ -8,10 +8,11 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable
-from typing import Any
+from typing import Any, BinaryIO
 
 from tokaudit.errors import InputError
 
@@ -141,12 +142,10 @@ def regular_file_error(path: Path) -> InputError | None:
     return None
 
 
-def read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
-    """The bytes of a regular file, at most ``limit`` of them; anything else is an :class:`InputError`.
-
-    The file is opened non-blocking: a /proc or /sys file that would block (``/proc/kmsg``) is
-    refused instead of hanging.
-    """
+def _open_regular(path: Path) -> int:
+    """A descriptor of ``path`` opened for reading, once it is checked to be a regular file (see
+    :func:`regular_file_error`). Non-blocking: a /proc or /sys file that would block (``/proc/kmsg``)
+    is refused instead of hanging."""
     problem = regular_file_error(path)
     if problem is not None:
         raise problem
@@ -156,8 +155,20 @@ def read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
         raise InputError(f"cannot read file: {exc.strerror or exc}", file=str(path)) from None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):  # swapped after the check
-            raise InputError(f"not a regular file: {_describe_mode(st.st_mode)}{_symlink_note(path)}", file=str(path))
+    except OSError as exc:
+        os.close(fd)
+        raise InputError(f"cannot read file: {exc.strerror or exc}", file=str(path)) from None
+    if not stat.S_ISREG(st.st_mode):  # swapped after the check
+        os.close(fd)
+        raise InputError(f"not a regular file: {_describe_mode(st.st_mode)}{_symlink_note(path)}", file=str(path))
+    return fd
+
+
+def read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file, at most ``limit`` of them; anything else is an :class:`InputError`."""
+    fd = _open_regular(path)
+    try:
+        st = os.fstat(fd)
         if st.st_size > limit:
             raise InputError(f"file is {st.st_size / _MiB:.1f} MiB; the limit is {limit // _MiB} MiB", file=str(path))
         chunks = []
@@ -178,6 +189,28 @@ def read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
         raise InputError(f"cannot read file: {exc.strerror or exc}", file=str(path)) from None
     finally:
         os.close(fd)
+
+
+def read_bytes_head(path: Path, size: int) -> bytes:
+    """At most the first ``size`` bytes of a regular file (checked as :func:`read_bytes` checks it)."""
+    fd = _open_regular(path)
+    try:
+        return os.read(fd, size)
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", file=str(path)) from None
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def open_regular(path: Path) -> Iterator[BinaryIO]:
+    """A regular file opened for reading in binary (checked as :func:`read_bytes` checks it), for reading
+    a large file a piece at a time."""
+    with os.fdopen(_open_regular(path), "rb") as f:
+        try:
+            yield f
+        except OSError as exc:
+            raise InputError(f"cannot read file: {exc.strerror or exc}", file=str(path)) from None
 
 
 def read_text(path: Path) -> str:

@@ -19,19 +19,33 @@ import json
 import re
 import sys
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate, chain
 from pathlib import Path
 from typing import Any, overload
 
-from tokaudit.artifacts.base import STRICT_JSON, decode_text, has_lone_surrogate_escape, parse_json_text, read_bytes
+from tokaudit.artifacts.base import (
+    STRICT_JSON,
+    decode_text,
+    has_lone_surrogate_escape,
+    open_regular,
+    parse_json_text,
+    read_bytes,
+    read_bytes_head,
+    regular_file_error,
+)
 from tokaudit.errors import InputError, shorten
 
 FORMATS = ("json", "ids", "jsonl", "sse")
 ID_KEYS = ("token_ids", "ids", "output_ids", "token_id")
 MAX_ID = 2**32  # ids are u32 in every gateway; anything at or above is not a token id
-#: A capture larger than this is not one response (an SSE capture of 32k tokens is ~6 MB).
+#: A stream held in memory whole (stdin, a JSON array) is at most this (an SSE capture of 32k tokens is ~6 MB).
 MAX_STREAM_BYTES = 16 * 1024 * 1024
+#: A larger capture file in a line format (SSE, JSONL, ids) is read line by line, up to this: an SSE capture
+#: spends ~190 bytes per token, so 1M tokens is ~190 MB (the id budget below stops it sooner).
+MAX_CAPTURE_BYTES = 512 * 1024 * 1024
+#: What format detection reads of a large capture.
+_HEAD_BYTES = 1 << 20
 #: Ids in one stream: replay is linear in time and memory (issue 11: a 1M-token agent transcript
 #: replays in seconds), so the cap is twice that, not one response's length.
 MAX_STREAM_IDS = 2_000_000
@@ -139,7 +153,20 @@ def read_stream(arg: str, fmt: str | None = None) -> Stream:
     path = Path(arg)
     if path.is_dir():
         raise InputError("is a directory, not a token stream", file=arg)
-    return parse_stream(decode_text(read_bytes(path, MAX_STREAM_BYTES), arg), arg, fmt)
+    if fmt is not None and fmt not in FORMATS:
+        raise InputError(f"unknown stream format {fmt!r} (expected one of {', '.join(FORMATS)})")
+    size = path.stat().st_size if regular_file_error(path) is None else 0
+    if size <= MAX_STREAM_BYTES:
+        return parse_stream(decode_text(read_bytes(path, MAX_STREAM_BYTES), arg), arg, fmt)
+    # a large capture: read line by line (never the whole text in memory), when its format has lines
+    head = read_bytes_head(path, _HEAD_BYTES)
+    fmt = fmt or detect_format(head.decode("utf-8", "replace").removeprefix("\ufeff"))  # the first lines decide
+    if fmt == "json" or size > MAX_CAPTURE_BYTES:
+        limit = MAX_STREAM_BYTES if fmt == "json" else MAX_CAPTURE_BYTES
+        raise InputError(f"file is {size / 2**20:.1f} MiB; the limit is {limit >> 20} MiB"
+                         + (" for a JSON array (a line format, such as JSONL or SSE, is read line by line up to "
+                            f"{MAX_CAPTURE_BYTES >> 20} MiB)" if fmt == "json" else ""), file=arg)
+    return _stream_of(fmt, _PARSERS[fmt](lambda: _file_lines(path, arg), arg), arg)
 
 
 def parse_stream(text: str, source: str, fmt: str | None = None) -> Stream:
@@ -147,12 +174,33 @@ def parse_stream(text: str, source: str, fmt: str | None = None) -> Stream:
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown stream format {fmt!r} (expected one of {', '.join(FORMATS)})")
     fmt = fmt or detect_format(text)
-    parser = {"json": _parse_json, "ids": _parse_ids, "jsonl": _parse_jsonl, "sse": _parse_sse}[fmt]
-    parsed = parser(text, source)
+    if fmt == "json":
+        return _stream_of(fmt, _parse_json(text, source), source)
+    lines = text.splitlines()
+    return _stream_of(fmt, _PARSERS[fmt](lambda: lines, source), source)
+
+
+def _stream_of(fmt: str, parsed: array | list[Sequence[int]], source: str) -> Stream:
     stream = Stream(fmt, parsed) if isinstance(parsed, array) else Stream.of_steps(fmt, parsed)
     if not stream.ids:
         raise InputError(f"no token ids in the stream (read as {fmt})", file=source)
     return stream
+
+
+def _file_lines(path: Path, source: str) -> Iterator[str]:
+    """The lines of a large capture file, as ``str.splitlines`` gives them (a leading BOM dropped), read one
+    at a time; an invalid UTF-8 byte is an error naming its line and offset, as for a file read whole."""
+    offset = 0
+    with open_regular(path) as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"not valid UTF-8 text (byte {offset + exc.start})", file=source, line=number) from None
+            if number == 1 and line.startswith("\ufeff"):
+                line = line[1:]
+            offset += len(raw)
+            yield from line.splitlines() or [""]
 
 
 def detect_format(text: str) -> str:
@@ -232,9 +280,9 @@ _ID_TOKEN = re.compile(r"[^\s,]+")
 _INT = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: str.isdigit and \d also take '١٠٥'
 
 
-def _parse_ids(text: str, source: str) -> array:
+def _parse_ids(lines: Callable[[], Iterable[str]], source: str) -> array:
     out = array("q")
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(lines(), 1):
         for m in _ID_TOKEN.finditer(line):
             word = m.group()
             where = f"column {m.start() + 1}"
@@ -264,38 +312,43 @@ def _step_from_object(obj: dict[str, Any], source: str, line: int) -> tuple[int,
     return None
 
 
-def _parse_jsonl(text: str, source: str) -> list[Sequence[int]]:
-    steps = _jsonl_in_bulk(text)
-    return steps if steps is not None else _jsonl_line_by_line(text, source)
+def _parse_jsonl(lines: Callable[[], Iterable[str]], source: str) -> list[Sequence[int]]:
+    steps = _jsonl_in_bulk(lines())
+    return steps if steps is not None else _jsonl_line_by_line(lines(), source)
 
 
-def _jsonl_in_bulk(text: str) -> list[Sequence[int]] | None:
+def _jsonl_in_bulk(lines: Iterable[str]) -> list[Sequence[int]] | None:
     """The common case at C speed: every line an array of ids, or an object whose first ID_KEYS key holds one,
     every id an int in range, within the budget. None otherwise: the line parser then reads the text, and
     names the line of any error."""
-    if has_lone_surrogate_escape(text):
-        return None
     steps = []
+    total = 0
     try:
-        for value in map(STRICT_JSON.decode, filter(str.strip, text.splitlines())):  # each object freed at once
+        for line in filter(str.strip, lines):
+            if has_lone_surrogate_escape(line):
+                return None
+            value = STRICT_JSON.decode(line)  # each object is freed as the next line is read
             if isinstance(value, dict):
                 value = next((value[key] for key in ID_KEYS if value.get(key) is not None), None)
             if not isinstance(value, list):
                 return None  # a single id under a key, OpenAI choices, or an error: the line parser
             steps.append(value)
+            total += len(value)
+            if total > MAX_STREAM_IDS:
+                return None
     except (ValueError, RecursionError):  # invalid JSON, NaN, a huge integer, deep nesting
         return None
-    if sum(map(len, steps)) > MAX_STREAM_IDS or not set(map(type, chain.from_iterable(steps))) <= {int}:
+    if not set(map(type, chain.from_iterable(steps))) <= {int}:
         return None
     if any(steps) and (min(map(min, filter(None, steps))) < 0 or max(map(max, filter(None, steps))) >= MAX_ID):
         return None
     return steps
 
 
-def _jsonl_line_by_line(text: str, source: str) -> list[Sequence[int]]:
+def _jsonl_line_by_line(lines: Iterable[str], source: str) -> list[Sequence[int]]:
     out: list[Sequence[int]] = []
     total = 0
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         value = parse_json_text(line, source, lineno)
@@ -353,11 +406,11 @@ def _step_from_choices(event: dict[str, Any], source: str, line: int) -> tuple[i
     return found
 
 
-def _parse_sse(text: str, source: str) -> list[tuple[int, ...]]:
+def _parse_sse(lines: Callable[[], Iterable[str]], source: str) -> list[tuple[int, ...]]:
     out: list[tuple[int, ...]] = []
     total = 0
     done = False
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(lines(), 1):
         stripped = line.strip()
         if not stripped or stripped.startswith(":") or stripped.split(":", 1)[0] in ("event", "id", "retry"):
             continue
@@ -389,3 +442,7 @@ def _parse_sse(text: str, source: str) -> list[tuple[int, ...]]:
             if total > MAX_STREAM_IDS:
                 _within_budget(total, source, lineno)
     return out
+
+
+#: The line formats' parsers: each takes a callable giving the lines afresh (JSONL reads them twice to name an error).
+_PARSERS: dict[str, Callable[[Callable[[], Iterable[str]], str], Any]] = {"ids": _parse_ids, "jsonl": _parse_jsonl, "sse": _parse_sse}
