@@ -183,3 +183,20 @@ def test_a_large_json_array_or_a_capture_over_the_line_limit_is_one_clear_error(
     with pytest.raises(InputError) as err:
         read_stream(str(capture))
     assert str(err.value) == f"{capture}: file is 0.0 MiB; the limit is 0 MiB"
+
+
+def test_a_capture_read_line_by_line_stops_at_its_byte_budget_even_inside_one_line(tmp_path):
+    """The size is checked before reading, but a capture still being written grows: the line reader counts
+    what it reads, and never reads more than the budget, not even for one endless line."""
+    from tokaudit.stream.readers import _file_lines
+
+    path = tmp_path / "growing.sse"
+    path.write_text("data: " + "x" * 5000)  # one line, no newline
+    with pytest.raises(InputError) as err:
+        list(_file_lines(path, "growing.sse", 1000))
+    assert str(err.value) == "growing.sse:1: file is over the limit of 0 MiB"
+    path.write_text("[1]\n" * 300)
+    with pytest.raises(InputError) as err:
+        list(_file_lines(path, "lines.jsonl", 1000))
+    assert str(err.value) == "lines.jsonl:251: file is over the limit of 0 MiB"
+    assert list(_file_lines(path, "lines.jsonl", 1200)) == ["[1]"] * 300

@@ -153,8 +153,7 @@ def read_stream(arg: str, fmt: str | None = None) -> Stream:
     path = Path(arg)
     if path.is_dir():
         raise InputError("is a directory, not a token stream", file=arg)
-    if fmt is not None and fmt not in FORMATS:
-        raise InputError(f"unknown stream format {fmt!r} (expected one of {', '.join(FORMATS)})")
+    _check_format(fmt)
     size = path.stat().st_size if regular_file_error(path) is None else 0
     if size <= MAX_STREAM_BYTES:
         return parse_stream(decode_text(read_bytes(path, MAX_STREAM_BYTES), arg), arg, fmt)
@@ -166,18 +165,22 @@ def read_stream(arg: str, fmt: str | None = None) -> Stream:
         raise InputError(f"file is {size / 2**20:.1f} MiB; the limit is {limit >> 20} MiB"
                          + (" for a JSON array (a line format, such as JSONL or SSE, is read line by line up to "
                             f"{MAX_CAPTURE_BYTES >> 20} MiB)" if fmt == "json" else ""), file=arg)
-    return _stream_of(fmt, _PARSERS[fmt](lambda: _file_lines(path, arg), arg), arg)
+    return _stream_of(fmt, _PARSERS[fmt](lambda: _file_lines(path, arg, MAX_CAPTURE_BYTES), arg), arg)
 
 
 def parse_stream(text: str, source: str, fmt: str | None = None) -> Stream:
     """Parse ``text`` in format ``fmt`` (auto-detected when None)."""
-    if fmt is not None and fmt not in FORMATS:
-        raise InputError(f"unknown stream format {fmt!r} (expected one of {', '.join(FORMATS)})")
+    _check_format(fmt)
     fmt = fmt or detect_format(text)
     if fmt == "json":
         return _stream_of(fmt, _parse_json(text, source), source)
     lines = text.splitlines()
     return _stream_of(fmt, _PARSERS[fmt](lambda: lines, source), source)
+
+
+def _check_format(fmt: str | None) -> None:
+    if fmt is not None and fmt not in FORMATS:
+        raise InputError(f"unknown stream format {fmt!r} (expected one of {', '.join(FORMATS)})")
 
 
 def _stream_of(fmt: str, parsed: array | list[Sequence[int]], source: str) -> Stream:
@@ -187,12 +190,16 @@ def _stream_of(fmt: str, parsed: array | list[Sequence[int]], source: str) -> St
     return stream
 
 
-def _file_lines(path: Path, source: str) -> Iterator[str]:
+def _file_lines(path: Path, source: str, limit: int) -> Iterator[str]:
     """The lines of a large capture file, as ``str.splitlines`` gives them (a leading BOM dropped), read one
-    at a time; an invalid UTF-8 byte is an error naming its line and offset, as for a file read whole."""
-    offset = 0
+    at a time, at most ``limit`` bytes (a file still being written can grow); an invalid UTF-8 byte is an
+    error naming its line and offset, as for a file read whole."""
+    offset = number = 0
     with open_regular(path) as f:
-        for number, raw in enumerate(f, 1):
+        while raw := f.readline(limit - offset + 1):  # never more than the limit, even in one line
+            number += 1
+            if offset + len(raw) > limit:
+                raise InputError(f"file is over the limit of {limit >> 20} MiB", file=source, line=number)
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
