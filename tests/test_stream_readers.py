@@ -200,3 +200,44 @@ def test_a_capture_read_line_by_line_stops_at_its_byte_budget_even_inside_one_li
         list(_file_lines(path, "lines.jsonl", 1000))
     assert str(err.value) == "lines.jsonl:251: file is over the limit of 0 MiB"
     assert list(_file_lines(path, "lines.jsonl", 1200)) == ["[1]"] * 300
+
+
+SSE_EVENTS = [
+    '{"choices": [{"index": 0, "delta": {"content": "a"}, "token_ids": [1, 2]}]}',
+    '{"choices": [{"delta": {"content": "b", "token_ids": [3]}}]}',
+    '{"choices": [{"index": 0, "token_ids": null, "ids": [4, 5]}]}',
+    '{"choices": [{"index": 0, "delta": {"role": "assistant"}}]}',
+    '{"choices": [], "usage": {"completion_tokens": 3}}',
+    '{"token_ids": [6], "choices": "not a list"}',
+    '{"output_ids": [7, 8]}',
+    '{"choices": [{"index": 0, "token_ids": []}], "token_ids": [9]}',
+    '{"object": "ping"}',
+]
+
+
+@pytest.mark.parametrize("k", range(len(SSE_EVENTS)))
+def test_sse_read_in_bulk_equals_the_line_parser(k):
+    """Each chunk shape the bulk reader takes gives the steps the line parser gives (a capture of every
+    shape rotated, so that each one comes first once)."""
+    from tokaudit.stream.readers import _sse_in_bulk, _sse_line_by_line
+
+    events = SSE_EVENTS[k:] + SSE_EVENTS[:k]
+    lines = (": comment\nevent: chunk\n" + "".join(f"data: {e}\n\n" for e in events) + "data: [DONE]\n").splitlines()
+    bulk = _sse_in_bulk(lines)
+    assert bulk is not None
+    assert Stream.of_steps("sse", bulk) == Stream.of_steps("sse", _sse_line_by_line(lines, "s.sse"))
+    # 9 is not taken: the choice's own (empty) token_ids come first
+    assert sorted(Stream.of_steps("sse", bulk).ids) == [1, 2, 3, 4, 5, 6, 7, 8]
+
+
+@pytest.mark.parametrize("event", [
+    '{"choices": [{"index": 0, "token_ids": [1]}, {"index": 1, "token_ids": [2]}]}',  # two choices: the line parser says so
+    '{"choices": [{"index": true, "token_ids": [1]}]}',
+    '{"choices": [{"index": 0, "token_id": 5}]}',  # one id, not a list
+    '{"token_ids": [1, -1]}',
+    '[1, 2]',
+])
+def test_sse_shapes_the_bulk_reader_leaves_to_the_line_parser(event):
+    from tokaudit.stream.readers import _sse_in_bulk
+
+    assert _sse_in_bulk([f"data: {event}", "", "data: [DONE]"]) is None

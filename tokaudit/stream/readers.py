@@ -413,11 +413,64 @@ def _step_from_choices(event: dict[str, Any], source: str, line: int) -> tuple[i
     return found
 
 
-def _parse_sse(lines: Callable[[], Iterable[str]], source: str) -> list[tuple[int, ...]]:
-    out: list[tuple[int, ...]] = []
+def _parse_sse(lines: Callable[[], Iterable[str]], source: str) -> list[Sequence[int]]:
+    steps = _sse_in_bulk(lines())
+    return steps if steps is not None else _sse_line_by_line(lines(), source)
+
+
+def _sse_in_bulk(lines: Iterable[str]) -> list[Sequence[int]] | None:
+    """The common capture with less work per event: ``data:`` lines of chunks with at most one choice,
+    whose ids are a list under an ID_KEYS key of the choice, of its ``delta``, or of the chunk; ids checked
+    in C at the end. None at anything else (the line parser then reads the capture, and names any error)."""
+    steps: list[Sequence[int]] = []
     total = 0
     done = False
-    for lineno, line in enumerate(lines(), 1):
+    try:
+        for line in lines:
+            if not line.startswith("data:"):
+                stripped = line.strip()
+                if not stripped or stripped.startswith(":") or stripped.split(":", 1)[0] in ("event", "id", "retry"):
+                    continue
+                return None
+            payload = line[5:].strip()
+            if payload == "[DONE]":
+                done = True
+                continue
+            event = STRICT_JSON.decode(payload)
+            if done or not isinstance(event, dict):
+                return None
+            choices = event.get("choices")
+            holders: list[Any] = [event]
+            if isinstance(choices, list) and choices:
+                choice = choices[0]
+                index = choice.get("index", 0) if isinstance(choice, dict) else None
+                if len(choices) > 1 or type(index) is not int:
+                    return None
+                holders = [choice, choice.get("delta"), event]
+            ids = next((h[key] for h in holders if isinstance(h, dict) for key in ID_KEYS if h.get(key) is not None), None)
+            if ids is None:
+                continue
+            if not isinstance(ids, list):
+                return None
+            steps.append(ids)
+            total += len(ids)
+            if total > MAX_STREAM_IDS:
+                return None
+    except (ValueError, RecursionError):  # invalid JSON, NaN, a huge integer, deep nesting
+        return None
+    ids_seen = chain.from_iterable(steps)
+    if not set(map(type, ids_seen)) <= {int}:
+        return None
+    if any(steps) and (min(map(min, filter(None, steps))) < 0 or max(map(max, filter(None, steps))) >= MAX_ID):
+        return None
+    return steps
+
+
+def _sse_line_by_line(lines: Iterable[str], source: str) -> list[Sequence[int]]:
+    out: list[Sequence[int]] = []
+    total = 0
+    done = False
+    for lineno, line in enumerate(lines, 1):
         stripped = line.strip()
         if not stripped or stripped.startswith(":") or stripped.split(":", 1)[0] in ("event", "id", "retry"):
             continue
