@@ -179,23 +179,28 @@ def test_a_stream_that_never_completes_a_character_stalls_offsets_and_decodestre
         assert runs[name]["held_bytes"] == 20_000
 
 
-def _stepped_decodestream(model, tokenizer, skip: bool, ids: list[int]):
+def _stepped_decodestream(model, tokenizer, skip: bool, ids: list[int], prompt=(), prefill=False):
     """DecodeStream's run with the library stream stepped id by id (the per-step loop)."""
+    from tokaudit.stream.detokenizers import DecodeStreamDetok
+
     ctx = decode_context(model, tokenizer, skip)
-    return run(build_detokenizers(["decodestream"], ctx, ())[0], [(i,) for i in ids])
+    return run(DecodeStreamDetok(ctx, prompt, prefill), [(i,) for i in ids])
 
 
-def _replayed_decodestream(model, tokenizer, skip: bool, ids: list[int]):
-    """DecodeStream's run as replay makes it (taken from offsets' run when the two must agree), and
+def _replayed_decodestream(model, tokenizer, skip: bool, ids: list[int], prompt=(), prefill=False):
+    """DecodeStream's run as replay makes it (taken from offsets' run where the two must agree), and
     whether it was taken from offsets'."""
     from tokaudit.stream.detokenizers import DecodeStreamDetok, Offsets
 
     ctx = decode_context(model, tokenizer, skip)
-    offsets, stream = build_detokenizers(["offsets", "decodestream"], ctx, ())
+    offsets, stream = Offsets(ctx, prompt), DecodeStreamDetok(ctx, prompt, prefill)
     steps = Stream("json", ids).steps
     shared = stream.run_from(offsets, run(offsets, steps), steps)
-    assert isinstance(offsets, Offsets) and isinstance(stream, DecodeStreamDetok)
     return (shared or run(stream, steps)), shared is not None
+
+
+#: Kimi ids that make streams interesting: lead and continuation bytes, specials, plain text, an unmapped id
+KIMI_IDS = [*range(128, 140), 160, 191, 195, 229, 240, 163584, 163585, 163586, 1, 2, 3, 4, 1000, 2000, 99999, 163600]
 
 
 def _same_run(a, b) -> None:
@@ -216,8 +221,7 @@ def test_decodestream_taken_from_offsets_equals_the_library_stepped(replay_model
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.sampled_from([*range(128, 140), 160, 191, 195, 229, 240, 163584, 163585, 163586, 1, 2, 3, 4, 1000, 2000, 99999]),
-                max_size=60),
+@given(st.lists(st.sampled_from(KIMI_IDS), max_size=60),
        st.booleans())
 def test_decodestream_taken_from_offsets_equals_the_library_on_arbitrary_kimi_streams(replay_models, ids, skip):
     """Lead and continuation bytes (a character may complete, or not), special tokens, unmapped ids and text,
@@ -254,3 +258,14 @@ def test_bulk_paths_over_multi_id_steps_equal_the_step_by_step_loops(replay_mode
         assert (list(bulk.chunks), list(bulk.held), bulk.held_bytes, bulk.flush, bulk.empty_steps) == \
                (list(looped.chunks), list(looped.held), looped.held_bytes, looped.flush, looped.empty_steps), detok
         assert [e.to_json() for e in bulk.errors] == [e.to_json() for e in looped.errors], detok
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(KIMI_IDS), max_size=8), st.lists(st.sampled_from(KIMI_IDS), max_size=60), st.booleans(), st.booleans())
+def test_decodestream_after_a_prompt_taken_from_offsets_equals_the_library(replay_models, prompt, ids, prefill, skip):
+    """With a prompt DecodeStream starts from another window than offsets: replay steps the library until the
+    two windows meet and takes offsets' run from there; the result is the library's, both variants."""
+    model, (tokenizer, *_) = replay_models(KIMI)
+    replayed, shared = _replayed_decodestream(model, tokenizer, skip, ids, tuple(prompt), prefill)
+    event(f"prompt {bool(prompt)}, taken from offsets: {shared}")
+    _same_run(replayed, _stepped_decodestream(model, tokenizer, skip, ids, tuple(prompt), prefill))

@@ -107,6 +107,10 @@ def test_replay(name: str, real_dirs: dict[str, Path], tmp_path: Path) -> None:
     for skip in (True, False):
         replayed, _ = _replayed_decodestream(model, tokenizer, skip, ids)
         _same_run(replayed, _stepped_decodestream(model, tokenizer, skip, ids))
+        for prefill in (False, True):  # after a prompt: the library until the windows meet, then offsets' run
+            prompt, rest = tuple(ids[:10]), ids[10:]
+            replayed, _ = _replayed_decodestream(model, tokenizer, skip, rest, prompt, prefill)
+            _same_run(replayed, _stepped_decodestream(model, tokenizer, skip, rest, prompt, prefill))
 
 
 @pytest.mark.parametrize("name", NAMES)

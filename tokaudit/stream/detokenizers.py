@@ -12,6 +12,7 @@ import codecs
 import operator
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
+from copy import copy
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import accumulate, chain, compress, count, islice, repeat
@@ -238,10 +239,12 @@ class Offsets(Detokenizer):
         self.ids = list(prompt[-(INITIAL_OFFSET + 2):])  # vLLM keeps only the last 7 prompt ids
         self.read = len(self.ids)
         self.prefix = max(self.read - INITIAL_OFFSET, 0)
-        #: True while every step so far is one DecodeStream takes the same way (see ``DecodeStreamDetok.run_from``):
-        #: both started empty, one id per step, no stall, and no window decode that fails to extend the
-        #: prefix text without ending in U+FFFD (DecodeStream errors or compares byte lengths there)
-        self.like_decodestream = not prompt
+        #: True while every step so far is one DecodeStream takes the same way from the same window (see
+        #: ``DecodeStreamDetok.run_from``): one id per step, no stall, and no window decode that fails to extend
+        #: the prefix text without ending in U+FFFD (DecodeStream errors or compares byte lengths there)
+        self.like_decodestream = True
+        #: the window and its read offset before the first generated id
+        self.start = (tuple(self.ids[self.prefix:]), self.read - self.prefix)
 
     def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
         if isinstance(steps, Steps) and steps.single:
@@ -402,35 +405,78 @@ class DecodeStreamDetok(Detokenizer):
         self.stream = self._new(list(prompt)) if prefill else self._new()
         self.pending: list[int] = []  # ids stepped since the last emission
         self.last: tuple[Sequence[int], Sequence[int]] = (list(prompt[-INITIAL_OFFSET:]), ())  # context for flush
-        self.fed = bool(prompt)  # False until it is stepped: run_from may stand in for stepping it then
-        if not prefill:
+        self.fed = False  # until it is stepped: run_from may stand in for stepping it then
+        self.prompt = tuple(prompt)
+        #: the window (ids since the previous read offset) and its read offset before the first generated id,
+        #: followed from what the library's stream emits; None when not known (then run_from steps the library)
+        self.start: tuple[tuple[int, ...], int] | None = ((), 0)
+        if prefill and prompt:  # the prompt's text is the prefix, unless it ends inside a character
+            self.start = None if ctx.decode(list(prompt)).endswith(REPLACEMENT) else (tuple(prompt), len(prompt))
+        elif prompt:
+            window: list[int] = []
+            read = 0
             for token_id in prompt:
-                self.stream.step(ctx.tokenizer, token_id)
+                window.append(token_id)
+                if self.stream.step(ctx.tokenizer, token_id) is not None:
+                    window, read = window[read:], len(window) - read
+            self.start = (tuple(window), read)
 
     def run_from(self, offsets: Offsets, done: Run, steps: Sequence[Sequence[int]]) -> Run | None:
-        """This strategy's run over ``steps``, taken from ``done``, the run ``offsets`` made of them, when the
+        """This strategy's run over ``steps``, taken from ``done``, the run ``offsets`` made of them, where the
         two must agree; None when they may not (then DecodeStream is stepped).
 
         DecodeStream is the TGI/vLLM window algorithm: it decodes the window before and after each id and
         emits the difference unless the text ends in U+FFFD; it compares byte lengths where offsets compares
         characters, and raises where the window's text does not extend what it emitted. So from the same
-        (empty) start, over one id per step, the two emit the same chunks and hold the same ids whenever
-        every window's text extends its prefix's or ends in U+FFFD (``offsets.like_decodestream``). The
-        library's own stream checks that on the first SELF_CHECK steps; what is held at the end (the
+        window, over one id per step, the two emit the same chunks and hold the same ids whenever every
+        window's text extends its prefix's or ends in U+FFFD (``offsets.like_decodestream``). Without a
+        prompt both start empty; with one they start from different windows, so the library's stream is
+        stepped until the two windows meet (both having emitted), and offsets' run is taken from there. The
+        library's own stream checks the result on the first SELF_CHECK steps; what is held at the end (the
         flush context) is DecodeStream's own."""
-        if self.fed or not offsets.like_decodestream or not (isinstance(steps, Steps) and steps.single):
+        if self.fed or self.start is None or not offsets.like_decodestream or not (isinstance(steps, Steps) and steps.single):
             return None
-        head = steps.ids[:SELF_CHECK]
+        check = copy(self.stream)  # taken before any stepping: the library's own answer for the self-check
+        k = 0 if self.start == offsets.start else self._meeting(steps.ids)
+        if k is None:
+            return None
+        head, head_held = self._slice(steps.ids[:k], 0, True) if k else ([], [])  # the library's own steps
+        if self.errors:
+            return None
+        run = _spliced(self.name, head, head_held, done, k)
         try:
-            outs = list(map(partial(self._new().step, self.ctx.tokenizer), head))
+            outs = list(map(partial(check.step, self.ctx.tokenizer), steps.ids[:SELF_CHECK]))
         except Exception:  # noqa: BLE001 - an Invalid prefix: the two disagree
             return None
-        if [o or "" for o in outs] != list(islice(done.chunks, len(head))):
+        if [o or "" for o in outs] != list(islice(run.chunks, SELF_CHECK)):
             return None
         self.fed = True
         window, read = offsets.ids[offsets.prefix:], offsets.read - offsets.prefix
         self.pending, self.last, self.held_now = list(window[read:]), (window[:read], ()), offsets.held_now
-        return Run(self.name, done.text, done.ends, done.held, self.errors, self.flush(), self.held_bytes(), done.empty_steps)
+        run.flush, run.held_bytes = self.flush(), self.held_bytes()
+        return run
+
+    def _meeting(self, ids: Sequence[int]) -> int | None:
+        """How many of ``ids`` bring this stream's window and offsets' (from the same prompt) to the same
+        ids and read offset, both having emitted on the way; None when they do not meet in SELF_CHECK ids."""
+        assert self.start is not None
+        probe, theirs = copy(self.stream), Offsets(self.ctx, self.prompt)
+        window, read = list(self.start[0]), self.start[1]
+        mine_emitted = theirs_emitted = False
+        for k, token_id in enumerate(ids[:SELF_CHECK]):
+            try:
+                out = probe.step(self.ctx.tokenizer, token_id)
+            except Exception:  # noqa: BLE001 - an Invalid prefix
+                return None
+            window.append(token_id)
+            if out is not None:
+                window, read, mine_emitted = window[read:], len(window) - read, True
+            elif len(window) - read >= STALL_IDS:
+                return None  # a stall: stepped as a stall is (see _tokens)
+            theirs_emitted = theirs._tokens([token_id], k, False)[0][0] != "" or theirs_emitted
+            if mine_emitted and theirs_emitted and (tuple(window), read) == (tuple(theirs.ids[theirs.prefix:]), theirs.read - theirs.prefix):
+                return k + 1
+        return None
 
     def _new(self, ids: list[int] | None = None) -> Any:
         from tokenizers.decoders import DecodeStream
@@ -814,6 +860,27 @@ class Run:
         return self.held[step] if step < len(self.held) else 0
 
 
+def _spliced(name: str, head: list[str], head_held: list[int], done: Run, k: int) -> Run:
+    """A run whose first ``k`` steps are ``head`` (chunks) and ``head_held``, and whose later steps are ``done``'s
+    (the same window from step ``k`` on: the same chunks and held bytes)."""
+    if not k:
+        return Run(name, done.text, done.ends, done.held, [], empty_steps=done.empty_steps)
+    text = "".join(head)
+    cut = done.ends[k - 1]
+    ends = array("q", accumulate(map(len, head)))
+    ends.extend(map(operator.add, window(done.ends, k, len(done.ends)), repeat(len(text) - cut)))
+    held = array(done.held.typecode, head_held)
+    held.extend(window(done.held, k, len(done.held)))
+    empty = head.count("") + done.empty_steps - list(islice(done.chunks, k)).count("")
+    return Run(name, text + done.text[cut:], ends, _trimmed(held), [], empty_steps=empty)
+
+
+def _trimmed(held: array) -> array:
+    """``held`` without its trailing zeros (steps that hold nothing at the end are left out)."""
+    del held[(len(held.tobytes().rstrip(b"\0")) + held.itemsize - 1) // held.itemsize:]
+    return held
+
+
 def run(detok: Detokenizer, steps: Sequence[Sequence[int]], track_held: bool = True) -> Run:
     """Feed every step to ``detok``. ``track_held=False`` skips the per-step held count (re-runs)."""
     parts: list[str] = []
@@ -832,5 +899,4 @@ def run(detok: Detokenizer, steps: Sequence[Sequence[int]], track_held: bool = T
             held = array("q", held)
             held.extend(block_held)
         position += len(block.ids) if isinstance(block, Steps) else sum(map(len, block))
-    del held[(len(held.tobytes().rstrip(b"\0")) + held.itemsize - 1) // held.itemsize:]  # trailing zeros
-    return Run(detok.name, "".join(parts), ends, held, detok.errors, detok.flush(), detok.held_bytes(), empty)
+    return Run(detok.name, "".join(parts), ends, _trimmed(held), detok.errors, detok.flush(), detok.held_bytes(), empty)
