@@ -345,11 +345,15 @@ def _jsonl_in_bulk(lines: Iterable[str]) -> list[Sequence[int]] | None:
                 return None
     except (ValueError, RecursionError):  # invalid JSON, NaN, a huge integer, deep nesting
         return None
+    return steps if _all_token_ids(steps) else None
+
+
+def _all_token_ids(steps: list[Sequence[Any]]) -> bool:
+    """Every value of every step an int (not a bool) below MAX_ID and not negative, checked in C."""
     if not set(map(type, chain.from_iterable(steps))) <= {int}:
-        return None
-    if any(steps) and (min(map(min, filter(None, steps))) < 0 or max(map(max, filter(None, steps))) >= MAX_ID):
-        return None
-    return steps
+        return False
+    filled = list(filter(None, steps))
+    return not filled or (min(map(min, filled)) >= 0 and max(map(max, filled)) < MAX_ID)
 
 
 def _jsonl_line_by_line(lines: Iterable[str], source: str) -> list[Sequence[int]]:
@@ -458,12 +462,7 @@ def _sse_in_bulk(lines: Iterable[str]) -> list[Sequence[int]] | None:
                 return None
     except (ValueError, RecursionError):  # invalid JSON, NaN, a huge integer, deep nesting
         return None
-    ids_seen = chain.from_iterable(steps)
-    if not set(map(type, ids_seen)) <= {int}:
-        return None
-    if any(steps) and (min(map(min, filter(None, steps))) < 0 or max(map(max, filter(None, steps))) >= MAX_ID):
-        return None
-    return steps
+    return steps if _all_token_ids(steps) else None
 
 
 def _sse_line_by_line(lines: Iterable[str], source: str) -> list[Sequence[int]]:
