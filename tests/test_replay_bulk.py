@@ -269,3 +269,28 @@ def test_decodestream_after_a_prompt_taken_from_offsets_equals_the_library(repla
     replayed, shared = _replayed_decodestream(model, tokenizer, skip, ids, tuple(prompt), prefill)
     event(f"prompt {bool(prompt)}, taken from offsets: {shared}")
     _same_run(replayed, _stepped_decodestream(model, tokenizer, skip, ids, tuple(prompt), prefill))
+
+
+def test_decodestream_not_sharing_a_run_is_stepped_from_where_it_stood(replay_models):
+    """When the library's own stream disagrees with the shared run (here: offsets' run is tampered with
+    after the windows meet), run_from declines and puts back the stream it stepped to find the meeting
+    point: the run is then the library's, from the first generated id."""
+    from dataclasses import replace
+
+    from tokaudit.stream.detokenizers import DecodeStreamDetok, Offsets
+
+    model, (tokenizer, *_) = replay_models(KIMI)
+    ids = list(_flat(STREAMS / "kimi-toolcall.json").ids)
+    prompt, rest = tuple(ids[:10]), ids[10:]
+    for prefill in (False, True):
+        ctx = decode_context(model, tokenizer, True)
+        offsets, stream = Offsets(ctx, prompt), DecodeStreamDetok(ctx, prompt, prefill)
+        steps = Stream("json", rest).steps
+        done = run(offsets, steps)
+        assert stream._meeting(steps.ids) is not None  # it steps past the head before the check fails
+        tampered = replace(done, text=done.text[:-1] + "#")
+        assert stream.run_from(offsets, tampered, steps) is None
+        fresh = DecodeStreamDetok(ctx, prompt, prefill)
+        assert (stream.pending, stream.held_now, [list(part) for part in stream.last], stream.errors) == \
+               (fresh.pending, fresh.held_now, [list(part) for part in fresh.last], fresh.errors)
+        _same_run(run(stream, steps), _stepped_decodestream(model, tokenizer, True, rest, prompt, prefill))

@@ -436,11 +436,27 @@ class DecodeStreamDetok(Detokenizer):
         flush context) is DecodeStream's own."""
         if self.fed or self.start is None or not offsets.like_decodestream or not (isinstance(steps, Steps) and steps.single):
             return None
+        # the head is the library's own steps, taken on this stream: put back as it was if the run is not shared
+        before = (copy(self.stream), list(self.pending), self.held_now, self.last, len(self.errors))
+        run = self._shared(offsets, done, steps)
+        if run is None:
+            self.stream, self.pending, self.held_now, self.last = before[:4]
+            del self.errors[before[4]:]
+            return None
+        self.fed = True
+        window, read = offsets.ids[offsets.prefix:], offsets.read - offsets.prefix
+        self.pending, self.last, self.held_now = list(window[read:]), (window[:read], ()), offsets.held_now
+        run.flush, run.held_bytes = self.flush(), self.held_bytes()
+        return run
+
+    def _shared(self, offsets: Offsets, done: Run, steps: Steps) -> Run | None:
+        """The library's steps until the windows meet, then ``done``'s, if the library's own stream agrees
+        on the first SELF_CHECK steps; None otherwise (this stream may have been stepped)."""
         check = copy(self.stream)  # taken before any stepping: the library's own answer for the self-check
         k = 0 if self.start == offsets.start else self._meeting(steps.ids)
         if k is None:
             return None
-        head, head_held = self._slice(steps.ids[:k], 0, True) if k else ([], [])  # the library's own steps
+        head, head_held = self._slice(steps.ids[:k], 0, True) if k else ([], [])
         if self.errors:
             return None
         run = _spliced(self.name, head, head_held, done, k)
@@ -448,13 +464,7 @@ class DecodeStreamDetok(Detokenizer):
             outs = list(map(partial(check.step, self.ctx.tokenizer), steps.ids[:SELF_CHECK]))
         except Exception:  # noqa: BLE001 - an Invalid prefix: the two disagree
             return None
-        if [o or "" for o in outs] != list(islice(run.chunks, SELF_CHECK)):
-            return None
-        self.fed = True
-        window, read = offsets.ids[offsets.prefix:], offsets.read - offsets.prefix
-        self.pending, self.last, self.held_now = list(window[read:]), (window[:read], ()), offsets.held_now
-        run.flush, run.held_bytes = self.flush(), self.held_bytes()
-        return run
+        return run if [o or "" for o in outs] == list(islice(run.chunks, SELF_CHECK)) else None
 
     def _meeting(self, ids: Sequence[int]) -> int | None:
         """How many of ``ids`` bring this stream's window and offsets' (from the same prompt) to the same
