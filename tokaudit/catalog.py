@@ -55,6 +55,7 @@ _ROWS = (
     ("TA603", "roundtrip-failure", "error", "decode(encode(text)) is not the text."),
     ("TA604", "unknown-id-behaviour", "warning", "Backends differ on ids in a gap, at or beyond the declared end, or negative."),
     ("TA605", "backend-crash", "error", "An exception or Rust panic inside a backend."),
+    ("TA606", "golden-mismatch", "error", "A backend encodes a text of the golden file (compare --golden) to other ids than the file expects."),
     ("TA701", "id-token-mismatch", "error", "A draft id maps to other bytes (or none) in the target."),
     ("TA702", "draft-size-mismatch", "warning", "The draft and the target declare different vocabulary sizes."),
     ("TA703", "special-token-divergence", "warning", "Special tokens differ between the draft and the target (id, content or flag)."),

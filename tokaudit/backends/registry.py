@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tokaudit.backends.base import Backend, BackendUnavailable, is_panic
@@ -14,13 +15,41 @@ from tokaudit.errors import InputError
 from tokaudit.model.tokenizer_model import TokenizerModel
 
 #: Every backend name, in display order. The transformers ones need the optional extra.
-BACKEND_NAMES = ("tiktoken", "hf", "sentencepiece", "fastokens", "reference", "strict", "transformers-fast", "transformers-slow")
+BACKEND_NAMES = ("tiktoken", "hf", "sentencepiece", "fastokens", "reference", "strict", "transformers-fast", "transformers-slow",
+                 "llama.cpp", "transformers-gguf")
+#: The backends that read a GGUF file (the target's, or the one ``--gguf`` names).
+GGUF_BACKENDS = ("llama.cpp", "transformers-gguf")
 
 
-def _applies(name: str, model: TokenizerModel) -> bool:
+def gguf_file(model: TokenizerModel, override: Path | None = None) -> Path | None:
+    """The GGUF the GGUF backends load: ``--gguf FILE`` when given, else the target's own GGUF (if any)."""
+    if override is not None:
+        return override
+    record = getattr(model.artifacts, "gguf", None)
+    return getattr(record, "path", None) if record is not None else None
+
+
+def gguf_option(path: Path | None) -> Path | None:
+    """``--gguf FILE`` checked: a regular file that starts with the GGUF magic (else one InputError line)."""
+    if path is None:
+        return None
+    from tokaudit.artifacts.base import read_bytes_head, regular_file_error
+
+    problem = regular_file_error(path)
+    if problem is not None:
+        raise InputError(problem.message, file=str(path), key="--gguf")
+    if read_bytes_head(path, 4) != b"GGUF":
+        raise InputError("not a GGUF file (it does not start with the magic 'GGUF')", file=str(path), key="--gguf")
+    return path
+
+
+def _applies(name: str, model: TokenizerModel, gguf: Path | None = None) -> bool:
     """Whether a model-dependent backend belongs in the default selection for this model:
     sentencepiece when there is a SentencePiece model, fastokens when it is installed and there
-    is a tokenizer.json (what Dynamo hands it). Asked for by name, they are always tried."""
+    is a tokenizer.json (what Dynamo hands it), the GGUF backends when there is a GGUF (the target's
+    or ``--gguf``'s). Asked for by name, they are always tried."""
+    if name in GGUF_BACKENDS:
+        return gguf_file(model, gguf) is not None
     if name == "sentencepiece":
         return model.artifacts.sentencepiece is not None
     if name == "fastokens":
@@ -77,14 +106,16 @@ def parse_backend_list(value: str | None) -> list[str]:
 def load_backends(
     model: TokenizerModel, names: list[str], pat_str: str | None = None, *, trust_remote_code: bool = False,
     decode_only: bool = False, for_ids: Collection[int] | None = None, for_text: str | None = None,
+    gguf: Path | None = None,
 ) -> list[LoadedBackend]:
     """Build each named backend; ``trust_remote_code`` only reaches transformers, and only when the user asked.
     ``decode_only``: the caller only decodes, so tiktoken and hf-from-ranks load without a pattern (decode-only).
     ``for_ids`` / ``for_text``: the caller only decodes these ids / encodes this text, so the backends rebuilt
     from ranks are built from the entries that reads (:mod:`tokaudit.backends.subset`), and say so.
+    ``gguf``: the GGUF file the GGUF backends load instead of the target's own (``compare --gguf``).
     """
     if isinstance(names, DefaultBackends):
-        names = [n for n in names if _applies(n, model)]
+        names = [n for n in names if _applies(n, model, gguf)]
     pattern = find_pattern(model, pat_str)
     vocab_cache: dict[str, ByteVocab | None] = {}
 
@@ -148,9 +179,18 @@ def load_backends(
             from tokaudit.backends.strict import StrictBackend
 
             return StrictBackend(model)
-        if name.startswith("transformers-"):
-            from pathlib import Path
+        if name in GGUF_BACKENDS:
+            path = gguf_file(model, gguf)
+            if path is None:
+                raise BackendUnavailable("needs a GGUF file (a .gguf target, or compare --gguf FILE)")
+            if name == "llama.cpp":
+                from tokaudit.backends.llamacpp_backend import LlamaCppBackend
 
+                return LlamaCppBackend.load(path)
+            from tokaudit.backends.transformers_backend import TransformersBackend
+
+            return TransformersBackend.load_gguf(path)
+        if name.startswith("transformers-"):
             from tokaudit.backends.transformers_backend import TransformersBackend
 
             if Path(model.target).is_file():

@@ -1,4 +1,5 @@
-"""``transformers-fast`` / ``transformers-slow``: transformers' Rust tokenizer and its slow path.
+"""``transformers-fast`` / ``transformers-slow``: transformers' Rust tokenizer and its slow path;
+``transformers-gguf``: the tokenizer transformers builds from a GGUF file (vLLM's GGUF path).
 
 Only when the optional ``transformers`` extra is installed. The files are read from the local
 target directory only (``local_files_only``). Remote code is trusted only when the user passes
@@ -24,6 +25,26 @@ from tokaudit.backends.base import BackendUnavailable
 
 #: What each backend name asks AutoTokenizer for.
 USE_FAST = {"transformers-fast": True, "transformers-slow": False}
+
+
+def load_gguf_tokenizer(path: Path) -> Any:
+    """``AutoTokenizer.from_pretrained(dir, gguf_file=name)``: transformers rebuilding a tokenizer from the
+    GGUF's metadata, as vLLM does when it serves a GGUF. transformers 5 reads GGUF only with torch
+    installed (its GGUF reader, ``transformers/integrations/gguf/reader.py``, imports torch; the older
+    architectures go through the ``gguf`` package as well): without torch the backend is unavailable."""
+    transformers = _quiet_import()
+    from importlib.util import find_spec
+
+    if find_spec("torch") is None:
+        raise BackendUnavailable(f"transformers {transformers.__version__} reads a GGUF only with torch installed "
+                                 "(its GGUF reader imports torch): pip install torch")
+    try:
+        return transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True)
+    except BaseException as exc:  # noqa: BLE001 - loaders raise anything, Rust panics included
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        raise BackendUnavailable(f"AutoTokenizer(gguf_file={path.name}) failed: {type(exc).__name__}: {first}") from None
 
 
 def _quiet_import() -> Any:
@@ -122,6 +143,12 @@ class TransformersBackend:
         if use_fast:
             return cls(name, load_auto_tokenizer(root, True, trust_remote_code), True)
         return cls(name, load_slow_tokenizer(root, trust_remote_code), False)
+
+    @classmethod
+    def load_gguf(cls, path: Path) -> TransformersBackend:
+        """``transformers-gguf``: the tokenizer transformers (and so vLLM) builds from a GGUF file."""
+        tokenizer = load_gguf_tokenizer(path)
+        return cls("transformers-gguf", tokenizer, bool(getattr(tokenizer, "is_fast", False)))
 
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer.encode(text, add_special_tokens=False))

@@ -37,8 +37,16 @@ def compare(
     target: TargetArg,
     backends: Annotated[
         str | None,
-        typer.Option("--backends", help="Comma-separated: tiktoken, hf, sentencepiece, fastokens, reference, strict, transformers-fast, transformers-slow "
-                     "(default: every backend the model supports)."),
+        typer.Option("--backends", help="Comma-separated: tiktoken, hf, sentencepiece, fastokens, reference, strict, transformers-fast, transformers-slow, "
+                     "llama.cpp, transformers-gguf (default: every backend the model supports)."),
+    ] = None,
+    gguf: Annotated[
+        Path | None, typer.Option("--gguf", help="A GGUF converted from the target: llama.cpp (and transformers-gguf) load it, "
+                                  "so compare checks the conversion against the HF files.")
+    ] = None,
+    golden: Annotated[
+        Path | None, typer.Option("--golden", help="Expected ids per text, checked for every backend: llama.cpp's NAME.inp "
+                                  "(NAME.out beside it) or JSONL lines {\"text\": ..., \"ids\": [...]}.")
     ] = None,
     corpus: Annotated[
         list[Path] | None, typer.Option("--corpus", help="A text file (a case per line) or a directory of them; repeatable.")
@@ -72,7 +80,7 @@ def compare(
 ) -> None:
     """Encode and decode the same text with every backend; report where they disagree."""
     with handle_errors(debug):
-        from tokaudit.backends.registry import parse_backend_list
+        from tokaudit.backends.registry import gguf_option, parse_backend_list
         from tokaudit.compare.run import CompareOptions, compare_model
         from tokaudit.report.report import Report
         from tokaudit.scan import load_model
@@ -89,6 +97,8 @@ def compare(
             trust_remote_code=trust_remote_code,
             concurrency=within_limit(concurrency, "--concurrency"),
             max_examples=within_limit(examples, "--examples"),
+            golden=golden,
+            gguf=gguf_option(gguf),
         )
         model = load_model(target, revision)
         with progress_bar(quiet) as bar:

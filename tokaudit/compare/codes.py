@@ -22,5 +22,6 @@ UNKNOWN_ID_BEHAVIOUR = Code(
     "TA604", "unknown-id-behaviour", Severity.WARNING, "backends differ on ids in a gap, at or beyond the declared end, or negative"
 )
 BACKEND_CRASH = Code("TA605", "backend-crash", Severity.ERROR, "an exception or Rust panic inside a backend")
+GOLDEN_MISMATCH = Code("TA606", "golden-mismatch", Severity.ERROR, "a backend encodes a text of the golden file to other ids than it expects")
 
-ALL_CODES = (ENCODE_MISMATCH, DECODE_MISMATCH, ROUNDTRIP_FAILURE, UNKNOWN_ID_BEHAVIOUR, BACKEND_CRASH)
+ALL_CODES = (ENCODE_MISMATCH, DECODE_MISMATCH, ROUNDTRIP_FAILURE, UNKNOWN_ID_BEHAVIOUR, BACKEND_CRASH, GOLDEN_MISMATCH)

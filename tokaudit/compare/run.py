@@ -11,6 +11,7 @@ from tokaudit.backends.base import can_encode
 from tokaudit.backends.registry import LoadedBackend, load_backends
 from tokaudit.compare import codes
 from tokaudit.compare.corpus import Case, builtin_corpus, sample, user_corpus
+from tokaudit.compare.golden import Golden, GoldenResult, check_golden, golden_findings, read_golden
 from tokaudit.compare.parity import PairResult, TokenView, compare_decoder, compare_encoders
 from tokaudit.compare.race import RaceResult, race
 from tokaudit.compare.runs import BackendRun, Progress, run_backend, run_decoder, throughput
@@ -41,6 +42,10 @@ class CompareOptions:
     trust_remote_code: bool = False
     concurrency: int = 0
     max_examples: int = 3
+    #: ``--golden FILE``: expected ids per text, checked for every backend that encodes.
+    golden: Path | None = None
+    #: ``--gguf FILE``: the GGUF the llama.cpp and transformers-gguf backends load (the conversion check).
+    gguf: Path | None = None
 
 
 def special_strings(model: TokenizerModel) -> list[str]:
@@ -53,7 +58,8 @@ def special_strings(model: TokenizerModel) -> list[str]:
     return sorted(out)[:MAX_SPECIALS]
 
 
-def build_corpus(model: TokenizerModel, options: CompareOptions) -> list[Case]:
+def build_corpus(model: TokenizerModel, options: CompareOptions, golden: Golden | None = None) -> list[Case]:
+    """The built-in corpus, the user's, then the golden file's texts (last, so their ids are the run's tail)."""
     cases: list[Case] = []
     if options.builtin:
         cases += builtin_corpus(special_strings(model), seed=options.seed, sweep=options.sweep)
@@ -61,6 +67,8 @@ def build_corpus(model: TokenizerModel, options: CompareOptions) -> list[Case]:
     for path in options.corpora:
         user += user_corpus(path, options.whole_file)
     cases += sample(user, options.sample, options.seed)
+    if golden is not None:
+        cases += [Case(g.where, g.text) for g in golden.cases]
     if not cases:
         raise InputError("nothing to compare: the corpus is empty", key="--corpus" if options.corpora else "--no-builtin-corpus")
     return cases
@@ -76,21 +84,25 @@ class Comparison:
     unknown: UnknownIdTable
     races: list[RaceResult]
     race_note: str | None
+    golden: Golden | None = None
+    golden_results: list[GoldenResult] = field(default_factory=list)
 
 
 def run_comparison(model: TokenizerModel, options: CompareOptions, progress: Progress | None = None) -> Comparison:
-    cases = build_corpus(model, options)  # first: a bad corpus fails before any backend loads
-    loaded = load_backends(model, options.backends, options.pat_str, trust_remote_code=options.trust_remote_code)
+    golden = read_golden(options.golden) if options.golden is not None else None
+    cases = build_corpus(model, options, golden)  # first: a bad corpus fails before any backend loads
+    loaded = load_backends(model, options.backends, options.pat_str, trust_remote_code=options.trust_remote_code, gguf=options.gguf)
     usable = [lb.backend for lb in loaded if lb.backend is not None]
     encoders = [b for b in usable if can_encode(b)]
-    if not encoders or len(usable) < 2:
+    # with a golden file, one backend that encodes is enough: the file is the other side
+    if not encoders or (len(usable) < 2 and golden is None):
         why = "; ".join(f"{lb.name}: {lb.unavailable}" for lb in loaded if lb.unavailable)
         if not why:  # the user's --backends asked for too few
             raise InputError("compare needs two usable backends, one of which encodes (fewer than two were asked for)",
                              key="--backends")
         # the model's files made the backends unavailable: name the vocabulary file, not an option
-        raise InputError(f"compare needs two usable backends, one of which encodes ({why})",
-                         file=str(model.artifacts.root / model.vocab_artifact))
+        what = "a usable backend that encodes" if golden is not None else "two usable backends, one of which encodes"
+        raise InputError(f"compare needs {what} ({why})", file=str(model.artifacts.root / model.vocab_artifact))
     texts = [c.text for c in cases]
     sizes = [len(t.encode("utf-8")) for t in texts]
     if progress:
@@ -106,7 +118,11 @@ def run_comparison(model: TokenizerModel, options: CompareOptions, progress: Pro
     pairs += [compare_decoder(e, d, cases, primary, options.max_examples) for d in dec_runs for e in enc_runs]
     unknown = unknown_id_table(model, usable)
     races, note = _races(model, loaded, options)
-    return Comparison(loaded, cases, sum(sizes), runs, pairs, unknown, races, note)
+    checked: list[GoldenResult] = []
+    if golden is not None:
+        first = len(cases) - len(golden.cases)
+        checked = [check_golden(golden, r.name, r.ids[first:], options.max_examples) for r in enc_runs if r.ids is not None]
+    return Comparison(loaded, cases, sum(sizes), runs, pairs, unknown, races, note, golden, checked)
 
 
 def _races(model: TokenizerModel, loaded: list[LoadedBackend], options: CompareOptions) -> tuple[list[RaceResult], str | None]:
@@ -353,6 +369,7 @@ def result_data(c: Comparison) -> dict[str, Any]:
         "pairs": [p.to_json() for p in c.pairs],
         "unknown_ids": c.unknown.to_json(),
         "race": {"results": [r.to_json() for r in c.races], "note": c.race_note},
+        "golden": None if c.golden is None else {**c.golden.to_json(), "backends": [r.to_json() for r in c.golden_results]},
     }
 
 
@@ -366,4 +383,6 @@ def compare_model(model: TokenizerModel, options: CompareOptions, progress: Prog
     findings += crash_findings(c.runs, c.cases, t, options.max_examples)
     findings += unknown_id_findings(c.unknown, t)
     findings += race_findings(c.races, t)
+    if c.golden is not None:
+        findings += golden_findings(c.golden, c.golden_results, t)
     return TargetResult(t, result_data(c)), findings

@@ -1,0 +1,208 @@
+"""``llama.cpp``: llama.cpp's own tokenizer, through llama-cpp-python's low-level bindings.
+
+Only with the ``llamacpp`` extra (llama-cpp-python, which compiles llama.cpp on install). The GGUF is
+loaded vocab-only (``llama_model_load_from_file`` with ``vocab_only``: no tensors, no context), and
+only the C functions are called, never ``Llama.tokenize`` / ``detokenize``: their ``add_bos`` means
+"add every special" and their detokenize drops pieces longer than 32 bytes.
+
+* ``encode`` is ``llama_tokenize(add_special=False, parse_special=True)``: special-token strings in
+  the text become their ids, nothing is added (what every backend's ``encode`` means, so that parity
+  compares tokenization). ``encode_prompt`` is what llama.cpp's server does with a prompt
+  (``tokenize_input_prompts(..., add_special=true, parse_special=true)``): BOS/EOS/SEP per the
+  GGUF's add flags as well.
+* ``decode`` is ``llama_detokenize(remove_special=False, unparse_special=not skip_special_tokens)``:
+  CONTROL and UNKNOWN tokens render only when specials are kept; llama.cpp's own space cleanup and
+  leading-space removal apply.
+* ``piece`` is ``llama_token_to_piece`` (what the server streams, one id at a time).
+
+An id outside ``0..n_vocab-1`` is never passed to llama.cpp: there ``token_to_piece`` reads
+``id_to_token.at(id)``, the ``std::out_of_range`` crosses the C API and the process aborts (SIGABRT;
+checked by ``tests/test_llamacpp_backend.py`` in a child process). The backend raises
+:class:`LlamaCppAbort` instead, which the unknown-id table reports.
+
+llama.cpp's load log (key/value dump, EOG list, warnings such as "missing pre-tokenizer type") goes
+to a callback set with ``llama_log_set`` instead of stderr, and is kept with the backend.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from array import array
+from pathlib import Path
+from typing import Any
+
+from tokaudit.backends.base import BackendUnavailable
+
+#: ggml's ``ggml_log_level`` values (ggml.h; llama-cpp-python's own _logger.py has an older order).
+LOG_LEVELS = {0: "none", 1: "debug", 2: "info", 3: "warn", 4: "error", 5: "cont"}
+#: At most this many log lines are kept per load (a 250k-token vocabulary logs ~100 lines).
+MAX_LOG_LINES = 2000
+
+_lock = threading.Lock()
+_state: dict[str, Any] = {}
+
+
+class LlamaCppAbort(ValueError):
+    """An id llama.cpp would abort the process on (``std::out_of_range``); it was not passed to llama.cpp."""
+
+
+def _bindings() -> Any:
+    """llama-cpp-python's ctypes module, imported once, with tokaudit's log callback installed."""
+    with _lock:
+        if "C" in _state:
+            return _state["C"]
+        try:
+            import llama_cpp  # noqa: F401 - the package import loads the shared library
+            from llama_cpp import llama_cpp as C
+        except ImportError:
+            raise BackendUnavailable("llama-cpp-python is not installed (pip install 'tokaudit[llamacpp]')") from None
+        except OSError as exc:  # the compiled library is missing or does not load
+            raise BackendUnavailable(f"llama-cpp-python's library does not load: {exc}") from None
+        lines: list[tuple[str, str]] = []
+        partial: list[Any] = ["info", ""]
+
+        def on_log(level: int, text: bytes, _user: Any) -> None:
+            kind = LOG_LEVELS.get(level, str(level))
+            chunk = (text or b"").decode("utf-8", "replace")
+            if kind != "cont":
+                partial[0] = kind
+            partial[1] += chunk
+            while "\n" in partial[1]:
+                line, partial[1] = partial[1].split("\n", 1)
+                if len(lines) < MAX_LOG_LINES:
+                    lines.append((partial[0], line))
+
+        callback = C.llama_log_callback(on_log)
+        C.llama_log_set(callback, ctypes.c_void_p(0))
+        C.llama_backend_init()
+        _state.update(C=C, callback=callback, lines=lines)  # the callback must outlive every call
+        return C
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError, version as dist_version
+
+    try:
+        return dist_version("llama_cpp_python")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class LlamaCppBackend:
+    name = "llama.cpp"
+
+    def __init__(self, C: Any, model: Any, path: Path, log: list[tuple[str, str]]) -> None:
+        self._C = C
+        self._model = model
+        self._vocab = C.llama_model_get_vocab(model)
+        self.path = path
+        #: llama.cpp's log lines of this load: (level, text).
+        self.log = log
+        self.n_vocab = int(C.llama_vocab_n_tokens(self._vocab))
+        self.vocab_type = int(C.llama_vocab_type(self._vocab))
+        self.add_bos = bool(C.llama_vocab_get_add_bos(self._vocab))
+        self.add_eos = bool(C.llama_vocab_get_add_eos(self._vocab))
+        self._piece_buffer = ctypes.create_string_buffer(256)
+
+    @classmethod
+    def load(cls, path: Path) -> LlamaCppBackend:
+        C = _bindings()
+        params = C.llama_model_default_params()
+        params.vocab_only = True
+        with _lock:
+            lines: list[tuple[str, str]] = _state["lines"]
+            lines.clear()
+            model = C.llama_model_load_from_file(str(path).encode(), params)
+            log = list(lines)
+            lines.clear()
+        if not model:
+            errors = [text for level, text in log if level == "error"]
+            why = errors[-1].strip() if errors else "no reason logged"
+            raise BackendUnavailable(f"llama.cpp cannot load {path.name}: {why}")
+        backend = cls(C, model, path, log)
+        import weakref
+
+        weakref.finalize(backend, C.llama_model_free, model)
+        return backend
+
+    # -- ids ---------------------------------------------------------------------------------------
+
+    def _checked(self, ids: list[int]) -> Any:
+        """The ids as a C array, after checking each is a token id (llama.cpp aborts on any other)."""
+        n = self.n_vocab
+        for i in ids:
+            if not 0 <= i < n:
+                raise LlamaCppAbort(
+                    f"id {i} is outside llama.cpp's vocabulary (0..{n - 1}): llama.cpp aborts the process on it "
+                    "(std::out_of_range in token_to_piece, SIGABRT), so tokaudit did not pass it"
+                )
+        buf = array("i", ids)
+        return (self._C.llama_token * len(buf)).from_buffer(buf) if buf else (self._C.llama_token * 1)()
+
+    def _tokenize(self, text: str, add_special: bool) -> list[int]:
+        C = self._C
+        data = text.encode("utf-8")
+        size = len(data) + 8
+        for _ in range(2):
+            out = (C.llama_token * size)()
+            n = C.llama_tokenize(self._vocab, data, len(data), out, size, add_special, True)
+            if n >= 0:
+                return list(out[:n])
+            size = -n
+        raise RuntimeError(f"llama_tokenize kept asking for a larger buffer ({size} ids)")
+
+    def encode(self, text: str) -> list[int]:
+        return self._tokenize(text, False)
+
+    def encode_prompt(self, text: str) -> list[int]:
+        """As llama.cpp's server tokenizes a prompt: specials parsed, BOS/EOS/SEP per the GGUF's add flags."""
+        return self._tokenize(text, True)
+
+    def decode_bytes(self, ids: list[int], skip_special_tokens: bool = False) -> bytes:
+        C = self._C
+        tokens = self._checked(ids)
+        size = 4 * len(ids) + 64
+        for _ in range(2):
+            buf = ctypes.create_string_buffer(size)
+            n = C.llama_detokenize(self._vocab, tokens, len(ids), buf, size, False, not skip_special_tokens)
+            if n >= 0:
+                return buf.raw[:n]
+            size = -n
+        raise RuntimeError(f"llama_detokenize kept asking for a larger buffer ({size} bytes)")
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        return self.decode_bytes(ids, skip_special_tokens).decode("utf-8", "replace")
+
+    def piece(self, token_id: int, special: bool = True) -> bytes:
+        """``llama_token_to_piece(id, lstrip=0, special)``: the bytes llama.cpp's server appends for one id."""
+        C = self._C
+        self._checked([token_id])
+        buf = self._piece_buffer
+        n = C.llama_token_to_piece(self._vocab, token_id, buf, len(buf), 0, special)
+        if n < 0:
+            buf = ctypes.create_string_buffer(-n)
+            n = C.llama_token_to_piece(self._vocab, token_id, buf, len(buf), 0, special)
+        return buf.raw[:n]
+
+    def is_eog(self, token_id: int) -> bool:
+        self._checked([token_id])
+        return bool(self._C.llama_vocab_is_eog(self._vocab, token_id))
+
+    def special_ids(self) -> dict[str, int]:
+        """llama.cpp's resolved special ids (after its per-model defaults), -1 where none."""
+        C, v = self._C, self._vocab
+        names = ("bos", "eos", "eot", "sep", "nl", "pad")
+        return {name: int(getattr(C, f"llama_vocab_{name}")(v)) for name in names}
+
+    def warnings(self) -> list[str]:
+        """llama.cpp's warning and error lines of this load."""
+        return [text.strip() for level, text in self.log if level in ("warn", "error") and text.strip()]
+
+    def describe(self) -> str:
+        kinds = {1: "SPM", 2: "BPE", 3: "WPM", 4: "UGM", 5: "RWKV", 6: "PLAMO2"}
+        kind = kinds.get(self.vocab_type, str(self.vocab_type))
+        return f"llama-cpp-python {version()}, vocab-only load of {self.path.name} ({self.n_vocab} tokens, {kind})"
+
+    def versions(self) -> dict[str, str]:
+        return {"llama-cpp-python": version()}
