@@ -46,7 +46,7 @@ def compare(
     ] = None,
     golden: Annotated[
         Path | None, typer.Option("--golden", help="Expected ids per text, checked for every backend: llama.cpp's NAME.inp "
-                                  "(NAME.out beside it) or JSONL lines {\"text\": ..., \"ids\": [...]}.")
+                                  "(NAME.out beside it) or JSONL, a line an object with text and ids.")
     ] = None,
     corpus: Annotated[
         list[Path] | None, typer.Option("--corpus", help="A text file (a case per line) or a directory of them; repeatable.")
