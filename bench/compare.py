@@ -3,12 +3,14 @@ decode of the same corpus, measured in the same run (same process, same loaded b
 
     python bench/compare.py [TARGET] [--mb 5] [--backends LIST] [--runs N]
     python bench/compare.py fixtures/kimi-k2.5 --mb 1 --backends tiktoken,hf,reference,strict   (loading dominates)
+    python bench/compare.py ~/.cache/tokaudit/real/models/llama3 --gguf ggml-vocab-llama-bpe.gguf --backends hf,fastokens,llama.cpp
 
 The corpus is seeded text: the built-in corpus's fixed texts and generators (no Unicode sweep),
 shuffled and repeated, one case per line. Compare's wall time includes loading the backends,
 building the corpus, every comparison, the unknown-id table and the JSON-able result; the
 baseline is only `encode_batch` + `decode_batch` of every backend (decode-only backends decode the
-first encoder's ids). Prints both (median of N runs) and the ratio (target: <= 1.3), the same in
+first encoder's ids). ``--gguf FILE`` loads the llama.cpp (and transformers-gguf) backends from that GGUF,
+so llama.cpp's load time and throughput show beside hf's and fastokens' on the same corpus. Prints both (median of N runs) and the ratio (target: <= 1.3), the same in
 CPU seconds of all threads (steadier than wall time on a shared machine), then each
 backend's load seconds (as compare measured them) beside its encode/decode throughput (MB/s of
 corpus, decode throughput counted on the same corpus's ids).
@@ -49,10 +51,11 @@ def make_corpus(path: Path, specials: list[str], megabytes: float, seed: int = 0
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
 
 
-def baseline(target: str, names: list[str], texts: list[str], per_backend: dict | None = None) -> tuple[float, float]:
+def baseline(target: str, names: list[str], texts: list[str], per_backend: dict | None = None,
+             gguf: Path | None = None) -> tuple[float, float]:
     """Each backend's own batch encode + decode of the corpus, summed (wall, CPU seconds); ``per_backend``
     collects name -> [encode seconds, decode seconds] runs."""
-    loaded = [lb.backend for lb in load_backends(load_model(target), names) if lb.backend is not None]
+    loaded = [lb.backend for lb in load_backends(load_model(target), names, gguf=gguf) if lb.backend is not None]
     total, cpu, first_ids = 0.0, 0.0, None
     for b in [b for b in loaded if can_encode(b)] + [b for b in loaded if not can_encode(b)]:
         start, cpu_start = time.perf_counter(), time.process_time()
@@ -125,6 +128,7 @@ def main() -> None:
     parser.add_argument("--backends", default=",".join(BACKEND_NAMES))
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-compare", action="store_true", help="only the fastokens vs tokenizers figures")
+    parser.add_argument("--gguf", type=Path, default=None, help="the GGUF the llama.cpp backend loads")
     args = parser.parse_args()
     names = parse_backend_list(args.backends)
     model = load_model(args.target)
@@ -137,7 +141,7 @@ def main() -> None:
             if tj is not None:
                 fastokens_vs_tokenizers(tj.path, texts, args.runs)
             return
-        options = CompareOptions(backends=names, corpora=[corpus], builtin=False)
+        options = CompareOptions(backends=names, corpora=[corpus], builtin=False, gguf=args.gguf)
         walls, bases, cpus, base_cpus, loads, per_backend = [], [], [], [], {}, {}
         for _ in range(args.runs):
             start, cpu_start = time.perf_counter(), time.process_time()
@@ -146,7 +150,7 @@ def main() -> None:
             cpus.append(time.process_time() - cpu_start)
             for b in result.data["backends"]:
                 loads.setdefault(b["name"], []).append(b.get("load_seconds") or 0.0)
-            base_wall, base_cpu = baseline(args.target, names, texts, per_backend)
+            base_wall, base_cpu = baseline(args.target, names, texts, per_backend, args.gguf)
             bases.append(base_wall)
             base_cpus.append(base_cpu)
     used = [b["name"] for b in result.data["backends"] if b["available"]]

@@ -262,7 +262,7 @@ def test_corpus_that_is_not_utf8_is_one_line_exit_2(tmp_path: Path) -> None:
         (["--corpus", "/nonexistent/corpus.txt"], "tokaudit: error: /nonexistent/corpus.txt: no such corpus file or directory\n"),
         (["--backends", "tiktoken,bogus"],
          "tokaudit: error: key --backends: unknown backend 'bogus' (choose from tiktoken, hf, sentencepiece, fastokens, "
-         "reference, strict, transformers-fast, transformers-slow)\n"),
+         "reference, strict, transformers-fast, transformers-slow, llama.cpp, transformers-gguf)\n"),
         (["--backends", "tiktoken"],
          "tokaudit: error: key --backends: compare needs two usable backends, one of which encodes (fewer than two were asked for)\n"),
         (["--backends", "strict,tiktoken", "--no-builtin-corpus"], "tokaudit: error: key --no-builtin-corpus: nothing to compare: the corpus is empty\n"),

@@ -31,7 +31,7 @@ from tokaudit.errors import InputError
 
 BackendOpt = Annotated[
     str | None,
-    typer.Option("--backend", help="tiktoken, hf, sentencepiece, fastokens, reference, strict (decode only), transformers-fast or transformers-slow. "
+    typer.Option("--backend", help="tiktoken, hf, sentencepiece, fastokens, reference, strict (decode only), transformers-fast, transformers-slow, llama.cpp or transformers-gguf. "
                  "Default: what a files-only gateway (smg, Dynamo) uses: hf (tokenizers) when there is a tokenizer.json, "
                  "else tiktoken for a rank file (tiktoken.model, *.tiktoken, tekken.json)."),
 ]

@@ -24,7 +24,7 @@ from tokaudit.cli.common import (
 
 BackendsOpt = Annotated[
     str | None,
-    typer.Option("--backends", help="Comma-separated: tiktoken, hf, sentencepiece, fastokens, reference, strict, transformers-fast, transformers-slow "
+    typer.Option("--backends", help="Comma-separated: tiktoken, hf, sentencepiece, fastokens, reference, strict, transformers-fast, transformers-slow, llama.cpp, transformers-gguf "
                  "(default: every backend the model supports; explain leaves fastokens and the transformers ones out, see --all-backends)."),
 ]
 PatStrOpt = Annotated[str | None, typer.Option("--pat-str", help="Pre-tokenizer regex, when the model declares none.")]

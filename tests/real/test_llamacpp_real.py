@@ -1,0 +1,91 @@
+"""llama.cpp's vocab GGUFs (from llama-cpp-python's sdist, in the real cache): the llama.cpp backend on
+llama.cpp's own golden ids, and hf × llama.cpp parity on the HF ↔ GGUF pairs of the same model.
+
+Every difference found was checked by hand and is listed here with its reason:
+
+* decode: llama.cpp's ``llama_detokenize`` applies HF's ``clean_up_tokenization_spaces`` rules to BPE
+  vocabularies (llama-bpe and gpt-2 among them) and HF ``tokenizers`` does not: 16 of 1,280 cases for
+  Llama 3 (built-in corpus + ``.inp`` texts) and 16 of 515 for GPT-2, every one of them equal to
+  hf's text with the rules applied (``clean_spaces``, a port checked against llama.cpp).
+* encode: none.
+
+Llama 2 (``ggml-vocab-llama-spm``) has no HF counterpart in the real suite (the @lenml "llama2"
+package ships Mistral's tokenizer.json), so that pair is not run.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
+
+from realkit import fetch_module
+
+pytestmark = [
+    pytest.mark.real,
+    pytest.mark.skipif(find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed (pip install 'tokaudit[llamacpp]')"),
+]
+
+#: The vocab GGUFs that ship llama.cpp's .inp/.out, and their case counts.
+GOLDEN_CASES = {
+    "bert-bge": 46, "command-r": 46, "deepseek-coder": 46, "deepseek-llm": 46, "falcon": 46, "gemma-4": 46, "gpt-2": 46,
+    "llama-bpe": 46, "llama-spm": 46, "mpt": 46, "phi-3": 46, "qwen2": 46, "qwen35": 50, "refact": 46, "starcoder": 46,
+}
+
+
+def _vocab_files() -> dict[str, Path]:
+    """ggml-vocab-NAME.gguf by NAME: from $TOKAUDIT_VOCAB_GGUF_DIR, else wherever the real cache holds them."""
+    env = os.environ.get("TOKAUDIT_VOCAB_GGUF_DIR")
+    roots = [Path(env)] if env else [fetch_module().default_cache() / "models"]
+    found: dict[str, Path] = {}
+    for root in roots:
+        for path in sorted(root.rglob("ggml-vocab-*.gguf")) if root.is_dir() else []:
+            found.setdefault(path.name[len("ggml-vocab-"):-len(".gguf")], path)
+    if not found:
+        pytest.skip("llama.cpp's vocab GGUFs are not in the real cache (scripts/fetch_real_tokenizers.py)")
+    return found
+
+
+def test_llamacpp_backend_equals_llamacpp_golden_ids_on_every_case() -> None:
+    from tokaudit.backends.llamacpp_backend import LlamaCppBackend
+    from tokaudit.compare.golden import read_golden
+
+    files = _vocab_files()
+    with_golden = {name: path for name, path in files.items() if path.with_name(path.name + ".inp").is_file()}
+    assert {name: len(read_golden(path.with_name(path.name + ".inp")).cases) for name, path in with_golden.items()} == GOLDEN_CASES
+    for name, path in with_golden.items():
+        backend = LlamaCppBackend.load(path)
+        golden = read_golden(path.with_name(path.name + ".inp"))
+        wrong = [case.where for case in golden.cases if tuple(backend.encode(case.text)) != case.ids]
+        assert wrong == [], name
+
+
+@pytest.mark.parametrize(("hf_dir", "vocab", "cases", "decode_differences"), [
+    ("llama3", "llama-bpe", 1280, 16),
+    ("gpt2-json", "gpt-2", 515, 16),
+])
+def test_hf_and_llamacpp_parity_on_the_same_model(hf_dir: str, vocab: str, cases: int, decode_differences: int) -> None:
+    from tokaudit.backends.llamacpp_backend import clean_spaces
+    from tokaudit.backends.registry import load_backends
+    from tokaudit.compare.corpus import builtin_corpus
+    from tokaudit.compare.golden import read_golden
+    from tokaudit.compare.run import special_strings
+    from tokaudit.scan import load_model
+
+    gguf = _vocab_files()[vocab]
+    model = load_model(str(fetch_module().default_cache() / "models" / hf_dir), None)
+    hf, llama = (lb.backend for lb in load_backends(model, ["hf", "llama.cpp"], gguf=gguf))
+    texts = [c.text for c in builtin_corpus(special_strings(model))]
+    texts += [c.text for c in read_golden(gguf.with_name(gguf.name + ".inp")).cases]
+    assert len(texts) == cases
+    differ = 0
+    for text in texts:
+        ids = hf.encode(text)
+        assert llama.encode(text) == ids, text[:80]
+        ours, theirs = hf.decode(ids), llama.decode(ids)
+        if ours != theirs:
+            differ += 1
+            assert clean_spaces(ours) == theirs, text[:80]
+    assert differ == decode_differences
