@@ -17,9 +17,10 @@ KIMI = FIXTURES / "kimi-k2.5"
 
 
 def test_default_backends_leave_transformers_and_fastokens_out():
-    assert backend_names(None, False) == ["tiktoken", "hf", "sentencepiece", "reference", "strict"]
+    # llama.cpp stays in the default list; load_backends keeps it only for a model with a GGUF
+    assert backend_names(None, False) == ["tiktoken", "hf", "sentencepiece", "reference", "strict", "llama.cpp"]
     assert backend_names(None, True) == ["tiktoken", "hf", "sentencepiece", "fastokens", "reference", "strict",
-                                         "transformers-fast", "transformers-slow"]
+                                         "transformers-fast", "transformers-slow", "llama.cpp", "transformers-gguf"]
     assert backend_names("hf,transformers-fast,fastokens", False) == ["hf", "transformers-fast", "fastokens"]
 
 
