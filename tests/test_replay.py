@@ -166,7 +166,7 @@ def test_rich_output_has_timeline_findings_and_text(tiny_encode):
         (["-"], "[1, -2]", "tokaudit: error: <stdin>:1: element 1: id -2 is negative\n"),
         (["-"], "1 2 x", "tokaudit: error: <stdin>:1: column 5: 'x' is not an integer token id\n"),
         (["-", "--stream-format", "sse"], "1 2", "tokaudit: error: <stdin>:1: not a server-sent-events line (expected 'data: ...')\n"),
-        (["-", "--detokenizers", "fast"], "1", "tokaudit: error: key --detokenizers: unknown detokenizer 'fast' (choose from full, offsets, decodestream, bytes, naive)\n"),
+        (["-", "--detokenizers", "fast"], "1", "tokaudit: error: key --detokenizers: unknown detokenizer 'fast' (choose from full, offsets, decodestream, bytes, naive, llama.cpp-server)\n"),
         (["-", "--prompt", "1 -5"], "1", "tokaudit: error: --prompt:1: column 3: id -5 is negative\n"),
         (["missing.json"], None, "tokaudit: error: missing.json: no such file\n"),
     ],

@@ -89,3 +89,71 @@ def test_hf_and_llamacpp_parity_on_the_same_model(hf_dir: str, vocab: str, cases
             differ += 1
             assert clean_spaces(ours) == theirs, text[:80]
     assert differ == decode_differences
+
+
+# -- llama.cpp-server pieces, emulated from the GGUF --------------------------------------------------
+
+_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+
+
+def _tokenizer_keys(path: Path) -> dict:
+    """tokenizer.ggml.{tokens, token_type, model, pre} of a little-endian GGUF v3 (a test-side reader)."""
+    import struct
+
+    data = path.read_bytes()
+    assert data[:4] == b"GGUF"
+    pos = 24
+    n_kv = struct.unpack_from("<Q", data, 16)[0]
+
+    def string() -> bytes:
+        nonlocal pos
+        n = struct.unpack_from("<Q", data, pos)[0]
+        pos += 8 + n
+        return data[pos - n:pos]
+
+    def value(kind: int):  # noqa: ANN202
+        nonlocal pos
+        if kind == 8:
+            return string()
+        if kind == 9:
+            inner, count = struct.unpack_from("<IQ", data, pos)
+            pos += 12
+            return [value(inner) for _ in range(count)]
+        fmt = _SCALARS[kind]
+        pos += struct.calcsize(fmt)
+        return struct.unpack_from(fmt, data, pos - struct.calcsize(fmt))[0]
+
+    out = {}
+    for _ in range(n_kv):
+        key = string().decode()
+        kind = struct.unpack_from("<I", data, pos)[0]
+        pos += 4
+        out[key] = value(kind)
+    return out
+
+
+#: Ids llama.cpp types CONTROL at load although the GGUF does not ("control-looking" tokens it finds by
+#: name: it logs "this is probably a bug in the model"); the emulation is given them, as the GGUF rules compute them.
+CONTROL_OVERRIDE = {"aquila": 1, "deepseek-coder": 3, "gemma-4": 1, "phi-3": 1, "qwen2": 1, "qwen35": 1}
+
+
+def test_server_pieces_emulated_from_the_gguf_equal_llamacpp_on_every_id() -> None:
+    from tokaudit.backends.llamacpp_backend import LlamaCppBackend
+    from tokaudit.stream.llamacpp_server import ATTR_CONTROL, PieceRules, token_piece
+
+    files = _vocab_files()
+    assert len(files) == 19
+    overrides = {}
+    for name, path in files.items():
+        keys = _tokenizer_keys(path)
+        real = LlamaCppBackend.load(path)
+        tokens, types = keys["tokenizer.ggml.tokens"], keys.get("tokenizer.ggml.token_type")
+        control = {i for i in range(len(tokens)) if real.attr(i) & ATTR_CONTROL and (types is None or types[i] != 3)}
+        if control:
+            overrides[name] = len(control)
+        rules = PieceRules.from_gguf(tokens, types, keys["tokenizer.ggml.model"].decode(),
+                                     keys["tokenizer.ggml.pre"].decode() if "tokenizer.ggml.pre" in keys else None, control)
+        for special in (True, False):
+            wrong = [i for i in range(len(tokens)) if token_piece(rules, i, special) != real.piece(i, special)]
+            assert wrong == [], (name, special, wrong[:5])
+    assert overrides == CONTROL_OVERRIDE

@@ -185,6 +185,11 @@ class LlamaCppBackend:
             n = C.llama_token_to_piece(self._vocab, token_id, buf, len(buf), 0, special)
         return buf.raw[:n]
 
+    def attr(self, token_id: int) -> int:
+        """``llama_vocab_get_attr``: the token's attributes after llama.cpp's load-time overrides."""
+        self._checked([token_id])
+        return int(self._C.llama_vocab_get_attr(self._vocab, token_id))
+
     def is_eog(self, token_id: int) -> bool:
         self._checked([token_id])
         return bool(self._C.llama_vocab_is_eog(self._vocab, token_id))

@@ -44,13 +44,16 @@ def replay(
         StreamFormat | None, typer.Option("--stream-format", help="Force the stream format (default: detected).", case_sensitive=False)
     ] = None,
     detokenizers: Annotated[
-        str | None, typer.Option("--detokenizers", help="Comma-separated: full,offsets,decodestream,bytes,naive (default: all).")
+        str | None, typer.Option("--detokenizers", help="Comma-separated: full,offsets,decodestream,bytes,naive,llama.cpp-server (default: all; llama.cpp-server when there is a GGUF).")
     ] = None,
     prompt: Annotated[
         str | None, typer.Option("--prompt", help="Prompt ids that prime the detokenizers: ids inline (\"1 2 3\") or a file.")
     ] = None,
     stop: Annotated[list[str] | None, typer.Option("--stop", help="A stop string (repeatable).")] = None,
     stop_id: Annotated[list[int] | None, typer.Option("--stop-id", help="A stop token id (repeatable).", min=0)] = None,
+    gguf: Annotated[
+        Path | None, typer.Option("--gguf", help="A GGUF of the model: the llama.cpp-server detokenizer streams as llama.cpp's server does with it.")
+    ] = None,
     skip_special_tokens: SkipSpecialOpt = True,
     chunk_invariance: Annotated[
         bool, typer.Option("--chunk-invariance/--no-chunk-invariance", help="Re-chunk the ids into steps of 1..8 and compare (streams of 4,096+ tokens: in windows around multi-byte, special and unmapped tokens).")
@@ -71,6 +74,7 @@ def replay(
     """Replay recorded token ids through incremental detokenizers and show where each one breaks."""
     with handle_errors(debug):
         from tokaudit.artifacts.base import is_existing_file
+        from tokaudit.backends.registry import gguf_option
         from tokaudit.report.report import Report
         from tokaudit.scan import load_model
         from tokaudit.stream.detokenizers import parse_detokenizer_list
@@ -84,6 +88,6 @@ def replay(
             source = read_stream(prompt) if is_existing_file(prompt) else parse_stream(prompt, "--prompt")
             prompt_ids = source.ids
         options = ReplayOptions(names, prompt_ids, tuple(stop or ()), tuple(stop_id or ()), skip_special_tokens, chunk_invariance,
-                                steps=parse_steps(steps))
+                                steps=parse_steps(steps), gguf=gguf_option(gguf))
         result, findings = replay_result(load_model(target, revision), tokens, options)
         emit(Report("replay", [result], findings), fmt, output, fail_on, quiet, color)

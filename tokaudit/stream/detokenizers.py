@@ -44,13 +44,19 @@ STALL_SLICE = 2048
 SELF_CHECK = 4096
 
 #: ``--detokenizers`` names, in display order. ``decodestream`` also runs ``decodestream-prefill``
-#: when a prompt is given.
-DETOKENIZER_NAMES = ("full", "offsets", "decodestream", "bytes", "naive")
+#: when a prompt is given. ``llama.cpp-server`` (:mod:`tokaudit.stream.llamacpp_server`) runs when there
+#: is a GGUF (a GGUF target, or ``replay --gguf``).
+DETOKENIZER_NAMES = ("full", "offsets", "decodestream", "bytes", "naive", "llama.cpp-server")
+
+
+class DefaultDetokenizers(list):  # type: ignore[type-arg]
+    """The selection when ``--detokenizers`` is not given: llama.cpp-server is left out, not listed as not
+    applicable, when there is no GGUF."""
 
 
 def parse_detokenizer_list(value: str | None) -> list[str]:
     if not value:
-        return list(DETOKENIZER_NAMES)
+        return DefaultDetokenizers(DETOKENIZER_NAMES)
     names = [n.strip() for n in value.split(",") if n.strip()]
     unknown = [n for n in names if n not in DETOKENIZER_NAMES]
     if unknown:

@@ -218,6 +218,8 @@ def stop_findings(reference: StopOutcome, outcomes: dict[str, StopOutcome], ids:
             what = f"never detects the stop {reference.matched!r} that completes at token {reference.position}: the text after it leaks"
         elif got.position != reference.position:
             what = f"detects the stop at token {got.position} instead of {reference.position}"
+        elif got.position is None:
+            what = "no stop completes, but the text sent differs"
         else:
             what = "detects the stop where expected but the text sent differs"
         at = _first_difference(got.text, reference.text)

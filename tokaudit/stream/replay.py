@@ -9,6 +9,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterator, Sequence
 from itertools import accumulate, chain, compress, repeat
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from tokaudit.backends.base import call
@@ -20,6 +21,7 @@ from tokaudit.report.report import TargetResult
 from tokaudit.report.rows import LazyRows
 from tokaudit.stream import invariants as inv
 from tokaudit.stream.detokenizers import (
+    DefaultDetokenizers,
     REPLACEMENT,
     BytesDetok,
     DecodeContext,
@@ -34,6 +36,7 @@ from tokaudit.stream.detokenizers import (
     run,
     window,
 )
+from tokaudit.stream.llamacpp_server import NAME as SERVER, Server, build_server, stop_outcome
 from tokaudit.stream.readers import Steps, Stream
 from tokaudit.stream.stops import StopOutcome, apply_stops
 from tokaudit.stream.toolcalls import find_tool_calls
@@ -54,6 +57,8 @@ class ReplayOptions:
     steps: tuple[int, int | None] | None = None
     #: streams this long or longer are checked for chunk invariance in windows (see invariants)
     full_rechunk_tokens: int = inv.FULL_RECHUNK_TOKENS
+    #: ``--gguf FILE``: the GGUF the llama.cpp-server detokenizer streams with (else the target's own GGUF)
+    gguf: Path | None = None
 
 
 @dataclass
@@ -187,12 +192,15 @@ def _dropped(runs: list[Run], detoks: list[Any], findings: list[Finding]) -> Non
                 r.errors.append(StepError(p, token_id, "dropped", "silently dropped by tokenizers decode"))
 
 
-def _not_applicable(names: Sequence[str], ctx: DecodeContext) -> list[dict[str, Any]]:
+def _not_applicable(names: Sequence[str], ctx: DecodeContext, server: Server | str | None = None) -> list[dict[str, Any]]:
     """Requested strategies that do not apply to this tokenizer (not run, never a stream error)."""
+    out = []
     reason = bytes_not_applicable(ctx.tokens)
-    if "bytes" not in names or reason is None:
-        return []
-    return [{"name": "bytes", "applicable": False, "reason": reason, "text": None, "held_bytes": 0, "errors": [], "flush": ""}]
+    if "bytes" in names and reason is not None:
+        out.append({"name": "bytes", "applicable": False, "reason": reason, "text": None, "held_bytes": 0, "errors": [], "flush": ""})
+    if isinstance(server, str):
+        out.append({"name": SERVER, "applicable": False, "reason": server, "text": None, "held_bytes": 0, "errors": [], "flush": ""})
+    return out
 
 
 def replay(
@@ -223,6 +231,13 @@ def replay(
     partial = incomplete_tail(suffix)
 
     detoks = build_detokenizers(options.detokenizers, ctx, prompt)
+    server: Server | str | None = None
+    if SERVER in options.detokenizers:
+        server = build_server(model, options.gguf, ctx, ids, options.stop_ids)
+        if isinstance(server, Server):
+            detoks.append(server.detok)
+        elif isinstance(options.detokenizers, DefaultDetokenizers) and options.gguf is None:
+            server = None  # not asked for, and no GGUF: left out
     done: dict[int, Run] = {}
     chars: inv.CharMap | None = None
     # bytes first: when no decoder rule moved a byte, its text lengths per token are the reference's;
@@ -290,7 +305,8 @@ def replay(
         per_token = [full[(ends[p - 1] if p else 0):ends[p]] for p in range(len(ids))]
         reference = apply_stops(per_token, [(i,) for i in ids], ends, options.stop_strings, stop_ids)
         outcomes: dict[str, StopOutcome] = {
-            r.name: apply_stops(r.chunks, steps, ends, options.stop_strings, stop_ids) for r in runs
+            r.name: stop_outcome(server.piece, ids, options.stop_strings, stop_ids | server.eog)  # type: ignore[union-attr]
+            if r.name == SERVER else apply_stops(r.chunks, steps, ends, options.stop_strings, stop_ids) for r in runs
         }
         findings += inv.stop_findings(reference, outcomes, ids)
         stops = {"strings": list(options.stop_strings), "ids": list(options.stop_ids),
@@ -300,7 +316,9 @@ def replay(
     checked: dict[str, Any] = {}
     if options.chunk_invariance:
         t = time.perf_counter()
-        more, variance, checked = inv.chunk_variance(ctx, runs, ids, steps, prompt, chars, options.full_rechunk_tokens)
+        # llama.cpp-server takes one id at a time whatever the steps: chunking cannot change its output
+        rechunked = [r for r in runs if r.name != SERVER]
+        more, variance, checked = inv.chunk_variance(ctx, rechunked, ids, steps, prompt, chars, options.full_rechunk_tokens)
         findings += more
         seconds["chunk_invariance"] = time.perf_counter() - t
 
@@ -312,12 +330,14 @@ def replay(
         "text": full,
         "detokenizers": ([{"name": "full", "text": full, "held_bytes": 0, "errors": [], "flush": ""}]
                          if "full" in options.detokenizers else []) + [inv.detokenizer_json(r) for r in runs]
-                        + _not_applicable(options.detokenizers, ctx),
+                        + _not_applicable(options.detokenizers, ctx, server),
         "tool_calls": [{"format": c.format, "closed": c.closed, "valid": c.error is None, "error": c.error} for c in calls],
         "chunk_invariance": {"checked": options.chunk_invariance, "sizes": list(CHUNK_SIZES), "varied": variance, **checked},
     }
     if stops is not None:
         data["stops"] = stops
+    if isinstance(server, Server):
+        data["llama_cpp_server"] = server.info
     rows = Timeline(ctx, steps, runs, findings, options.steps)
     data["timeline_steps"] = {"shown": rows.shown, "rows": len(rows), "steps": len(steps), "summary": step_summary(runs)}
     data["timeline"] = rows if options.steps is not None else list(rows)
