@@ -223,7 +223,8 @@ def stop_findings(reference: StopOutcome, outcomes: dict[str, StopOutcome], ids:
         else:
             what = "detects the stop where expected but the text sent differs"
         at = _first_difference(got.text, reference.text)
-        pos = got.position if got.position is not None else (reference.position or 0)
+        # no stop on either side: the text is lost at the end of the stream
+        pos = got.position if got.position is not None else reference.position if reference.position is not None else max(len(ids) - 1, 0)
         sent = "" if got.text == reference.text else \
             f"; sent …{_excerpt(got.text, at)!r}… instead of …{_excerpt(reference.text, at)!r}…"
         out.append(codes.finding(
