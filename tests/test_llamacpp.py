@@ -248,3 +248,42 @@ def test_transformers_gguf_says_it_needs_torch() -> None:
     assert row["available"] is False
     assert row["reason"] == (f"transformers {version('transformers')} reads a GGUF only with torch installed "
                              "(its GGUF reader imports torch): pip install torch")
+
+
+def _dir_with(tmp_path: Path, *ggufs: tuple[Path, str]) -> Path:
+    import shutil
+
+    root = tmp_path / "model"
+    shutil.copytree(CLEAN, root)
+    for source, name in ggufs:
+        shutil.copyfile(source, root / name)
+    return root
+
+
+@needs_llamacpp
+def test_a_gguf_beside_the_hf_files_is_loaded_by_every_command(tmp_path: Path) -> None:
+    root = _dir_with(tmp_path, (GGUF, "model-q8.gguf"))
+    code, doc, _ = _compare(str(root), "--no-builtin-corpus", "--corpus", str(_corpus(tmp_path, CORPUS)))
+    llama = next(b for b in doc["backends"] if b["name"] == "llama.cpp")
+    assert llama["available"] and llama["detail"].endswith("vocab-only load of model-q8.gguf (1000 tokens, BPE)")
+    assert not [f for f in doc["findings"] if f["code"] == "TA601"]
+    encoded = json.loads(run_cli("encode", str(root), "The fox <|im_end|> ok", "--backend", "llama.cpp", "--format", "json").stdout)
+    assert encoded["ids"] == [871, 284, 897, 220, 999, 220, 287]
+    explained = json.loads(run_cli("explain", str(root), "999", "--format", "json", "--quiet").stdout)
+    assert explained["ids"][0]["backends"]["llama.cpp"]["text"] == "<|im_end|>"
+    fuzzed = run_cli("fuzz", str(root), "--backends", "llama.cpp", "-n", "200", "--format", "json")
+    crash = next(f for f in json.loads(fuzzed.stdout)["findings"] if f["code"] == "TA605")
+    assert fuzzed.exit_code == 0 and crash["severity"] == "note" and "(LlamaCppAbort)" in crash["message"]
+
+
+def test_which_gguf_beside_the_hf_files(tmp_path: Path) -> None:
+    from tokaudit.backends.registry import gguf_beside
+
+    split = _dir_with(tmp_path / "split", (GGUF, "m-00002-of-00002.gguf"), (GGUF, "m-00001-of-00002.gguf"))
+    assert gguf_beside(split) == (split / "m-00001-of-00002.gguf", None)
+    two = _dir_with(tmp_path / "two", (GGUF, "a.gguf"), (NO_PRE, "b.gguf"))
+    assert gguf_beside(two) == (None, f"2 GGUF models in {two} (a.gguf, b.gguf): name one with --gguf")
+    code, doc, _ = _compare(str(two), "--backends", "hf,llama.cpp", "--no-builtin-corpus", "--golden", str(FIXTURES / "llamacpp" / "golden.jsonl"))
+    row = next(b for b in doc["backends"] if b["name"] == "llama.cpp")
+    assert row["reason"] == f"2 GGUF models in {two} (a.gguf, b.gguf): name one with --gguf"
+    assert gguf_beside(CLEAN) == (None, None)

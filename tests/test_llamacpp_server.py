@@ -144,5 +144,5 @@ def test_replay_llamacpp_server_without_a_gguf(tmp_path: Path) -> None:
     default = json.loads(run_cli("replay", str(CLEAN), str(stream), "--format", "json").stdout)
     assert "llama.cpp-server" not in [d["name"] for d in default["detokenizers"]]
     asked = json.loads(run_cli("replay", str(CLEAN), str(stream), "--detokenizers", "full,llama.cpp-server", "--format", "json").stdout)
-    assert asked["detokenizers"][-1] == {"name": "llama.cpp-server", "applicable": False, "reason": "needs a GGUF: a GGUF target, or --gguf FILE",
+    assert asked["detokenizers"][-1] == {"name": "llama.cpp-server", "applicable": False, "reason": "needs a GGUF file (a .gguf target, a directory holding one, or --gguf FILE)",
                                          "text": None, "held_bytes": 0, "errors": [], "flush": ""}

@@ -316,11 +316,11 @@ def build_server(model: Any, gguf: Any, ctx: DecodeContext, ids: Sequence[int], 
     the GGUF (:func:`token_piece`) when tokaudit has read its tokens, and checked id by id against
     llama-cpp-python's real ``llama_token_to_piece`` when that is installed (which alone serves otherwise)."""
     from tokaudit.backends.base import BackendUnavailable
-    from tokaudit.backends.registry import gguf_file
+    from tokaudit.backends.registry import gguf_file, no_gguf_reason
 
     path = gguf_file(model, gguf)
     if path is None:
-        return "needs a GGUF: a GGUF target, or --gguf FILE"
+        return no_gguf_reason(model)
     special = not ctx.skip_special_tokens
     rules = _emulated_rules(model, path)
     real = None

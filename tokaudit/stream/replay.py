@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from tokaudit.backends.base import call
+from tokaudit.backends.registry import NO_GGUF
 from tokaudit.errors import InputError
 from tokaudit.model.text import TokenText
 from tokaudit.model.tokenizer_model import TokenizerModel
@@ -236,7 +237,7 @@ def replay(
         server = build_server(model, options.gguf, ctx, ids, options.stop_ids)
         if isinstance(server, Server):
             detoks.append(server.detok)
-        elif isinstance(options.detokenizers, DefaultDetokenizers) and options.gguf is None:
+        elif isinstance(options.detokenizers, DefaultDetokenizers) and server == NO_GGUF:
             server = None  # not asked for, and no GGUF: left out
     done: dict[int, Run] = {}
     chars: inv.CharMap | None = None
