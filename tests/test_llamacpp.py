@@ -287,3 +287,16 @@ def test_which_gguf_beside_the_hf_files(tmp_path: Path) -> None:
     row = next(b for b in doc["backends"] if b["name"] == "llama.cpp")
     assert row["reason"] == f"2 GGUF models in {two} (a.gguf, b.gguf): name one with --gguf"
     assert gguf_beside(CLEAN) == (None, None)
+
+
+@needs_llamacpp
+def test_faithful_conversion_passes_the_conversion_check() -> None:
+    code, doc, _ = _compare(str(CLEAN), "--gguf", str(GGUF), "--backends", "hf,llama.cpp")
+    assert code == 0
+    assert [(f["code"], f["severity"]) for f in doc["findings"]] == [("TA602", "note"), ("TA603", "note"), ("TA604", "warning")]
+    pair = doc["pairs"][0]
+    assert (pair["cases"], pair["encode_mismatch"], pair["decode_mismatch"], pair["decode_rewritten"]) == (475, 0, 0, 14)
+    assert doc["findings"][0]["message"].startswith(
+        "hf vs llama.cpp: in 14 of 475 cases the same ids decode to text that differs only by llama.cpp's space cleanup "
+        "(llama_detokenize applies HF's clean_up_tokenization_spaces rules to this vocabulary")
+    assert doc["findings"][1]["details"]["backends"] == {"llama.cpp": 14}

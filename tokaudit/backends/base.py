@@ -67,6 +67,12 @@ def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> Outcome:
         return Outcome(None, type(exc).__name__, text[0][:200] if text else "", is_panic(exc))
 
 
+def decode_rewrite(backend: Backend) -> Callable[[str], str] | None:
+    """A deterministic rewrite the backend's decode applies to text (llama.cpp's space cleanup), or None:
+    decode differences it explains are told apart from real ones."""
+    return getattr(backend, "decode_rewrite", None)
+
+
 def can_encode(backend: Backend) -> bool:
     """False for decode-only backends (``strict``)."""
     return getattr(backend, "can_encode", True)

@@ -104,6 +104,12 @@ class LlamaCppBackend:
         self.add_bos = bool(C.llama_vocab_get_add_bos(self._vocab))
         self.add_eos = bool(C.llama_vocab_get_add_eos(self._vocab))
         self._piece_buffer = ctypes.create_string_buffer(256)
+        #: llama_detokenize applies HF's clean_up_tokenization_spaces rules to this vocabulary (llama.cpp
+        #: decides by vocabulary and pre-tokenizer type; one probe tells): then decode rewrites text by
+        #: :func:`clean_spaces`, which compare reports apart from real decode differences.
+        self.cleans_spaces = self.decode(self.encode("a ,")) == "a,"
+        #: the rewrite compare's triage applies (see :func:`tokaudit.backends.base.decode_rewrite`)
+        self.decode_rewrite = clean_spaces if self.cleans_spaces else None
 
     @classmethod
     def load(cls, path: Path) -> LlamaCppBackend:

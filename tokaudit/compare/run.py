@@ -7,7 +7,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from tokaudit.backends.base import can_encode
+from tokaudit.backends.base import can_encode, decode_rewrite
 from tokaudit.backends.registry import LoadedBackend, load_backends
 from tokaudit.compare import codes
 from tokaudit.compare.corpus import Case, builtin_corpus, sample, user_corpus
@@ -23,6 +23,11 @@ from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.report import TargetResult
 from tokaudit.report.text import plural, visible
+
+#: A decode difference explained by a backend's known rewrite (:func:`tokaudit.backends.base.decode_rewrite`).
+REWRITE = "rewrite"
+REWRITE_WHAT = ("llama.cpp's space cleanup (llama_detokenize applies HF's clean_up_tokenization_spaces rules to this "
+                "vocabulary: \" ,\" -> \",\", \" 's\" -> \"'s\"; HF tokenizers does not)")
 
 #: At most this many special-token strings go into the built-in corpus (Kimi-style models declare hundreds).
 MAX_SPECIALS = 512
@@ -172,6 +177,15 @@ def pair_findings(pair: PairResult, target: str) -> list[Finding]:
             target,
             {**base, "mismatches": pair.decode_mismatch, "examples": pair.examples["decode"]},
         ))
+    if pair.decode_rewritten:
+        ex = pair.examples["rewritten"][0]
+        out.append(Finding(
+            codes.DECODE_MISMATCH.code, codes.DECODE_MISMATCH.name, Severity.NOTE,
+            f"{name}: in {pair.decode_rewritten} of {plural(pair.cases, 'case')} the same ids decode to text that differs only by "
+            f"{REWRITE_WHAT}. First, {ex['case']}: {pair.a} \"{ex[pair.a]}\" vs {pair.b} \"{ex[pair.b]}\"",
+            None, None, {**base, "subject": "rewrite", "mismatches": pair.decode_rewritten, "examples": pair.examples["rewritten"]},
+            target,
+        ))
     if pair.cross_roundtrip_failure:
         ex = pair.examples["roundtrip"][0]
         out.append(_finding(
@@ -193,11 +207,17 @@ def own_roundtrip_findings(
     from tokaudit.compare.parity import text_example
 
     out = []
-    benign: dict[str, dict[str, list[int]]] = {NORMALIZER: {}, UNKNOWN: {}}
+    benign: dict[str, dict[str, list[int]]] = {NORMALIZER: {}, UNKNOWN: {}, REWRITE: {}}
     for run in runs:
         if not run.encodes or run.ids is None:
             continue
         bad = [i for i, (c, t) in enumerate(zip(cases, run.texts)) if t is not None and run.ids[i] is not None and t != c.text]
+        rewrite = decode_rewrite(run.backend)
+        if rewrite is not None:  # llama.cpp's space cleanup: the same for every case, one note
+            hits = [i for i in bad if rewrite(cases[i].text) == run.texts[i]]
+            if hits:
+                benign[REWRITE][run.name] = hits
+            bad = [i for i in bad if i not in set(hits)]
         if triage is not None:
             kinds = {i: triage.classify(cases[i].text, run.texts[i]) for i in bad}  # type: ignore[arg-type]
             for kind in benign:
@@ -217,13 +237,13 @@ def own_roundtrip_findings(
             target,
             {"backend": run.name, "failures": len(bad), "examples": examples},
         ))
-    if triage is not None:
+    if triage is not None or benign[REWRITE]:
         out += _benign_roundtrips(benign, runs, cases, target, max_examples, triage)
     return out
 
 
 def _benign_roundtrips(benign: dict[str, dict[str, list[int]]], runs: list[BackendRun], cases: list[Case], target: str,
-                       max_examples: int, triage: Triage) -> list[Finding]:
+                       max_examples: int, triage: Triage | None) -> list[Finding]:
     from tokaudit.compare.parity import text_example
 
     out = []
@@ -239,7 +259,12 @@ def _benign_roundtrips(benign: dict[str, dict[str, list[int]]], runs: list[Backe
         ex = examples[0]
         counts = ", ".join(f"{name} {len(ids)}" for name, ids in per_backend.items())
         most = max(len(ids) for ids in per_backend.values())
-        if kind == NORMALIZER:
+        if kind == REWRITE:
+            message = (f"decode(encode(text)) differs from the text in {most} of {plural(len(cases), 'case')} only by "
+                       f"{REWRITE_WHAT}")
+        elif triage is None:
+            continue
+        elif kind == NORMALIZER:
             what = triage.normalizer or "the normalizer"
             if triage.whitespace:
                 what += f"; {triage.whitespace}"
@@ -250,14 +275,14 @@ def _benign_roundtrips(benign: dict[str, dict[str, list[int]]], runs: list[Backe
         else:
             message = (f"decode(encode(text)) shows {triage.unk_token} in {most} of {plural(len(cases), 'case')}: the vocabulary "
                        "has no token for some characters (the model sees the unknown token there)")
-        if triage.assumption and not out:  # said once
+        if triage is not None and triage.assumption and not out:  # said once
             message += f". {triage.assumption}"
         out.append(Finding(
             codes.ROUNDTRIP_FAILURE.code, codes.ROUNDTRIP_FAILURE.name, Severity.NOTE,
             f"{message}. Per backend: {counts}. First, {ex['case']}: \"{ex['input']}\" -> \"{ex['output']}\"",
             None, None,
-            {"subject": kind, "normalizer": triage.normalizer, "whitespace": triage.whitespace, "unk_token": triage.unk_token,
-             "assumption": triage.assumption, "backends": {name: len(ids) for name, ids in per_backend.items()},
+            {"subject": kind, "normalizer": triage and triage.normalizer, "whitespace": triage and triage.whitespace,
+             "unk_token": triage and triage.unk_token, "assumption": triage and triage.assumption, "backends": {name: len(ids) for name, ids in per_backend.items()},
              "failures": most, "examples": examples},
             target,
         ))
