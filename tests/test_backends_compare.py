@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import shutil
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -118,7 +119,7 @@ def test_transformers_backends_report_the_class_really_loaded() -> None:
     # no slow path, and a fast tokenizer is never called slow
     assert slow.backend is None
     assert slow.unavailable == (
-        "transformers 5.23.0 has no slow tokenizer for this model: AutoTokenizer(use_fast=False) gives the Rust "
+        f"transformers {version('transformers')} has no slow tokenizer for this model: AutoTokenizer(use_fast=False) gives the Rust "
         "PreTrainedTokenizerFast; the model's remote tokenizer class may be slow: pass --trust-remote-code to run it")
     ids = [loaded["tiktoken"].backend.encode(t) for t in TEXTS]
     assert encode_batch(fast.backend, TEXTS) == ids
@@ -137,7 +138,7 @@ def test_transformers_slow_is_only_a_class_that_really_is_slow(tmp_path: Path) -
     assert llama["transformers-fast"].detail == "LlamaTokenizer (fast)"
     assert llama["transformers-slow"].backend is None
     assert llama["transformers-slow"].unavailable == (
-        "transformers 5.23.0 has no slow tokenizer for this model: AutoTokenizer(use_fast=False) gives the Rust "
+        f"transformers {version('transformers')} has no slow tokenizer for this model: AutoTokenizer(use_fast=False) gives the Rust "
         "LlamaTokenizer; the library under transformers' SentencePiece path is compared as the sentencepiece backend")
     d = tmp_path / "bert-generation"
     d.mkdir()
