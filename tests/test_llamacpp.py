@@ -300,3 +300,12 @@ def test_faithful_conversion_passes_the_conversion_check() -> None:
         "hf vs llama.cpp: in 14 of 475 cases the same ids decode to text that differs only by llama.cpp's space cleanup "
         "(llama_detokenize applies HF's clean_up_tokenization_spaces rules to this vocabulary")
     assert doc["findings"][1]["details"]["backends"] == {"llama.cpp": 14}
+
+
+@needs_llamacpp
+def test_encode_shows_the_servers_prompt_ids(tmp_path: Path) -> None:
+    root = _dir_with(tmp_path, (GGUF, "m.gguf"))
+    doc = json.loads(run_cli("encode", str(root), "Hello", "--backend", "llama.cpp", "--format", "json").stdout)
+    assert doc["ids"] == doc["server_prompt_ids"] == [39, 485, 78]  # add_bos_token false: nothing added
+    hf = json.loads(run_cli("encode", str(root), "Hello", "--backend", "hf", "--format", "json").stdout)
+    assert "server_prompt_ids" not in hf

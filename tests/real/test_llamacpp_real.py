@@ -157,3 +157,17 @@ def test_server_pieces_emulated_from_the_gguf_equal_llamacpp_on_every_id() -> No
             wrong = [i for i in range(len(tokens)) if token_piece(rules, i, special) != real.piece(i, special)]
             assert wrong == [], (name, special, wrong[:5])
     assert overrides == CONTROL_OVERRIDE
+
+
+def test_encode_with_llamacpp_shows_the_servers_prompt_ids(tmp_path: Path) -> None:
+    """Llama 3's GGUF forces add_bos (llama.cpp's llama-bpe pre-tokenizer): the server's prompt starts with BOS."""
+    import json
+    import shutil
+
+    from conftest import run_cli
+
+    root = tmp_path / "llama3"
+    shutil.copytree(fetch_module().default_cache() / "models" / "llama3", root)
+    shutil.copyfile(_vocab_files()["llama-bpe"], root / "ggml-vocab-llama-bpe.gguf")
+    doc = json.loads(run_cli("encode", str(root), "Hello <|eot_id|>", "--backend", "llama.cpp", "--format", "json").stdout)
+    assert (doc["ids"], doc["server_prompt_ids"]) == ([9906, 220, 128009], [128000, 9906, 220, 128009])

@@ -123,6 +123,11 @@ def encode_text(model: TokenizerModel, lb: LoadedBackend, text: str) -> tuple[Ta
         "error": None if outcome.ok else {"exception": outcome.error_type, "message": outcome.error, "panic": outcome.panic},
         "tokens": _tokens(model, ids, False),
     }
+    prompt = getattr(backend, "encode_prompt", None)
+    if prompt is not None and outcome.ok:  # llama.cpp: what its server sends the model for this prompt
+        server = call(prompt, text)
+        if server.ok:
+            data["server_prompt_ids"] = list(server.value)
     findings = []
     if not outcome.ok:
         findings.append(

@@ -144,6 +144,9 @@ def _codec(console: Console, d: dict[str, Any], decoding: bool) -> None:
         _kv(console, "tokens", _pieces(console, d["tokens"]))
         if not decoding:
             _kv(console, "ids", " ".join(str(i) for i in d["ids"]))
+    if d.get("server_prompt_ids") is not None and d["server_prompt_ids"] != d["ids"]:
+        _kv(console, "as prompt", " ".join(str(i) for i in d["server_prompt_ids"])
+            + "  (llama.cpp's server adds BOS/EOS per the GGUF's add flags)")
     _token_table(console, d["tokens"])
 
 
