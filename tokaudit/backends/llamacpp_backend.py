@@ -104,6 +104,8 @@ class LlamaCppBackend:
         self.add_bos = bool(C.llama_vocab_get_add_bos(self._vocab))
         self.add_eos = bool(C.llama_vocab_get_add_eos(self._vocab))
         self._piece_buffer = ctypes.create_string_buffer(256)
+        self._ids_buffer = (C.llama_token * 4096)()
+        self._buffer_lock = threading.Lock()
         #: llama_detokenize applies HF's clean_up_tokenization_spaces rules to this vocabulary (llama.cpp
         #: decides by vocabulary and pre-tokenizer type; one probe tells): then decode rewrites text by
         #: :func:`clean_spaces`, which compare reports apart from real decode differences.
@@ -137,12 +139,12 @@ class LlamaCppBackend:
     def _checked(self, ids: list[int]) -> Any:
         """The ids as a C array, after checking each is a token id (llama.cpp aborts on any other)."""
         n = self.n_vocab
-        for i in ids:
-            if not 0 <= i < n:
-                raise LlamaCppAbort(
-                    f"id {i} is outside llama.cpp's vocabulary (0..{n - 1}): llama.cpp aborts the process on it "
-                    "(std::out_of_range in token_to_piece, SIGABRT), so tokaudit did not pass it"
-                )
+        if ids and (min(ids) < 0 or max(ids) >= n):  # C-level scans; the loop below only names the id
+            bad = next(i for i in ids if not 0 <= i < n)
+            raise LlamaCppAbort(
+                f"id {bad} is outside llama.cpp's vocabulary (0..{n - 1}): llama.cpp aborts the process on it "
+                "(std::out_of_range in token_to_piece, SIGABRT), so tokaudit did not pass it"
+            )
         buf = array("i", ids)
         return (self._C.llama_token * len(buf)).from_buffer(buf) if buf else (self._C.llama_token * 1)()
 
@@ -150,12 +152,15 @@ class LlamaCppBackend:
         C = self._C
         data = text.encode("utf-8")
         size = len(data) + 8
-        for _ in range(2):
-            out = (C.llama_token * size)()
-            n = C.llama_tokenize(self._vocab, data, len(data), out, size, add_special, True)
-            if n >= 0:
-                return list(out[:n])
-            size = -n
+        with self._buffer_lock:  # one output buffer, grown when a text needs more (not re-allocated per call)
+            for _ in range(2):
+                if size > len(self._ids_buffer):
+                    self._ids_buffer = (C.llama_token * size)()
+                out = self._ids_buffer
+                n = C.llama_tokenize(self._vocab, data, len(data), out, len(out), add_special, True)
+                if n >= 0:
+                    return out[:n]  # type: ignore[no-any-return]
+                size = -n
         raise RuntimeError(f"llama_tokenize kept asking for a larger buffer ({size} ids)")
 
     def encode(self, text: str) -> list[int]:
