@@ -309,3 +309,15 @@ def test_encode_shows_the_servers_prompt_ids(tmp_path: Path) -> None:
     assert doc["ids"] == doc["server_prompt_ids"] == [39, 485, 78]  # add_bos_token false: nothing added
     hf = json.loads(run_cli("encode", str(root), "Hello", "--backend", "hf", "--format", "json").stdout)
     assert "server_prompt_ids" not in hf
+
+
+@needs_llamacpp
+def test_compare_gguf_with_the_wrong_pre_reports_encode_mismatch(tmp_path: Path) -> None:
+    corpus = _corpus(tmp_path, CORPUS)
+    code, doc, _ = _compare(str(CLEAN), "--gguf", str(FIXTURES / "llamacpp" / "clean-bpe-wrong-pre.gguf"), "--backends", "hf,llama.cpp",
+                            "--no-builtin-corpus", "--corpus", str(corpus))
+    assert code == 1
+    assert [f["message"] for f in doc["findings"] if f["code"] == "TA601"] == [
+        "hf vs llama.cpp: 1 of 4 cases encode to different ids (1 benign: same decoded text, different ids; 0 real: the decoded "
+        f"text differs). First, {corpus}:3 at \"x = 12345\": hf 'x' ' =' ' 1' (ids 87, 351, 306) vs llama.cpp 'x' ' =' ' ' '1' "
+        "(ids 87, 351, 220, 16)"]
