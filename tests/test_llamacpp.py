@@ -124,7 +124,10 @@ def test_compare_gguf_without_pre_reports_encode_mismatch(tmp_path: Path) -> Non
         "vs llama.cpp 'y' 'ou' ''' 've' (ids 88, 282, 6, 460)")
     assert [e["case"] for e in mismatch[0]["details"]["examples"]] == [f"{corpus}:1", f"{corpus}:3"]
     llama = next(b for b in doc["backends"] if b["name"] == "llama.cpp")
-    assert llama["detail"] == f"llama-cpp-python {version('llama_cpp_python')}, vocab-only load of clean-bpe-no-pre.gguf (1000 tokens, BPE)"
+    assert llama["detail"] == (f"llama-cpp-python {version('llama_cpp_python')}, vocab-only load of clean-bpe-no-pre.gguf (1000 tokens, BPE); "
+                               "llama.cpp warns: missing pre-tokenizer type, using: 'default' (+2 more)")
+    assert llama["load_warnings"] == ["missing pre-tokenizer type, using: 'default'", "GENERATION QUALITY WILL BE DEGRADED!",
+                                      "CONSIDER REGENERATING THE MODEL"]
     # the faithful conversion agrees on the same corpus
     code, doc, _ = _compare(str(CLEAN), "--gguf", str(GGUF), "--backends", "hf,llama.cpp", "--no-builtin-corpus", "--corpus", str(corpus))
     assert not [f for f in doc["findings"] if f["code"] in ("TA601", "TA602")]

@@ -215,10 +215,21 @@ class LlamaCppBackend:
         """llama.cpp's warning and error lines of this load."""
         return [text.strip() for level, text in self.log if level in ("warn", "error") and text.strip()]
 
+    def load_warnings(self) -> list[str]:
+        """The warnings worth reading: the "load: " prefix and the banner's rules and blank lines left out, once each."""
+        out: dict[str, None] = {}
+        for line in self.warnings():
+            text = line.split(":", 1)[1].strip() if line.startswith(("load:", "llama_model_loader:")) else line
+            if text.strip("* "):
+                out.setdefault(" ".join(text.split()), None)
+        return list(out)
+
     def describe(self) -> str:
         kinds = {1: "SPM", 2: "BPE", 3: "WPM", 4: "UGM", 5: "RWKV", 6: "PLAMO2"}
         kind = kinds.get(self.vocab_type, str(self.vocab_type))
-        return f"llama-cpp-python {version()}, vocab-only load of {self.path.name} ({self.n_vocab} tokens, {kind})"
+        said = self.load_warnings()
+        warned = f"; llama.cpp warns: {said[0]}" + (f" (+{len(said) - 1} more)" if len(said) > 1 else "") if said else ""
+        return f"llama-cpp-python {version()}, vocab-only load of {self.path.name} ({self.n_vocab} tokens, {kind}){warned}"
 
     def versions(self) -> dict[str, str]:
         return {"llama-cpp-python": version()}

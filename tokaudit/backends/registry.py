@@ -124,6 +124,9 @@ class LoadedBackend:
         }
         if self.subset is not None:  # only explain / decode / encode build subsets
             out["subset"] = self.subset
+        load_warnings = getattr(self.backend, "load_warnings", None)
+        if load_warnings is not None:  # llama.cpp's load log, captured instead of printed
+            out["load_warnings"] = load_warnings()
         return out
 
 
