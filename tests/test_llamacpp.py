@@ -324,3 +324,23 @@ def test_compare_gguf_with_the_wrong_pre_reports_encode_mismatch(tmp_path: Path)
         "hf vs llama.cpp: 1 of 4 cases encode to different ids (1 benign: same decoded text, different ids; 0 real: the decoded "
         f"text differs). First, {corpus}:3 at \"x = 12345\": hf 'x' ' =' ' 1' (ids 87, 351, 306) vs llama.cpp 'x' ' =' ' ' '1' "
         "(ids 87, 351, 220, 16)"]
+
+
+@needs_llamacpp
+def test_a_gguf_llamacpp_aborts_on_is_loaded_in_a_child_first() -> None:
+    from tokaudit.backends.base import BackendUnavailable
+    from tokaudit.backends.llamacpp_backend import LlamaCppBackend
+
+    with pytest.raises(BackendUnavailable) as err:
+        LlamaCppBackend.load(FIXTURES / "llamacpp" / "clean-bpe-duplicate-token.gguf")
+    assert str(err.value) == (
+        "llama.cpp aborts the process loading clean-bpe-duplicate-token.gguf (SIGABRT: llama-vocab.cpp:2544: "
+        "GGML_ASSERT(id_to_token.size() == token_to_id.size()) failed); tokaudit loaded it in a child process first, so only that one died")
+    with pytest.raises(BackendUnavailable) as err:
+        LlamaCppBackend.load(FIXTURES / "llamacpp" / "clean-bpe-no-merges.gguf")
+    assert str(err.value) == ("llama.cpp cannot load clean-bpe-no-merges.gguf: llama_model_load: error loading model: "
+                              "error loading model vocabulary: cannot find tokenizer merges in model file")
+    # the process goes on: compare reports the backend unavailable and checks the golden file with hf
+    code, doc, _ = _compare(str(CLEAN), "--gguf", str(FIXTURES / "llamacpp" / "clean-bpe-duplicate-token.gguf"),
+                            "--backends", "hf,llama.cpp", "--no-builtin-corpus", "--golden", str(FIXTURES / "llamacpp" / "golden.jsonl"))
+    assert code == 0 and [b["available"] for b in doc["backends"]] == [True, False]

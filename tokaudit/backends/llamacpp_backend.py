@@ -17,8 +17,9 @@ only the C functions are called, never ``Llama.tokenize`` / ``detokenize``: thei
 
 An id outside ``0..n_vocab-1`` is never passed to llama.cpp: there ``token_to_piece`` reads
 ``id_to_token.at(id)``, the ``std::out_of_range`` crosses the C API and the process aborts (SIGABRT;
-checked by ``tests/test_llamacpp_backend.py`` in a child process). The backend raises
-:class:`LlamaCppAbort` instead, which the unknown-id table reports.
+checked by ``tests/test_llamacpp.py`` in a child process). The backend raises :class:`LlamaCppAbort`
+instead, which the unknown-id table reports. llama.cpp also aborts loading some malformed vocabularies
+(duplicate token texts), so each GGUF is loaded in a forked child first (:func:`_probe_load`).
 
 llama.cpp's load log (key/value dump, EOG list, warnings such as "missing pre-tokenizer type") goes
 to a callback set with ``llama_log_set`` instead of stderr, and is kept with the backend.
@@ -27,6 +28,7 @@ to a callback set with ``llama_log_set`` instead of stderr, and is kept with the
 from __future__ import annotations
 
 import ctypes
+import re
 import threading
 from array import array
 from pathlib import Path
@@ -80,6 +82,66 @@ def _bindings() -> Any:
         return C
 
 
+def _params(C: Any) -> Any:
+    params = C.llama_model_default_params()
+    params.vocab_only = True
+    return params
+
+
+#: (path, size, mtime) -> what the probe found (None: the load does not abort)
+_probed: dict[tuple[str, int, int], str | None] = {}
+#: At most this much of a dying child's stderr is read.
+MAX_PROBE_STDERR = 64 * 1024
+
+
+def _probe_load(C: Any, path: Path) -> str | None:
+    """Load the GGUF in a forked child first: llama.cpp aborts the whole process on some malformed
+    vocabularies (``GGML_ASSERT`` on duplicate token texts, for one) instead of failing the load. Returns
+    how the child died (the signal and llama.cpp's last stderr line), or None when the load returned.
+    Once per file (path, size, mtime) per process; where ``fork`` does not exist the load is not isolated."""
+    import os
+    import signal
+
+    try:
+        st = path.stat()
+    except OSError:
+        return None  # llama.cpp's own load reports it
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key in _probed:
+        return _probed[key]
+    if not hasattr(os, "fork"):
+        return None
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: load, exit without cleanup; stderr (an abort's message) goes to the pipe
+        try:
+            import faulthandler
+
+            faulthandler.disable()  # the abort is the answer, not a crash to dump (pytest enables it)
+            os.close(read_end)
+            os.dup2(write_end, 2)
+            os.environ["GGML_NO_BACKTRACE"] = "1"  # ggml would run gdb for a backtrace
+            model = C.llama_model_load_from_file(str(path).encode(), _params(C))
+            os._exit(0 if model else 1)
+        finally:
+            os._exit(2)
+    os.close(write_end)
+    chunks, size = [], 0
+    with os.fdopen(read_end, "rb") as pipe:
+        while block := pipe.read(4096):
+            if size < MAX_PROBE_STDERR:
+                chunks.append(block)
+            size += len(block)
+    _, status = os.waitpid(pid, 0)
+    found = None
+    if os.WIFSIGNALED(status):
+        lines = [line.strip() for line in b"".join(chunks).decode("utf-8", "replace").splitlines() if line.strip()]
+        last = re.sub(r"\S*/([^/\s]+\.(?:cpp|c|h):\d+)", r"\1", lines[-1])[:300] if lines else ""  # the build path: its file name
+        found = signal.Signals(os.WTERMSIG(status)).name + (f": {last}" if last else "")
+    _probed[key] = found
+    return found
+
+
 def version() -> str:
     from importlib.metadata import PackageNotFoundError, version as dist_version
 
@@ -116,17 +178,21 @@ class LlamaCppBackend:
     @classmethod
     def load(cls, path: Path) -> LlamaCppBackend:
         C = _bindings()
-        params = C.llama_model_default_params()
-        params.vocab_only = True
+        died = _probe_load(C, path)
+        if died is not None:
+            raise BackendUnavailable(f"llama.cpp aborts the process loading {path.name} ({died}); tokaudit loaded it in a "
+                                     "child process first, so only that one died")
         with _lock:
             lines: list[tuple[str, str]] = _state["lines"]
             lines.clear()
-            model = C.llama_model_load_from_file(str(path).encode(), params)
+            model = C.llama_model_load_from_file(str(path).encode(), _params(C))
             log = list(lines)
             lines.clear()
         if not model:
-            errors = [text for level, text in log if level == "error"]
-            why = errors[-1].strip() if errors else "no reason logged"
+            errors = [text.strip() for level, text in log if level == "error" and text.strip()]
+            # the first specific line ("llama_model_load: error loading model: ..."), not the generic last one
+            specific = [e for e in errors if "error loading model" in e] or errors
+            why = specific[0] if specific else "no reason logged"
             raise BackendUnavailable(f"llama.cpp cannot load {path.name}: {why}")
         backend = cls(C, model, path, log)
         import weakref
