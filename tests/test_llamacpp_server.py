@@ -146,3 +146,16 @@ def test_replay_llamacpp_server_without_a_gguf(tmp_path: Path) -> None:
     asked = json.loads(run_cli("replay", str(CLEAN), str(stream), "--detokenizers", "full,llama.cpp-server", "--format", "json").stdout)
     assert asked["detokenizers"][-1] == {"name": "llama.cpp-server", "applicable": False, "reason": "needs a GGUF file (a .gguf target, a directory holding one, or --gguf FILE)",
                                          "text": None, "held_bytes": 0, "errors": [], "flush": ""}
+
+
+@needs_llamacpp
+def test_replay_with_an_id_outside_the_vocabulary_never_reaches_llamacpp(tmp_path: Path) -> None:
+    stream = tmp_path / "ids.txt"
+    stream.write_text("39 485 5000 78", encoding="utf-8")
+    result = run_cli("replay", str(CLEAN), str(stream), "--gguf", str(GGUF), "--stop", "xx", "--format", "json")
+    assert result.exit_code == 1  # TA501 for id 5000; llama.cpp would have aborted the process
+    doc = json.loads(result.stdout)
+    server = next(d for d in doc["detokenizers"] if d["name"] == "llama.cpp-server")
+    assert server["text"] == "Hello"
+    assert server["errors"] == [{"position": 2, "id": 5000, "kind": "error", "message": "id 5000 is outside the vocabulary (0..999): llama.cpp aborts on it"}]
+    assert doc["stops"]["detokenizers"]["llama.cpp-server"]["text"] == "Hello"

@@ -209,11 +209,6 @@ class ServerStream:
         return bytes(self.generated[self.sent:])
 
 
-def stream_text(stream: ServerStream, ids: Iterable[int]) -> list[str]:
-    """Each id's chunk as the client receives it (invalid UTF-8 replaced, as the server's JSON writer does)."""
-    return [stream.step(i).decode("utf-8", "replace") for i in ids]
-
-
 # -- replay ---------------------------------------------------------------------------------------
 
 #: The detokenizer's name in replay.
@@ -353,4 +348,18 @@ def build_server(model: Any, gguf: Any, ctx: DecodeContext, ids: Sequence[int], 
     if real is not None:
         eog |= {i for i in set(ids) if 0 <= i < real.n_vocab and real.is_eog(i)}
     info["eog_in_stream"] = sorted(eog & set(ids))[:20]
-    return Server(ServerDetok(ctx, piece, n_vocab), piece, frozenset(eog), info)
+    failed: dict[int, str] = {}
+
+    def safe(token_id: int) -> bytes:
+        """The piece; nothing for an id llama.cpp would abort on (outside the vocabulary, or a piece it aborts
+        making), which the detokenizer reports as an error at its position."""
+        if not 0 <= token_id < n_vocab:
+            return b""
+        try:
+            return piece(token_id)
+        except (PieceAbort, NotEmulated) as exc:
+            failed.setdefault(token_id, str(exc))
+            return b""
+
+    info["failed_pieces"] = failed
+    return Server(ServerDetok(ctx, safe, n_vocab), safe, frozenset(eog), info)
