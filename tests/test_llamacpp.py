@@ -344,3 +344,30 @@ def test_a_gguf_llamacpp_aborts_on_is_loaded_in_a_child_first() -> None:
     code, doc, _ = _compare(str(CLEAN), "--gguf", str(FIXTURES / "llamacpp" / "clean-bpe-duplicate-token.gguf"),
                             "--backends", "hf,llama.cpp", "--no-builtin-corpus", "--golden", str(FIXTURES / "llamacpp" / "golden.jsonl"))
     assert code == 0 and [b["available"] for b in doc["backends"]] == [True, False]
+
+
+@needs_llamacpp
+def test_text_llamacpp_aborts_encoding_is_refused(tmp_path: Path) -> None:
+    from tokaudit.backends.llamacpp_backend import LlamaCppAbort, LlamaCppBackend
+
+    spm = FIXTURES / "llamacpp" / "spm-no-byte-tokens.gguf"
+    b = LlamaCppBackend.load(spm)
+    assert (b.encode("ab a"), b.encode_prompt("a"), b.cleans_spaces) == ([3, 7, 6], [1, 6], False)
+    with pytest.raises(LlamaCppAbort, match=r"^llama.cpp aborts encoding 'z': it is not a token and the vocabulary has no byte token for 0x7A"):
+        b.encode("abz")
+    # what llama.cpp itself does with "z", in a child process: std::out_of_range from byte_to_token, then abort
+    script = (
+        "import ctypes\nfrom llama_cpp import llama_cpp as C\n"
+        "cb = C.llama_log_callback(lambda *a: None); C.llama_log_set(cb, ctypes.c_void_p(0))\n"
+        "p = C.llama_model_default_params(); p.vocab_only = True\n"
+        f"m = C.llama_model_load_from_file({str(spm)!r}.encode(), p); v = C.llama_model_get_vocab(m)\n"
+        "out = (C.llama_token * 16)(); C.llama_tokenize(v, b'z', 1, out, 16, False, True)\n"
+    )
+    child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                           env={"GGML_NO_BACKTRACE": "1", "PATH": "/usr/bin:/bin"})
+    assert child.returncode == -6 and "std::out_of_range" in child.stderr
+    # the encode command reports it as a backend crash and goes on
+    root = _dir_with(tmp_path, (spm, "spm.gguf"))
+    result = run_cli("encode", str(root), "abz", "--backend", "llama.cpp", "--format", "json")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["error"]["exception"] == "LlamaCppAbort"

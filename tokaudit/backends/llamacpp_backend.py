@@ -171,7 +171,11 @@ class LlamaCppBackend:
         #: llama_detokenize applies HF's clean_up_tokenization_spaces rules to this vocabulary (llama.cpp
         #: decides by vocabulary and pre-tokenizer type; one probe tells): then decode rewrites text by
         #: :func:`clean_spaces`, which compare reports apart from real decode differences.
-        self.cleans_spaces = self.decode(self.encode("a ,")) == "a,"
+        self._spm_unsafe = self._spm_missing_bytes()
+        try:
+            self.cleans_spaces = self.decode(self.encode("a ,")) == "a,"
+        except LlamaCppAbort:  # a vocabulary llama.cpp cannot encode that probe with
+            self.cleans_spaces = False
         #: the rewrite compare's triage applies (see :func:`tokaudit.backends.base.decode_rewrite`)
         self.decode_rewrite = clean_spaces if self.cleans_spaces else None
 
@@ -214,8 +218,36 @@ class LlamaCppBackend:
         buf = array("i", ids)
         return (self._C.llama_token * len(buf)).from_buffer(buf) if buf else (self._C.llama_token * 1)()
 
+    def _spm_missing_bytes(self) -> tuple[frozenset[int], frozenset[str]]:
+        """For a SentencePiece vocabulary: the bytes llama.cpp has no token for (neither ``<0xNN>`` nor the
+        byte itself), and the one-character tokens. llama.cpp's SPM tokenizer spells a character that is not
+        a token with byte tokens, looked up with ``token_to_id.at``: a missing one throws
+        ``std::out_of_range`` across the C API and aborts the process."""
+        if self.vocab_type != 1:  # only SPM spells characters with byte_to_token
+            return frozenset(), frozenset()
+        C, v = self._C, self._vocab
+        texts = {C.llama_vocab_get_text(v, i) for i in range(self.n_vocab)}
+        missing = frozenset(b for b in range(256) if f"<0x{b:02X}>".encode() not in texts and bytes([b]) not in texts)
+        if not missing:
+            return missing, frozenset()
+        singles = frozenset(t.decode("utf-8") for t in texts if t and len(t) <= 4 and len(t.decode("utf-8", "replace")) == 1)
+        return missing, singles
+
+    def _check_spm(self, text: str) -> None:
+        """Refuse a text llama.cpp would abort encoding (see :meth:`_spm_missing_bytes`)."""
+        missing, singles = self._spm_unsafe
+        for ch in set(text.replace(" ", "\u2581")):  # llama.cpp's SPM escapes spaces as "▁"
+            if ch not in singles:
+                lost = [b for b in ch.encode("utf-8") if b in missing]
+                if lost:
+                    raise LlamaCppAbort(
+                        f"llama.cpp aborts encoding {ch!r}: it is not a token and the vocabulary has no byte token for "
+                        f"0x{lost[0]:02X} (std::out_of_range in byte_to_token, SIGABRT), so tokaudit did not pass the text")
+
     def _tokenize(self, text: str, add_special: bool) -> list[int]:
         C = self._C
+        if self._spm_unsafe[0]:
+            self._check_spm(text)
         data = text.encode("utf-8")
         size = len(data) + 8
         with self._buffer_lock:  # one output buffer, grown when a text needs more (not re-allocated per call)
