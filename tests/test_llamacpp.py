@@ -371,3 +371,19 @@ def test_text_llamacpp_aborts_encoding_is_refused(tmp_path: Path) -> None:
     result = run_cli("encode", str(root), "abz", "--backend", "llama.cpp", "--format", "json")
     assert result.exit_code == 1
     assert json.loads(result.stdout)["error"]["exception"] == "LlamaCppAbort"
+
+
+@needs_llamacpp
+def test_gguf_option_of_the_oncall_commands() -> None:
+    encoded = json.loads(run_cli("encode", str(CLEAN), "Hello", "--backend", "llama.cpp", "--gguf", str(GGUF), "--format", "json").stdout)
+    assert encoded["ids"] == [39, 485, 78]
+    decoded = json.loads(run_cli("decode", str(CLEAN), "39", "485", "999", "--backend", "llama.cpp", "--gguf", str(GGUF),
+                                 "--keep-special-tokens", "--format", "json").stdout)
+    assert decoded["text"] == "Hell<|im_end|>"
+    explained = json.loads(run_cli("explain", str(CLEAN), "999", "--gguf", str(GGUF), "--format", "json", "--quiet").stdout)
+    assert explained["ids"][0]["backends"]["llama.cpp"]["text"] == "<|im_end|>"
+    fuzzed = run_cli("fuzz", str(CLEAN), "--backends", "llama.cpp", "--gguf", str(GGUF), "-n", "50", "--format", "json")
+    assert fuzzed.exit_code == 0 and json.loads(fuzzed.stdout)["backends"][0]["available"]
+    bad = run_cli("explain", str(CLEAN), "1", "--gguf", str(CLEAN / "tokenizer.json"))
+    assert bad.exit_code == 2
+    assert bad.stderr.strip() == f"tokaudit: error: {CLEAN / 'tokenizer.json'} (key --gguf): not a GGUF file (it does not start with the magic 'GGUF')"

@@ -83,6 +83,11 @@ SkipSpecialOpt = Annotated[
                  help="Leave special tokens out of the text, as servers do by default (vLLM, TGI, SGLang, smg); "
                       "--keep-special-tokens shows them. The token table lists every id either way."),
 ]
+GgufOpt = Annotated[
+    Path | None,
+    typer.Option("--gguf", help="A GGUF of the model for the llama.cpp and transformers-gguf backends (default: the target's own, "
+                                "or the one GGUF beside the HF files)."),
+]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Targets checked in parallel (threads).", min=1)]
 
 

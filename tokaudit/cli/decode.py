@@ -19,6 +19,7 @@ from tokaudit.cli.common import (
     OutputFormat,
     OutputOpt,
     QuietOpt,
+    GgufOpt,
     RevisionOpt,
     SkipSpecialOpt,
     emit,
@@ -57,6 +58,7 @@ def decode(
                        "(the formats of replay: JSON array, ids, JSON Lines steps, SSE capture).", show_default=False),
     ],
     backend: BackendOpt = None,
+    gguf: GgufOpt = None,
     skip_special_tokens: SkipSpecialOpt = True,
     stream_format: Annotated[
         StreamFormat | None, typer.Option("--stream-format", help="Force the format of the ids (default: detected).", case_sensitive=False)
@@ -71,6 +73,7 @@ def decode(
 ) -> None:
     """Decode ids with one backend, showing each token's boundaries and id."""
     with handle_errors(debug):
+        from tokaudit.backends.registry import gguf_option
         from tokaudit.oncall.codec import decode_ids, pick_backend
         from tokaudit.report.report import Report
         from tokaudit.scan import load_model
@@ -80,7 +83,7 @@ def decode(
             raise InputError(f"{len(token_ids)} ids from {source}: decode shows one row per id, at most {MAX_DECODE_IDS} "
                              "(replay takes longer streams)", key="IDS")
         model = load_model(target, revision)
-        lb = pick_backend(model, backend, encode=False, ids=token_ids)
+        lb = pick_backend(model, backend, encode=False, ids=token_ids, gguf=gguf_option(gguf))
         result, findings = decode_ids(model, lb, token_ids, skip_special_tokens, source)
         emit(Report("decode", [result], findings), fmt, output, fail_on, quiet, color)
 
@@ -89,6 +92,7 @@ def encode(
     target: TargetArg,
     text: Annotated[str, typer.Argument(help="The text to encode, or - to read it from stdin.", show_default=False)],
     backend: BackendOpt = None,
+    gguf: GgufOpt = None,
     pat_str: Annotated[str | None, typer.Option("--pat-str", help="Pre-tokenizer regex, when the model declares none.")] = None,
     revision: RevisionOpt = None,
     fmt: FormatOpt = OutputFormat.rich,
@@ -100,12 +104,13 @@ def encode(
 ) -> None:
     """Encode text with one backend (special-token strings become their ids), showing each token."""
     with handle_errors(debug):
+        from tokaudit.backends.registry import gguf_option
         from tokaudit.oncall.codec import encode_text, pick_backend
         from tokaudit.report.report import Report
         from tokaudit.scan import load_model
 
         text = read_text_arg(text)
         model = load_model(target, revision)
-        lb = pick_backend(model, backend, encode=True, pat_str=pat_str, text=text)
+        lb = pick_backend(model, backend, encode=True, pat_str=pat_str, text=text, gguf=gguf_option(gguf))
         result, findings = encode_text(model, lb, text)
         emit(Report("encode", [result], findings), fmt, output, fail_on, quiet, color)

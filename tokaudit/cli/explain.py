@@ -17,6 +17,7 @@ from tokaudit.cli.common import (
     OutputFormat,
     OutputOpt,
     QuietOpt,
+    GgufOpt,
     RevisionOpt,
     emit,
     handle_errors,
@@ -45,6 +46,7 @@ def explain(
     ] = False,
     pat_str: PatStrOpt = None,
     trust_remote_code: TrustOpt = False,
+    gguf: GgufOpt = None,
     revision: RevisionOpt = None,
     fmt: FormatOpt = OutputFormat.rich,
     output: OutputOpt = None,
@@ -55,7 +57,7 @@ def explain(
 ) -> None:
     """What an id is: declared range, which profile and file map it, its bytes, what each backend does with it."""
     with handle_errors(debug):
-        from tokaudit.backends.registry import load_backends
+        from tokaudit.backends.registry import gguf_option, load_backends
         from tokaudit.oncall.explain import backend_names, resolve
         from tokaudit.oncall.explain import explain as explain_ids
         from tokaudit.report.report import Report
@@ -67,5 +69,5 @@ def explain(
         # explain only decodes these ids: backends rebuilt from ranks skip the merges (decode never reads
         # them) and hold only the entries these ids read (the same answers, in milliseconds)
         loaded = load_backends(model, names, pat_str, trust_remote_code=trust_remote_code, decode_only=True,
-                               for_ids=[i for _, i in pairs])
+                               for_ids=[i for _, i in pairs], gguf=gguf_option(gguf))
         emit(Report("explain", [explain_ids(model, loaded, pairs)], []), fmt, output, fail_on, quiet, color)

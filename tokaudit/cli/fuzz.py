@@ -17,6 +17,7 @@ from tokaudit.cli.common import (
     OutputFormat,
     OutputOpt,
     QuietOpt,
+    GgufOpt,
     RevisionOpt,
     emit,
     handle_errors,
@@ -34,6 +35,7 @@ def fuzz(
     max_length: Annotated[int, typer.Option("--max-length", help="Longest sequence, in ids.", min=1)] = 8,
     pat_str: PatStrOpt = None,
     trust_remote_code: TrustOpt = False,
+    gguf: GgufOpt = None,
     revision: RevisionOpt = None,
     fmt: FormatOpt = OutputFormat.rich,
     output: OutputOpt = None,
@@ -44,7 +46,7 @@ def fuzz(
 ) -> None:
     """Decode seeded random id sequences, weighted toward edge ids, with every backend; shrink each crash."""
     with handle_errors(debug):
-        from tokaudit.backends.registry import load_backends, parse_backend_list
+        from tokaudit.backends.registry import gguf_option, load_backends, parse_backend_list
         from tokaudit.oncall.fuzz import FuzzOptions
         from tokaudit.oncall.fuzz import fuzz as run_fuzz
         from tokaudit.report.report import Report
@@ -54,7 +56,8 @@ def fuzz(
         within_limit(iterations, "--iterations")
         names = parse_backend_list(backends)
         model = load_model(target, revision)
-        loaded = load_backends(model, names, pat_str, trust_remote_code=trust_remote_code, decode_only=True)  # fuzz only decodes
+        loaded = load_backends(model, names, pat_str, trust_remote_code=trust_remote_code, decode_only=True,  # fuzz only decodes
+                               gguf=gguf_option(gguf))
         with progress_bar(quiet) as bar:
             result, findings = run_fuzz(model, loaded, FuzzOptions(iterations, seed, max_length), bar)
         emit(Report("fuzz", [result], findings), fmt, output, fail_on, quiet, color)

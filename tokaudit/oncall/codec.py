@@ -3,6 +3,7 @@ bytes from the id tables."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from tokaudit.backends.base import call, can_encode
@@ -30,13 +31,13 @@ def gateway_backend(model: TokenizerModel) -> str:
 
 def pick_backend(
     model: TokenizerModel, name: str | None, *, encode: bool, pat_str: str | None = None,
-    ids: list[int] | None = None, text: str | None = None,
+    ids: list[int] | None = None, text: str | None = None, gguf: Path | None = None,
 ) -> LoadedBackend:
     """The one backend decode / encode use; given the ``ids`` to decode or the ``text`` to encode, a backend
     rebuilt from ranks holds only the entries they read (the same answers; see :mod:`tokaudit.backends.subset`)."""
     chosen = name or gateway_backend(model)
     # decoding never needs a pattern
-    lb = load_backends(model, [chosen], pat_str, decode_only=not encode, for_ids=ids, for_text=text)[0]
+    lb = load_backends(model, [chosen], pat_str, decode_only=not encode, for_ids=ids, for_text=text, gguf=gguf)[0]
     if lb.backend is None:
         if name:  # the user's choice does not fit the model (the reason names a file defect when there is one)
             raise InputError(f"backend {chosen} is unavailable for this model: {lb.unavailable}", key="--backend")
