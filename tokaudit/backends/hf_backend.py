@@ -113,7 +113,9 @@ def tokenizer_from_ranks(vocab: ByteVocab, pattern: Pattern | None) -> Any:
             raise BackendUnavailable(f"tokenizers rejects the pattern: {exc}") from None
         tok.pre_tokenizer = pre_tokenizers.Sequence([split, byte_level])
     tok.decoder = decoders.ByteLevel()
-    tok.add_special_tokens([AddedToken(content, special=True, normalized=False) for content in vocab.specials])
+    # each added token keeps its special flag: tokenizers' decode(skip_special_tokens=True) drops only special ones
+    tok.add_special_tokens([AddedToken(c, special=True, normalized=False) for c, i in vocab.specials.items() if i in vocab.skipped])
+    tok.add_tokens([AddedToken(c, special=False, normalized=False) for c, i in vocab.specials.items() if i not in vocab.skipped])
     return tok
 
 

@@ -57,7 +57,7 @@ class ReferenceBackend:
         except regex.error as exc:
             raise BackendUnavailable(f"the regex module rejects the pattern: {exc}") from None
         self.vocab = vocab
-        self.special_ids = frozenset(vocab.specials.values())
+        self.special_ids = vocab.skipped  # what skip_special_tokens drops: the flagged specials
         specials = sorted(vocab.specials, key=len, reverse=True)
         self.special_split = regex.compile("(" + "|".join(regex.escape(s) for s in specials) + ")") if specials else None
         self.decoder = {**vocab.by_id, **{i: s.encode("utf-8") for s, i in vocab.specials.items()}}

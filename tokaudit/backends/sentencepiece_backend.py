@@ -23,6 +23,7 @@ from typing import Any
 
 from tokaudit.artifacts.sentencepiece_model import PieceType, SentencePieceModel
 from tokaudit.backends.base import BackendUnavailable
+from tokaudit.model.text import TokenText
 from tokaudit.model.tokenizer_model import TokenizerModel
 
 #: Budget of special strings in the split regex (real models: Mistral v3 has 771).
@@ -63,6 +64,10 @@ class SentencePieceBackend:
         self.special_text = {
             i: t for t, i in self.specials.items() if i >= self.size or sp.pieces[i].type is not PieceType.USER_DEFINED
         }
+        #: the ids decode(skip_special_tokens=True) drops: the special-flagged ones (a tokenizer_config added token
+        #: marked special: false is kept, as transformers' slow tokenizers keep what is not in all_special_ids)
+        flagged = TokenText(model).special_ids
+        self.skipped = frozenset(i for i in self.special_text if i in flagged)
         names = sorted(self.specials, key=len, reverse=True)
         self._split = re.compile("(" + "|".join(map(re.escape, names)) + ")") if names else None
 
@@ -91,7 +96,9 @@ class SentencePieceBackend:
         if not any(i in special for i in ids):
             return self.processor.decode(list(ids))  # raises IndexError for an id outside the pieces
         if skip_special_tokens:
-            return self.processor.decode([i for i in ids if i not in special])
+            ids = [i for i in ids if i not in self.skipped]
+            if not any(i in special for i in ids):
+                return self.processor.decode(ids)
         parts: list[str] = []
         run: list[int] = []
         for i in ids:

@@ -62,7 +62,7 @@ def for_ids(vocab: ByteVocab, base: Mapping[int, bytes], ids: Iterable[int]) -> 
         token = base.get(i)
         if token is not None and ranks.get(token) == i:  # a repeated token's earlier ids are not in the ranks
             keep[token] = i
-    return Subset(ByteVocab(keep, vocab.specials), "decoding the asked ids", len(vocab.ranks))
+    return Subset(ByteVocab(keep, vocab.specials, vocab.skipped), "decoding the asked ids", len(vocab.ranks))
 
 
 def for_text(vocab: ByteVocab, text: str) -> Subset | None:
@@ -83,4 +83,4 @@ def for_text(vocab: ByteVocab, text: str) -> Subset | None:
             rank = get(data[start:end])
             if rank is not None:
                 keep[data[start:end]] = rank
-    return Subset(ByteVocab(keep, vocab.specials), "encoding the text", len(ranks))
+    return Subset(ByteVocab(keep, vocab.specials, vocab.skipped), "encoding the text", len(ranks))

@@ -32,7 +32,7 @@ class TiktokenBackend:
         #: Why this backend cannot encode (no pattern), or None.
         self.no_encode_reason = None if pattern else (no_pattern or "no pre-tokenizer pattern found (pattern-unknown); pass --pat-str")
         self.can_encode = pattern is not None
-        self.special_ids = frozenset(vocab.specials.values())
+        self.special_ids = vocab.skipped  # what skip_special_tokens drops: the flagged specials
         #: ``decode(ids)`` keeping special tokens is tiktoken's own function: fuzz's hot loop calls it directly.
         self.plain_decode = self.encoding.decode
 

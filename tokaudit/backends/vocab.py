@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from tokaudit.backends.base import BackendUnavailable
+from tokaudit.model.text import TokenText
 from tokaudit.model.tokenizer_model import TokenizerModel
 
 
@@ -17,8 +18,13 @@ MAX_U32 = 2**32 - 1
 class ByteVocab:
     #: token bytes -> rank (rank == id for tiktoken files; tekken ids are shifted by the special block).
     ranks: dict[bytes, int]
-    #: special/added token text -> id.
+    #: special/added token text -> id (every added token: encoders match them all in text).
     specials: dict[str, int]
+    #: The ids of ``specials`` that ``skip_special_tokens`` drops: those the files mark special
+    #: (:attr:`tokaudit.model.text.TokenText.special_ids`), not every added token. Kimi-K2.5 marks its
+    #: tool-call and ``<think>`` markers ``special: false``; tokenizers (hence transformers 5's
+    #: TokenizersBackend) and the remote slow tokenizer keep them, and so must every backend here.
+    skipped: frozenset[int] = frozenset()
 
     @cached_property
     def by_id(self) -> dict[int, bytes]:
@@ -56,4 +62,5 @@ def byte_vocab(model: TokenizerModel) -> ByteVocab:
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
         raise BackendUnavailable(f"ranks lack {len(missing)} of the 256 single bytes (e.g. 0x{missing[0]:02X}): not byte-level BPE")
-    return ByteVocab(ranks, specials)
+    flagged = TokenText(model).special_ids
+    return ByteVocab(ranks, specials, frozenset(i for i in specials.values() if i in flagged))
