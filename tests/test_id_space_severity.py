@@ -1,11 +1,15 @@
-"""TA101 vocab-gap: holes among the tokens versus trailing embedding padding, and the severity each
-gets from what the loaders that see them do (tiktoken: KeyError / panic; tokenizers: silent drop)."""
+"""TA101 vocab-gap: holes among the tokens versus trailing embedding padding; the severity comes from what
+the loaders that see the ids do with one (tiktoken: KeyError / tiktoken-rs: panic -> error; tokenizers:
+silent drop -> warning), not from where the ids sit (issue 21 §3)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import FIXTURES, run_cli
 
@@ -30,13 +34,13 @@ def _clean_bpe_with_a_hole(tmp_path: Path) -> tuple[Path, int]:
     return target, dropped
 
 
-def test_trailing_padding_under_tokenizers_is_a_note_and_passes_ci(tmp_path: Path) -> None:
+def test_trailing_padding_under_tokenizers_is_a_warning_and_passes_ci(tmp_path: Path) -> None:
     target = tmp_path / "padded"
     shutil.copytree(FIXTURES / "clean-bpe", target)
     (target / "config.json").write_text(json.dumps({"vocab_size": 1024, "eos_token_id": 999}))
     code, gap = _gap(target)
     assert code == 0
-    assert (gap["severity"], gap["ids"], gap["count"]) == ("note", [[1000, 1023]], 24)
+    assert (gap["severity"], gap["ids"], gap["count"]) == ("warning", [[1000, 1023]], 24)
     assert gap["details"]["holes"]["count"] == 0 and gap["details"]["last_token_id"] == 999
     assert gap["details"]["trailing_padding"]["seen_by"] == {
         "files-only": "drop", "smg": "drop", "vLLM": "drop", "Dynamo": "drop", "transformers": "drop"}
@@ -44,14 +48,14 @@ def test_trailing_padding_under_tokenizers_is_a_note_and_passes_ci(tmp_path: Pat
     assert "drops them silently" in gap["message"]
 
 
-def test_trailing_padding_of_a_rank_file_is_a_warning(tmp_path: Path) -> None:
+def test_trailing_padding_of_a_rank_file_is_an_error(tmp_path: Path) -> None:
     target = tmp_path / "ranks"
     target.mkdir()
     shutil.copy(FIXTURES / "tiny-tiktoken" / "tiktoken.model", target / "tiktoken.model")
     (target / "config.json").write_text(json.dumps({"vocab_size": 1024}))
     code, gap = _gap(target)
-    assert code == 0
-    assert (gap["severity"], gap["ids"]) == ("warning", [[1000, 1023]])
+    assert code == 1
+    assert (gap["severity"], gap["ids"]) == ("error", [[1000, 1023]])
     assert gap["details"]["trailing_padding"]["seen_by"]["files-only"] == "crash"
     assert "raises or panics in files-only" in gap["message"]
 
@@ -96,3 +100,44 @@ def test_fuzz_keeps_strict_on_rank_file_holes_an_error() -> None:
     assert result.exit_code == 1
     (inside,) = [f for f in json.loads(result.stdout)["findings"] if f["details"]["in_declared_range"]]
     assert inside["severity"] == "error"
+
+
+def test_qwen_tiktoken_without_remote_code_padding_is_an_error_as_its_loaders_crash(tmp_path: Path) -> None:
+    """Qwen's qwen.tiktoken (151643 ranks) with vocab_size 151936 and no remote code leaves 293 trailing ids
+    unmapped; fixtures/qwen-remote is the same shape (500 ranks, vocab_size 768: 268). A loader serving the
+    files decodes with tiktoken: Python tiktoken raises KeyError on every one (run below), tiktoken-rs / smg
+    panic ("no entry found for key"), exactly as on Kimi's holes. So it is an error, like the holes."""
+    import tiktoken
+
+    target = tmp_path / "qwen-no-remote-code"
+    target.mkdir()
+    shutil.copy(FIXTURES / "qwen-remote" / "qwen.tiktoken", target / "qwen.tiktoken")
+    shutil.copy(FIXTURES / "qwen-remote" / "config.json", target / "config.json")
+    code, gap = _gap(target)
+    assert code == 1
+    assert (gap["severity"], gap["ids"], gap["count"]) == ("error", [[500, 767]], 268)
+    assert gap["details"]["holes"]["count"] == 0 and gap["details"]["last_token_id"] == 499
+    # vLLM / transformers convert the ranks to tokenizers (which drops the ids); smg and files-only crash
+    assert gap["details"]["trailing_padding"]["seen_by"] == {"files-only": "crash", "smg": "crash", "vLLM": "drop",
+                                                             "transformers": "drop"}
+    assert ("268 ids of trailing padding after the last token 499 (500–767): decoding one raises or panics in "
+            "files-only, smg (tiktoken: KeyError; tiktoken-rs: panic)") in gap["message"]
+    ranks = {}
+    for line in (target / "qwen.tiktoken").read_text().splitlines():
+        token, rank = line.split()
+        ranks[base64.b64decode(token)] = int(rank)
+    enc = tiktoken.Encoding("qwen-shaped", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens={})
+    assert enc.decode([499]) == enc.decode_single_token_bytes(499).decode("utf-8", "replace")
+    for unmapped in (500, 767):
+        with pytest.raises(KeyError):
+            enc.decode([unmapped])
+
+
+def test_qwen_with_its_remote_code_stays_an_error() -> None:
+    """With tokenization_qwen.py the remote code maps 500–707 (<|endoftext|> and the extras): those are holes for
+    the files-only loaders, 708–767 padding that every loader decodes with tiktoken."""
+    code, gap = _gap(FIXTURES / "qwen-remote")
+    assert code == 1 and gap["severity"] == "error"
+    assert gap["details"]["holes"]["ids"] == [[500, 707]]
+    assert gap["details"]["trailing_padding"]["seen_by"] == {"files-only": "crash", "smg": "crash", "vLLM": "crash",
+                                                             "transformers": "crash"}
