@@ -14,6 +14,11 @@ Evidence from the real libraries (transformers 5.24.0, tokenizers 0.23.3), check
 - transformers' slow ``PreTrainedTokenizer.convert_ids_to_tokens`` (Kimi's remote TikTokenTokenizer, what
   vLLM and SGLang load) skips ``all_special_ids``: the named and additional special tokens, which for Kimi
   do not include the markers.
+One real stack differs and is left to the loader table: transformers 5.24.0 *without* the remote code
+converts the ranks with TikTokenConverter, which first adds every added_tokens_decoder entry as an extra
+special token; the markers then show ``special=False`` in ``get_added_tokens_decoder()`` yet its live
+``decode([163606], skip_special_tokens=True)`` is '' (a fresh ``Tokenizer.from_str`` of its own JSON keeps
+``<think>``). vLLM and SGLang load Kimi with its remote code, so they keep the markers.
 """
 
 from __future__ import annotations
@@ -113,3 +118,12 @@ def test_the_fixture_as_shipped_still_skips_its_special_markers() -> None:
     out = run_cli("decode", KIMI, "163595,163597", "--format", "json")
     assert out.exit_code == 0
     assert json.loads(out.stdout)["text"] == ""
+
+
+def test_explain_reports_the_markers_flag_as_the_files_set_it(kimi_real_flags) -> None:
+    out = run_cli("explain", kimi_real_flags, "163606", "163586", "--format", "json")
+    assert out.exit_code == 0, out.stderr
+    rows = {r["id"]: r for r in json.loads(out.stdout)["ids"]}
+    assert (rows[163606]["text"], rows[163606]["special"]) == ("<think>", False)
+    assert rows[163606]["sources"][0]["rule"] == "added_tokens_decoder (not special)"
+    assert (rows[163586]["text"], rows[163586]["special"]) == ("<|im_end|>", True)
