@@ -280,16 +280,16 @@ def test_a_gguf_beside_the_hf_files_is_loaded_by_every_command(tmp_path: Path) -
 
 
 def test_which_gguf_beside_the_hf_files(tmp_path: Path) -> None:
-    from tokaudit.backends.registry import gguf_beside
+    from tokaudit.artifacts.gguf import gguf_in
 
     split = _dir_with(tmp_path / "split", (GGUF, "m-00002-of-00002.gguf"), (GGUF, "m-00001-of-00002.gguf"))
-    assert gguf_beside(split) == (split / "m-00001-of-00002.gguf", None)
+    assert gguf_in(split) == (split / "m-00001-of-00002.gguf", None)
     two = _dir_with(tmp_path / "two", (GGUF, "a.gguf"), (NO_PRE, "b.gguf"))
-    assert gguf_beside(two) == (None, f"2 GGUF models in {two} (a.gguf, b.gguf): name one with --gguf")
+    assert gguf_in(two) == (None, f"2 GGUF models in {two} (a.gguf, b.gguf)")
     code, doc, _ = _compare(str(two), "--backends", "hf,llama.cpp", "--no-builtin-corpus", "--golden", str(FIXTURES / "llamacpp" / "golden.jsonl"))
     row = next(b for b in doc["backends"] if b["name"] == "llama.cpp")
     assert row["reason"] == f"2 GGUF models in {two} (a.gguf, b.gguf): name one with --gguf"
-    assert gguf_beside(CLEAN) == (None, None)
+    assert gguf_in(CLEAN) == (None, None)
 
 
 @needs_llamacpp

@@ -12,15 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, run_cli
-from tokaudit.stream.llamacpp_server import (
-    PieceRules,
-    ServerStream,
-    decode_text,
-    find_partial_stop,
-    stop_outcome,
-    token_piece,
-    validate_utf8,
-)
+from tokaudit.model.llamacpp_vocab import PieceRules, decode_text, token_piece
+from tokaudit.stream.llamacpp_server import ServerStream, find_partial_stop, stop_outcome, validate_utf8
 
 CLEAN = FIXTURES / "clean-bpe"
 GGUF = FIXTURES / "llamacpp" / "clean-bpe.gguf"

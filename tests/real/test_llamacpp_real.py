@@ -139,7 +139,7 @@ CONTROL_OVERRIDE = {"aquila": 1, "deepseek-coder": 3, "gemma-4": 1, "phi-3": 1, 
 
 def test_server_pieces_emulated_from_the_gguf_equal_llamacpp_on_every_id() -> None:
     from tokaudit.backends.llamacpp_backend import LlamaCppBackend
-    from tokaudit.stream.llamacpp_server import ATTR_CONTROL, PieceRules, token_piece
+    from tokaudit.model.llamacpp_vocab import ATTR_CONTROL, PieceRules, token_piece
 
     files = _vocab_files()
     assert len(files) == 19

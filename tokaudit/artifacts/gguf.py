@@ -66,7 +66,10 @@ FLAG_KEYS = {
     "add_space_prefix": "add_space_prefix", "remove_extra_whitespaces": "remove_extra_whitespaces",
 }
 
+#: A split model's shards (``model-00001-of-00003.gguf``): the first holds the metadata.
 _SHARD = re.compile(r"^(?P<stem>.*)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$")
+#: At most this many names are looked at for a GGUF in a target directory.
+MAX_GGUF_SCAN = 10_000
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,10 @@ class GGUFTokenizer:
     #: Split models: how many shards the name says, and the first shard read (this file).
     shard_count: int = 1
     bytes_read: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.path.name
 
     def source(self, key: str) -> Provenance:
         """Where a key of this file is, for findings."""
@@ -327,11 +334,31 @@ def read_gguf(path: Path) -> GGUFFile:
 
 
 def first_shard(path: Path) -> tuple[Path, int]:
-    """The shard holding the metadata of a split model (``NAME-00001-of-0000N.gguf``) and the count."""
+    """The shard holding the metadata of a split model (``NAME-00001-of-0000N.gguf``) and the count
+    (the shard itself and 1 for a file not named like a shard)."""
     m = _SHARD.match(path.name)
     if m is None:
         return path, 1
     return path.with_name(f"{m['stem']}-00001-of-{m['count']}.gguf"), int(m["count"])
+
+
+def gguf_in(root: Path) -> tuple[Path | None, str | None]:
+    """The one GGUF model in a directory (a split model's first shard), or None and, when there are
+    several models, why none was picked."""
+    try:
+        names = sorted(p.name for _, p in zip(range(MAX_GGUF_SCAN), root.iterdir()) if p.name.endswith(".gguf") and p.is_file())
+    except OSError:
+        return None, None
+    if not names:
+        return None, None
+    models = {(m["stem"] if (m := _SHARD.match(n)) else n) for n in names}
+    if len(models) > 1:
+        listed = ", ".join(sorted(models)[:3]) + (", …" if len(models) > 3 else "")
+        return None, f"{len(models)} GGUF models in {root} ({listed})"
+    first = first_shard(root / names[0])[0]
+    if not first.is_file():
+        return None, f"{first.name} is missing: the first shard of a split GGUF holds its metadata"
+    return first, None
 
 
 def _expect(values: Mapping[str, GGUFValue], key: str, types: tuple[str, ...], path: Path) -> Any:
@@ -412,4 +439,6 @@ def tokenizer_from(gguf: GGUFFile, shard_count: int = 1) -> GGUFTokenizer:
 def read_gguf_tokenizer(path: Path) -> GGUFTokenizer:
     """The tokenizer of a GGUF file; for a split model, of its first shard (which holds the metadata)."""
     first, count = first_shard(path)
+    if first != path and not first.is_file():
+        raise InputError(f"{first.name} is missing: the first shard of a split GGUF holds its metadata", file=str(path))
     return tokenizer_from(read_gguf(first), count)

@@ -13,6 +13,7 @@ from tokaudit.artifacts.base import read_bytes, regular_file_error
 from tokaudit.errors import InputError
 
 if TYPE_CHECKING:  # each parser module is imported when a file of its kind is found (a scan needs a few)
+    from tokaudit.artifacts.gguf import GGUFTokenizer
     from tokaudit.artifacts.model_config import GenerationConfig, ModelConfig
     from tokaudit.artifacts.remote_code import RemoteCode
     from tokaudit.artifacts.safetensors_header import EmbeddingShapes
@@ -101,6 +102,8 @@ class Artifacts:
     safetensors: EmbeddingShapes | None = None
     safetensors_index: EmbeddingShapes | None = None
     remote_code: tuple[RemoteCode, ...] = field(default=())
+    #: The tokenizer inside a GGUF file: the target itself, or the one GGUF model beside the HF files.
+    gguf: GGUFTokenizer | None = None
 
     def present(self) -> list[tuple[str, object]]:
         """(kind, record) for every artifact found, in precedence order."""
@@ -111,7 +114,14 @@ class Artifacts:
                 out.extend((kind, rc) for rc in value)
             elif value is not None:
                 out.append((kind, value))
+        if self.gguf is not None:
+            out.append(("gguf", self.gguf))
         return out
+
+    @property
+    def gguf_only(self) -> bool:
+        """A GGUF with no Hugging Face vocabulary beside it: the model is built from the GGUF."""
+        return self.gguf is not None and not any(getattr(self, kind) is not None for kind in VOCAB_KINDS)
 
     @property
     def embedding(self) -> EmbeddingShapes | None:
@@ -141,8 +151,17 @@ def _model_file(file: Path, found: dict[str, object]) -> None:
         found["tiktoken"] = _parser("tiktoken")(file)
 
 
+def _gguf(file: Path) -> GGUFTokenizer:
+    from tokaudit.artifacts.gguf import read_gguf_tokenizer
+
+    return read_gguf_tokenizer(file)
+
+
 def load_artifacts(path: Path) -> Artifacts:
-    """Parse a model directory, or a single tokenizer file on its own."""
+    """Parse a model directory, or a single tokenizer file on its own (a GGUF file too)."""
+    if path.is_file() and path.name.endswith(".gguf"):
+        return Artifacts(root=path.parent, gguf=_gguf(path))
+    gguf: GGUFTokenizer | None = None
     if path.is_dir():
         try:
             files = sorted(p for p in path.iterdir() if p.is_file() or _tokenizer_name(p.name))
@@ -157,7 +176,7 @@ def load_artifacts(path: Path) -> Artifacts:
         if kind_of(path.name) not in VOCAB_KINDS and not any(fnmatch.fnmatchcase(path.name, g) for g in MODEL_FILE_GLOBS):
             raise InputError(
                 "not a tokenizer file (expected tokenizer.json, tiktoken.model, *.tiktoken, tekken.json, tokenizer.model, "
-                "vocab.json or vocab.txt)",
+                "vocab.json, vocab.txt or a .gguf file)",
                 file=str(path),
             )
         files, root = [path], path.parent
@@ -180,7 +199,15 @@ def load_artifacts(path: Path) -> Artifacts:
                 _model_file(file, found)
             elif kind not in found:
                 found[kind] = _parser(kind)(file)
-    if not any(kind in found for kind in VOCAB_KINDS):
+    if path.is_dir():
+        from tokaudit.artifacts.gguf import gguf_in
+
+        gguf_path, several = gguf_in(path)
+        if gguf_path is not None:
+            gguf = _gguf(gguf_path)
+        elif several and not any(kind in found for kind in VOCAB_KINDS):
+            raise InputError(f"{several}: name one as the target", file=str(path))
+    if gguf is None and not any(kind in found for kind in VOCAB_KINDS):
         names = ", ".join(glob for kind, glob in KINDS if kind in VOCAB_KINDS)
-        raise InputError(f"no tokenizer vocabulary found (looked for {names})", file=str(path))
-    return Artifacts(root=root, remote_code=tuple(remote), **found)  # type: ignore[arg-type]
+        raise InputError(f"no tokenizer vocabulary found (looked for {names}, *.gguf)", file=str(path))
+    return Artifacts(root=root, remote_code=tuple(remote), gguf=gguf, **found)  # type: ignore[arg-type]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ from typing import Any
 from tokaudit.backends.base import Backend, BackendUnavailable, is_panic
 from tokaudit.backends.pattern import Pattern, find_pattern, no_pattern_reason
 from tokaudit.backends.vocab import ByteVocab, byte_vocab
+from tokaudit.artifacts.gguf import gguf_in
 from tokaudit.errors import InputError
 from tokaudit.model.tokenizer_model import TokenizerModel
 
@@ -22,34 +22,13 @@ BACKEND_NAMES = ("tiktoken", "hf", "sentencepiece", "fastokens", "reference", "s
 GGUF_BACKENDS = ("llama.cpp", "transformers-gguf")
 
 
-#: A split model's shards (``model-00001-of-00003.gguf``): the first holds the metadata.
-_SHARD = re.compile(r"^(?P<stem>.*)-(?P<n>\d{5})-of-(?P<total>\d{5})\.gguf$")
-#: At most this many names are looked at for a GGUF beside the HF files.
-MAX_GGUF_SCAN = 10_000
-
-
-def gguf_beside(root: Path) -> tuple[Path | None, str | None]:
-    """The one GGUF in a target directory (a split model's first shard), or None and why not."""
-    try:
-        names = sorted(p.name for _, p in zip(range(MAX_GGUF_SCAN), root.iterdir()) if p.name.endswith(".gguf") and p.is_file())
-    except OSError:
-        return None, None
-    models = {(m.group("stem") if (m := _SHARD.match(n)) else n) for n in names}
-    if not names:
-        return None, None
-    if len(models) > 1:
-        return None, f"{len(models)} GGUF models in {root} ({', '.join(sorted(models)[:3])}{', …' if len(models) > 3 else ''}): name one with --gguf"
-    first = next((n for n in names if (m := _SHARD.match(n)) and int(m.group("n")) == 1), names[0])
-    return root / first, None
-
-
 NO_GGUF = "needs a GGUF file (a .gguf target, a directory holding one, or --gguf FILE)"
 
 
 def no_gguf_reason(model: TokenizerModel) -> str:
     """Why a model has no GGUF for the GGUF backends: none at all, or several beside the HF files."""
-    several = gguf_beside(model.artifacts.root)[1] if model.artifacts.root.is_dir() else None
-    return several or NO_GGUF
+    several = gguf_in(model.artifacts.root)[1] if model.artifacts.root.is_dir() else None
+    return f"{several}: name one with --gguf" if several else NO_GGUF
 
 
 def gguf_file(model: TokenizerModel, override: Path | None = None) -> Path | None:
@@ -61,7 +40,7 @@ def gguf_file(model: TokenizerModel, override: Path | None = None) -> Path | Non
     if record is not None and getattr(record, "path", None) is not None:
         return record.path  # type: ignore[no-any-return]
     root = model.artifacts.root
-    return gguf_beside(root)[0] if root.is_dir() else None
+    return gguf_in(root)[0] if root.is_dir() else None
 
 
 def gguf_option(path: Path | None) -> Path | None:

@@ -19,7 +19,7 @@ from tokaudit.report.text import plural, token_text
 @rule("TA301", "slow-fallback-risk", Severity.WARNING, "No tokenizer.json: transformers must build a slow, converted or remote-code tokenizer.")
 def slow_fallback_risk(model: TokenizerModel) -> Iterator[Finding]:
     a = model.artifacts
-    if a.tokenizer_json is not None:
+    if a.tokenizer_json is not None or a.gguf_only:  # a GGUF's readers convert from it by design
         return
     module = remote_tokenizer_module(model)
     if module:

@@ -21,7 +21,7 @@ DYNAMO_KIMI_MODEL_TYPES = frozenset({"kimi", "kimi_k2", "kimi_k25", "kimi_k3", "
 #: Reserved slots smg and Dynamo synthesize after the ranks for Kimi-detected models.
 GATEWAY_RESERVED_SLOTS = 256
 
-LOADERS = ("files-only", "smg", "vLLM", "Dynamo", "transformers")
+LOADERS = ("files-only", "smg", "vLLM", "Dynamo", "transformers", "llama.cpp")
 
 
 @dataclass(frozen=True)
@@ -239,6 +239,10 @@ def loader_views(model: TokenizerModel) -> list[LoaderView]:
         rows.append(view("Dynamo", [], "no tokenizer.json or tiktoken file", None, "—"))
 
     rows.append(transformers)
+    if a.gguf is not None:  # llama.cpp, Ollama and LM Studio read the tokenizer inside the GGUF
+        g = a.gguf
+        rows.append(view("llama.cpp", [g.name], "tokenizer.ggml.tokens of the GGUF (llama.cpp, Ollama, LM Studio)",
+                         _span(0, len(g.tokens)), f"pre {g.pre}" if g.pre else "llama.cpp's per-model default"))
     return rows
 
 
@@ -275,5 +279,8 @@ def _transformers_view(model: TokenizerModel, own_pattern: str | None) -> Loader
                           "converted from tiktoken ranks; added tokens appended after the ranks", mapped,
                           mapped.complement(size), "cl100k fallback (TikTokenConverter)")
     mapped = model.files.mapped
+    if a.gguf_only:
+        return LoaderView("transformers", (model.vocab_artifact,), f"AutoTokenizer(gguf_file=...): converted from {model.vocab_artifact}",
+                          mapped, mapped.complement(size), "transformers' GGUF converter")
     return LoaderView("transformers", (model.vocab_artifact, *cfg_name), f"converted from {model.vocab_artifact}",
                       mapped, mapped.complement(size), own_pattern or "converter default")

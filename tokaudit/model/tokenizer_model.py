@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tokaudit.artifacts.base import AddedToken, Provenance
+from tokaudit.artifacts.gguf import CONTROL, UNKNOWN, USER_DEFINED, GGUFTokenizer
 from tokaudit.artifacts.load import Artifacts
 from tokaudit.model.id_table import IdTable, Layer
 
@@ -120,12 +121,39 @@ def _base_layers(a: Artifacts) -> tuple[Layer, list[Layer], list[AddedToken]]:
         # the slow tokenizer (LlamaTokenizer, T5Tokenizer) puts added_tokens_decoder over the pieces: its
         # flags win (``<unk>`` listed as special is skipped by decode(skip_special_tokens=True))
         return base, layers + _added_layers(tuple(config_added), "added_tokens_decoder", cfg) + [base], config_added
+    if a.gguf_only:
+        return _gguf_layers(a.gguf)  # type: ignore[arg-type]
     vocab_file = a.vocab_json or a.vocab_txt
     assert vocab_file is not None  # load_artifacts guarantees one vocabulary file
     vocab = {i: vocab_file.token_bytes(i) or b"" for i in vocab_file.vocab}
     base = Layer("vocab", vocab_file.name, vocab, False, vocab_file.source)
     cfg = a.tokenizer_config.name if a.tokenizer_config else "tokenizer_config.json"
     return base, [base] + _added_layers(tuple(config_added), "added_tokens_decoder", cfg), config_added
+
+
+def _gguf_layers(g: GGUFTokenizer) -> tuple[Layer, list[Layer], list[AddedToken]]:
+    """A GGUF's vocabulary as llama.cpp renders it: every token's piece (with specials) in the base layer,
+    CONTROL and UNKNOWN tokens as the special layer and USER_DEFINED ones as added tokens that are not
+    special (llama.cpp splits them out of any text and always renders them, as HF does added tokens)."""
+    from tokaudit.model.llamacpp_vocab import gguf_pieces
+
+    pieces = gguf_pieces(g)
+    base = Layer(f"GGUF {g.model} tokens", g.path.name, pieces, False, lambda i: g.source(f"tokenizer.ggml.tokens[{i}]"))
+    types = g.types or ()
+    added: list[AddedToken] = []
+    special: dict[int, bytes] = {}
+    user: dict[int, bytes] = {}
+    for i, kind in enumerate(types):
+        if kind in (CONTROL, UNKNOWN, USER_DEFINED):
+            src = g.source(f"tokenizer.ggml.token_type[{i}]")
+            added.append(AddedToken(i, g.tokens[i].decode("utf-8", "replace"), kind != USER_DEFINED, src))
+            (user if kind == USER_DEFINED else special)[i] = pieces[i]
+    layers = []
+    if special:
+        layers.append(Layer("GGUF CONTROL/UNKNOWN tokens", g.path.name, special, True, lambda i: g.source(f"tokenizer.ggml.token_type[{i}]")))
+    if user:
+        layers.append(Layer("GGUF USER_DEFINED tokens", g.path.name, user, False, lambda i: g.source(f"tokenizer.ggml.token_type[{i}]")))
+    return base, layers + [base], added
 
 
 def _remote_code_layers(a: Artifacts, files: IdTable, base_count: int, declared_size: int | None = None) -> list[Layer]:
@@ -159,6 +187,11 @@ def _uses_remote_code(a: Artifacts) -> bool:
     return bool(a.remote_code) or "AutoTokenizer" in auto_map
 
 
+def _gguf_rows(a: Artifacts) -> int | None:
+    g = a.gguf
+    return None if g is None else g.embedding_rows if g.embedding_rows is not None else g.output_rows
+
+
 def build_model(artifacts: Artifacts, target: str) -> TokenizerModel:
     a = artifacts
     base, layers, added = _base_layers(a)
@@ -175,6 +208,10 @@ def build_model(artifacts: Artifacts, target: str) -> TokenizerModel:
 
     if a.config and a.config.vocab_size is not None:
         declared = DeclaredSize(a.config.vocab_size, a.config.vocab_size_source, f"{a.config.name} {a.config.vocab_size_key}")
+    elif a.gguf_only and a.gguf.vocab_size is not None:  # type: ignore[union-attr]
+        g = a.gguf
+        key = f"{g.arch}.vocab_size"
+        declared = DeclaredSize(g.vocab_size, g.source(key), f"{g.path.name} {key}")
     elif a.tekken and a.tekken.default_vocab_size is not None:
         src = Provenance(a.tekken.name, key="config.default_vocab_size")
         declared = DeclaredSize(a.tekken.default_vocab_size, src, f"{a.tekken.name} config.default_vocab_size")
@@ -187,7 +224,8 @@ def build_model(artifacts: Artifacts, target: str) -> TokenizerModel:
         entries=len(base.tokens),
         max_rank_plus_one=(base.mapped.ranges[-1][1] + 1) if base.mapped else None,
         max_added_plus_one=(max(added_ids) + 1) if added_ids else None,
-        config_vocab_size=a.config.vocab_size if a.config else None,
-        embedding_rows=emb.embedding.rows if emb and emb.embedding else (emb.lm_head.rows if emb and emb.lm_head else None),
+        config_vocab_size=a.config.vocab_size if a.config else (a.gguf.vocab_size if a.gguf_only else None),  # type: ignore[union-attr]
+        embedding_rows=emb.embedding.rows if emb and emb.embedding else (emb.lm_head.rows if emb and emb.lm_head else
+                                                                         _gguf_rows(a) if a.gguf_only else None),
     )
     return TokenizerModel(target, a, base.artifact, declared, sizes, profiles, base)
