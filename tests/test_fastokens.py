@@ -149,3 +149,38 @@ def test_real_gpt4o_is_refused_with_fastokens_words(real_dirs: dict[str, Path]) 
     from tokaudit.model.fastokens_probe import config_refusal
 
     assert config_refusal(model.artifacts.tokenizer_json.raw) is None  # type: ignore[union-attr]
+
+
+def test_compare_with_only_hf_and_a_refused_fastokens_is_a_report() -> None:
+    """Issue 21 §4: "fastokens cannot load this model, Dynamo falls back to HF" is the answer, not exit 2: the row
+    says why, TA306 is raised, hf's own round trip runs, and the exit code follows --fail-on."""
+    r = run_cli("compare", str(REFUSED), "--backends", "hf,fastokens", "--format", "json", "--unicode-sweep", "off")
+    doc = json.loads(r.stdout)
+    rows = {b["name"]: b for b in doc["backends"]}
+    assert (rows["hf"]["available"], rows["fastokens"]["available"]) == (True, False)
+    (fallback,) = [f for f in doc["findings"] if f["code"] == "TA306"]
+    assert (fallback["name"], fallback["severity"], fallback["location"]["file"]) == ("gateway-fallback", "note", "tokenizer.json")
+    assert fallback["message"].startswith("Dynamo with --dyn-tokenizer-backend fastokens (DYN_TOKENIZER_BACKEND=fastokens) cannot "
+                                          f"use fastokens for this model: fastokens {fallback['details']['version']} refuses "
+                                          f"tokenizer.json ({REFUSAL}).")
+    assert doc["pairs"] == [] and doc["corpus"]["cases"] > 0
+    # the exit code is the policy's: hf's own round trip loses a space of "        " (Metaspace: TA603, an error);
+    # the fallback alone is a note, below the default --fail-on error (the real GPT-4o test below exits 0)
+    assert r.exit_code == 1 and {f["code"] for f in doc["findings"] if f["severity"] == "error"} == {"TA603"}
+
+
+def test_compare_exits_2_only_when_nothing_named_loads(tmp_path: Path) -> None:
+    r = run_cli("compare", str(REFUSED), "--backends", "fastokens,sentencepiece")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr == (f"tokaudit: error: {REFUSED / 'tokenizer.json'}: compare needs a usable backend that encodes (fastokens: "
+                        f"fastokens cannot load tokenizer.json: {REFUSAL} (Dynamo falls back to HF); sentencepiece: "
+                        "needs a SentencePiece tokenizer.model)\n")
+
+
+def test_real_gpt4o_compare_hf_fastokens_reports_the_fallback(real_dirs: dict[str, Path]) -> None:
+    r = run_cli("compare", str(real_dirs["gpt4o"]), "--backends", "hf,fastokens", "--format", "json", "--unicode-sweep", "off")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [(f["code"], f["details"]["error"]) for f in doc["findings"] if f["code"] == "TA306"] == [
+        ("TA306", "model error: unsupported model type: Other")]
+    assert [b["name"] for b in doc["backends"] if b["available"]] == ["hf"]

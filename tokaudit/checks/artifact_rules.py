@@ -207,7 +207,7 @@ def pattern_unknown(model: TokenizerModel) -> Iterator[Finding]:
 def gateway_fallback(model: TokenizerModel) -> Iterator[Finding]:
     """Deep: loading tokenizer.json with fastokens costs seconds of CPU on a large vocabulary."""
     from tokaudit.checks.progress import advance
-    from tokaudit.model.fastokens_probe import DYNAMO_FLAG, installed, probe_fastokens
+    from tokaudit.model.fastokens_probe import fallback_details, fallback_message, installed, probe_fastokens
 
     tj = model.artifacts.tokenizer_json
     if tj is None or not installed():
@@ -217,11 +217,4 @@ def gateway_fallback(model: TokenizerModel) -> Iterator[Finding]:
     advance("fastokens load (TA306)", 1, 1)
     if probe.error is None:
         return
-    yield gateway_fallback.finding(
-        f"Dynamo with {DYNAMO_FLAG} (DYN_TOKENIZER_BACKEND=fastokens) cannot use fastokens for this model: fastokens "
-        f"{probe.version or ''} refuses {tj.name} ({probe.error}). Dynamo then falls back to HF tokenizers without saying "
-        "so: the flag does nothing, and the encode speed-up it was turned on for never happens.".replace("  ", " "),
-        location=Provenance(tj.name),
-        details={"gateway": "Dynamo", "flag": DYNAMO_FLAG, "backend": "fastokens", "version": probe.version,
-                 "error": probe.error, "falls_back_to": "HF tokenizers"},
-    )
+    yield gateway_fallback.finding(fallback_message(probe, tj.name), location=Provenance(tj.name), details=fallback_details(probe))

@@ -17,6 +17,7 @@ from tokaudit.compare.race import RaceResult, race
 from tokaudit.compare.runs import BackendRun, Progress, run_backend, run_decoder, throughput
 from tokaudit.compare.triage import NORMALIZER, REAL, UNKNOWN, Triage, triage_for
 from tokaudit.compare.unknown_ids import UnknownIdTable, unknown_id_table
+from tokaudit.artifacts.base import Provenance
 from tokaudit.errors import InputError
 from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel
@@ -99,15 +100,16 @@ def run_comparison(model: TokenizerModel, options: CompareOptions, progress: Pro
     loaded = load_backends(model, options.backends, options.pat_str, trust_remote_code=options.trust_remote_code, gguf=options.gguf)
     usable = [lb.backend for lb in loaded if lb.backend is not None]
     encoders = [b for b in usable if can_encode(b)]
-    # with a golden file, one backend that encodes is enough: the file is the other side
-    if not encoders or (len(usable) < 2 and golden is None):
+    # with a golden file, one backend that encodes is enough: the file is the other side. A named backend that
+    # cannot load is a row with its reason (and TA306 for fastokens): what can still run, runs.
+    asked_too_few = len(loaded) < 2 and golden is None
+    if not encoders or asked_too_few:
         why = "; ".join(f"{lb.name}: {lb.unavailable}" for lb in loaded if lb.unavailable)
         if not why:  # the user's --backends asked for too few
             raise InputError("compare needs two usable backends, one of which encodes (fewer than two were asked for)",
                              key="--backends")
         # the model's files made the backends unavailable: name the vocabulary file, not an option
-        what = "a usable backend that encodes" if golden is not None else "two usable backends, one of which encodes"
-        raise InputError(f"compare needs {what} ({why})", file=str(model.artifacts.root / model.vocab_artifact))
+        raise InputError(f"compare needs a usable backend that encodes ({why})", file=str(model.artifacts.root / model.vocab_artifact))
     texts = [c.text for c in cases]
     sizes = [len(t.encode("utf-8")) for t in texts]
     if progress:
@@ -350,6 +352,22 @@ def _short(a: Any) -> str:
     return a.kind
 
 
+def fallback_findings(model: TokenizerModel, loaded: list[LoadedBackend]) -> list[Finding]:
+    """TA306 when fastokens was asked for and refuses the model's tokenizer.json (Dynamo's silent fallback)."""
+    tj = model.artifacts.tokenizer_json
+    if tj is None or not any(lb.name == "fastokens" and lb.unavailable for lb in loaded):
+        return []
+    from tokaudit.catalog import CATALOG
+    from tokaudit.model.fastokens_probe import cached_probe, fallback_details, fallback_message
+
+    probe = cached_probe(tj.path)
+    if probe is None or probe.error is None:  # not installed, or not the file's fault
+        return []
+    info = CATALOG["TA306"]
+    return [Finding(info.code, info.name, Severity(info.severity), fallback_message(probe, tj.name),
+                    Provenance(tj.name), None, fallback_details(probe), model.target)]
+
+
 def race_findings(races: list[RaceResult], target: str) -> list[Finding]:
     out = []
     for r in races:
@@ -408,6 +426,7 @@ def compare_model(model: TokenizerModel, options: CompareOptions, progress: Prog
     findings += crash_findings(c.runs, c.cases, t, options.max_examples)
     findings += unknown_id_findings(c.unknown, t)
     findings += race_findings(c.races, t)
+    findings += fallback_findings(model, c.loaded)
     if c.golden is not None:
         findings += golden_findings(c.golden, c.golden_results, t)
     return TargetResult(t, result_data(c)), findings
