@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, run_cli, tree_snapshot
-from tokaudit.backends.llamacpp_backend import clean_spaces
+from tokaudit.model.llamacpp_vocab import clean_spaces
 
 CLEAN = FIXTURES / "clean-bpe"
 GGUF = FIXTURES / "llamacpp" / "clean-bpe.gguf"

@@ -32,6 +32,9 @@ def scan_model(model: TokenizerModel, rules: Iterable[Rule] | None = None) -> tu
         "loaders": [view.to_json() for view in loader_views(model)],
         "rules": [{"code": r.code, "name": r.name} for r in chosen],
     }
+    gguf = gguf_summary(model)
+    if gguf is not None:
+        data["gguf"] = gguf
     return TargetResult(model.target, data), findings
 
 
@@ -102,4 +105,48 @@ def vocab_summary(model: TokenizerModel) -> dict[str, Any]:
             }
             for name, table in model.profiles.items()
         },
+    }
+
+
+def gguf_summary(model: TokenizerModel) -> dict[str, Any] | None:
+    """What llama.cpp makes of the target's GGUF: its flags, special ids and the three stop sets side by side
+    (llama.cpp's EOG set, the eos id(s) other runtimes stop on, the chat template's end of turn)."""
+    g = model.artifacts.gguf
+    if g is None:
+        return None
+    from tokaudit.checks.common import find_content, turn_terminator
+    from tokaudit.model.llamacpp_load import cached_load
+
+    load = cached_load(g)
+
+    def token(i: int | None) -> dict[str, Any] | None:
+        if i is None:
+            return None
+        text = g.tokens[i].decode("utf-8", "replace") if 0 <= i < len(g.tokens) else None
+        return {"id": i, "token": text}
+
+    eos = load.id_of("eos")
+    eos_ids = sorted({eos} if eos is not None else set()) if not g.eos_token_ids else sorted(set(g.eos_token_ids))
+    term = turn_terminator(model)
+    hit = find_content(model.files, term.text) if term is not None else None
+    term_id = hit[0] if hit is not None else None
+    end_of_turn = None if term is None else {
+        "token": term.text, "id": term_id,
+        "llamacpp_stops": term_id in load.eog if term_id is not None else False,
+        "eos_only_runtimes_stop": term_id in eos_ids if term_id is not None else False,
+    }
+    return {
+        "file": g.path.name, "version": g.version, "byte_order": g.byte_order, "shards": g.shard_count,
+        "bytes_read": g.bytes_read, "architecture": g.arch, "model": g.model, "vocab_type": load.vocab_type,
+        "pre": load.pre, "pre_state": load.pre_state, "pre_family": load.pre_family,
+        "flags": {k: {"value": v, "set_by": load.flag_origin.get(k)} for k, v in load.flags.items()},
+        "special": {name: {**(token(s.id) or {"id": None, "token": None}), "origin": s.origin, "bad_value": s.bad_value}
+                    for name, s in load.special.items() if s.id is not None or s.bad_value is not None},
+        "eog": [{**token(i), "why": why} for i, why in sorted(load.eog.items())],  # type: ignore[dict-item]
+        "eos_ids": [token(i) for i in eos_ids],
+        "end_of_turn": end_of_turn,
+        "control_override": sorted(load.control_override),
+        "templates": sorted(g.chat_templates),
+        "load_error": load.load_error,
+        "llamacpp_warnings": list(load.warnings),
     }

@@ -167,3 +167,42 @@ def error_findings(doc: dict) -> set[tuple[str, str]]:
     for target in doc.get("targets", []) or []:
         found += target.get("findings", []) if isinstance(target, dict) else []
     return {(f["code"], f["name"]) for f in found if f.get("severity") == "error"}
+
+
+_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+
+
+def gguf_keys(path: Path) -> dict:
+    """Every key/value of a little-endian GGUF v3, strings as bytes: a test-side reader, the oracle of tokaudit's."""
+    import struct
+
+    data = path.read_bytes()
+    assert data[:4] == b"GGUF"
+    pos = 24
+    n_kv = struct.unpack_from("<Q", data, 16)[0]
+
+    def string() -> bytes:
+        nonlocal pos
+        n = struct.unpack_from("<Q", data, pos)[0]
+        pos += 8 + n
+        return data[pos - n:pos]
+
+    def value(kind: int):  # noqa: ANN202
+        nonlocal pos
+        if kind == 8:
+            return string()
+        if kind == 9:
+            inner, count = struct.unpack_from("<IQ", data, pos)
+            pos += 12
+            return [value(inner) for _ in range(count)]
+        fmt = _SCALARS[kind]
+        pos += struct.calcsize(fmt)
+        return struct.unpack_from(fmt, data, pos - struct.calcsize(fmt))[0]
+
+    out = {}
+    for _ in range(n_kv):
+        key = string().decode()
+        kind = struct.unpack_from("<I", data, pos)[0]
+        pos += 4
+        out[key] = value(kind)
+    return out

@@ -37,6 +37,7 @@ def test_lock_file_pins_every_package_and_at_least_12_tokenizers() -> None:
     assert families == {
         "byte-level BPE tokenizer.json", "sentencepiece-derived tokenizer.json", "sentencepiece tokenizer.model",
         "tekken.json", "tiktoken rank file", "GPT-2 vocab.json + merges.txt", "WordPiece tokenizer.json", "WordPiece vocab.txt",
+        "GGUF vocab-only (llama.cpp test vocabulary)",
     }
 
 

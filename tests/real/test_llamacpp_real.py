@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from realkit import fetch_module
+from realkit import fetch_module, gguf_keys
 
 pytestmark = [
     pytest.mark.real,
@@ -67,7 +67,7 @@ def test_llamacpp_backend_equals_llamacpp_golden_ids_on_every_case() -> None:
     ("gpt2-json", "gpt-2", 515, 16),
 ])
 def test_hf_and_llamacpp_parity_on_the_same_model(hf_dir: str, vocab: str, cases: int, decode_differences: int) -> None:
-    from tokaudit.backends.llamacpp_backend import clean_spaces
+    from tokaudit.model.llamacpp_vocab import clean_spaces
     from tokaudit.backends.registry import load_backends
     from tokaudit.compare.corpus import builtin_corpus
     from tokaudit.compare.golden import read_golden
@@ -93,45 +93,6 @@ def test_hf_and_llamacpp_parity_on_the_same_model(hf_dir: str, vocab: str, cases
 
 # -- llama.cpp-server pieces, emulated from the GGUF --------------------------------------------------
 
-_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
-
-
-def _tokenizer_keys(path: Path) -> dict:
-    """tokenizer.ggml.{tokens, token_type, model, pre} of a little-endian GGUF v3 (a test-side reader)."""
-    import struct
-
-    data = path.read_bytes()
-    assert data[:4] == b"GGUF"
-    pos = 24
-    n_kv = struct.unpack_from("<Q", data, 16)[0]
-
-    def string() -> bytes:
-        nonlocal pos
-        n = struct.unpack_from("<Q", data, pos)[0]
-        pos += 8 + n
-        return data[pos - n:pos]
-
-    def value(kind: int):  # noqa: ANN202
-        nonlocal pos
-        if kind == 8:
-            return string()
-        if kind == 9:
-            inner, count = struct.unpack_from("<IQ", data, pos)
-            pos += 12
-            return [value(inner) for _ in range(count)]
-        fmt = _SCALARS[kind]
-        pos += struct.calcsize(fmt)
-        return struct.unpack_from(fmt, data, pos - struct.calcsize(fmt))[0]
-
-    out = {}
-    for _ in range(n_kv):
-        key = string().decode()
-        kind = struct.unpack_from("<I", data, pos)[0]
-        pos += 4
-        out[key] = value(kind)
-    return out
-
-
 #: Ids llama.cpp types CONTROL at load although the GGUF does not ("control-looking" tokens it finds by
 #: name: it logs "this is probably a bug in the model"); the emulation is given them, as the GGUF rules compute them.
 CONTROL_OVERRIDE = {"aquila": 1, "deepseek-coder": 3, "gemma-4": 1, "phi-3": 1, "qwen2": 1, "qwen35": 1}
@@ -145,7 +106,7 @@ def test_server_pieces_emulated_from_the_gguf_equal_llamacpp_on_every_id() -> No
     assert len(files) == 19
     overrides = {}
     for name, path in files.items():
-        keys = _tokenizer_keys(path)
+        keys = gguf_keys(path)
         real = LlamaCppBackend.load(path)
         tokens, types = keys["tokenizer.ggml.tokens"], keys.get("tokenizer.ggml.token_type")
         control = {i for i in range(len(tokens)) if real.attr(i) & ATTR_CONTROL and (types is None or types[i] != 3)}

@@ -133,6 +133,8 @@ class GGUFTokenizer:
     #: Split models: how many shards the name says, and the first shard read (this file).
     shard_count: int = 1
     bytes_read: int = 0
+    #: tokenizer.ggml.precompiled_charsmap (a T5/UGM vocabulary's SentencePiece normalizer), raw.
+    precompiled_charsmap: bytes | None = None
 
     @property
     def name(self) -> str:
@@ -419,6 +421,7 @@ def tokenizer_from(gguf: GGUFFile, shard_count: int = 1) -> GGUFTokenizer:
     for key in v:
         if key.startswith("tokenizer.chat_template."):
             templates[key.removeprefix("tokenizer.chat_template.")] = _text_value(v, key, path) or ""
+    charsmap = _expect(v, "tokenizer.ggml.precompiled_charsmap", ("ARRAY[UINT8]", "ARRAY[INT8]"), path)
     eos_ids = _expect(v, "tokenizer.ggml.eos_token_ids", tuple(f"ARRAY[{t}]" for t in _INTS), path)
     arch = _text_value(v, "general.architecture", path)
     vocab_size = _expect(v, f"{arch}.vocab_size", _INTS, path) if arch else None
@@ -432,7 +435,7 @@ def tokenizer_from(gguf: GGUFFile, shard_count: int = 1) -> GGUFTokenizer:
         vocab_size=None if vocab_size is None else int(vocab_size),
         embedding_rows=_rows(gguf.tensors, "token_embd.weight"), output_rows=_rows(gguf.tensors, "output.weight"),
         key_offsets={key: value.offset for key, value in v.items()}, shard_count=shard_count,
-        bytes_read=gguf.bytes_read,
+        bytes_read=gguf.bytes_read, precompiled_charsmap=None if charsmap is None else bytes(charsmap),
     )
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from tokaudit.backends.base import BackendUnavailable
+from tokaudit.model.llamacpp_vocab import clean_spaces
 
 #: ggml's ``ggml_log_level`` values (ggml.h; llama-cpp-python's own _logger.py has an older order).
 LOG_LEVELS = {0: "none", 1: "debug", 2: "info", 3: "warn", 4: "error", 5: "cont"}
@@ -331,36 +332,3 @@ class LlamaCppBackend:
 
     def versions(self) -> dict[str, str]:
         return {"llama-cpp-python": version()}
-
-
-def clean_spaces(text: str) -> str:
-    """llama.cpp's ``clean_spaces`` pass of ``llama_detokenize`` (``llama_vocab::impl::detokenize``), ported:
-    HF's ``clean_up_tokenization_spaces`` rules as llama.cpp applies them to BPE vocabularies (all but a few
-    pre-tokenizer types): " ?", " !", " .", " ," lose the space; " ' " becomes "'"; " 's", " 'm", " 're",
-    " 've" lose the space (" 't", " 'd", " 'll" keep it). Used to explain decode differences."""
-    out: list[str] = []
-    for i, x in enumerate(text):  # first pass
-        if i and text[i - 1] == " " and x in "?!.,":
-            out.pop()
-        out.append(x)
-    buf = list("".join(out))
-    out, i = [], 0
-    while i < len(buf):  # second pass: " ' " -> "'" (llama.cpp blanks the skipped space, so it cannot start another)
-        x = buf[i]
-        if i and x == "'" and i + 1 < len(buf) and buf[i - 1] == " " and buf[i + 1] == " ":
-            out.pop()
-            out.append(x)
-            buf[i + 1] = "\0"
-            i += 2
-            continue
-        out.append(x)
-        i += 1
-    second = "".join(out)
-    out = []
-    for i, x in enumerate(second):  # third pass: contractions
-        if i and second[i - 1] == " " and x == "'" and i + 1 < len(second):
-            nxt = second[i + 1]
-            if nxt in "sm" or (i + 2 < len(second) and second[i + 1:i + 3] in ("re", "ve")):
-                out.pop()
-        out.append(x)
-    return "".join(out)

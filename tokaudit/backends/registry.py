@@ -64,6 +64,8 @@ def _applies(name: str, model: TokenizerModel, gguf: Path | None = None) -> bool
     or ``--gguf``'s). Asked for by name, they are always tried."""
     if name in GGUF_BACKENDS:
         return gguf_file(model, gguf) is not None
+    if model.artifacts.gguf_only:  # the backends that read HF files have none to read
+        return name == "strict"
     if name == "sentencepiece":
         return model.artifacts.sentencepiece is not None
     if name == "fastokens":

@@ -86,7 +86,14 @@ def chat_template(model: TokenizerModel) -> tuple[str, str, bool] | None:
         return a.chat_template.text, a.chat_template.name, True
     if a.tokenizer_config is not None and a.tokenizer_config.chat_template:
         return a.tokenizer_config.chat_template, a.tokenizer_config.name, False
+    if a.gguf_only and a.gguf.chat_templates.get("default"):  # type: ignore[union-attr]
+        return a.gguf.chat_templates["default"], a.gguf.path.name, False  # type: ignore[union-attr]
     return None
+
+
+def template_key(file: str) -> str:
+    """The key that holds a chat template inside a file: GGUF's ``tokenizer.chat_template``, else ``chat_template``."""
+    return "tokenizer.chat_template" if file.endswith(".gguf") else "chat_template"
 
 
 _JINJA_COMMENT = re.compile(r"\{#.*?#\}", re.DOTALL)
@@ -104,7 +111,7 @@ def template_markers(model: TokenizerModel) -> list[Marker]:
         if m.group() in seen:
             continue
         line = text.count("\n", 0, m.start()) + 1
-        src = Provenance(name, line=line) if separate else Provenance(name, key="chat_template")
+        src = Provenance(name, line=line) if separate else Provenance(name, key=template_key(name))
         seen[m.group()] = Marker(m.group(), src)
     return list(seen.values())
 

@@ -48,7 +48,7 @@ def all_rules() -> list[Rule]:
     first = "tokaudit.checks.pattern_rules" not in sys.modules
     # the first call imports the rule modules: no collection while they load (see tokaudit.collector)
     with collector_paused(freeze=True) if first else nullcontext():
-        from tokaudit.checks import artifact_rules, empty_tokens, id_rules, id_space, special_tokens, token_classes  # noqa: F401
+        from tokaudit.checks import artifact_rules, empty_tokens, gguf_rules, id_rules, id_space, special_tokens, token_classes  # noqa: F401
         from tokaudit.template import rules as _template_rules  # noqa: F401 - the TA8xx family
         from tokaudit.checks import pattern_rules  # noqa: F401 - TA305
     return sorted(RULES.values(), key=lambda r: r.code)

@@ -72,6 +72,17 @@ def special_token_missing(model: TokenizerModel) -> Iterator[Finding]:
                     ids=IdRanges.from_ids([token_id]),
                     details={"subject": f"{record.name}:{key}:{token_id}", "field": key, "id": token_id},
                 )
+    from tokaudit.checks.gguf_rules import gguf_special_out_of_range
+
+    for name, value, used, key in gguf_special_out_of_range(model):
+        g = a.gguf
+        instead = f"its {g.model} default id {used}" if used is not None else "no id at all"  # type: ignore[union-attr]
+        yield special_token_missing.finding(
+            f"{key} = {value} is outside the {len(g.tokens)} tokens of {g.path.name}: llama.cpp warns \"bad special token\" "  # type: ignore[union-attr]
+            f"and uses {instead} as {name}, other GGUF readers fail or index past the vocabulary.",
+            location=g.source(key), ids=IdRanges.from_ids([value]),  # type: ignore[union-attr]
+            details={"subject": f"gguf:{key}", "field": key, "id": value, "llamacpp_uses": used},
+        )
 
 
 def _eos_sets(model: TokenizerModel) -> list[dict[str, Any]]:

@@ -41,11 +41,21 @@ def diff(
     quiet: QuietOpt = False,
     color: ColorOpt = Color.auto,
 ) -> None:
-    """Compare a draft tokenizer with its target id by id: identical, compatible or incompatible (exit 1)."""
+    """Compare a draft tokenizer with its target id by id: identical, compatible or incompatible (exit 1).
+
+    With HF files on one side and a GGUF on the other (either order), check the conversion instead: per-id
+    bytes, token types against the special flags, special ids, add_bos, merges, the pre-tokenizer and the
+    chat template (faithful or drifted)."""
     with handle_errors(debug):
         from tokaudit.oncall.diff import diff_models
+        from tokaudit.oncall.gguf_diff import conversion_diff, is_conversion_pair
         from tokaudit.report.report import Report
         from tokaudit.scan import load_model
 
-        result, findings = diff_models(load_model(draft, revision), load_model(target, target_revision or revision))
+        a, b = load_model(draft, revision), load_model(target, target_revision or revision)
+        if is_conversion_pair(a, b):  # HF files and a GGUF: the conversion's drift, in either order
+            hf, gguf = (b, a) if a.artifacts.gguf_only else (a, b)
+            result, findings = conversion_diff(hf, gguf, a.target)
+        else:
+            result, findings = diff_models(a, b)
         emit(Report("diff", [result], findings), fmt, output, fail_on, quiet, color)

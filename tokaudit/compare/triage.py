@@ -208,8 +208,40 @@ def triage_for(model: TokenizerModel) -> Triage:
     return triage
 
 
+def _gguf_triage(model: TokenizerModel) -> Triage:
+    """A GGUF alone: the normalizer llama.cpp runs for its vocabulary type. WordPiece (llama.cpp's BERT
+    preprocessing: lower-casing, accents stripped, split on whitespace and punctuation) and UGM (the GGUF's
+    precompiled SentencePiece charsmap, run by tokenizers' own Precompiled normalizer) change text by design."""
+    from tokaudit.model.llamacpp_load import cached_load
+
+    g = model.artifacts.gguf
+    load = cached_load(g)  # type: ignore[arg-type]
+    unk_id = load.id_of("unk")
+    unk = g.tokens[unk_id].decode("utf-8", "replace") if unk_id is not None else None  # type: ignore[union-attr]
+    if load.vocab_type == "WPM":
+        from tokenizers import normalizers
+
+        bert = normalizers.BertNormalizer(lowercase=True, strip_accents=True, handle_chinese_chars=True)
+        return Triage("llama.cpp's WordPiece preprocessing (lower-casing, accent stripping)", (bert.normalize_str,),
+                      "llama.cpp's WordPiece splits on whitespace and punctuation", unk)
+    if load.vocab_type == "UGM" and g.precompiled_charsmap:  # type: ignore[union-attr]
+        from tokenizers import normalizers
+
+        try:
+            charsmap = normalizers.Precompiled(g.precompiled_charsmap).normalize_str  # type: ignore[union-attr]
+        except BaseException as exc:  # noqa: BLE001 - a charsmap tokenizers refuses (a panic included)
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            return Triage(None, (), None, unk)
+        spaces = "llama.cpp's UGM normalizer removes extra whitespace" if g.flags.get("remove_extra_whitespaces", True) else None  # type: ignore[union-attr]
+        return Triage("the GGUF's precompiled SentencePiece charsmap", (charsmap,), spaces, unk)
+    return Triage(None, (), None, unk)
+
+
 def _triage(model: TokenizerModel) -> Triage:
     a = model.artifacts
+    if a.gguf_only:
+        return _gguf_triage(model)
     tj = a.tokenizer_json
     if tj is not None and tj.name == model.base.artifact:
         names, steps = _effects(tj.raw.get("normalizer"))

@@ -4,7 +4,7 @@ and types alone, so that tokaudit knows what llama.cpp renders without running i
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -85,18 +85,23 @@ class PieceRules:
     vocab_type: str
     escape_whitespaces: bool = False
     control_override: Collection[int] = field(default_factory=frozenset)
+    #: id -> the attribute llama.cpp sets at load in place of the type's (see :mod:`tokaudit.model.llamacpp_load`).
+    attr_override: Mapping[int, int] = field(default_factory=dict)
 
     @classmethod
     def from_gguf(cls, tokens: Sequence[bytes], types: Sequence[int] | None, model: str, pre: str | None,
-                  control_override: Collection[int] = frozenset()) -> PieceRules:
+                  control_override: Collection[int] = frozenset(), attr_override: Mapping[int, int] | None = None) -> PieceRules:
         vocab_type = VOCAB_TYPES.get(model)
         if vocab_type is None:
             raise NotEmulated(f"tokenizer.ggml.model {model!r} is not one llama.cpp knows")
         if model == "gemma4":  # llama.cpp sets the pre-tokenizer of a gemma4 vocabulary itself
             pre = "gemma4"
-        return cls(tokens, types, vocab_type, vocab_type == "BPE" and pre in ESCAPED_BPE_PRE, frozenset(control_override))
+        return cls(tokens, types, vocab_type, vocab_type == "BPE" and pre in ESCAPED_BPE_PRE, frozenset(control_override),
+                   dict(attr_override or {}))
 
     def attr(self, token_id: int) -> int:
+        if token_id in self.attr_override:
+            return self.attr_override[token_id]
         kind = self.types[token_id] if self.types is not None else 1
         attr = TYPE_ATTR.get(kind, ATTR_UNDEFINED)
         return attr | ATTR_CONTROL if token_id in self.control_override else attr
@@ -126,7 +131,10 @@ def token_piece(rules: PieceRules, token_id: int, special: bool) -> bytes:
 
 def piece_rules(g: GGUFTokenizer) -> PieceRules:
     """The piece rules of a GGUF as llama.cpp loads it (with its control-looking overrides)."""
-    return PieceRules.from_gguf(g.tokens, g.types, g.model or "", g.pre, control_override(g))
+    from tokaudit.model.llamacpp_load import cached_load
+
+    load = cached_load(g)
+    return PieceRules.from_gguf(g.tokens, g.types, g.model or "", g.pre, load.control_override, load.attr_override)
 
 
 def gguf_pieces(g: GGUFTokenizer) -> dict[int, bytes]:
@@ -146,7 +154,47 @@ def gguf_pieces(g: GGUFTokenizer) -> dict[int, bytes]:
     return out
 
 
-def control_override(g: GGUFTokenizer) -> frozenset[int]:
-    """Ids llama.cpp makes CONTROL at load: tokens it detects by text as EOT/EOM/FIM or EOG that the file
-    does not type CONTROL (it logs "control-looking token ... this is probably a bug in the model")."""
-    return frozenset()
+def clean_spaces(text: str) -> str:
+    """llama.cpp's ``clean_spaces`` pass of ``llama_detokenize`` (``llama_vocab::impl::detokenize``), ported:
+    HF's ``clean_up_tokenization_spaces`` rules as llama.cpp applies them to BPE vocabularies (all but a few
+    pre-tokenizer types): " ?", " !", " .", " ," lose the space; " ' " becomes "'"; " 's", " 'm", " 're",
+    " 've" lose the space (" 't", " 'd", " 'll" keep it). Used to explain decode differences."""
+    out: list[str] = []
+    for i, x in enumerate(text):  # first pass
+        if i and text[i - 1] == " " and x in "?!.,":
+            out.pop()
+        out.append(x)
+    buf = list("".join(out))
+    out, i = [], 0
+    while i < len(buf):  # second pass: " ' " -> "'" (llama.cpp blanks the skipped space, so it cannot start another)
+        x = buf[i]
+        if i and x == "'" and i + 1 < len(buf) and buf[i - 1] == " " and buf[i + 1] == " ":
+            out.pop()
+            out.append(x)
+            buf[i + 1] = "\0"
+            i += 2
+            continue
+        out.append(x)
+        i += 1
+    second = "".join(out)
+    out = []
+    for i, x in enumerate(second):  # third pass: contractions
+        if i and second[i - 1] == " " and x == "'" and i + 1 < len(second):
+            nxt = second[i + 1]
+            if nxt in "sm" or (i + 2 < len(second) and second[i + 1:i + 3] in ("re", "ve")):
+                out.pop()
+        out.append(x)
+    return "".join(out)
+
+
+def detokenize(rules: PieceRules, ids: Sequence[int], *, special: bool, add_space_prefix: bool, clean: bool) -> bytes:
+    """``llama_detokenize(remove_special=False, unparse_special=special)``: each id's piece, the first one
+    without one leading space when ``add_space_prefix`` is set, then HF's space cleanup (:func:`clean_spaces`)
+    when llama.cpp applies it to this vocabulary. Ids must be inside the vocabulary."""
+    out = bytearray()
+    for k, token_id in enumerate(ids):
+        piece = token_piece(rules, token_id, special)
+        out += piece[1:] if k == 0 and add_space_prefix and piece.startswith(b" ") else piece
+    if not clean:
+        return bytes(out)
+    return clean_spaces(out.decode("latin-1")).encode("latin-1")  # the rules touch ASCII only: bytes kept as they are

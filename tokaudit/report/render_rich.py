@@ -16,7 +16,7 @@ from rich.text import Text
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.report import Report, TargetResult
 from tokaudit.report.rich_layout import key_value
-from tokaudit.report.text import severity_counts
+from tokaudit.report.text import severity_counts, visible
 
 SEVERITY_STYLE = {Severity.ERROR: "bold white on red", Severity.WARNING: "bold black on yellow", Severity.NOTE: "bold white on blue"}
 
@@ -118,6 +118,62 @@ def scan_section(console: Console, result: TargetResult) -> None:
     console.print(Padding(files, (0, 0, 0, 4), expand=False))
     if result.data.get("loaders"):
         _loader_table(console, result.data["loaders"])
+    if result.data.get("gguf"):
+        _gguf_section(console, result.data["gguf"])
+
+
+def _tok(entry: dict[str, Any] | None) -> Text:
+    if entry is None or entry.get("id") is None:
+        return Text("—", style="dim")
+    out = Text(str(entry["id"]))
+    if entry.get("token") is not None:
+        out.append(" ")
+        out.append(visible(entry["token"]), style="cyan")
+    return out
+
+
+def _stops(who: str, value: bool) -> Text:
+    out = Text(f"{who}: ")
+    out.append("stops" if value else "never stop" + ("s" if who == "llama.cpp" else ""), style="green" if value else "red")
+    return out
+
+
+def _gguf_section(console: Console, g: dict[str, Any]) -> None:
+    """llama.cpp's view of the GGUF: flags, and the three stop sets side by side."""
+    console.print(Text("  llama.cpp (GGUF)", style="bold"))
+    pre = g["pre"] if g["pre"] is not None else "none"
+    head = f"{g['file']} · v{g['version']} {g['byte_order']}-endian · {g['model']} ({g['vocab_type'] or 'unknown'})"
+    if g["vocab_type"] == "BPE":
+        head += f" · pre {pre} ({g['pre_state']}{', ' + g['pre_family'] if g['pre_family'] else ''})"
+    key_value(console, "file", head, indent=4, key_width=9)
+    flags = " · ".join(f"{k} {str(v['value']).lower()}" for k, v in g["flags"].items())
+    key_value(console, "flags", flags, indent=4, key_width=9)
+    if g["load_error"]:
+        key_value(console, "load", Text(f"llama.cpp refuses this file: {g['load_error']}", style="red"), indent=4, key_width=9)
+    table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1), pad_edge=False)
+    for col in ("who stops", "on"):
+        table.add_column(col, overflow="fold")
+    eog = Text()
+    for k, e in enumerate(g["eog"]):
+        if k:
+            eog.append(", ")
+        eog.append_text(_tok(e))
+    table.add_row(Text("llama.cpp (its EOG set)"), eog or Text("—", style="dim"))
+    eos = Text()
+    for k, e in enumerate(g["eos_ids"]):
+        if k:
+            eos.append(", ")
+        eos.append_text(_tok(e))
+    table.add_row(Text("runtimes reading only the eos id"), eos or Text("—", style="dim"))
+    turn = g["end_of_turn"]
+    if turn is not None:
+        row = _tok(turn) if turn["id"] is not None else Text(visible(turn["token"]) + " (not a token)")
+        row.append("  ")
+        row.append_text(_stops("llama.cpp", turn["llamacpp_stops"]))
+        row.append(" · ")
+        row.append_text(_stops("eos-only runtimes", turn["eos_only_runtimes_stop"]))
+        table.add_row(Text("the chat template's end of turn"), row)
+    console.print(Padding(table, (0, 0, 0, 4), expand=False))
 
 
 def _loader_table(console: Console, loaders: list[dict[str, Any]]) -> None:

@@ -216,6 +216,9 @@ def _fuzz_table(backends: list[dict[str, Any]], separator: str) -> Table:
 
 def diff_section(console: Console, result: TargetResult) -> None:
     d = result.data["diff"]
+    if d.get("mode") == "conversion":
+        _conversion_section(console, d)
+        return
     cls = d["classification"]
     _kv(console, "verdict", Text(cls.upper(), style=CLASS_STYLE[cls]))
     table = _grid()
@@ -235,3 +238,32 @@ def diff_section(console: Console, result: TargetResult) -> None:
         line.append("  ≠  ")
         line.append(e["target"] if e["target"] is not None else "(none)", style="reverse")
         console.print(line)
+
+
+def _conversion_section(console: Console, d: dict[str, Any]) -> None:
+    """``diff HF_DIR model.gguf``: what the conversion changed."""
+    cls = d["classification"]
+    _kv(console, "verdict", Text(cls.upper(), style="green" if cls == "faithful" else "red"))
+    _kv(console, "HF", f"{d['hf']['path']} ({d['hf']['vocab_artifact']}, {d['hf']['mapped']:,} ids)")
+    _kv(console, "GGUF", f"{d['gguf']['path']} ({d['gguf']['model']}, {d['gguf']['mapped']:,} ids)")
+    _kv(console, "ids", f"{d['same_bytes']:,} same bytes · {d['mismatched']:,} other bytes · {d['gguf_only']:,} GGUF only · "
+        f"{d['type_flag_mismatches']:,} types ≠ special flag")
+    for e in d["examples"]:
+        line = Text(f"    {e['id']}  ", style="cyan")
+        line.append(e["hf"] if e["hf"] is not None else "(none)", style="reverse")
+        line.append("  ≠  ")
+        line.append(e["gguf"] if e["gguf"] is not None else "(none)", style="reverse")
+        console.print(line)
+    m = d["merges"]
+    if m is not None:
+        same = "same" if m["first_difference"] is None else f"first difference at merge {m['first_difference']}"
+        _kv(console, "merges", f"HF {m['hf']:,} · GGUF {m['gguf']:,} · {same}")
+    p = d["pre"]
+    if p["state"] != "n/a":
+        match = {True: "matches the HF regex", False: "does not match the HF regex", None: "HF regex not in llama.cpp's table"}[p["matches"]]
+        _kv(console, "pre-tokenizer", f"{p['gguf'] or 'none'} ({p['state']}) · {match}")
+    _kv(console, "specials", "same" if not d["specials"] else f"{len(d['specials'])} differ")
+    t = d["template"]
+    said = ("same text" if t["same"] else f"differs from character {t['first_difference']}") if t["same"] is not None else \
+        f"HF {'has one' if t['hf'] else 'none'}, GGUF {'has one' if t['gguf'] else 'none'}"
+    _kv(console, "chat template", said)

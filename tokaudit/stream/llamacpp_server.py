@@ -27,7 +27,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokaudit.model.llamacpp_vocab import NotEmulated, PieceAbort, PieceRules, token_piece
+from tokaudit.model.llamacpp_vocab import NotEmulated, PieceAbort, PieceRules, piece_rules, token_piece
 from tokaudit.stream.detokenizers import DecodeContext, Detokenizer, StepError
 
 # -- the server's streaming ---------------------------------------------------------------------
@@ -188,8 +188,7 @@ def _emulated_rules(model: Any, path: Any) -> PieceRules | None:
     if record is None or getattr(record, "path", None) != path:
         return None
     try:
-        return PieceRules.from_gguf(record.tokens, record.types, record.model, record.pre,
-                                    getattr(record, "control_override", frozenset()))
+        return piece_rules(record)
     except (NotEmulated, AttributeError):
         return None
 

@@ -280,11 +280,17 @@ def double_bos(model: TokenizerModel, runs: list[TemplateRun], encoder: ServingE
     crun, r, ids = hits[0]
     convs = sorted({h[0].label for h in hits})
     shown = f" The prompt starts with ids {ids[:4]}." if ids is not None else ""
+    # llama.cpp's server drops a leading BOS the template wrote when add_bos is on (common/chat.cpp:959 in the
+    # llama.cpp that llama-cpp-python 0.3.36 vendors): only apps that tokenize the rendered text themselves are hit
+    gguf = model.artifacts.gguf_only
+    stacks = (" llama.cpp's server strips that leading BOS from the rendered prompt (common/chat.cpp), so only an app "
+              "that tokenizes the rendered text with add_special (llama_tokenize) sees it twice." if gguf else "")
     return [finding(
         "TA803",
         f"{_where(crun, r.engine)}: the template writes {prefix.token} at the start of the prompt and {prefix.setting} "
-        f"adds {prefix.token} again, so the model sees two BOS tokens ({len(convs)} conversation(s)).{shown} "
+        f"adds {prefix.token} again, so the model sees two BOS tokens ({len(convs)} conversation(s)).{shown}{stacks} "
         "Drop bos_token from the template or stop the stack from adding it.",
+        severity=Severity.WARNING if gguf else Severity.ERROR,
         location=crun.template.location,
         ids=IdRanges.from_ids([prefix.token_id]) if prefix.token_id is not None else None,
         details={"subject": crun.template.name, "conversation": crun.label, "engine": r.engine, "token": prefix.token,

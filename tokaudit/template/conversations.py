@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +76,15 @@ TOOL_ARGUMENTS = {"city": "São Paulo <Centro>", "units": "celsius", "filter": {
 _LONG = ("日本語のテキストと한국어 문장, ελληνικά, русский текст, emoji 🙂🚀 and ÀÉÎÕÜ. " * 40)[:2000]
 
 
-def builtin_conversations(template: str) -> list[Conversation]:
-    """The built-in set; the reasoning conversation only when the template reads reasoning."""
+#: What a RAG template (Command-R's named ``rag``) is given: transformers passes ``documents`` to it.
+DOCUMENTS = [{"title": "Paris", "text": "Paris is the capital and largest city of France."},
+             {"title": "Tokyo", "text": "Tokyo is the capital of Japan."}]
+
+
+def builtin_conversations(template: str, name: str = "default") -> list[Conversation]:
+    """The built-in set; the reasoning conversation only when the template reads reasoning. A named template
+    gets what a stack selects it for: ``tool_use`` only conversations that offer tools (transformers and
+    llama.cpp's server pick it when tools are passed), ``rag`` the plain ones with ``documents``."""
     system = {"role": "system", "content": "You are a helpful assistant."}
     user = {"role": "user", "content": "What is the capital of France?"}
     answer = {"role": "assistant", "content": "The capital of France is Paris."}
@@ -109,14 +116,16 @@ def builtin_conversations(template: str) -> list[Conversation]:
         convs.append(Conversation(
             "reasoning", [user, {"role": "assistant", "content": "Paris.", "reasoning_content": "The user asks about France."}, follow],
             required=False))
+    if name == "tool_use":
+        return [c for c in convs if c.tools]
+    if name == "rag":
+        return [replace(c, extra={**c.extra, "documents": DOCUMENTS}) for c in convs if not c.tools]
     return convs
 
 
 def with_tools(conversations: list[Conversation], tools: list[dict[str, Any]]) -> list[Conversation]:
     """``--tools``: the given tools replace the built-in ones and are offered to every conversation of a
     ``--messages`` file that brings none of its own."""
-    from dataclasses import replace
-
     return [replace(c, tools=tools) if c.origin == "built-in" or c.tools is None else c for c in conversations]
 
 

@@ -78,6 +78,10 @@ class LiteralClassifier:
         else:
             primary = a.tokenizer_config.added_tokens_decoder if a.tokenizer_config else ()
         self.registered = {t.content: t.id for t in primary}
+        if a.gguf_only:  # llama.cpp's special-token cache: what llama_tokenize(parse_special) splits out whole
+            from tokaudit.model.llamacpp_load import special_cache
+
+            self.registered = special_cache(a.gguf)  # type: ignore[arg-type]
         #: every added/special text any file or the remote code knows (not the base vocabulary)
         known = set(self.registered) | named
         for table in model.profiles.values():
@@ -106,7 +110,8 @@ class LiteralClassifier:
             self._tried = True
             from tokaudit.backends.registry import load_backends
 
-            name = "hf" if self.model.artifacts.tokenizer_json is not None else "tiktoken"
+            a = self.model.artifacts
+            name = "hf" if a.tokenizer_json is not None else "llama.cpp" if a.gguf_only else "tiktoken"
             loaded = load_backends(self.model, [name])[0]
             self._encoder, self.encoder_name = loaded.backend, (name if loaded.backend else None)
         if self._encoder is None:

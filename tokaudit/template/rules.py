@@ -37,7 +37,7 @@ def template_findings(model: TokenizerModel) -> list[Finding]:
     if templates:
         engines = make_engines(list(ENGINE_NAMES), SCAN_BUDGET)
         special = special_token_context(model)
-        runs = [render_template(t, builtin_conversations(t.text), engines, special) for t in templates]
+        runs = [render_template(t, builtin_conversations(t.text, t.name), engines, special) for t in templates]
         # no full-prompt tokenization inside scan (loading tokenizer.json again costs more than the whole family):
         # TA802 stays an error without comparing ids, TA803 reads the post-processor statically
         found = analyse(model, runs, None, LiteralClassifier(model))

@@ -48,7 +48,7 @@ def run_templates(model: TokenizerModel, options: TemplateOptions) -> tuple[list
     tools = load_tools(options.tools) if options.tools is not None else None
     runs = []
     for t in templates:
-        convs = user_convs if user_convs is not None else builtin_conversations(t.text)
+        convs = user_convs if user_convs is not None else builtin_conversations(t.text, t.name)
         if tools is not None:
             convs = with_tools(convs, tools)
         runs.append(render_template(t, convs, engines, special, probe_headers=user_convs is None))

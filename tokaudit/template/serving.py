@@ -51,6 +51,15 @@ def _template_processing_first(processor: Any) -> tuple[str, int | None] | None:
 def prepended(model: TokenizerModel) -> Prefix | None:
     """What the serving stack prepends: tokenizer.json's post-processor when there is one, else add_bos_token."""
     tj = model.artifacts.tokenizer_json
+    if model.artifacts.gguf_only:
+        from tokaudit.model.llamacpp_load import cached_load
+
+        g = model.artifacts.gguf
+        load = cached_load(g)  # type: ignore[arg-type]
+        bos = load.id_of("bos")
+        if not load.flags.get("add_bos") or bos is None:
+            return None
+        return Prefix(g.tokens[bos].decode("utf-8", "replace"), bos, f"{g.path.name} add_bos ({load.flag_origin['add_bos']})")  # type: ignore[union-attr]
     if tj is not None:
         found = _template_processing_first(tj.raw.get("post_processor"))
         if found is not None:
@@ -100,6 +109,14 @@ class ServingEncoder:
             return
         from tokaudit.backends.registry import load_backends
 
+        if self.model.artifacts.gguf_only:  # llama.cpp's server: specials parsed, BOS per the GGUF's flags
+            loaded = load_backends(self.model, ["llama.cpp"])[0]
+            if loaded.backend is None:
+                self.error = f"llama.cpp: {loaded.unavailable}"
+                return
+            self._encode = loaded.backend.encode_prompt  # type: ignore[attr-defined]
+            self.name = "llama.cpp (llama_tokenize, add_special and parse_special)"
+            return
         backend_name = "tiktoken" if self.model.artifacts.tiktoken is not None else "hf"
         loaded = load_backends(self.model, [backend_name])[0]
         if loaded.backend is None:

@@ -51,6 +51,10 @@ def model_templates(model: TokenizerModel) -> list[TemplateSource]:
     a = model.artifacts
     if a.chat_template is not None:
         return [TemplateSource("default", a.chat_template.text, Provenance(a.chat_template.name, line=1))]
+    if a.gguf_only:  # tokenizer.chat_template and the named tokenizer.chat_template.NAME (llama.cpp reads tool_use)
+        g = a.gguf
+        return [TemplateSource(name, text, g.source("tokenizer.chat_template" + ("" if name == "default" else f".{name}")))  # type: ignore[union-attr]
+                for name, text in g.chat_templates.items()]  # type: ignore[union-attr]
     return _from_config(model)
 
 
@@ -65,6 +69,16 @@ def file_template(path: Path) -> TemplateSource:
 def special_token_context(model: TokenizerModel) -> dict[str, str]:
     """bos_token, eos_token, ... as their text (the ``content`` of AddedToken dicts), as transformers passes them."""
     out: dict[str, str] = {}
+    if model.artifacts.gguf_only:  # llama.cpp's server passes bos_token and eos_token, as the tokens' text
+        from tokaudit.model.llamacpp_load import cached_load
+
+        g = model.artifacts.gguf
+        load = cached_load(g)  # type: ignore[arg-type]
+        for name in ("bos", "eos"):
+            i = load.id_of(name)
+            if i is not None:
+                out[f"{name}_token"] = g.tokens[i].decode("utf-8", "replace")  # type: ignore[union-attr]
+        return out
     for record in (model.artifacts.special_tokens_map, model.artifacts.tokenizer_config):
         if record is not None:
             out.update({k: v.content for k, v in record.special.items() if k in CONTEXT_FIELDS})

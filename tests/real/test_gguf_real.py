@@ -1,0 +1,112 @@
+"""llama.cpp's 19 vocab GGUFs (llama-cpp-python 0.3.36's sdist, in the real cache): tokaudit's GGUF reader
+against the ``gguf`` package's, and the port of llama.cpp's load logic and ``llama_detokenize`` against
+llama-cpp-python itself (special ids, the EOG set, add_bos/add_eos, every token's attributes, decoded text)."""
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
+
+from realkit import fetch_module, gguf_keys
+
+pytestmark = pytest.mark.real
+
+NEEDS_LLAMACPP = pytest.mark.skipif(find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed (pip install 'tokaudit[llamacpp]')")
+NEEDS_GGUF = pytest.mark.skipif(find_spec("gguf") is None, reason="the gguf package is not installed (pip install 'tokaudit[test]')")
+#: The token attribute bits the port computes (llama.h: UNDEFINED .. BYTE); llama.cpp adds LSTRIP/RSTRIP/... by model name.
+ATTR_MASK = 0x3F
+
+
+@pytest.fixture(scope="module")
+def vocab_files() -> dict[str, Path]:
+    names = [e["name"] for e in fetch_module().load_lock()["tokenizers"] if e["name"].startswith("gguf-")]
+    try:
+        dirs = fetch_module().fetch(only=names)
+    except Exception as exc:  # noqa: BLE001 - offline: the suite skips, as the rest of the real suite does
+        pytest.skip(f"cannot fetch llama.cpp's vocab GGUFs: {exc}")
+    return {name[len("gguf-"):]: next(d.glob("*.gguf")) for name, d in dirs.items()}
+
+
+def test_reader_equals_a_plain_reader_on_every_vocab_file(vocab_files: dict[str, Path]) -> None:
+    """Tokens (as bytes), types and merges of all 19, against the test's own struct reader (realkit.gguf_keys)."""
+    from tokaudit.artifacts.gguf import read_gguf_tokenizer
+
+    assert len(vocab_files) == 19
+    for name, path in vocab_files.items():
+        ours, keys = read_gguf_tokenizer(path), gguf_keys(path)
+        assert list(ours.tokens) == keys["tokenizer.ggml.tokens"], name
+        assert list(ours.merges or ()) == keys.get("tokenizer.ggml.merges", []), name
+        assert list(ours.types or ()) == keys.get("tokenizer.ggml.token_type", []), name
+        assert ours.pre == (keys["tokenizer.ggml.pre"].decode() if "tokenizer.ggml.pre" in keys else None), name
+
+
+#: The gguf package's reader takes seconds per MB (about 7 s on Llama 3's 7.8 MB): it checks the 11 files under 2.5 MB.
+GGUF_PACKAGE_MAX_BYTES = 2_500_000
+
+
+@NEEDS_GGUF
+def test_reader_equals_the_gguf_package(vocab_files: dict[str, Path]) -> None:
+    import gguf
+
+    from tokaudit.artifacts.gguf import read_gguf_tokenizer
+
+    small = {name: path for name, path in vocab_files.items() if path.stat().st_size < GGUF_PACKAGE_MAX_BYTES}
+    assert len(small) == 11
+    for name, path in small.items():
+        ours = read_gguf_tokenizer(path)
+        reader = gguf.GGUFReader(str(path))
+        field = reader.fields["tokenizer.ggml.tokens"]
+        assert list(ours.tokens) == [bytes(field.parts[i]) for i in field.data], name
+        if "tokenizer.ggml.merges" in reader.fields:
+            merges = reader.fields["tokenizer.ggml.merges"]
+            assert list(ours.merges or ()) == [bytes(merges.parts[i]) for i in merges.data], name
+        types = reader.fields["tokenizer.ggml.token_type"]
+        assert list(ours.types or ()) == [int(types.parts[i][0]) for i in types.data], name
+
+
+@NEEDS_LLAMACPP
+def test_load_port_equals_llamacpp_on_every_vocab_file(vocab_files: dict[str, Path]) -> None:
+    """Special ids, EOG membership of every id, add_bos/add_eos and every token's attributes."""
+    from tokaudit.artifacts.gguf import read_gguf_tokenizer
+    from tokaudit.backends.llamacpp_backend import LlamaCppBackend
+    from tokaudit.model.llamacpp_load import llamacpp_load
+    from tokaudit.model.llamacpp_vocab import piece_rules
+
+    eog_sizes = {}
+    for name, path in vocab_files.items():
+        g = read_gguf_tokenizer(path)
+        load = llamacpp_load(g)
+        real = LlamaCppBackend.load(path)
+        ours = {k: load.id_of(k) for k in ("bos", "eos", "eot", "sep", "pad")}
+        assert {k: (v if v is not None else -1) for k, v in ours.items()} == {k: v for k, v in real.special_ids().items() if k != "nl"}, name
+        assert (load.flags["add_bos"], load.flags["add_eos"]) == (real.add_bos, real.add_eos), name
+        assert sorted(load.eog) == [i for i in range(real.n_vocab) if real.is_eog(i)], name
+        rules = piece_rules(g)
+        wrong = [i for i in range(real.n_vocab) if rules.attr(i) & ATTR_MASK != real.attr(i) & ATTR_MASK]
+        assert wrong == [], (name, wrong[:5])
+        eog_sizes[name] = len(load.eog)
+    # llama.cpp's EOG sets, checked above id by id: Llama 3 stops on <|end_of_text|> and <|eot_id|>, Qwen2 on three
+    assert (eog_sizes["llama-bpe"], eog_sizes["qwen2"], eog_sizes["phi-3"]) == (2, 3, 3)
+
+
+@NEEDS_LLAMACPP
+def test_detokenize_port_equals_llamacpp_on_the_golden_ids(vocab_files: dict[str, Path]) -> None:
+    """The strict backend decodes a GGUF alone as ``llama_detokenize`` does, specials kept or skipped."""
+    from tokaudit.backends.llamacpp_backend import LlamaCppBackend
+    from tokaudit.backends.strict import StrictBackend
+    from tokaudit.compare.golden import read_golden
+    from tokaudit.scan import load_model
+
+    checked = 0
+    for name, path in vocab_files.items():
+        inp = path.with_name(path.name + ".inp")
+        if not inp.is_file():
+            continue
+        real, strict = LlamaCppBackend.load(path), StrictBackend(load_model(str(path)))
+        for case in read_golden(inp).cases:
+            for skip in (False, True):
+                assert strict.decode(list(case.ids), skip) == real.decode(list(case.ids), skip), (name, case.where, skip)
+            checked += 1
+    assert checked == 694
