@@ -190,7 +190,7 @@ def test_no_target_at_all_is_exit_2(tmp_path: Path) -> None:
 
 def _defined_codes() -> dict[str, tuple[str, str]]:
     """code -> (name, default severity) from every module that raises findings."""
-    from tokaudit.checks.registry import all_rules
+    from tokaudit.rules import all_rules
     from tokaudit.compare.codes import ALL_CODES
     from tokaudit.oncall import codes as oncall
     from tokaudit.report.policy import META_CODES

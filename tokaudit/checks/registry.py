@@ -1,13 +1,10 @@
-"""Rule registration and selection."""
+"""Rule registration: ``@rule`` records a check in RULES (the list of rule modules is :mod:`tokaudit.rules`)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import nullcontext
 from dataclasses import dataclass
 
-from tokaudit.collector import collector_paused
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, Severity
 
@@ -41,17 +38,6 @@ def rule(code: str, name: str, severity: Severity, summary: str, *, deep: bool =
         return RULES[code]
 
     return register
-
-
-def all_rules() -> list[Rule]:
-    """Every registered rule, in code order (importing the rule modules registers them)."""
-    first = "tokaudit.checks.pattern_rules" not in sys.modules
-    # the first call imports the rule modules: no collection while they load (see tokaudit.collector)
-    with collector_paused(freeze=True) if first else nullcontext():
-        from tokaudit.checks import artifact_rules, empty_tokens, id_rules, id_space, special_tokens, token_classes  # noqa: F401
-        from tokaudit.template import rules as _template_rules  # noqa: F401 - the TA8xx family
-        from tokaudit.checks import pattern_rules  # noqa: F401 - TA305
-    return sorted(RULES.values(), key=lambda r: r.code)
 
 
 def run_rules(model: TokenizerModel, rules: Iterable[Rule]) -> Iterator[Finding]:

@@ -235,7 +235,7 @@ def template_token_unregistered(model: TokenizerModel) -> Iterator[Finding]:
     markers = template_markers(model)
     if not markers:
         return
-    from tokaudit.template.literals import LiteralClassifier
+    from tokaudit.checks.literals import LiteralClassifier
 
     classifier = LiteralClassifier(model)
     for marker in markers:

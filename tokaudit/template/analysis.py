@@ -9,12 +9,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tokaudit.artifacts.base import Provenance
+from tokaudit.checks.literals import LiteralClassifier, literals_in
 from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.template.conversations import SENTINEL, Conversation
 from tokaudit.template.engines import SIZE_BOMB, Budget, Engine, Render
-from tokaudit.template.literals import LiteralClassifier, literals_in
 from tokaudit.template.serving import ServingEncoder
 from tokaudit.template.source import TemplateSource
 

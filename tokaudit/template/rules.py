@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from threading import Lock
 
+from tokaudit.checks.literals import LiteralClassifier
 from tokaudit.checks.registry import rule
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding
 from tokaudit.template.analysis import CODES, analyse, render_template
 from tokaudit.template.conversations import builtin_conversations
 from tokaudit.template.engines import ENGINE_NAMES, Budget, make_engines
-from tokaudit.template.literals import LiteralClassifier
 from tokaudit.template.source import model_templates, special_token_context
 
 #: Inside scan a hostile template costs at most about a second per engine.
