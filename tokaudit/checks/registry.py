@@ -6,35 +6,32 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from tokaudit.model.tokenizer_model import TokenizerModel
-from tokaudit.report.finding import Finding, Severity
+from tokaudit.report.finding import Code, Finding, catalog_code
 
 Check = Callable[[TokenizerModel], Iterable[Finding]]
 
 
 @dataclass(frozen=True)
-class Rule:
-    code: str
-    name: str
-    severity: Severity
-    summary: str
+class Rule(Code):
+    """A scan rule: its catalog entry and the check that finds it."""
+
     check: Check
     #: Only run with ``--deep`` (slow).
     deep: bool = False
-
-    def finding(self, message: str, **kwargs: object) -> Finding:
-        """A finding of this rule with its code, name and default severity."""
-        kwargs.setdefault("severity", self.severity)
-        return Finding(self.code, self.name, message=message, **kwargs)  # type: ignore[arg-type]
 
 
 RULES: dict[str, Rule] = {}
 
 
-def rule(code: str, name: str, severity: Severity, summary: str, *, deep: bool = False) -> Callable[[Check], Rule]:
+def rule(code: str, *, deep: bool = False) -> Callable[[Check], Rule]:
+    """Register the decorated check as the rule ``code``: its name, default severity and summary are the
+    catalog's (:mod:`tokaudit.catalog`), written nowhere else."""
+    info = catalog_code(code)
+
     def register(check: Check) -> Rule:
-        if code in RULES or any(r.name == name for r in RULES.values()):
-            raise ValueError(f"rule {code} {name} registered twice")
-        RULES[code] = Rule(code, name, severity, summary, check, deep)
+        if code in RULES:
+            raise ValueError(f"rule {code} {info.name} registered twice")
+        RULES[code] = Rule(info.code, info.name, info.severity, info.summary, check, deep)
         return RULES[code]
 
     return register

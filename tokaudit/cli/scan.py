@@ -68,7 +68,7 @@ def scan(
         from tokaudit.scan import load_model, scan_model, scan_targets
 
         config = load_config()
-        known = [(r.code, r.name) for r in all_rules()] + [(code, meta[0]) for code, meta in META_CODES.items()]
+        known = [(r.code, r.name) for r in all_rules()] + [(meta.code, meta.name) for meta in META_CODES]
         cli_select, cli_ignore = split_selectors(select), split_selectors(ignore)
         validate(cli_select, known, "--select")
         validate(cli_ignore, known, "--ignore")

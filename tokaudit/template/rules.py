@@ -49,13 +49,11 @@ def template_findings(model: TokenizerModel) -> list[Finding]:
 
 
 def _register(code: str) -> None:
-    name, severity, summary = CODES[code]
-
     def check(model: TokenizerModel) -> Iterator[Finding]:
         yield from (f for f in template_findings(model) if f.code == code)
 
-    check.__name__ = name.replace("-", "_")
-    rule(code, name, severity, summary)(check)
+    check.__name__ = CODES[code].name.replace("-", "_")
+    rule(code)(check)
 
 
 for _code in CODES:
