@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tokaudit.errors import InputError
+from tokaudit.errors import InputError, chosen_names
 from tokaudit.stream.detokenizers.core import (
     INITIAL_OFFSET,
     REPLACEMENT,
@@ -52,12 +52,7 @@ class DefaultDetokenizers(list):  # type: ignore[type-arg]
 def parse_detokenizer_list(value: str | None) -> list[str]:
     if not value:
         return DefaultDetokenizers(DETOKENIZER_NAMES)
-    names = [n.strip() for n in value.split(",") if n.strip()]
-    unknown = [n for n in names if n not in DETOKENIZER_NAMES]
-    if unknown:
-        raise InputError(
-            f"unknown detokenizer {unknown[0]!r} (choose from {', '.join(DETOKENIZER_NAMES)})", key="--detokenizers"
-        )
+    names = chosen_names(value, DETOKENIZER_NAMES, "detokenizer", "--detokenizers")
     if not names:
         raise InputError("no detokenizer given", key="--detokenizers")
     return [n for n in DETOKENIZER_NAMES if n in names]
