@@ -92,7 +92,8 @@ def raw_render_seconds(target: str, repeat: int) -> float:
 
 def scan_share(target: str, repeat: int) -> float:
     """The TA8xx rules alone, as scan runs them, on a fresh model each time (the family caches per model)."""
-    from tokaudit.checks.registry import all_rules, run_rules
+    from tokaudit.checks.registry import run_rules
+    from tokaudit.rules import all_rules
     from tokaudit.scan import load_model
 
     rules = [r for r in all_rules() if r.code.startswith("TA8")]

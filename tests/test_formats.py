@@ -12,7 +12,6 @@ import pytest
 
 from tests.conftest import FIXTURES, run_cli
 from tokaudit.artifacts.base import Provenance
-from tokaudit.checks.registry import all_rules
 from tokaudit.ids import IdRanges
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.render_github import annotation, escape_data, escape_property
@@ -20,6 +19,7 @@ from tokaudit.report.render_junit import render_junit
 from tokaudit.report.render_markdown import md as md_escape
 from tokaudit.report.render_sarif import sarif_document
 from tokaudit.report.report import Report, TargetResult, versions
+from tokaudit.rules import all_rules
 
 # CI tools want repository-relative paths: targets are given relative to the repository root
 TINY = Path("fixtures/tiny-tiktoken")

@@ -9,7 +9,7 @@ from tokenizers import Tokenizer
 
 from tests.conftest import FIXTURES, run_cli
 from tokaudit.backends.registry import load_backends
-from tokaudit.checks.registry import all_rules
+from tokaudit.rules import all_rules
 from tokaudit.scan import load_model
 
 RULES = FIXTURES / "rules"

@@ -36,6 +36,16 @@ class InputError(Exception):
         return f"{where}: {self.message}" if where else self.message
 
 
+def chosen_names(value: str, choices: tuple[str, ...], what: str, key: str) -> list[str]:
+    """The names of a comma-separated option value, each one of ``choices`` (else one InputError naming the first
+    unknown one and the choices)."""
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in choices]
+    if unknown:
+        raise InputError(f"unknown {what} {unknown[0]!r} (choose from {', '.join(choices)})", key=key)
+    return names
+
+
 #: Longest error line: data quoted from a file (a 1 MB word) must not make a 1 MB line.
 MAX_LINE = 400
 

@@ -8,11 +8,12 @@ from dataclasses import replace
 from typing import Any
 
 from tokaudit.artifacts.load import Artifacts, load_artifacts
-from tokaudit.checks.registry import Rule, all_rules, run_rules
+from tokaudit.checks.registry import Rule, run_rules
 from tokaudit.model.loaders import loader_views
 from tokaudit.model.tokenizer_model import TokenizerModel, build_model
 from tokaudit.report.finding import Finding
 from tokaudit.report.report import TargetResult
+from tokaudit.rules import all_rules
 from tokaudit.source.resolve import resolve
 
 

@@ -12,7 +12,7 @@ from tokaudit.backends.base import Backend, BackendUnavailable, is_panic
 from tokaudit.backends.pattern import Pattern, find_pattern, no_pattern_reason
 from tokaudit.backends.vocab import ByteVocab, byte_vocab
 from tokaudit.artifacts.gguf import gguf_in
-from tokaudit.errors import InputError
+from tokaudit.errors import InputError, chosen_names
 from tokaudit.model.tokenizer_model import TokenizerModel
 
 #: Every backend name, in display order. The transformers ones need the optional extra.
@@ -115,11 +115,7 @@ def parse_backend_list(value: str | None) -> list[str]:
     """``--backends a,b``: validated names (all of them when not given)."""
     if not value:
         return DefaultBackends(BACKEND_NAMES)
-    names = [n.strip() for n in value.split(",") if n.strip()]
-    unknown = [n for n in names if n not in BACKEND_NAMES]
-    if unknown:
-        raise InputError(f"unknown backend {unknown[0]!r} (choose from {', '.join(BACKEND_NAMES)})", key="--backends")
-    return names
+    return chosen_names(value, BACKEND_NAMES, "backend", "--backends")
 
 
 def load_backends(

@@ -16,7 +16,7 @@ from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.text import plural, token_text
 
 
-@rule("TA301", "slow-fallback-risk", Severity.WARNING, "No tokenizer.json: transformers must build a slow, converted or remote-code tokenizer.")
+@rule("TA301")
 def slow_fallback_risk(model: TokenizerModel) -> Iterator[Finding]:
     a = model.artifacts
     if a.tokenizer_json is not None or a.gguf_only:  # a GGUF's readers convert from it by design
@@ -37,7 +37,7 @@ def slow_fallback_risk(model: TokenizerModel) -> Iterator[Finding]:
     )
 
 
-@rule("TA302", "remote-code-required", Severity.WARNING, "auto_map or tokenizer_class needs the model's own Python code.")
+@rule("TA302")
 def remote_code_required(model: TokenizerModel) -> Iterator[Finding]:
     a = model.artifacts
     for rc in a.remote_code:  # what the static reader gave up on is said, never silently skipped
@@ -93,7 +93,7 @@ def _vocabularies(model: TokenizerModel) -> list[tuple[str, Mapping[int, bytes]]
     return out
 
 
-@rule("TA303", "artifact-disagreement", Severity.ERROR, "Two vocabulary artifacts give one id different bytes.")
+@rule("TA303")
 def artifact_disagreement(model: TokenizerModel) -> Iterator[Finding]:
     vocabs = _vocabularies(model)
     for (name_a, va), (name_b, vb) in combinations(vocabs, 2):
@@ -170,7 +170,7 @@ def _sentencepiece_vs_tokenizer_json(model: TokenizerModel) -> Iterator[Finding]
     )
 
 
-@rule("TA304", "pattern-unknown", Severity.WARNING, "tiktoken ranks with no pre-tokenizer pattern: each loader falls back to its own regex.")
+@rule("TA304")
 def pattern_unknown(model: TokenizerModel) -> Iterator[Finding]:
     a = model.artifacts
     search = search_pattern(a)
@@ -201,9 +201,7 @@ def pattern_unknown(model: TokenizerModel) -> Iterator[Finding]:
     )
 
 
-@rule("TA306", "gateway-fallback", Severity.NOTE,
-      "A gateway's optional fast encoder cannot load the model, so the gateway silently falls back (Dynamo + fastokens).",
-      deep=True)
+@rule("TA306", deep=True)
 def gateway_fallback(model: TokenizerModel) -> Iterator[Finding]:
     """Deep: loading tokenizer.json with fastokens costs seconds of CPU on a large vocabulary."""
     from tokaudit.checks.progress import advance

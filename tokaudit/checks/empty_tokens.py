@@ -14,7 +14,7 @@ from tokaudit.artifacts.base import AddedToken
 from tokaudit.checks.registry import rule
 from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel
-from tokaudit.report.finding import Finding, Severity
+from tokaudit.report.finding import Finding
 
 
 def _empty_added(model: TokenizerModel) -> Iterator[AddedToken]:
@@ -27,7 +27,7 @@ def _empty_added(model: TokenizerModel) -> Iterator[AddedToken]:
         yield from (t for t in a.tekken.specials if t.content == "")
 
 
-@rule("TA206", "empty-token", Severity.ERROR, "A token whose content is empty.")
+@rule("TA206")
 def empty_token(model: TokenizerModel) -> Iterator[Finding]:
     for tok in _empty_added(model):
         yield empty_token.finding(

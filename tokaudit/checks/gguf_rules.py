@@ -63,8 +63,7 @@ def _hf_regex(model: TokenizerModel) -> str | None:
     return None
 
 
-@rule("TA307", "gguf-pre-tokenizer", Severity.ERROR,
-      "A BPE GGUF whose tokenizer.ggml.pre is missing, 'default' or unknown to llama.cpp, or does not match the HF tokenizer.json.")
+@rule("TA307")
 def gguf_pre_tokenizer(model: TokenizerModel) -> Iterator[Finding]:
     found = _gguf(model)
     if found is None:
@@ -95,8 +94,7 @@ def gguf_pre_tokenizer(model: TokenizerModel) -> Iterator[Finding]:
             location=where, details={"pre": load.pre, "family": load.pre_family, "hf_regex": regex, "hf_families": sorted(families)})
 
 
-@rule("TA308", "gguf-merges-missing", Severity.ERROR,
-      "A BPE GGUF without tokenizer.ggml.merges (llama.cpp refuses it), or with another merge count than the HF tokenizer.json.")
+@rule("TA308")
 def gguf_merges_missing(model: TokenizerModel) -> Iterator[Finding]:
     found = _gguf(model)
     if found is None:
@@ -124,8 +122,7 @@ def gguf_merges_missing(model: TokenizerModel) -> Iterator[Finding]:
         details={"gguf_merges": len(g.merges), "hf_merges": len(hf_text), "first_difference": first})
 
 
-@rule("TA207", "eog-mismatch", Severity.ERROR,
-      "The chat template's end-of-turn token is end-of-generation for llama.cpp (by its text) but not the GGUF's eos id.")
+@rule("TA207")
 def eog_mismatch(model: TokenizerModel) -> Iterator[Finding]:
     found = _gguf(model)
     if found is None:
@@ -162,8 +159,7 @@ def _word_like(text: bytes) -> bool:
     return bool(_WORD.fullmatch(decoded)) and not looks_control(decoded) and not is_placeholder(decoded)
 
 
-@rule("TA208", "token-type-mismatch", Severity.WARNING,
-      "A GGUF token type that disagrees with what the token is: a word typed CONTROL, a control-looking token typed otherwise.")
+@rule("TA208")
 def token_type_mismatch(model: TokenizerModel) -> Iterator[Finding]:
     found = _gguf(model)
     if found is None:
@@ -220,8 +216,7 @@ def _hf_flag_mismatches(model: TokenizerModel, g: GGUFTokenizer) -> Iterator[Fin
         details={"subject": "hf-special-flag", "tokens": [{"id": i, "token": c, "type": kind, "special": s} for i, c, kind, s in wrong]})
 
 
-@rule("TA209", "default-special-id", Severity.WARNING,
-      "A special id the GGUF does not set, which llama.cpp fills with its model family's default.")
+@rule("TA209")
 def default_special_id(model: TokenizerModel) -> Iterator[Finding]:
     found = _gguf(model)
     if found is None:

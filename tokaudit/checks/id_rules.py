@@ -12,7 +12,7 @@ from tokaudit.model.id_table import Layer
 from tokaudit.model.text import TokenText
 from tokaudit.model.loaders import compacted_added_ids, smg_detects_kimi, tokenizers_added_ids
 from tokaudit.model.tokenizer_model import REMOTE_CODE, TokenizerModel
-from tokaudit.report.finding import Finding, Severity
+from tokaudit.report.finding import Finding
 from tokaudit.report.text import plural, token_text
 
 
@@ -20,7 +20,7 @@ def _claim(layer: Layer, token: bytes) -> dict[str, Any]:
     return {"artifact": layer.artifact, "rule": layer.rule, "token": token_text(token)}
 
 
-@rule("TA102", "id-collision", Severity.ERROR, "Two different tokens claim one id, across artifacts or because a loader reassigns an added token.")
+@rule("TA102")
 def id_collision(model: TokenizerModel) -> Iterator[Finding]:
     claims: dict[int, list[dict[str, Any]]] = {}
 
@@ -72,7 +72,7 @@ def id_collision(model: TokenizerModel) -> Iterator[Finding]:
     )
 
 
-@rule("TA103", "id-drift", Severity.WARNING, "An added token's declared id differs from the id a loader gives its content.")
+@rule("TA103")
 def id_drift(model: TokenizerModel) -> Iterator[Finding]:
     a = model.artifacts
     drifts: dict[str, list[dict[str, Any]]] = {}
@@ -122,7 +122,7 @@ def _first_source(moved: list[dict[str, Any]]) -> Any:
     return Provenance(src["file"], src.get("line"), src.get("key"))
 
 
-@rule("TA105", "placeholder-encodable", Severity.WARNING, "Reserved placeholder tokens that plain user text encodes to a control id.")
+@rule("TA105")
 def placeholder_encodable(model: TokenizerModel) -> Iterator[Finding]:
     found: dict[int, bytes] = {}
     by_profile: dict[str, int] = {}

@@ -26,7 +26,7 @@ SEVERITY_RULE = (
 )
 
 
-@rule("TA101", "vocab-gap", Severity.ERROR, "Ids inside the declared vocabulary that a loader cannot map (error when a loader's decoder raises or panics on them, warning when every loader drops them).")
+@rule("TA101")
 def vocab_gap(model: TokenizerModel) -> Iterator[Finding]:
     size = model.checked_size
     gaps = model.files.mapped.complement(size)
@@ -91,7 +91,7 @@ def vocab_gap(model: TokenizerModel) -> Iterator[Finding]:
     )
 
 
-@rule("TA104", "size-mismatch", Severity.ERROR, "Mapped ids at or beyond the declared size, or embedding rows that differ from vocab_size.")
+@rule("TA104")
 def size_mismatch(model: TokenizerModel) -> Iterator[Finding]:
     size = model.declared.size
     if size is not None:

@@ -36,7 +36,7 @@ def _who(engine: str) -> str:
     return {"fancy-regex": "tiktoken (fancy-regex)", "oniguruma": "tokenizers (Oniguruma)", "regex": "Python regex"}[engine]
 
 
-@rule("TA305", "pattern-portability", Severity.WARNING, "The pre-tokenizer pattern splits text differently in another regex engine.")
+@rule("TA305")
 def pattern_portability(model: TokenizerModel) -> Iterator[Finding]:
     for pattern in _patterns(model):
         if len(pattern.regex) > MAX_PATTERN_CHARS:

@@ -33,7 +33,7 @@ def _text_of(model: TokenizerModel, token_id: int) -> str | None:
     return None
 
 
-@rule("TA201", "special-token-missing", Severity.ERROR, "A bos/eos/pad/unk token named in a config file is not in the vocabulary or points into a gap.")
+@rule("TA201")
 def special_token_missing(model: TokenizerModel) -> Iterator[Finding]:
     a = model.artifacts
     size = model.checked_size
@@ -108,7 +108,7 @@ def _fmt(entry: dict[str, Any]) -> str:
     return f"{entry['source']} {pairs or entry['tokens'][0] + ' (not a token)'}"
 
 
-@rule("TA202", "eos-mismatch", Severity.WARNING, "End-of-sequence sets disagree across the configs and the chat template's turn terminator.")
+@rule("TA202")
 def eos_mismatch(model: TokenizerModel) -> Iterator[Finding]:
     sets = _eos_sets(model)
     term = turn_terminator(model)
@@ -176,7 +176,7 @@ def html_vocabulary(tokens: list[AddedToken]) -> set[str]:
     return set(names) if len(set(names.values())) >= MIN_HTML_FAMILY else set()
 
 
-@rule("TA203", "control-token-not-special", Severity.WARNING, "Added tokens shaped like control tokens but marked special: false.")
+@rule("TA203")
 def control_token_not_special(model: TokenizerModel) -> Iterator[Finding]:
     plain = [t for t in _primary_added(model) if t.special is False and t.id is not None and looks_control(t.content)]
     markup = html_vocabulary(plain)
@@ -214,7 +214,7 @@ _FLAG_EFFECT = {
 }
 
 
-@rule("TA204", "added-token-flags-mismatch", Severity.WARNING, "special/lstrip/rstrip/normalized/single_word differ between tokenizer.json and tokenizer_config.json.")
+@rule("TA204")
 def added_token_flags_mismatch(model: TokenizerModel) -> Iterator[Finding]:
     a = model.artifacts
     if a.tokenizer_json is None or a.tokenizer_config is None:
@@ -239,14 +239,14 @@ def added_token_flags_mismatch(model: TokenizerModel) -> Iterator[Finding]:
         )
 
 
-@rule("TA205", "template-token-unregistered", Severity.ERROR, "A control-token literal in the chat template is not a registered token or encodes to several ids.")
+@rule("TA205")
 def template_token_unregistered(model: TokenizerModel) -> Iterator[Finding]:
     """The static half of the template family's literal check (TA804 checks rendered prompts with the same
     classifier, so the two never disagree): bare tags no file registers are prose, not control tokens."""
     markers = template_markers(model)
     if not markers:
         return
-    from tokaudit.template.literals import LiteralClassifier
+    from tokaudit.checks.literals import LiteralClassifier
 
     classifier = LiteralClassifier(model)
     for marker in markers:

@@ -42,7 +42,7 @@ def _partial_utf8_ids(vocab: Mapping[int, bytes]) -> list[int]:
     return sorted(bad)
 
 
-@rule("TA401", "partial-utf8-token", Severity.NOTE, "Tokens that are not valid UTF-8 on their own; streaming must hold their bytes.")
+@rule("TA401")
 def partial_utf8_token(model: TokenizerModel) -> Iterator[Finding]:
     vocab = model.base.tokens
     bad = partial_utf8_ids(vocab)
@@ -85,7 +85,7 @@ def _encoder(model: TokenizerModel) -> tuple[str, Any] | str | None:
     return None
 
 
-@rule("TA402", "unreachable-token", Severity.WARNING, "Tokens that never come out of encoding their own text (Magikarp's categories).", deep=True)
+@rule("TA402", deep=True)
 def unreachable_token(model: TokenizerModel) -> Iterator[Finding]:
     found = _encoder(model)
     if found is None:

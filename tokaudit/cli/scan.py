@@ -57,7 +57,6 @@ def scan(
     """Check a tokenizer's id space, special tokens and artifacts for problems that break serving stacks."""
     with handle_errors(debug):
         from tokaudit.checks.progress import reporting_to
-        from tokaudit.checks.registry import all_rules
         from tokaudit.config import load_config
         from tokaudit.errors import InputError
         from tokaudit.fleet import read_target_list
@@ -65,10 +64,11 @@ def scan(
         from tokaudit.report.finding import Finding
         from tokaudit.report.policy import META_CODES, Selection, apply_policy, split_selectors, validate
         from tokaudit.report.report import Report, TargetResult
+        from tokaudit.rules import all_rules
         from tokaudit.scan import load_model, scan_model, scan_targets
 
         config = load_config()
-        known = [(r.code, r.name) for r in all_rules()] + [(code, meta[0]) for code, meta in META_CODES.items()]
+        known = [(r.code, r.name) for r in all_rules()] + [(meta.code, meta.name) for meta in META_CODES]
         cli_select, cli_ignore = split_selectors(select), split_selectors(ignore)
         validate(cli_select, known, "--select")
         validate(cli_ignore, known, "--ignore")

@@ -57,7 +57,7 @@ def template(
         from tokaudit.template.analysis import CODES
         from tokaudit.template.run import TemplateOptions, parse_engine_list, template_model
 
-        known = [(code, meta[0]) for code, meta in CODES.items()]
+        known = [(code, meta.name) for code, meta in CODES.items()]
         cli_select, cli_ignore = split_selectors(select), split_selectors(ignore)
         validate(cli_select, known, "--select")
         validate(cli_ignore, known, "--ignore")

@@ -357,14 +357,14 @@ def fallback_findings(model: TokenizerModel, loaded: list[LoadedBackend]) -> lis
     tj = model.artifacts.tokenizer_json
     if tj is None or not any(lb.name == "fastokens" and lb.unavailable for lb in loaded):
         return []
-    from tokaudit.catalog import CATALOG
     from tokaudit.model.fastokens_probe import cached_probe, fallback_details, fallback_message
+    from tokaudit.report.finding import catalog_code
 
     probe = cached_probe(tj.path)
     if probe is None or probe.error is None:  # not installed, or not the file's fault
         return []
-    info = CATALOG["TA306"]
-    return [Finding(info.code, info.name, Severity(info.severity), fallback_message(probe, tj.name),
+    code = catalog_code("TA306")  # the scan rule's code: the same fallback, found by compare's own load
+    return [Finding(code.code, code.name, code.severity, fallback_message(probe, tj.name),
                     Provenance(tj.name), None, fallback_details(probe), model.target)]
 
 

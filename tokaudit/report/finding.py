@@ -7,6 +7,7 @@ from enum import Enum
 from typing import Any
 
 from tokaudit.artifacts.base import Provenance
+from tokaudit.catalog import CATALOG
 from tokaudit.ids import IdRanges
 
 
@@ -50,3 +51,29 @@ class Finding:
         out["count"] = self.ids.count if self.ids is not None else None
         out["details"] = self.details
         return out
+
+
+@dataclass(frozen=True)
+class Code:
+    """A finding code as the catalog (:mod:`tokaudit.catalog`) writes it, its default severity a :class:`Severity`."""
+
+    code: str
+    name: str
+    severity: Severity
+    summary: str
+
+    def finding(self, message: str, **kwargs: Any) -> Finding:
+        """A finding of this code with its name and default severity (``severity=`` overrides it)."""
+        kwargs.setdefault("severity", self.severity)
+        return Finding(self.code, self.name, message=message, **kwargs)
+
+
+def catalog_code(code: str) -> Code:
+    """The catalog's entry for ``code`` (KeyError for a code the catalog does not list)."""
+    info = CATALOG[code]
+    return Code(info.code, info.name, Severity(info.severity), info.summary)
+
+
+def catalog_codes(*codes: str) -> tuple[Code, ...]:
+    """:func:`catalog_code` of each, in order (a module's family of codes)."""
+    return tuple(map(catalog_code, codes))

@@ -17,12 +17,12 @@ from tokaudit.artifacts.base import Provenance
 from tokaudit.config import Config, TargetIgnore
 from tokaudit.errors import InputError
 from tokaudit.report.baseline import fingerprint, normalize_target
-from tokaudit.report.finding import Finding, Severity
+from tokaudit.report.finding import Finding, catalog_code
 
-#: Codes tokaudit itself emits about its configuration (TA0xx): code -> (name, severity, summary).
-META_CODES = {
-    "TA001": ("unused-suppression", Severity.NOTE, "A per-target ignore in [tool.tokaudit] matched no finding."),
-}
+#: The TA001 finding: a per-target ignore that matched nothing.
+UNUSED_SUPPRESSION = catalog_code("TA001")
+#: Codes tokaudit itself emits about its configuration (TA0xx).
+META_CODES = (UNUSED_SUPPRESSION,)
 
 _CODE_PREFIX = re.compile(r"(?i)TA\d{0,3}|ALL")
 
@@ -119,7 +119,7 @@ def apply_policy(
             continue
         kept.append(f)
 
-    name, severity, _ = META_CODES["TA001"]
+    name, severity = UNUSED_SUPPRESSION.name, UNUSED_SUPPRESSION.severity
     for entry in config.per_target_ignores:
         ran = any(matches(r, c, n) for r in entry.rules for c, n in rules_run)
         hit = [t for t in targets if _target_matches(entry, t, config_dir)]

@@ -324,21 +324,33 @@ def _parse_jsonl(lines: Callable[[], Iterable[str]], source: str) -> list[Sequen
     return steps if steps is not None else _jsonl_line_by_line(lines(), source)
 
 
-def _jsonl_in_bulk(lines: Iterable[str]) -> list[Sequence[int]] | None:
+def _jsonl_values(lines: Iterable[str]) -> Iterator[Any]:
     """The common case at C speed: every line an array of ids, or an object whose first ID_KEYS key holds one,
-    every id an int in range, within the budget. None otherwise: the line parser then reads the text, and
-    names the line of any error."""
-    steps = []
+    every id an int in range, within the budget (see :func:`_in_bulk`; anything else yields None)."""
+    for line in filter(str.strip, lines):
+        if has_lone_surrogate_escape(line):
+            yield None
+            return
+        value = STRICT_JSON.decode(line)  # each object is freed as the next line is read
+        if isinstance(value, dict):
+            value = next((value[key] for key in ID_KEYS if value.get(key) is not None), None)
+        yield value  # not a list (a single id under a key, OpenAI choices, an error): the line parser
+
+
+def _jsonl_in_bulk(lines: Iterable[str]) -> list[Sequence[int]] | None:
+    return _in_bulk(_jsonl_values(lines))
+
+
+def _in_bulk(values: Iterator[Any]) -> list[Sequence[int]] | None:
+    """The steps a bulk reader yields, if each is a list, all of them within MAX_STREAM_IDS and every id an int in
+    range (checked in C at the end). None otherwise: the line parser then reads the text, and names the line of
+    any error."""
+    steps: list[Sequence[int]] = []
     total = 0
     try:
-        for line in filter(str.strip, lines):
-            if has_lone_surrogate_escape(line):
-                return None
-            value = STRICT_JSON.decode(line)  # each object is freed as the next line is read
-            if isinstance(value, dict):
-                value = next((value[key] for key in ID_KEYS if value.get(key) is not None), None)
+        for value in values:
             if not isinstance(value, list):
-                return None  # a single id under a key, OpenAI choices, or an error: the line parser
+                return None
             steps.append(value)
             total += len(value)
             if total > MAX_STREAM_IDS:
@@ -423,46 +435,41 @@ def _parse_sse(lines: Callable[[], Iterable[str]], source: str) -> list[Sequence
 
 
 def _sse_in_bulk(lines: Iterable[str]) -> list[Sequence[int]] | None:
+    return _in_bulk(_sse_values(lines))
+
+
+def _sse_values(lines: Iterable[str]) -> Iterator[Any]:
     """The common capture with less work per event: ``data:`` lines of chunks with at most one choice,
-    whose ids are a list under an ID_KEYS key of the choice, of its ``delta``, or of the chunk; ids checked
-    in C at the end. None at anything else (the line parser then reads the capture, and names any error)."""
-    steps: list[Sequence[int]] = []
-    total = 0
+    whose ids are a list under an ID_KEYS key of the choice, of its ``delta``, or of the chunk (see
+    :func:`_in_bulk`; anything else yields None)."""
     done = False
-    try:
-        for line in lines:
-            if not line.startswith("data:"):
-                stripped = line.strip()
-                if not stripped or stripped.startswith(":") or stripped.split(":", 1)[0] in ("event", "id", "retry"):
-                    continue
-                return None
-            payload = line[5:].strip()
-            if payload == "[DONE]":
-                done = True
+    for line in lines:
+        if not line.startswith("data:"):
+            stripped = line.strip()
+            if not stripped or stripped.startswith(":") or stripped.split(":", 1)[0] in ("event", "id", "retry"):
                 continue
-            event = STRICT_JSON.decode(payload)
-            if done or not isinstance(event, dict):
-                return None
-            choices = event.get("choices")
-            holders: list[Any] = [event]
-            if isinstance(choices, list) and choices:
-                choice = choices[0]
-                index = choice.get("index", 0) if isinstance(choice, dict) else None
-                if len(choices) > 1 or type(index) is not int:
-                    return None
-                holders = [choice, choice.get("delta"), event]
-            ids = next((h[key] for h in holders if isinstance(h, dict) for key in ID_KEYS if h.get(key) is not None), None)
-            if ids is None:
-                continue
-            if not isinstance(ids, list):
-                return None
-            steps.append(ids)
-            total += len(ids)
-            if total > MAX_STREAM_IDS:
-                return None
-    except (ValueError, RecursionError):  # invalid JSON, NaN, a huge integer, deep nesting
-        return None
-    return steps if _all_token_ids(steps) else None
+            yield None
+            return
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            done = True
+            continue
+        event = STRICT_JSON.decode(payload)
+        if done or not isinstance(event, dict):
+            yield None
+            return
+        choices = event.get("choices")
+        holders: list[Any] = [event]
+        if isinstance(choices, list) and choices:
+            choice = choices[0]
+            index = choice.get("index", 0) if isinstance(choice, dict) else None
+            if len(choices) > 1 or type(index) is not int:
+                yield None
+                return
+            holders = [choice, choice.get("delta"), event]
+        ids = next((h[key] for h in holders if isinstance(h, dict) for key in ID_KEYS if h.get(key) is not None), None)
+        if ids is not None:
+            yield ids
 
 
 def _sse_line_by_line(lines: Iterable[str], source: str) -> list[Sequence[int]]:

@@ -9,12 +9,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tokaudit.artifacts.base import Provenance
+from tokaudit.checks.literals import LiteralClassifier, literals_in
 from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel
-from tokaudit.report.finding import Finding, Severity
+from tokaudit.report.finding import Code, Finding, Severity, catalog_codes
 from tokaudit.template.conversations import SENTINEL, Conversation
 from tokaudit.template.engines import SIZE_BOMB, Budget, Engine, Render
-from tokaudit.template.literals import LiteralClassifier, literals_in
 from tokaudit.template.serving import ServingEncoder
 from tokaudit.template.source import TemplateSource
 
@@ -24,20 +24,12 @@ TOTAL_SPENT = "this engine may spend on one template"
 #: Characters of context on each side of a difference in an excerpt.
 EXCERPT = 40
 
-#: code -> (name, default severity, one-line summary): the stable TA8xx contract.
-CODES: dict[str, tuple[str, Severity, str]] = {
-    "TA801": ("template-render-error", Severity.ERROR, "An engine fails to render a built-in conversation."),
-    "TA802": ("template-engine-divergence", Severity.ERROR, "The template engines render different text (error when the tokens differ)."),
-    "TA803": ("double-bos", Severity.ERROR, "The rendered prompt, tokenized as the serving stack does, starts with two BOS ids."),
-    "TA804": ("template-token-split", Severity.ERROR, "A control-token literal in the rendered prompt does not encode to its one registered id."),
-    "TA805": ("generation-prompt", Severity.WARNING, "The generation prompt does not end with the assistant header the template writes before an assistant turn."),
-}
+#: The TA8xx family (names, severities and summaries are the catalog's).
+CODES: dict[str, Code] = {c.code: c for c in catalog_codes("TA801", "TA802", "TA803", "TA804", "TA805")}
 
 
 def finding(code: str, message: str, **kwargs: Any) -> Finding:
-    name, severity, _ = CODES[code]
-    kwargs.setdefault("severity", severity)
-    return Finding(code, name, message=message, **kwargs)
+    return CODES[code].finding(message, **kwargs)
 
 
 @dataclass

@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from threading import Lock
 
+from tokaudit.checks.literals import LiteralClassifier
 from tokaudit.checks.registry import rule
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding
 from tokaudit.template.analysis import CODES, analyse, render_template
 from tokaudit.template.conversations import builtin_conversations
 from tokaudit.template.engines import ENGINE_NAMES, Budget, make_engines
-from tokaudit.template.literals import LiteralClassifier
 from tokaudit.template.source import model_templates, special_token_context
 
 #: Inside scan a hostile template costs at most about a second per engine.
@@ -49,13 +49,11 @@ def template_findings(model: TokenizerModel) -> list[Finding]:
 
 
 def _register(code: str) -> None:
-    name, severity, summary = CODES[code]
-
     def check(model: TokenizerModel) -> Iterator[Finding]:
         yield from (f for f in template_findings(model) if f.code == code)
 
-    check.__name__ = name.replace("-", "_")
-    rule(code, name, severity, summary)(check)
+    check.__name__ = CODES[code].name.replace("-", "_")
+    rule(code)(check)
 
 
 for _code in CODES:

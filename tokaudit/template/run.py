@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tokaudit.checks.literals import LiteralClassifier, literals_in
 from tokaudit.errors import InputError
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding
@@ -13,7 +14,6 @@ from tokaudit.report.report import TargetResult
 from tokaudit.template.analysis import ConversationRun, TemplateRun, analyse, excerpt, first_difference, render_template, tokens_of
 from tokaudit.template.conversations import builtin_conversations, load_messages, load_tools, with_tools
 from tokaudit.template.engines import ENGINE_NAMES, Budget, engine_info, make_engines
-from tokaudit.template.literals import LiteralClassifier, literals_in
 from tokaudit.template.serving import ServingEncoder
 from tokaudit.template.source import file_template, model_templates, special_token_context
 

@@ -1,0 +1,71 @@
+"""Every import inside tokaudit points down the layers ARCHITECTURE.md draws (module-level and
+function-level imports alike), read from the source with ``ast``."""
+
+from __future__ import annotations
+
+import ast
+
+from conftest import ROOT
+
+#: Lowest first; a package may import the ones in the layers below its own.
+LAYERS = (
+    {"__init__", "errors", "ids", "catalog", "collector"},
+    {"artifacts", "fleet"},
+    {"source", "config", "model"},
+    {"backends", "report"},
+    {"checks"},
+    {"compare", "stream", "template"},
+    {"oncall"},  # explain answers unknown ids as compare does
+    {"rules"},
+    {"scan"},
+    {"cli"},
+    {"__main__"},
+)
+RANK = {name: rank for rank, layer in enumerate(LAYERS) for name in layer}
+
+
+def _unit(module: str) -> str:
+    """The package (or top-level module) a ``tokaudit.x.y`` module belongs to."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def imports_by_unit() -> set[tuple[str, str, str]]:
+    """(importing unit, imported unit, file) for every import of another unit."""
+    out = set()
+    package = ROOT / "tokaudit"
+    for path in package.rglob("*.py"):
+        rel = path.relative_to(package)
+        source = rel.parts[0] if len(rel.parts) > 1 else rel.stem
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "tokaudit":
+                targets = [node.module] if "." in node.module else [f"tokaudit.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name.split(".")[0] == "tokaudit"]
+            else:
+                continue
+            for target in targets:
+                unit = _unit(target)
+                if not (package / unit).is_dir() and not (package / f"{unit}.py").is_file():
+                    unit = "__init__"  # ``from tokaudit import __version__``
+                if unit != source:
+                    out.add((source, unit, str(rel)))
+    return out
+
+
+def test_every_unit_has_a_layer() -> None:
+    package = ROOT / "tokaudit"
+    units = {p.stem for p in package.iterdir() if p.suffix == ".py" or p.is_dir() and any(p.glob("*.py"))}
+    assert sorted(units - set(RANK)) == []
+
+
+def test_every_import_points_down() -> None:
+    edges = imports_by_unit()
+    assert len(edges) > 50
+    assert sorted((src, dst, f) for src, dst, f in edges if RANK[dst] >= RANK[src]) == []
+
+
+def test_checks_import_neither_template_nor_the_commands() -> None:
+    """Issue 23: the registry used to import the template rules (the rule list now lives in tokaudit.rules)."""
+    edges = imports_by_unit()
+    assert {dst for src, dst, _ in edges if src == "checks"} <= {"artifacts", "backends", "ids", "model", "report", "errors", "catalog", "collector"}
