@@ -110,3 +110,26 @@ def test_detokenize_port_equals_llamacpp_on_the_golden_ids(vocab_files: dict[str
                 assert strict.decode(list(case.ids), skip) == real.decode(list(case.ids), skip), (name, case.where, skip)
             checked += 1
     assert checked == 694
+
+
+@pytest.mark.parametrize(("hf_dir", "vocab", "findings"), [
+    # llama.cpp's llama-bpe family forces add_bos; the @lenml Llama 3 tokenizer.json's post-processor is a bare
+    # ByteLevel (it adds no <|begin_of_text|>, unlike Meta's TemplateProcessing): a true difference of these files
+    ("llama3", "llama-bpe", [("TA703", "warning", [[128000, 128000]])]),
+    # every id, type, merge (50,000), the pre-tokenizer: faithful
+    ("gpt2-json", "gpt-2", []),
+])
+def test_diff_hf_and_gguf_of_the_same_model(hf_dir: str, vocab: str, findings: list, vocab_files: dict[str, Path]) -> None:
+    import json
+
+    from conftest import run_cli
+
+    hf = fetch_module().default_cache() / "models" / hf_dir
+    result = run_cli("diff", str(hf), str(vocab_files[vocab]), "--format", "json")
+    doc = json.loads(result.stdout)
+    assert [(f["code"], f["severity"], f["ids"]) for f in doc["findings"]] == findings
+    d = doc["diff"]
+    assert (d["mismatched"], d["gguf_only"], d["type_flag_mismatches"], d["merges"]["first_difference"], d["pre"]["matches"]) == (0, 0, 0, None, True)
+    assert result.exit_code == 0
+    if findings:
+        assert d["specials"] == [{"subject": "add_bos", "id": 128000, "hf": False, "gguf": True, "gguf_origin": "pre-tokenizer llama-bpe"}]

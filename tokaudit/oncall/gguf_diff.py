@@ -65,6 +65,8 @@ def _specials(hf: TokenizerModel, g: GGUFTokenizer, load: LlamaCppLoad) -> list[
 
     rows = []
     for name, (hf_id, content) in _hf_special_ids(hf).items():
+        if name == "unk" and load.vocab_type == "BPE":
+            continue  # llama.cpp's BPE falls back to byte tokens, never to unk: the id is unused
         gguf_id = load.id_of(name)
         if hf_id != gguf_id:
             rows.append({"subject": f"{name}_id", "hf": hf_id, "hf_token": content, "gguf": gguf_id,
@@ -72,7 +74,7 @@ def _specials(hf: TokenizerModel, g: GGUFTokenizer, load: LlamaCppLoad) -> list[
                          "gguf_origin": load.special[name].origin})
     hf_adds_bos = prepended(hf) is not None
     if hf_adds_bos != bool(load.flags.get("add_bos")):
-        rows.append({"subject": "add_bos", "hf": hf_adds_bos, "gguf": load.flags.get("add_bos"),
+        rows.append({"subject": "add_bos", "id": load.id_of("bos"), "hf": hf_adds_bos, "gguf": load.flags.get("add_bos"),
                      "gguf_origin": load.flag_origin.get("add_bos")})
     return rows
 
@@ -150,7 +152,7 @@ def _findings(g: GGUFTokenizer, a: dict[int, bytes], b: dict[int, bytes], differ
             severity=severity, location=g.source("tokenizer.ggml.token_type"), ids=ranges,
             details={"tokens": [{"id": i, "token": c, "type": kind, "special": s} for i, c, kind, s in types[:64]]}))
     if specials:
-        ids = [v for row in specials for v in (row.get("hf"), row.get("gguf")) if isinstance(v, int) and not isinstance(v, bool)]
+        ids = [v for row in specials for v in (row.get("hf"), row.get("gguf"), row.get("id")) if isinstance(v, int) and not isinstance(v, bool)]
         shown = "; ".join(_special_text(row) for row in specials)
         out.append(Finding(SPECIAL_TOKEN_DIVERGENCE.code, SPECIAL_TOKEN_DIVERGENCE.name, SPECIAL_TOKEN_DIVERGENCE.severity,
                            f"special tokens differ between the HF files and {g.path.name}: {shown}. The GGUF adds, stops on or "
