@@ -223,3 +223,22 @@ def test_sentencepiece_combining_marks_mismatch_is_true(real_dirs: dict[str, Pat
     converted = SpmConverter.build_tokenizer_from_spm_proto(proto, vocab)
     ours, _ = tokenizer_from_sentencepiece(model)
     assert converted.encode(text, add_special_tokens=False).ids == ours.encode(text, add_special_tokens=False).ids
+
+
+def test_truncated_gpt2_vocab_round_trips(real_dirs: dict[str, Path], tmp_path: Path) -> None:
+    """The reported roundtrip-failure on a 1000-entry GPT-2-style vocabulary does not reproduce: GPT-2's own
+    vocab.json cut to ids 0..999 with the 744 merges that stay inside it (its tokenizer_config still names
+    <|endoftext|>, which the cut drops) compares with no error, hf and transformers' GPT2Tokenizer agreeing."""
+    src = real_dirs["gpt2-vocab-merges"]
+    vocab = {token: i for token, i in json.loads((src / "vocab.json").read_text(encoding="utf-8")).items() if i < 1000}
+    lines = (src / "merges.txt").read_text(encoding="utf-8").splitlines()
+    merges = [line for line in lines[1:] if line and all(p in vocab for p in (*line.split(" "), line.replace(" ", "")))]
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    (tmp_path / "merges.txt").write_text("\n".join([lines[0], *merges]) + "\n", encoding="utf-8")
+    (tmp_path / "tokenizer_config.json").write_bytes((src / "tokenizer_config.json").read_bytes())
+    assert len(merges) == 744
+    result = run_cli("compare", str(tmp_path), "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert [f for f in doc["findings"] if f["severity"] != "note"] == []
+    assert {b["name"] for b in doc["backends"] if b["available"]} >= {"hf", "transformers-fast"}
