@@ -145,7 +145,7 @@ def test_gemma3_double_bos_is_a_warning(real_dirs: dict[str, Path]) -> None:
     found = [f for f in _findings("template", str(real_dirs["gemma3"])) if f["code"] == "TA803"]
     assert [(f["severity"], f["ids"], f["details"]["first_ids"], f["details"]["added_by"]) for f in found] == [
         ("warning", [[2, 2]], [2, 2, 105, 2364], "tokenizer.json post_processor")]
-    assert found[0]["details"]["stacks_not_hit"] == ["vLLM", "SGLang", "TGI", "llama.cpp server"]
+    assert (found[0]["details"]["stacks_hit"], found[0]["details"]["stacks_not_hit"]) == ([], ["vLLM", "SGLang", "TGI", "llama.cpp server"])
     tok = Tokenizer.from_file(str(real_dirs["gemma3"] / "tokenizer.json"))
     prompt = "<bos><start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\n"
     assert tok.encode(prompt).ids[:4] == [2, 2, 105, 2364]

@@ -326,7 +326,7 @@ def double_bos(model: TokenizerModel, runs: list[TemplateRun], encoder: ServingE
         details={"subject": crun.template.name, "conversation": crun.label, "engine": r.engine, "token": prefix.token,
                  "token_id": prefix.token_id, "added_by": prefix.setting, "conversations": convs,
                  "first_ids": ids[:4] if ids is not None else None, "excerpt": excerpt(r.text or "", 0),
-                 "stacks_hit": "clients that tokenize the rendered text with special tokens", "stacks_not_hit": ["vLLM", "SGLang", "TGI", "llama.cpp server"]},
+                 "stacks_hit": [], "stacks_not_hit": ["vLLM", "SGLang", "TGI", "llama.cpp server"]},
     )]
 
 
