@@ -87,9 +87,13 @@ def test_tiktoken_drops_text_its_pattern_does_not_match_and_hf_keeps_it(tmp_path
     code, doc = _json("compare", str(tmp_path / "tiktoken.model"), "--backends", "tiktoken,hf", "--pat-str", r"[a-z]+", "--unicode-sweep", "off")
     p = doc["pairs"][0]
     assert code == 1 and p["encode_mismatch_real"] > 0 and p["encode_mismatch_real"] == p["encode_mismatch"] - p["encode_mismatch_benign"]
-    assert {f["name"] for f in doc["findings"]} >= {"encode-mismatch", "roundtrip-failure"}
-    own = [f for f in doc["findings"] if f["name"] == "roundtrip-failure" and f["details"].get("backend") == "tiktoken"]
-    assert own and own[0]["details"]["examples"][0]["case"] == "builtin:scripts/english"
+    # one cause: tiktoken's own round trip loses the text exactly where its ids differ from hf's (and hf's holds
+    # there), so the loss is a consequence listed in the one encode-mismatch, not a second error
+    errors = [f for f in doc["findings"] if f["severity"] == "error"]
+    assert [f["name"] for f in errors] == ["encode-mismatch"]
+    own = errors[0]["details"]["consequences"]["roundtrip_failure"]
+    assert own["backend"] == "tiktoken" and own["examples"][0]["case"] == "builtin:scripts/english"
+    assert "Consequence: tiktoken's own decode(encode(text)) loses the text in " in errors[0]["message"]
 
 
 def _json(*args: str) -> tuple[int, dict]:

@@ -63,13 +63,18 @@ def test_one_changed_regex_alternative_is_an_encode_mismatch_with_a_readable_exa
     assert first["text"] == "…pple工作1314151天～ Hello世界 abc中文def…"
     assert (first["a"]["tokens"], first["a"]["ids"]) == (["1", "3", "1", "4"], [49, 51, 49, 52])
     assert (first["b"]["tokens"], first["b"]["ids"]) == (["1", "3", "14"], [49, 51, 919])
+    # one cause (hf's changed regex), one finding: tiktoken and reference agree on every case, so the two
+    # pair differences are hf's
     mismatch = [f for f in doc["findings"] if f["code"] == "TA601"]
-    assert [f["details"]["backends"] for f in mismatch] == [["tiktoken", "hf"], ["hf", "reference"]]
+    assert [f["details"]["backends"] for f in mismatch] == [["hf", "tiktoken", "reference"]]
+    assert (mismatch[0]["details"]["outlier"], mismatch[0]["details"]["agreeing"]) == ("hf", ["tiktoken", "reference"])
+    assert [p["backends"] for p in mismatch[0]["details"]["pairs"]] == [["tiktoken", "hf"], ["hf", "reference"]]
     assert mismatch[0]["severity"] == "error"
     assert mismatch[0]["message"] == (
-        "tiktoken vs hf: 4 of 475 cases encode to different ids (4 benign: same decoded text, different ids; "
-        "0 real: the decoded text differs). First, builtin:scripts/mixed at \"…pple工作1314151天～ Hello世界 abc中文def…\": "
-        "tiktoken '1' '3' '1' '4' (ids 49, 51, 49, 52) vs hf '1' '3' '14' (ids 49, 51, 919)"
+        "hf alone encodes 4 of 475 cases to other ids than tiktoken, reference (which agree with each other on every case), "
+        "so the cause is in hf: 4 benign (same decoded text), 0 real (the decoded text differs). First, builtin:scripts/mixed "
+        "at \"…pple工作1314151天～ Hello世界 abc中文def…\": hf '1' '3' '14' (ids 49, 51, 919) vs tiktoken '1' '3' '1' '4' "
+        "(ids 49, 51, 49, 52)"
     )
 
 

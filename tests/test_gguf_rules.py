@@ -132,7 +132,7 @@ def test_double_bos_is_a_warning_on_a_gguf() -> None:
     """llama.cpp's server strips a leading BOS the template wrote when add_bos is on (common/chat.cpp:959)."""
     code, doc = _scan(GGUF / "double-bos.gguf")
     f = _one(doc, "TA803")
-    assert f["severity"] == "warning" and "llama.cpp's server strips that leading BOS" in f["message"]
+    assert f["severity"] == "warning" and "llama.cpp's server strips the leading BOS" in f["message"]
     assert f["details"]["token"] == "<|endoftext|>" and f["details"]["token_id"] == 997
 
 

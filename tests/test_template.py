@@ -109,6 +109,11 @@ def test_qwen_tools_tojson_divergence_and_prose_tags() -> None:
     f = doc["findings"][0]
     assert f["details"]["position"] == 319 and f["details"]["chars"] == {"jinja2": "<", "minijinja": "\\"}
     assert "\\u003ccelsius" in f["details"]["excerpts"]["minijinja"]
+    # an error because a real gateway prompts with it: TGI keeps MiniJinja's tojson, smg overrides it
+    assert {k: f["details"][k] for k in ("cause", "stacks_hit", "stacks_not_hit")} == {
+        "cause": "minijinja-tojson-escaping", "stacks_hit": ["TGI"], "stacks_not_hit": ["smg"]}
+    assert f["message"].endswith("TGI registers no tojson of its own, so it prompts with the minijinja text; "
+                                 "smg (SGLang's router) overrides tojson and is not hit.")
     conv = doc["conversations"][4]
     j2, mj = (r["text"] for r in conv["renders"])
     assert '"São Paulo <Centro>"' in j2 and '"São Paulo \\u003cCentro\\u003e"' in mj
@@ -126,17 +131,19 @@ def test_qwen_tools_tojson_divergence_and_prose_tags() -> None:
 def test_llama3_double_bos_whole_process() -> None:
     proc = subprocess.run([sys.executable, "-m", "tokaudit", "template", str(T / "llama3-double-bos"), "--format", "json"],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert proc.returncode == 1
+    assert proc.returncode == 0  # a warning: no serving stack's chat endpoint adds special tokens to the rendered prompt
     doc = json.loads(proc.stdout)
-    assert codes(doc) == [("TA803", "error")]
+    assert codes(doc) == [("TA803", "warning")]
     f = doc["findings"][0]
+    assert "vLLM, SGLang and TGI tokenize a chat prompt without special tokens and llama.cpp's server strips the leading BOS" in f["message"]
+    assert f["details"]["stacks_not_hit"] == ["vLLM", "SGLang", "TGI", "llama.cpp server"]
     assert f["ids"] == [[260, 260]] and f["details"]["added_by"] == "tokenizer.json post_processor"
     assert f["details"]["first_ids"][:2] == [260, 260] and len(f["details"]["conversations"]) == 10
     tok = Tokenizer.from_file(str(T / "llama3-double-bos" / "tokenizer.json"))
     text = doc["conversations"][0]["renders"][0]["text"]
     assert text.startswith("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n")
     assert doc["conversations"][0]["renders"][0]["ids"] == tok.encode(text).ids
-    assert proc.stderr == "tokaudit template: 1 error, 0 warnings, 0 notes\n"
+    assert proc.stderr == "tokaudit template: 0 errors, 1 warning, 0 notes\n"
     code, clean = template_json(T / "llama3")  # same template, no BOS from the post-processor
     assert code == 0 and clean["findings"] == []
     assert clean["conversations"][0]["renders"][0]["ids"][:2] == [260, 262]
@@ -224,7 +231,7 @@ def test_named_templates_are_each_rendered() -> None:
 def test_scan_runs_the_template_rules_by_default() -> None:
     out = run_cli("scan", str(T / "llama3-double-bos"), "--format", "json")
     doc = json.loads(out.stdout)
-    assert out.exit_code == 1 and [f["code"] for f in doc["findings"] if f["code"].startswith("TA8")] == ["TA803"]
+    assert out.exit_code == 0 and [(f["code"], f["severity"]) for f in doc["findings"] if f["code"].startswith("TA8")] == [("TA803", "warning")]
     assert {"TA801", "TA802", "TA803", "TA804", "TA805"} <= {r["code"] for r in doc["rules"]}
     assert [f["code"] for f in json.loads(run_cli("scan", str(T / "chatml"), "--format", "json").stdout)["findings"]
             if f["code"].startswith("TA8")] == []
@@ -284,7 +291,7 @@ def test_template_file_option_and_select(tmp_path: Path) -> None:
     path = tmp_path / "mine.jinja"
     path.write_text("{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}", encoding="utf-8")
     code, doc = template_json(T / "llama3-double-bos", "--template", str(path))
-    assert doc["template"] == {"source": "mine.jinja:1", "name": "mine"} and codes(doc)[0] == ("TA803", "error")
+    assert doc["template"] == {"source": "mine.jinja:1", "name": "mine"} and codes(doc)[0] == ("TA803", "warning")
     code, doc = template_json(T / "llama3-double-bos", "--template", str(path), "--ignore", "double-bos")
     assert code == 0 and doc["findings"] == []
 

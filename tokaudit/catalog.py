@@ -66,7 +66,7 @@ _ROWS = (
     ("TA703", "special-token-divergence", "warning", "Special tokens differ between the draft and the target (id, content or flag)."),
     ("TA801", "template-render-error", "error", "An engine fails to render a built-in conversation."),
     ("TA802", "template-engine-divergence", "error", "The template engines render different text (error when the tokens differ)."),
-    ("TA803", "double-bos", "error", "The rendered prompt, tokenized as the serving stack does, starts with two BOS ids."),
+    ("TA803", "double-bos", "warning", "The rendered prompt, tokenized with special tokens added, starts with two BOS ids."),
     ("TA804", "template-token-split", "error", "A control-token literal in the rendered prompt does not encode to its one registered id."),
     ("TA805", "generation-prompt", "warning", "The generation prompt does not end with the assistant header the template writes before an assistant turn."),
 )

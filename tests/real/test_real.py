@@ -38,24 +38,19 @@ TRUE_ERRORS: dict[str, dict[str, dict[tuple[str, str], str]]] = {
             "(the original Llama 3 Instruct release bug)",
         },
     },
-    "gemma3": {
-        "scan": {
-            ("TA803", "double-bos"): "the template writes {{ bos_token }} and tokenizer.json's TemplateProcessing prepends <bos>: "
-            "tokenizing the rendered prompt with special tokens (the default) feeds two BOS (a known Gemma pitfall)",
-        },
-    },
+    # gemma3's TA803 (double-bos) is true but a warning: see test_gemma3_double_bos_is_a_warning
     "qwen3": {
         "scan": {
             ("TA802", "template-engine-divergence"): "the template renders tools with tojson; minijinja's tojson escapes < > as "
-            "\\u003c \\u003e (HTML-safe) where transformers' does not, so a Rust gateway prompts with other text",
+            "\\u003c \\u003e (HTML-safe) where transformers' does not, and TGI renders with it (test_qwen3_tojson_...)",
         },
     },
     "mistral-7b-json": {
         "compare": {
-            ("TA601", "encode-mismatch"): "transformers 5.23 rebuilds LlamaTokenizer (tokenizer_class) with its own Metaspace "
+            # one cause, one finding: the round-trip loss is listed in it as a consequence (test_mistral_7b_... below)
+            ("TA601", "encode-mismatch"): "transformers 5.x rebuilds LlamaTokenizer (tokenizer_class) with its own Metaspace "
             "pipeline instead of tokenizer.json's Prepend+Replace normalizer: '  leading' encodes to [28705, ...] not [259, ...] "
-            "(checked with AutoTokenizer)",
-            ("TA603", "roundtrip-failure"): "the same transformers LlamaTokenizer decodes that encoding with one leading space lost",
+            "and decodes with one leading space lost (checked with AutoTokenizer)",
         },
     },
     # llama.cpp's own test vocabularies (vendor/llama.cpp/models of llama-cpp-python 0.3.36's sdist)
@@ -144,3 +139,124 @@ def test_compare_without_a_known_pattern_asks_for_pat_str(real_dirs: dict[str, P
     assert len(lines) == 1 and "pass --pat-str" in lines[0]
     # the file that lacks the pattern is named, not an option the user never passed
     assert lines[0].startswith(f"tokaudit: error: {Path(real_dirs['whisper-multilingual-tiktoken']) / 'multilingual.tiktoken'}: ")
+
+
+# -- each verified error finding, exactly, with the real library's evidence (issue 21 §5) --------------
+
+
+def _findings(command: str, *args: str) -> list[dict]:
+    result = run_cli(command, *args, "--format", "json")
+    assert result.exit_code in (0, 1), result.stderr
+    return json.loads(result.stdout)["findings"]
+
+
+def test_gemma3_double_bos_is_a_warning(real_dirs: dict[str, Path]) -> None:
+    """True, but no serving stack's chat endpoint is hit, so a warning. transformers 5.24.0 on these files:
+    tokenizer(apply_chat_template(msgs, tokenize=False)) -> [2, 2, 105, 2364, ...] (two <bos>), while
+    apply_chat_template(msgs, tokenize=True) -> [2, 105, 2364, 107] (it tokenizes without special tokens). The
+    stacks: vLLM's ChatCompletionRequest.add_special_tokens defaults to False (vllm/entrypoints/openai/protocol.py);
+    SGLang keeps add_special_tokens=False at its chat-template encode "to avoid double BOS" (serving_chat.py); TGI's
+    ChatRequest::try_into_generate sets add_special_tokens: false (router/src/lib.rs); llama.cpp's common/chat.cpp
+    strips a leading bos_token from the rendered text when the vocabulary adds BOS."""
+    from tokenizers import Tokenizer
+
+    found = [f for f in _findings("template", str(real_dirs["gemma3"])) if f["code"] == "TA803"]
+    assert [(f["severity"], f["ids"], f["details"]["first_ids"], f["details"]["added_by"]) for f in found] == [
+        ("warning", [[2, 2]], [2, 2, 105, 2364], "tokenizer.json post_processor")]
+    assert (found[0]["details"]["stacks_hit"], found[0]["details"]["stacks_not_hit"]) == ([], ["vLLM", "SGLang", "TGI", "llama.cpp server"])
+    tok = Tokenizer.from_file(str(real_dirs["gemma3"] / "tokenizer.json"))
+    prompt = "<bos><start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\n"
+    assert tok.encode(prompt).ids[:4] == [2, 2, 105, 2364]
+    assert tok.encode(prompt, add_special_tokens=False).ids[:4] == [2, 105, 2364, 107]
+
+
+def test_qwen3_tojson_divergence_is_an_error_tgi_prompts_with(real_dirs: dict[str, Path]) -> None:
+    """True and an error: the tool description "Units are <celsius> ..." goes through tojson; MiniJinja's own
+    tojson writes \\u003ccelsius\\u003e (HTML-safe) where transformers' json.dumps writes <celsius>. TGI
+    (router/src/infer/chat_template.rs) registers no tojson, so it prompts with the escaped text (token ids
+    differ from position 72: 289 vs 325 tokens); smg (crates/tokenizer/src/chat_template.rs) registers its own
+    tojson_filter (serde_json, no escaping) and is not hit."""
+    found = [f for f in _findings("template", str(real_dirs["qwen3"])) if f["code"] == "TA802"]
+    assert len(found) == 1
+    d = found[0]["details"]
+    assert (found[0]["severity"], d["conversations"], d["position"], d["token_position"], d["chars"]) == (
+        "error", ["tool-call", "tools-offered"], 319, 72, {"jinja2": "<", "minijinja": "\\"})
+    assert (d["cause"], d["stacks_hit"], d["stacks_not_hit"]) == ("minijinja-tojson-escaping", ["TGI"], ["smg"])
+    assert "(289 vs 325 tokens)" in found[0]["message"]
+
+
+def test_mistral_7b_space_loss_is_one_finding(real_dirs: dict[str, Path], corpus: Path) -> None:
+    """True, and one cause: transformers 5.24.0's AutoTokenizer rebuilds this tokenizer.json as LlamaTokenizer
+    (tokenizer_class) with a Metaspace(prepend_scheme=always, split=False) pre-tokenizer instead of the file's
+    Prepend+Replace normalizer: "   Hello" -> [259, 22557] ('▁▁' '▁Hello', decoded "  Hello") where tokenizers
+    on the file gives [2287, 22557]; "  leading" -> [28705, 5374] vs [259, 5374]. The encode difference and the
+    lost space are one finding, the loss listed as its consequence."""
+    found = _findings("compare", str(real_dirs["mistral-7b-json"]), "--no-builtin-corpus", "--corpus", str(corpus))
+    errors = [f for f in found if f["severity"] == "error"]
+    assert [(f["code"], f["details"]["backends"][0]) for f in errors] == [("TA601", "transformers-fast")]
+    d = errors[0]["details"]
+    ex = d["examples"][0]
+    assert (ex["case"], ex["text"]) == (f"{corpus}:9", "  leading and trailing s…")
+    sides = {d["examples_of"][0]: ex["a"]["ids"], d["examples_of"][1]: ex["b"]["ids"]}
+    assert (sides["hf"], sides["transformers-fast"]) == ([259], [28705])  # '▁▁' vs '▁', then the same ids
+    lost = d["consequences"]["roundtrip_failure"]
+    assert (lost["backend"], lost["failures"], lost["examples"][0]["case"]) == ("transformers-fast", 1, f"{corpus}:9")
+    assert not [f for f in found if f["code"] == "TA603" and f["details"].get("backend") == "transformers-fast"]
+
+
+@pytest.mark.parametrize(("name", "hf_ids", "sp_ids"), [
+    ("sp-unigram-botchan", [4, 0, 11], [4, 0, 4]),
+    ("sp-unigram-kyoto-ja", [7592, 6, 931], [7592, 6, 7838]),
+    ("sp-bpe-botchan", [931, 0, 5], [931, 0, 931]),
+])
+def test_sentencepiece_combining_marks_mismatch_is_true(real_dirs: dict[str, Path], tmp_path: Path, name: str,
+                                                        hf_ids: list[int], sp_ids: list[int]) -> None:
+    """True: on "a" + U+0300 U+0301 U+0302, tokenizers' Precompiled normalizer (0.23.3) leaves the text as it is
+    (and on "a" + U+0300 U+0301 drops the U+0301) where sentencepiece (0.2.x) composes "à" + U+0301 U+0302: the
+    charsmap is matched shortest-prefix per grapheme instead of longest-prefix over the bytes (huggingface/tokenizers
+    issues 2116 and 2334). It is not tokaudit's conversion: transformers 5.24.0's own converter for a bare
+    SentencePiece model (SpmConverter.build_tokenizer_from_spm_proto) gives exactly the hf backend's ids."""
+    from types import SimpleNamespace as NS
+
+    from transformers.convert_slow_tokenizer import SpmConverter
+
+    from tokaudit.backends.sentencepiece_backend import tokenizer_from_sentencepiece
+
+    text = "e\u0301 a\u0300\u0301\u0302 n\u0303 Z\u0335\u0327\u0328\u0311\u0306 \u0301\u0301 leading"
+    (tmp_path / "marks.txt").write_text(text + "\n", encoding="utf-8")
+    found = _findings("compare", str(real_dirs[name]), "--no-builtin-corpus", "--corpus", str(tmp_path / "marks.txt"))
+    errors = [f for f in found if f["severity"] == "error"]
+    assert [(f["code"], f["details"]["backends"]) for f in errors] == [("TA601", ["hf", "sentencepiece"])]
+    ex = errors[0]["details"]["examples"][0]
+    assert (ex["case"], ex["a"]["ids"], ex["b"]["ids"]) == (f"{tmp_path / 'marks.txt'}:1", hf_ids, sp_ids)
+    # transformers' real converter, fed the model tokaudit parsed (the proto fields it reads), encodes as hf does
+    model = load_model(str(real_dirs[name]))
+    sp = model.artifacts.sentencepiece
+    types = {"NORMAL": 1, "UNKNOWN": 2, "CONTROL": 3, "USER_DEFINED": 4, "UNUSED": 5, "BYTE": 6}
+    proto = NS(trainer_spec=NS(byte_fallback=sp.byte_fallback, unk_piece=sp.unk_piece, unk_id=sp.unk_id),
+               normalizer_spec=NS(precompiled_charsmap=sp.precompiled_charsmap, add_dummy_prefix=sp.add_dummy_prefix,
+                                  remove_extra_whitespaces=sp.remove_extra_whitespaces, escape_whitespaces=sp.escape_whitespaces),
+               pieces=[NS(piece=p.piece, score=p.score, type=types[p.type.name]) for p in sp.pieces])
+    vocab = ([(p.piece, p.score) for p in sp.pieces] if sp.model_type == "unigram" else {p.piece: i for i, p in enumerate(sp.pieces)})
+    converted = SpmConverter.build_tokenizer_from_spm_proto(proto, vocab)
+    ours, _ = tokenizer_from_sentencepiece(model)
+    assert converted.encode(text, add_special_tokens=False).ids == ours.encode(text, add_special_tokens=False).ids
+
+
+def test_truncated_gpt2_vocab_round_trips(real_dirs: dict[str, Path], tmp_path: Path) -> None:
+    """The reported roundtrip-failure on a 1000-entry GPT-2-style vocabulary does not reproduce: GPT-2's own
+    vocab.json cut to ids 0..999 with the 744 merges that stay inside it (its tokenizer_config still names
+    <|endoftext|>, which the cut drops) compares with no error, hf and transformers' GPT2Tokenizer agreeing."""
+    src = real_dirs["gpt2-vocab-merges"]
+    vocab = {token: i for token, i in json.loads((src / "vocab.json").read_text(encoding="utf-8")).items() if i < 1000}
+    lines = (src / "merges.txt").read_text(encoding="utf-8").splitlines()
+    merges = [line for line in lines[1:] if line and all(p in vocab for p in (*line.split(" "), line.replace(" ", "")))]
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    (tmp_path / "merges.txt").write_text("\n".join([lines[0], *merges]) + "\n", encoding="utf-8")
+    (tmp_path / "tokenizer_config.json").write_bytes((src / "tokenizer_config.json").read_bytes())
+    assert len(merges) == 744
+    result = run_cli("compare", str(tmp_path), "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert [f for f in doc["findings"] if f["severity"] != "note"] == []
+    assert {b["name"] for b in doc["backends"] if b["available"]} >= {"hf", "transformers-fast"}

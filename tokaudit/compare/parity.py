@@ -103,6 +103,12 @@ def _side(ids: list[int], lo: int, hi: int, view: TokenView) -> dict[str, Any]:
     return {"ids": window, "tokens": [view(i) for i in window], "truncated": hi - lo > WINDOW_TOKENS}
 
 
+def shown_tokens(side: dict[str, Any]) -> str:
+    """'ab' 'c' (ids 1, 2): the tokens around a difference (one side of :func:`encode_example`) and their ids."""
+    more = " …" if side["truncated"] else ""
+    return " ".join(f"'{t}'" for t in side["tokens"]) + f"{more} (ids {', '.join(map(str, side['ids']))}{more})"
+
+
 def encode_example(case: Case, ids_a: list[int], ids_b: list[int], text_a: str, text_b: str, view: TokenView,
                    benign: bool | None = None) -> dict[str, Any]:
     """The tokens around the first difference, side by side, and where in the text it is. ``benign``: the

@@ -10,9 +10,10 @@ from typing import Any
 from tokaudit.backends.base import can_encode, decode_rewrite
 from tokaudit.backends.registry import LoadedBackend, load_backends
 from tokaudit.compare import codes
+from tokaudit.compare.cause import one_cause
 from tokaudit.compare.corpus import Case, builtin_corpus, sample, user_corpus
 from tokaudit.compare.golden import Golden, GoldenResult, check_golden, golden_findings, read_golden
-from tokaudit.compare.parity import PairResult, TokenView, compare_decoder, compare_encoders
+from tokaudit.compare.parity import PairResult, TokenView, compare_decoder, compare_encoders, shown_tokens
 from tokaudit.compare.race import RaceResult, race
 from tokaudit.compare.runs import BackendRun, Progress, run_backend, run_decoder, throughput
 from tokaudit.compare.triage import NORMALIZER, REAL, UNKNOWN, Triage, triage_for
@@ -150,12 +151,6 @@ def _finding(code: codes.Code, message: str, target: str, details: dict[str, Any
     return Finding(code.code, code.name, code.severity, message, None, ids, details, target)
 
 
-def _tokens(side: dict[str, Any]) -> str:
-    """'ab' 'c' (ids 1, 2): the tokens around a difference and their ids."""
-    more = " …" if side["truncated"] else ""
-    return " ".join(f"'{t}'" for t in side["tokens"]) + f"{more} (ids {', '.join(map(str, side['ids']))}{more})"
-
-
 def pair_findings(pair: PairResult, target: str) -> list[Finding]:
     out = []
     name = f"{pair.a} vs {pair.b}"
@@ -166,7 +161,7 @@ def pair_findings(pair: PairResult, target: str) -> list[Finding]:
             codes.ENCODE_MISMATCH,
             f"{name}: {pair.encode_mismatch} of {plural(pair.cases, 'case')} encode to different ids "
             f"({pair.benign} benign: same decoded text, different ids; {pair.real} real: the decoded text differs). "
-            f"First, {ex['case']} at \"{ex['text']}\": {pair.a} {_tokens(ex['a'])} vs {pair.b} {_tokens(ex['b'])}",
+            f"First, {ex['case']} at \"{ex['text']}\": {pair.a} {shown_tokens(ex['a'])} vs {pair.b} {shown_tokens(ex['b'])}",
             target,
             {**base, "mismatches": pair.encode_mismatch, "benign": pair.benign, "real": pair.real, "examples": pair.examples["encode"]},
         ))
@@ -202,14 +197,17 @@ def pair_findings(pair: PairResult, target: str) -> list[Finding]:
 
 
 def own_roundtrip_findings(
-    runs: list[BackendRun], cases: list[Case], target: str, max_examples: int, triage: Triage | None = None
+    runs: list[BackendRun], cases: list[Case], target: str, max_examples: int, triage: Triage | None = None,
+    losses: dict[str, list[int]] | None = None,
 ) -> list[Finding]:
     """TA603 per backend for real losses; what the model's normalizer does (or its unknown token
-    stands for) is the same for every backend and case, so it is one note for the model."""
+    stands for) is the same for every backend and case, so it is one note for the model.
+    ``losses``, when given, receives each backend's real losses (case indices)."""
     from tokaudit.compare.parity import text_example
 
     out = []
     benign: dict[str, dict[str, list[int]]] = {NORMALIZER: {}, UNKNOWN: {}, REWRITE: {}}
+    losses = {} if losses is None else losses
     for run in runs:
         if not run.encodes or run.ids is None:
             continue
@@ -229,6 +227,7 @@ def own_roundtrip_findings(
             bad = [i for i in bad if kinds[i] == REAL]
         if not bad:
             continue
+        losses[run.name] = bad
         examples = [{**text_example(cases[i], run.ids[i], cases[i].text, run.texts[i], "input", "output"),  # type: ignore[arg-type]
                      "encode": run.name, "decode": run.name} for i in bad[:max_examples]]
         ex = examples[0]
@@ -422,7 +421,9 @@ def compare_model(model: TokenizerModel, options: CompareOptions, progress: Prog
     findings: list[Finding] = []
     for pair in c.pairs:
         findings += pair_findings(pair, t)
-    findings += own_roundtrip_findings(c.runs, c.cases, t, options.max_examples, triage_for(model))
+    losses: dict[str, list[int]] = {}
+    findings += own_roundtrip_findings(c.runs, c.cases, t, options.max_examples, triage_for(model), losses)
+    findings = one_cause(findings, c.runs, c.cases, losses)
     findings += crash_findings(c.runs, c.cases, t, options.max_examples)
     findings += unknown_id_findings(c.unknown, t)
     findings += race_findings(c.races, t)

@@ -194,6 +194,23 @@ def _first_token_difference(a: list[int], b: list[int]) -> int:
     return next((i for i in range(n) if a[i] != b[i]), n)
 
 
+#: What MiniJinja's own ``tojson`` escapes (HTML-safe JSON), and what transformers' ``tojson`` (json.dumps) writes.
+_MINIJINJA_TOJSON = {"\\u003c": "<", "\\u003e": ">", "\\u0026": "&", "\\u0027": "'"}
+#: Which gateways render with MiniJinja's own tojson. TGI: router/src/infer/chat_template.rs builds its Environment with
+#: pycompat and raise_exception and registers no tojson, so MiniJinja's escaping reaches the prompt. smg (SGLang's
+#: router): crates/tokenizer/src/chat_template.rs registers its own tojson_filter (serde_json, no HTML escaping).
+TOJSON_CAUSE = ("The difference is MiniJinja's own tojson, which escapes < > & ' as \\u003c \\u003e \\u0026 \\u0027 where "
+                "transformers' json.dumps does not: TGI registers no tojson of its own, so it prompts with the minijinja text; "
+                "smg (SGLang's router) overrides tojson and is not hit")
+
+
+def _tojson_escaping_only(jinja: str, mini: str) -> bool:
+    """The two renders differ only by MiniJinja's tojson escapes."""
+    for escaped, char in _MINIJINJA_TOJSON.items():
+        mini = mini.replace(escaped, char)
+    return mini == jinja
+
+
 def divergences(runs: list[TemplateRun], encoder: ServingEncoder | None, max_findings: int = 12) -> list[Finding]:
     """TA802: conversations both engines render to different text; error when the ids differ too.
 
@@ -226,17 +243,21 @@ def divergences(runs: list[TemplateRun], encoder: ServingEncoder | None, max_fin
                "; the token ids are the same" if ids_a is not None and ids_a == ids_b else "; the ids were not compared")
         names = [m[0].label for m in members]
         also = f" (also {', '.join(names[1:])})" if len(names) > 1 else ""
+        renders = {a.engine: a.text, b.engine: b.text}
+        tojson = "jinja2" in renders and "minijinja" in renders and _tojson_escaping_only(renders["jinja2"], renders["minijinja"])
+        cause = f" {TOJSON_CAUSE}." if tojson else ""
         out.append(finding(
             "TA802",
             f"{_where(crun)}{also}: {a.engine} and {b.engine} render different text from character {at}: "
-            f"{a.engine} {excerpt(a.text, at)!r} vs {b.engine} {excerpt(b.text, at)!r}{tok}.",
+            f"{a.engine} {excerpt(a.text, at)!r} vs {b.engine} {excerpt(b.text, at)!r}{tok}.{cause}",
             severity=Severity.ERROR if tokens_differ else Severity.WARNING,
             location=crun.template.location,
             details={"subject": f"{crun.template.name}:{crun.label}", "conversation": crun.label, "conversations": names,
                      "template": crun.template.name, "engines": [a.engine, b.engine], "position": at,
                      "excerpts": {a.engine: excerpt(a.text, at), b.engine: excerpt(b.text, at)},
                      "chars": {a.engine: a.text[at:at + 1], b.engine: b.text[at:at + 1]},
-                     "token_position": token_at},
+                     "token_position": token_at,
+                     **({"cause": "minijinja-tojson-escaping", "stacks_hit": ["TGI"], "stacks_not_hit": ["smg"]} if tojson else {})},
         ))
     return out
 
@@ -247,6 +268,20 @@ def tokens_of(crun: ConversationRun, render: Render, encoder: ServingEncoder | N
     if render.engine not in crun.ids:
         crun.ids[render.engine] = encoder.encode(render.text)
     return crun.ids[render.engine]
+
+
+#: Why TA803 is a warning: no serving stack's chat endpoint tokenizes the rendered prompt with special tokens
+#: added. vLLM: ChatCompletionRequest.add_special_tokens defaults to False ("the chat template takes care of adding
+#: the special tokens", vllm/entrypoints/openai/protocol.py). SGLang: serving_chat.py keeps add_special_tokens=False
+#: at the chat-template encode site "to avoid double BOS" (python/sglang/srt/entrypoints/openai/serving_chat.py,
+#: OpenAIServingChat.__init__). TGI: ChatRequest::try_into_generate builds its GenerateRequest with
+#: add_special_tokens: false (router/src/lib.rs). llama.cpp's server: common/chat.cpp strips a leading bos_token
+#: from the rendered text when the vocabulary adds BOS ("To avoid double BOS / EOS tokens"). Hit: a client that
+#: renders the template itself and tokenizes the text with the defaults (transformers' tokenizer(text), a
+#: /v1/completions request, vLLM's LLM.generate).
+DOUBLE_BOS_STACKS = ("vLLM, SGLang and TGI tokenize a chat prompt without special tokens and llama.cpp's server strips the "
+                     "leading BOS, so their chat endpoints are not hit; a client that renders the template and tokenizes the "
+                     "text with the defaults (tokenizer(text), a completions request) is")
 
 
 def double_bos(model: TokenizerModel, runs: list[TemplateRun], encoder: ServingEncoder | None) -> list[Finding]:
@@ -272,22 +307,18 @@ def double_bos(model: TokenizerModel, runs: list[TemplateRun], encoder: ServingE
     crun, r, ids = hits[0]
     convs = sorted({h[0].label for h in hits})
     shown = f" The prompt starts with ids {ids[:4]}." if ids is not None else ""
-    # llama.cpp's server drops a leading BOS the template wrote when add_bos is on (common/chat.cpp:959 in the
-    # llama.cpp that llama-cpp-python 0.3.36 vendors): only apps that tokenize the rendered text themselves are hit
-    gguf = model.artifacts.gguf_only
-    stacks = (" llama.cpp's server strips that leading BOS from the rendered prompt (common/chat.cpp), so only an app "
-              "that tokenizes the rendered text with add_special (llama_tokenize) sees it twice." if gguf else "")
     return [finding(
         "TA803",
         f"{_where(crun, r.engine)}: the template writes {prefix.token} at the start of the prompt and {prefix.setting} "
-        f"adds {prefix.token} again, so the model sees two BOS tokens ({len(convs)} conversation(s)).{shown}{stacks} "
-        "Drop bos_token from the template or stop the stack from adding it.",
-        severity=Severity.WARNING if gguf else Severity.ERROR,
+        f"adds {prefix.token} again when the text is tokenized with special tokens, so the model sees two BOS tokens "
+        f"({len(convs)} conversation(s)).{shown} {DOUBLE_BOS_STACKS}. Drop bos_token from the template or tokenize "
+        "rendered prompts with add_special_tokens=False.",
         location=crun.template.location,
         ids=IdRanges.from_ids([prefix.token_id]) if prefix.token_id is not None else None,
         details={"subject": crun.template.name, "conversation": crun.label, "engine": r.engine, "token": prefix.token,
                  "token_id": prefix.token_id, "added_by": prefix.setting, "conversations": convs,
-                 "first_ids": ids[:4] if ids is not None else None, "excerpt": excerpt(r.text or "", 0)},
+                 "first_ids": ids[:4] if ids is not None else None, "excerpt": excerpt(r.text or "", 0),
+                 "stacks_hit": [], "stacks_not_hit": ["vLLM", "SGLang", "TGI", "llama.cpp server"]},
     )]
 
 

@@ -8,7 +8,7 @@ that neither escapes HTML nor non-ASCII, ``raise_exception``, ``strftime_now``, 
 ``minijinja``: the Rust engine's Python binding set up as the Rust gateways (SGLang router / smg,
 TGI, mistral.rs) set it up: pycompat methods (``.strip()``, ``.items()``...), trim_blocks,
 lstrip_blocks, ``raise_exception``, ``strftime_now``, and MiniJinja's own ``tojson`` (which
-escapes ``<``, ``>``, ``&`` and ``'`` as ``\\u003c`` ...).
+escapes ``<``, ``>``, ``&`` and ``'`` as ``\\u003c`` ...; TGI keeps it, smg registers its own).
 
 Nothing a template does reaches files, the network or the clock: no loader is configured (so
 ``include``/``import`` fail), and ``strftime_now`` formats a fixed instant. Every render is
