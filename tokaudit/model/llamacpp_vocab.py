@@ -4,9 +4,13 @@ and types alone, so that tokaudit knows what llama.cpp renders without running i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import TYPE_CHECKING
+
+from tokaudit.artifacts.token_bytes import byte_decoder
 
 if TYPE_CHECKING:
     from tokaudit.artifacts.gguf import GGUFTokenizer
@@ -31,20 +35,14 @@ class PieceAbort(ValueError):
     """A token llama.cpp aborts the process on when it makes its piece (a BYTE token in a WordPiece vocabulary)."""
 
 
-def _byte_decoder() -> dict[str, int]:
-    """GPT-2's byte-level alphabet, character -> byte (llama.cpp's ``unicode_utf8_to_byte``)."""
-    visible = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    chars, n = {}, 0
-    for b in range(256):
-        if b in visible:
-            chars[chr(b)] = b
-        else:
-            chars[chr(256 + n)] = b
-            n += 1
-    return chars
+#: GPT-2's byte-level alphabet, character -> byte (llama.cpp's ``unicode_utf8_to_byte``).
+BYTE_OF = byte_decoder()
 
 
-BYTE_OF = _byte_decoder()
+#: GPT-2's alphabet character -> the latin-1 character of its byte (``str.translate`` then ``encode("latin-1")``).
+_TO_LATIN1 = {ord(ch): b for ch, b in BYTE_OF.items()}
+#: Any character outside GPT-2's alphabet (those take llama.cpp's ``[UNK_BYTE_...]`` path).
+_OUTSIDE = re.compile("[^" + re.escape("".join(sorted(BYTE_OF))) + "]")
 
 
 def decode_text(text: bytes) -> bytes:
@@ -54,6 +52,8 @@ def decode_text(text: bytes) -> bytes:
         chars = text.decode("utf-8")
     except UnicodeDecodeError:
         raise NotEmulated("a byte-level BPE token that is not valid UTF-8") from None
+    if not _OUTSIDE.search(chars):  # the usual token: one C-level translation
+        return chars.translate(_TO_LATIN1).encode("latin-1")
     out = bytearray()
     for ch in chars:
         b = BYTE_OF.get(ch)
@@ -145,13 +145,39 @@ def gguf_pieces(g: GGUFTokenizer) -> dict[int, bytes]:
         rules = piece_rules(g)
     except NotEmulated:
         return dict(enumerate(g.tokens))
-    out: dict[int, bytes] = {}
-    for i, raw in enumerate(g.tokens):
+    out: list[bytes | None] = [None] * len(g.tokens)
+    if rules.vocab_type == "BPE" and not rules.escape_whitespaces:  # byte-level text: decoded in one pass
+        attr = rules.attr
+        bulk = [i for i, token in enumerate(g.tokens) if token and attr(i) == ATTR_NORMAL]
+        for i, piece in zip(bulk, _byte_level_pieces([g.tokens[i] for i in bulk])):
+            out[i] = piece
+    for i in [i for i, piece in enumerate(out) if piece is None]:
         try:
             out[i] = token_piece(rules, i, True)
         except (NotEmulated, PieceAbort):
-            out[i] = raw
-    return out
+            out[i] = g.tokens[i]
+    return dict(enumerate(out))  # type: ignore[arg-type]
+
+
+def _byte_level_pieces(tokens: list[bytes]) -> list[bytes]:
+    """:func:`decode_text` of many byte-level BPE tokens: one translation of their joined text when every
+    character is in GPT-2's alphabet (one byte each), else token by token."""
+    try:
+        texts = [t.decode("utf-8") for t in tokens]
+    except UnicodeDecodeError:
+        texts = []
+    joined = "".join(texts)
+    if not texts or _OUTSIDE.search(joined):
+        out = []
+        for t in tokens:
+            try:
+                out.append(decode_text(t))
+            except NotEmulated:
+                out.append(t)
+        return out
+    data = joined.translate(_TO_LATIN1).encode("latin-1")
+    ends = list(accumulate(map(len, texts)))
+    return [data[a:b] for a, b in zip([0, *ends], ends)]
 
 
 def clean_spaces(text: str) -> str:
