@@ -234,25 +234,33 @@ class _Reader:
 
     def string_array(self, n: int) -> tuple[bytes, ...]:
         """``n`` strings (each a u64 length and its bytes) in one walk: the tokens and merges of a large
-        vocabulary are ~400k strings, so the loop is kept tight and refills only at chunk ends."""
+        vocabulary are ~400k strings, so the inner loop runs on locals over what the buffer holds and leaves
+        it only to refill (checking the length against the file first)."""
         out: list[bytes] = []
         append = out.append
         unpack = struct.Struct(self.order + "Q").unpack_from
-        for i in range(n):
-            if self.pos + 8 > len(self.buf):
-                self.need(8, f"length of element {i}")
+        i = 0
+        while i < n:
+            buf, pos, limit = self.buf, self.pos, len(self.buf)
+            while i < n and pos + 8 <= limit:
+                end = pos + 8 + unpack(buf, pos)[0]
+                if end > limit:
+                    break
+                append(buf[pos + 8:end])
+                pos = end
+                i += 1
+            self.pos = pos
+            if i == n:
+                break
+            self.need(8, f"length of element {i}")
             (ln,) = unpack(self.buf, self.pos)
-            end = self.pos + 8 + ln
-            if end > len(self.buf):
-                self.pos += 8
-                if ln > self.size - self.offset:
-                    raise self.fail(f"element {i} length {ln} runs past the end of the file", self.offset - 8)
-                self.need(ln, f"element {i}")
-                end = self.pos + ln
-                append(self.buf[self.pos:end])
-            else:
-                append(self.buf[self.pos + 8:end])
-            self.pos = end
+            self.pos += 8
+            if ln > self.size - self.offset:
+                raise self.fail(f"element {i} length {ln} runs past the end of the file", self.offset - 8)
+            self.need(ln, f"element {i}")
+            append(self.buf[self.pos:self.pos + ln])
+            self.pos += ln
+            i += 1
         return tuple(out)
 
     def value(self, vtype: int, at: int) -> GGUFValue:
