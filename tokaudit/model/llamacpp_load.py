@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from threading import Lock
 from typing import TYPE_CHECKING
 
+from tokaudit.artifacts.gguf import CONTROL
 from tokaudit.model.llamacpp_vocab import ATTR_CONTROL, ATTR_NORMAL, ATTR_UNKNOWN, ATTR_UNUSED, ATTR_USER_DEFINED, TYPE_ATTR, VOCAB_TYPES
 
 if TYPE_CHECKING:
@@ -144,12 +145,15 @@ class LlamaCppLoad:
         return None if s is None else s.id
 
 
+#: Every token text the load looks up (detection, EOG, the gpt-oss markers, the exceptions' markers).
+_LOOKED_UP = frozenset(t.encode() for t in (*(t for texts in DETECTED.values() for t in texts), *EOG_TEXTS, *ALWAYS_RENDERED,
+                                            "<|plamo:eos|>"))
+
+
 def _text_ids(tokens: Sequence[bytes]) -> dict[bytes, int]:
-    """llama.cpp's ``token_to_id``: text -> the last id with that text (an empty token is ``[EMPTY_<id>]``)."""
-    out: dict[bytes, int] = {}
-    for i, t in enumerate(tokens):
-        out[t or b"[EMPTY_%d]" % i] = i
-    return out
+    """llama.cpp's ``token_to_id`` for the texts the load looks up: text -> the last id with that text."""
+    wanted = _LOOKED_UP
+    return {t: i for i, t in enumerate(tokens) if t in wanted}
 
 
 def _pre(g: GGUFTokenizer, vocab_type: str | None) -> tuple[str | None, str, str | None, frozenset[str]]:
@@ -222,15 +226,20 @@ def llamacpp_load(g: GGUFTokenizer) -> LlamaCppLoad:
         special[name] = SpecialId(name, value, origin, bad)
 
     types = g.types
-    attrs = [TYPE_ATTR.get(types[i], 0) if types is not None else ATTR_NORMAL for i in range(n)]
-    original = list(attrs)
+
+    def base_attr(i: int) -> int:
+        return TYPE_ATTR.get(types[i], 0) if types is not None else ATTR_NORMAL
+
+    #: id -> the attribute llama.cpp sets in place of its type's
+    attrs: dict[int, int] = {}
     text_ids = _text_ids(g.tokens)
 
     def make_control(i: int) -> None:
-        if not attrs[i] & ATTR_CONTROL:
+        attr = attrs.get(i, base_attr(i))
+        if not attr & ATTR_CONTROL:
             warnings.append(f"control-looking token: {i} '{g.tokens[i].decode('utf-8', 'replace')}' was not control-type; "
                             "this is probably a bug in the model. its type will be overridden")
-            attrs[i] |= ATTR_CONTROL
+            attrs[i] = attr | ATTR_CONTROL
 
     for name, texts in DETECTED.items():
         if special[name].id is not None:
@@ -239,9 +248,12 @@ def llamacpp_load(g: GGUFTokenizer) -> LlamaCppLoad:
         if found is not None:
             special[name] = SpecialId(name, found, "detected")
             make_control(found)
-    for i in set(text_ids.values()):
-        if attrs[i] & ATTR_CONTROL and b"unused" in g.tokens[i]:
-            attrs[i] |= ATTR_UNUSED
+    # CONTROL tokens whose text says "unused" become UNUSED too
+    control_typed = (i for i, kind in enumerate(types) if kind == CONTROL) if types is not None else iter(())
+    for i in {*control_typed, *attrs}:
+        attr = attrs.get(i, base_attr(i))
+        if attr & ATTR_CONTROL and b"unused" in g.tokens[i]:
+            attrs[i] = attr | ATTR_UNUSED
 
     eog: dict[int, str] = {}
     for name in ("fim_pad", "fim_rep", "fim_sep"):
@@ -270,8 +282,8 @@ def llamacpp_load(g: GGUFTokenizer) -> LlamaCppLoad:
         s = texts[b"</s>"]
         del eog[s]
         attrs[s] = ATTR_NORMAL
-    override = {i: a for i, a in enumerate(attrs) if a != original[i]}
-    control = frozenset(i for i, a in override.items() if a & ATTR_CONTROL and not original[i] & ATTR_CONTROL)
+    override = {i: a for i, a in sorted(attrs.items()) if a != base_attr(i)}
+    control = frozenset(i for i, a in override.items() if a & ATTR_CONTROL and not base_attr(i) & ATTR_CONTROL)
     return LlamaCppLoad(model, vocab_type, pre, pre_state, pre_family, flags, flag_origin, special, eog, override,
                         control, load_error, tuple(warnings))
 

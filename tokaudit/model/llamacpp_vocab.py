@@ -147,8 +147,9 @@ def gguf_pieces(g: GGUFTokenizer) -> dict[int, bytes]:
         return dict(enumerate(g.tokens))
     out: list[bytes | None] = [None] * len(g.tokens)
     if rules.vocab_type == "BPE" and not rules.escape_whitespaces:  # byte-level text: decoded in one pass
-        attr = rules.attr
-        bulk = [i for i, token in enumerate(g.tokens) if token and attr(i) == ATTR_NORMAL]
+        changed = {*rules.attr_override, *rules.control_override}
+        kinds = rules.types if rules.types is not None else [1] * len(g.tokens)
+        bulk = [i for i, (token, kind) in enumerate(zip(g.tokens, kinds)) if token and kind == 1 and i not in changed]
         for i, piece in zip(bulk, _byte_level_pieces([g.tokens[i] for i in bulk])):
             out[i] = piece
     for i in [i for i, piece in enumerate(out) if piece is None]:
