@@ -19,9 +19,13 @@ CLEAN = FIXTURES / "clean-bpe"
 
 
 def test_default_backend_is_the_files_only_gateways():
-    assert gateway_backend(load_model(str(TINY))) == "tiktoken"
-    assert gateway_backend(load_model(str(CLEAN))) == "hf"
-    assert gateway_backend(load_model(str(FIXTURES / "mistral-tekken"))) == "tiktoken"
+    for encode in (True, False):
+        assert gateway_backend(load_model(str(TINY)), encode) == "tiktoken"
+        assert gateway_backend(load_model(str(CLEAN)), encode) == "hf"
+        assert gateway_backend(load_model(str(FIXTURES / "mistral-tekken")), encode) == "tiktoken"
+    # a GGUF alone: llama.cpp encodes, strict decodes as llama_detokenize does
+    gguf = load_model(str(FIXTURES / "gguf" / "clean.gguf"))
+    assert (gateway_backend(gguf, True), gateway_backend(gguf, False)) == ("llama.cpp", "strict")
 
 
 def test_decode_json_pieces_and_ids():

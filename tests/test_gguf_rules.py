@@ -225,3 +225,12 @@ def test_compare_on_a_gguf_alone_runs_llamacpp_against_its_detokenizer() -> None
     rows = {b["name"]: b["available"] for b in doc["backends"]}
     assert rows["strict"] and set(rows) == {"strict", "llama.cpp", "transformers-gguf"}  # no HF-file backend: none to read
     assert result.exit_code == 0 and [f for f in doc["findings"] if f["severity"] == "error"] == []
+
+
+def test_decode_and_encode_a_gguf_alone_with_its_own_engines() -> None:
+    """decode defaults to strict (llama_detokenize emulated, no extra needed), encode to llama.cpp."""
+    doc = json.loads(run_cli("decode", str(GGUF / "clean.gguf"), "9 999", "--keep-special-tokens", "--format", "json").stdout)
+    assert (doc["backend"], doc["ids"], doc["text"]) == ("strict", [9, 999], "*<|im_end|>")
+    if find_spec("llama_cpp") is not None:
+        doc = json.loads(run_cli("encode", str(GGUF / "clean.gguf"), "Hello <|im_end|>", "--format", "json").stdout)
+        assert doc["backend"] == "llama.cpp" and doc["ids"][-1] == 999

@@ -20,10 +20,14 @@ from tokaudit.report.report import TargetResult
 from tokaudit.report.text import visible
 
 
-def gateway_backend(model: TokenizerModel) -> str:
+def gateway_backend(model: TokenizerModel, encode: bool) -> str:
     """The engine a files-only gateway (smg, Dynamo) uses: tokenizers for tokenizer.json, else tiktoken
-    for a rank file (tiktoken.model, *.tiktoken, tekken.json); hf for anything else."""
+    for a rank file (tiktoken.model, *.tiktoken, tekken.json); hf for anything else. A GGUF alone is
+    llama.cpp's: it encodes with llama.cpp, and decodes with ``strict`` (llama_detokenize emulated from the
+    GGUF, so decoding needs no extra)."""
     a = model.artifacts
+    if a.gguf_only:
+        return "llama.cpp" if encode else "strict"
     if a.tokenizer_json is None and (a.tiktoken is not None or a.tekken is not None):
         return "tiktoken"
     return "hf"
@@ -35,7 +39,7 @@ def pick_backend(
 ) -> LoadedBackend:
     """The one backend decode / encode use; given the ``ids`` to decode or the ``text`` to encode, a backend
     rebuilt from ranks holds only the entries they read (the same answers; see :mod:`tokaudit.backends.subset`)."""
-    chosen = name or gateway_backend(model)
+    chosen = name or gateway_backend(model, encode)
     # decoding never needs a pattern
     lb = load_backends(model, [chosen], pat_str, decode_only=not encode, for_ids=ids, for_text=text, gguf=gguf)[0]
     if lb.backend is None:
