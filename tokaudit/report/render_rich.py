@@ -132,6 +132,16 @@ def _tok(entry: dict[str, Any] | None) -> Text:
     return out
 
 
+def _toks(entries: list[dict[str, Any]]) -> Text:
+    """``id token, id token``, or a dim dash for none."""
+    out = Text()
+    for k, e in enumerate(entries):
+        if k:
+            out.append(", ")
+        out.append_text(_tok(e))
+    return out or Text("—", style="dim")
+
+
 def _stops(who: str, value: bool) -> Text:
     out = Text(f"{who}: ")
     out.append("stops" if value else "never stop" + ("s" if who == "llama.cpp" else ""), style="green" if value else "red")
@@ -153,18 +163,8 @@ def _gguf_section(console: Console, g: dict[str, Any]) -> None:
     table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1), pad_edge=False)
     for col in ("who stops", "on"):
         table.add_column(col, overflow="fold")
-    eog = Text()
-    for k, e in enumerate(g["eog"]):
-        if k:
-            eog.append(", ")
-        eog.append_text(_tok(e))
-    table.add_row(Text("llama.cpp (its EOG set)"), eog or Text("—", style="dim"))
-    eos = Text()
-    for k, e in enumerate(g["eos_ids"]):
-        if k:
-            eos.append(", ")
-        eos.append_text(_tok(e))
-    table.add_row(Text("runtimes reading only the eos id"), eos or Text("—", style="dim"))
+    table.add_row(Text("llama.cpp (its EOG set)"), _toks(g["eog"]))
+    table.add_row(Text("runtimes reading only the eos id"), _toks(g["eos_ids"]))
     turn = g["end_of_turn"]
     if turn is not None:
         row = _tok(turn) if turn["id"] is not None else Text(visible(turn["token"]) + " (not a token)")

@@ -233,11 +233,16 @@ def diff_section(console: Console, result: TargetResult) -> None:
         f"{d['target_only']:,} target only · {d['special_divergent']:,} special divergent · pattern "
         f"{'same' if d['same_pattern'] else 'differs'}")
     for e in d["examples"]:
-        line = Text(f"    {e['id']}  ", style="cyan")
-        line.append(e["draft"] if e["draft"] is not None else "(none)", style="reverse")
-        line.append("  ≠  ")
-        line.append(e["target"] if e["target"] is not None else "(none)", style="reverse")
-        console.print(line)
+        _differing(console, e["id"], e["draft"], e["target"])
+
+
+def _differing(console: Console, token_id: int, a: str | None, b: str | None) -> None:
+    """``    id  a  ≠  b``: one id whose two sides differ."""
+    line = Text(f"    {token_id}  ", style="cyan")
+    line.append(a if a is not None else "(none)", style="reverse")
+    line.append("  ≠  ")
+    line.append(b if b is not None else "(none)", style="reverse")
+    console.print(line)
 
 
 def _conversion_section(console: Console, d: dict[str, Any]) -> None:
@@ -249,11 +254,7 @@ def _conversion_section(console: Console, d: dict[str, Any]) -> None:
     _kv(console, "ids", f"{d['same_bytes']:,} same bytes · {d['mismatched']:,} other bytes · {d['gguf_only']:,} GGUF only · "
         f"{d['type_flag_mismatches']:,} types ≠ special flag")
     for e in d["examples"]:
-        line = Text(f"    {e['id']}  ", style="cyan")
-        line.append(e["hf"] if e["hf"] is not None else "(none)", style="reverse")
-        line.append("  ≠  ")
-        line.append(e["gguf"] if e["gguf"] is not None else "(none)", style="reverse")
-        console.print(line)
+        _differing(console, e["id"], e["hf"], e["gguf"])
     m = d["merges"]
     if m is not None:
         same = "same" if m["first_difference"] is None else f"first difference at merge {m['first_difference']}"
