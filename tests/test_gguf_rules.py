@@ -234,3 +234,15 @@ def test_decode_and_encode_a_gguf_alone_with_its_own_engines() -> None:
     if find_spec("llama_cpp") is not None:
         doc = json.loads(run_cli("encode", str(GGUF / "clean.gguf"), "Hello <|im_end|>", "--format", "json").stdout)
         assert doc["backend"] == "llama.cpp" and doc["ids"][-1] == 999
+
+
+def test_replay_a_gguf_alone(tmp_path: Path) -> None:
+    """Decoded with a tokenizer built from the GGUF's pieces; llama.cpp's server detokenizer runs beside the others."""
+    stream = tmp_path / "stream.json"
+    stream.write_text(json.dumps({"ids": [9, 128, 77, 999, 576, 320]}), encoding="utf-8")
+    for args, text in (((), "*\ufffdnthe h"), (("--keep-special-tokens",), "*\ufffdn<|im_end|>the h")):
+        result = run_cli("replay", str(GGUF / "clean.gguf"), str(stream), *args, "--format", "json")
+        doc = json.loads(result.stdout)
+        assert (result.exit_code, doc["text"], doc["findings"]) == (0, text, [])
+        assert {r["name"]: r["text"] for r in doc["detokenizers"]}["llama.cpp-server"] == text
+        assert doc["tokenizer"]["origin"] == "decode only, from the llama.cpp pieces of clean.gguf"

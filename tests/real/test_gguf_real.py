@@ -133,3 +133,26 @@ def test_diff_hf_and_gguf_of_the_same_model(hf_dir: str, vocab: str, findings: l
     assert result.exit_code == 0
     if findings:
         assert d["specials"] == [{"subject": "add_bos", "id": 128000, "hf": False, "gguf": True, "gguf_origin": "pre-tokenizer llama-bpe"}]
+
+
+@NEEDS_LLAMACPP
+def test_replay_a_gguf_alone_streams_as_llamacpp(vocab_files: dict[str, Path], tmp_path: Path) -> None:
+    """replay on a bare .gguf: a stream that llama-cpp-python encodes is replayed to the text llama.cpp's own
+    pieces make (``llama_token_to_piece`` per id, specials skipped, as the server streams it), no error."""
+    import json
+
+    from conftest import run_cli
+    from realkit import STREAM_TEXT
+    from tokaudit.backends.llamacpp_backend import LlamaCppBackend
+
+    for name, path in vocab_files.items():
+        real = LlamaCppBackend.load(path)
+        ids = real.encode(STREAM_TEXT)
+        stream = tmp_path / f"{name}.json"
+        stream.write_text(json.dumps({"ids": ids}), encoding="utf-8")
+        result = run_cli("replay", str(path), str(stream), "--format", "json")
+        assert result.exit_code == 0, (name, result.stderr)
+        doc = json.loads(result.stdout)
+        assert doc["text"] == b"".join(real.piece(i, False) for i in ids).decode("utf-8", "replace"), name
+        assert "llama.cpp-server" in {r["name"] for r in doc["detokenizers"]}, name
+        assert [f["code"] for f in doc["findings"] if f["severity"] == "error"] == [], name

@@ -102,8 +102,7 @@ def test_compare(name: str, real_dirs: dict[str, Path], corpus: Path) -> None:
     assert len([b for b in doc["backends"] if b["available"]]) >= 2, f"{name}: compare ran fewer than two backends"
 
 
-#: replay reads an HF tokenizer (or ranks); a GGUF alone has neither (``replay HF_DIR --gguf FILE`` runs llama.cpp's
-#: server detokenizer: tests/test_llamacpp_server.py)
+#: the GGUF entries' streams are encoded by llama-cpp-python, and replayed in tests/real/test_gguf_real.py
 REPLAY_NAMES = [n for n in NAMES if ENTRIES[n]["library"] != "llama.cpp"]
 
 

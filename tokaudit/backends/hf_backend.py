@@ -119,6 +119,36 @@ def tokenizer_from_ranks(vocab: ByteVocab, pattern: Pattern | None) -> Any:
     return tok
 
 
+#: Appended to a token's byte-level spelling to keep apart ids with the same bytes (a GGUF's SPM ``<0x41>``
+#: and ``A``); outside GPT-2's alphabet, and deleted by the decoder before its ByteLevel step.
+_APART = "\ue000"
+
+
+def tokenizer_from_pieces(model: TokenizerModel) -> Any:
+    """A decode-only tokenizer whose decode is the concatenation of the bytes the model's files table gives
+    each id (a GGUF alone: the pieces llama.cpp renders); the special ids (a GGUF's CONTROL and UNKNOWN
+    tokens) are special added tokens, so ``skip_special_tokens`` drops them as llama.cpp does without
+    ``special``. What replay decodes a GGUF target with."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models
+
+    from tokaudit.artifacts.token_bytes import byte_encoder
+
+    table = {b: c for b, c in byte_encoder().items()}
+    tokens, special = model.files.flat
+    ids = sorted(tokens)
+    spelled = [tokens[i].decode("latin-1").translate(table) for i in ids]
+    seen: dict[str, int] = {}
+    vocab: dict[str, int] = {}
+    for token_id, text in zip(ids, spelled):
+        k = seen[text] = seen.get(text, -1) + 1
+        vocab[text + _APART * (k + (not text))] = token_id
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=next(iter(vocab))))
+    tok.decoder = decoders.Sequence([decoders.Replace(_APART, ""), decoders.ByteLevel()])
+    by_id = {i: t for t, i in vocab.items()}
+    tok.add_special_tokens([AddedToken(by_id[i], special=True, normalized=False) for i in sorted(special) if i in by_id])
+    return tok
+
+
 #: The keys of a BPE model in tokenizer.json; a model with any other goes through tokenizers' own parser.
 _BPE_OPTIONS = ("dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk", "byte_fallback", "ignore_merges")
 _ADDED_FLAGS = ("single_word", "lstrip", "rstrip", "normalized", "special")
@@ -252,6 +282,10 @@ class HFBackend:
                     raise BackendUnavailable(f"tokenizers cannot load {tj.name} (key {located[0]}): {located[1]}") from None
                 raise BackendUnavailable(f"tokenizers cannot load {tj.name}: {type(exc).__name__}: {exc}") from None
         if vocab is None:
+            if model.artifacts.gguf_only and decode_only:
+                backend = cls(tokenizer_from_pieces(model), f"decode only, from the llama.cpp pieces of {model.vocab_artifact}")
+                backend.can_encode = False
+                return backend
             legacy = tokenizer_from_vocab_files(model)
             if legacy is None:
                 if model.artifacts.tiktoken is not None or model.artifacts.tekken is not None:
