@@ -2,7 +2,7 @@
 chat template in both engines (issue 22). Other models of a fleet share them; a rerun skips them.
 
 Entries are JSON files under the user cache directory (``$XDG_CACHE_HOME/tokaudit/results``, by default
-``~/.cache/tokaudit/results``), never in a target. Each is named by the SHA-256 of what determines the result:
+``~/.cache/tokaudit/results``), never in a target. Each is named by a 256-bit hash (BLAKE2b) of what determines the result:
 its kind, the inputs, the versions of the libraries involved and the source of tokaudit's modules that compute
 it (a changed module misses). An entry that cannot be read or parsed is a miss; writing is best effort
 (a read-only home changes nothing but the speed).
@@ -12,13 +12,16 @@ it (a changed module misses). An entry that cannot be read or parsed is a miss; 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
+
+try:  # CPython's built-in BLAKE2: importing hashlib starts OpenSSL, ~5 ms of every scan
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - other interpreters
+    from hashlib import blake2b
 
 ENV = "TOKAUDIT_CACHE"
 _OFF = frozenset({"off", "0", "false", "no"})
@@ -39,22 +42,27 @@ def cache_dir() -> Path | None:
     return Path(base) / "tokaudit" / "results"
 
 
+def digest(data: bytes) -> str:
+    """A 256-bit content hash (BLAKE2b) as hex."""
+    return blake2b(data, digest_size=32).hexdigest()
+
+
 def _source_digest(module: str) -> bytes:
-    """SHA-256 of a loaded module's source file (its code decides the result)."""
-    digest = _sources.get(module)
-    if digest is None:
+    """The hash of a loaded module's source file (its code decides the result)."""
+    found = _sources.get(module)
+    if found is None:
         path = getattr(sys.modules.get(module), "__file__", None)
         try:
-            digest = hashlib.sha256(Path(path).read_bytes()).digest() if path else b"?"
+            found = blake2b(Path(path).read_bytes(), digest_size=32).digest() if path else b"?"
         except OSError:
-            digest = b"?"
-        _sources[module] = digest
-    return digest
+            found = b"?"
+        _sources[module] = found
+    return found
 
 
 def cache_key(kind: str, inputs: Any, modules: tuple[str, ...]) -> str:
     """The name of an entry: ``kind``, the JSON-able ``inputs`` (versions included) and the source of ``modules``."""
-    h = hashlib.sha256(f"{FORMAT}\0{kind}\0".encode())
+    h = blake2b(f"{FORMAT}\0{kind}\0".encode(), digest_size=32)
     h.update(json.dumps(inputs, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     for module in modules:
         h.update(_source_digest(module))
@@ -78,6 +86,8 @@ def store(key: str, value: Any) -> None:
     root = cache_dir()
     if root is None:
         return
+    import tempfile  # only when a result is new
+
     try:
         root.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=root, prefix=".tmp-", suffix=".json")

@@ -14,7 +14,6 @@ normalizer, pre-tokenizer, decoder, post-processor, added tokens) with the vocab
 
 from __future__ import annotations
 
-import hashlib
 from bisect import bisect_left
 from dataclasses import dataclass
 from importlib.util import find_spec
@@ -131,10 +130,10 @@ def config_refusal(raw: dict[str, Any]) -> str | None:
     probe = json.dumps({**raw, "model": model})
     # fastokens' answer is a pure function of this text and its version: kept in the result cache
     from tokaudit.report.report import installed_version
-    from tokaudit.result_cache import cache_key, load, store
+    from tokaudit.result_cache import cache_key, digest, load, store
 
-    digest = hashlib.sha256(probe.encode("utf-8", "surrogatepass")).hexdigest()
-    key = cache_key("fastokens-config", {"config": digest, "version": installed_version("fastokens")}, ())
+    probed = digest(probe.encode("utf-8", "surrogatepass"))
+    key = cache_key("fastokens-config", {"config": probed, "version": installed_version("fastokens")}, ())
     hit = load(key)
     if isinstance(hit, dict) and "refusal" in hit and isinstance(hit["refusal"], (str, type(None))):
         return hit["refusal"]  # type: ignore[no-any-return]
