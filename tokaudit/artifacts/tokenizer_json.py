@@ -52,6 +52,9 @@ class TokenizerJson:
     @cached_property
     def first_id_by_content(self) -> dict[str, int]:
         """Token string -> the lowest id spelling it (what ``tokenizers`` resolves an added token's content to)."""
+        raw_vocab = self.raw["model"].get("vocab") if isinstance(self.raw.get("model"), dict) else None
+        if isinstance(raw_vocab, dict) and self.model_type != "Unigram" and len(raw_vocab) == len(self.vocab):
+            return raw_vocab  # token -> id, and vocab is its exact inverse: each token has one id
         ids = list(self.vocab)
         if ids == sorted(ids):  # the usual order (sorting a sorted list is one pass): the lowest id is written last
             return dict(zip(reversed(self.vocab.values()), reversed(ids)))
