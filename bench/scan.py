@@ -113,7 +113,7 @@ def timed(cmd: list[str], env: dict[str, str]) -> Run:
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode not in (0, 1):
+    if proc.returncode not in (0, 1) or b"Traceback (most recent call last)" in err:  # an uncaught error exits 1 too
         sys.exit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{err.decode()}")
     return Run(elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss)
 
