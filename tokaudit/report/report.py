@@ -6,6 +6,7 @@ import os
 import platform
 import sys
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from tokaudit import __version__
@@ -79,8 +80,10 @@ def versions() -> dict[str, str]:
     return out
 
 
+@lru_cache(maxsize=None)
 def installed_version(dist: str) -> str | None:
-    """A distribution's version from its ``NAME-VERSION.dist-info`` directory name.
+    """A distribution's version from its ``NAME-VERSION.dist-info`` directory name (looked up once per process:
+    a scan asks for some of them several times, for its report and for its result-cache keys).
 
     Importing the library or importlib.metadata would cost 15-40 ms of every run's start-up.
     """
