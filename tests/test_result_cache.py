@@ -31,10 +31,11 @@ def test_cached_scan_says_what_an_uncached_scan_says(tmp_path: Path, target: str
     cache = tmp_path / "cache"
     expected = _scan(model, "off")
     assert _scan(model, str(cache)) == expected  # computed, then stored
-    entries = sorted(cache.iterdir())
-    if (model / "tokenizer.json").is_file() and find_spec("fastokens") is not None:
-        kinds = kinds | {"fastokens-config"}  # Dynamo's row: fastokens' answer on the file's configuration
-    assert {p.name.rsplit("-", 1)[0] for p in entries} == kinds
+    entries = sorted(cache.iterdir()) if cache.exists() else []
+    names = {p.name.rsplit("-", 1)[0] for p in entries}
+    # Dynamo's row: fastokens' answer on the file's configuration, unless a full fastokens load of this file
+    # earlier in the process answered already (compare, scan --deep)
+    assert kinds <= names <= kinds | ({"fastokens-config"} if find_spec("fastokens") is not None else set())
     for entry in entries:
         assert json.loads(entry.read_text(encoding="utf-8"))["key"] == entry.stem
     assert _scan(model, str(cache)) == expected  # every probe and render from the cache
