@@ -9,7 +9,7 @@ from conftest import ROOT
 
 #: Lowest first; a package may import the ones in the layers below its own.
 LAYERS = (
-    {"__init__", "errors", "ids", "catalog", "collector"},
+    {"__init__", "errors", "ids", "catalog", "collector", "result_cache"},
     {"artifacts", "fleet"},
     {"source", "config", "model"},
     {"backends", "report"},
