@@ -129,8 +129,7 @@ def config_refusal(raw: dict[str, Any]) -> str | None:
         model["merges"] = []
     probe = json.dumps({**raw, "model": model})
     # fastokens' answer is a pure function of this text and its version: kept in the result cache
-    from tokaudit.report.report import installed_version
-    from tokaudit.result_cache import cache_key, digest, load, store
+    from tokaudit.result_cache import cache_key, digest, installed_version, load, store
 
     probed = digest(probe.encode("utf-8", "surrogatepass"))
     key = cache_key("fastokens-config", {"config": probed, "version": installed_version("fastokens")}, ())

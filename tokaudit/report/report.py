@@ -6,11 +6,11 @@ import os
 import platform
 import sys
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from tokaudit import __version__
 from tokaudit.report.finding import Finding, Severity
+from tokaudit.result_cache import installed_version  # noqa: F401 - its home is the bottom layer; imported from here too
 
 #: ``--fail-on`` values: the lowest severity that fails the run ("never": nothing does).
 FAIL_ON = ("error", "warning", "note", "never")
@@ -78,24 +78,6 @@ def versions() -> dict[str, str]:
         elif dist != "transformers":
             out[dist] = "not installed"
     return out
-
-
-@lru_cache(maxsize=None)
-def installed_version(dist: str) -> str | None:
-    """A distribution's version from its ``NAME-VERSION.dist-info`` directory name (looked up once per process:
-    a scan asks for some of them several times, for its report and for its result-cache keys).
-
-    Importing the library or importlib.metadata would cost 15-40 ms of every run's start-up.
-    """
-    for entry in sys.path:
-        try:
-            names = os.listdir(entry or ".")
-        except OSError:
-            continue
-        for name in names:
-            if name.endswith(".dist-info") and name.lower().startswith(dist + "-"):
-                return name[len(dist) + 1 : -len(".dist-info")]
-    return None
 
 
 def tool_version() -> str:
