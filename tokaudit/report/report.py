@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import platform
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
