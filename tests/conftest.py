@@ -11,6 +11,10 @@ from typer.testing import CliRunner
 
 from tokaudit.cli.app import app
 
+# the persistent result cache (tokaudit.result_cache) stays off: every test computes what it asserts;
+# tests/test_result_cache.py turns it on in a temporary directory
+os.environ["TOKAUDIT_CACHE"] = "off"
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 
@@ -38,6 +42,7 @@ def _pinned_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TERM", "dumb")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # tests never reach the network
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    monkeypatch.setenv("TOKAUDIT_CACHE", "off")
 
 
 @pytest.fixture

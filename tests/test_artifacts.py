@@ -18,6 +18,7 @@ from tokaudit.artifacts.tekken import parse_tekken
 from tokaudit.artifacts.text_files import parse_merges, parse_vocab_json, parse_vocab_txt
 from tokaudit.artifacts.tiktoken_ranks import parse_tiktoken_ranks
 from tokaudit.artifacts.tokenizer_config import parse_special_tokens_map, parse_tokenizer_config
+from tokaudit.artifacts.token_bytes import Scheme, byte_decoder, token_bytes, token_bytes_table
 from tokaudit.artifacts.tokenizer_json import parse_tokenizer_json
 from tokaudit.errors import InputError
 
@@ -346,3 +347,36 @@ def test_remote_code_odd_constants_are_ignored(tmp_path: Path) -> None:
 def test_chat_template_list_with_odd_names(tmp_path: Path) -> None:
     data = {"chat_template": [{"name": ["x"], "template": "a"}, {"name": "default", "template": "b"}]}
     assert parse_tokenizer_config(write(tmp_path / "tokenizer_config.json", json.dumps(data))).chat_template == "b"
+
+
+@pytest.mark.parametrize("scheme", list(Scheme))
+def test_token_bytes_table_equals_a_call_per_token(scheme: Scheme) -> None:
+    """The whole-vocabulary pass (issue 22) on the cases its shortcuts must hand back: GPT-2's 256
+    characters and the neighbours just outside (U+0144, space, NUL, U+00AD), non-BMP text, empty tokens,
+    a token holding NUL, byte tokens and near misses."""
+    alphabet = "".join(byte_decoder())
+    tokens = [alphabet, "Ġhello", "ĠĠ", "", "\u0144", "a b", "\x00", "x\x00y", "\u00ad", "🙂", "\u2581hi", "▁▁",
+              "<0x0A>", "<0xzz>", "<0x0A", "##ing", "Ā", "Ń", "ÿ", "\u0100\u0143"]
+    for n in range(len(tokens) + 1):  # every prefix: the shortcuts (and their hand-backs) at every position
+        vocab = {i * 3 + 1: t for i, t in enumerate(tokens[:n])}
+        assert list(token_bytes_table(vocab, scheme).items()) == [(i, token_bytes(t, scheme)) for i, t in vocab.items()]
+    for vocab in ({5: "Ġa", 2: "Ċ", 9: "ĠĠ"}, {0: "hello", 1: "Ġworld"}):  # ids in any order; all inside the alphabet
+        assert list(token_bytes_table(vocab, scheme).items()) == [(i, token_bytes(t, scheme)) for i, t in vocab.items()]
+
+
+_VOCAB_CHARS = st.sampled_from([*byte_decoder(), "\u0144", " ", "\x00", "\u2581", "<", "0", "x", "A", "🙂", "é"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(_VOCAB_CHARS, max_size=8), max_size=40), st.sampled_from(list(Scheme)))
+def test_token_bytes_table_property(tokens: list[str], scheme: Scheme) -> None:
+    vocab = dict(enumerate(tokens))
+    assert list(token_bytes_table(vocab, scheme).items()) == [(i, token_bytes(t, scheme)) for i, t in vocab.items()]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=12).map(lambda b: bytes(b"=A \n1"[x % 5] for x in b) + b" 1\n"))
+def test_misplaced_pad_count_agrees_with_the_regex(data: bytes) -> None:
+    from tokaudit.artifacts.tiktoken_ranks import _MISPLACED_PAD, _misplaced_pad
+
+    assert _misplaced_pad(data) == bool(_MISPLACED_PAD.search(data))

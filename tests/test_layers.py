@@ -9,7 +9,7 @@ from conftest import ROOT
 
 #: Lowest first; a package may import the ones in the layers below its own.
 LAYERS = (
-    {"__init__", "errors", "ids", "catalog", "collector"},
+    {"__init__", "errors", "ids", "catalog", "collector", "result_cache"},
     {"artifacts", "fleet"},
     {"source", "config", "model"},
     {"backends", "report"},
@@ -68,4 +68,5 @@ def test_every_import_points_down() -> None:
 def test_checks_import_neither_template_nor_the_commands() -> None:
     """Issue 23: the registry used to import the template rules (the rule list now lives in tokaudit.rules)."""
     edges = imports_by_unit()
-    assert {dst for src, dst, _ in edges if src == "checks"} <= {"artifacts", "backends", "ids", "model", "report", "errors", "catalog", "collector"}
+    assert {dst for src, dst, _ in edges if src == "checks"} <= {"artifacts", "backends", "ids", "model", "report", "errors", "catalog", "collector",
+                                                                    "result_cache"}

@@ -9,6 +9,7 @@ from typing import Any
 
 from tokaudit.artifacts.load import Artifacts, load_artifacts
 from tokaudit.checks.registry import Rule, run_rules
+from tokaudit.collector import collector_paused
 from tokaudit.model.loaders import loader_views
 from tokaudit.model.tokenizer_model import TokenizerModel, build_model
 from tokaudit.report.finding import Finding
@@ -20,7 +21,10 @@ from tokaudit.source.resolve import resolve
 def load_model(target: str, revision: str | None = None, pat_str: str | None = None) -> TokenizerModel:
     """``pat_str``: a --pat-str for the encoders built from this model (scan --deep, template)."""
     source = resolve(target, revision)
-    model = build_model(load_artifacts(source.path), source.display)
+    # millions of containers (a 262k vocabulary, its merges), long-lived and acyclic: the collector would only
+    # re-scan them (a third of a Gemma 3 load); frozen out of later collections (see tokaudit.collector)
+    with collector_paused(freeze=True):
+        model = build_model(load_artifacts(source.path), source.display)
     return replace(model, pat_str=pat_str) if pat_str else model
 
 

@@ -16,6 +16,11 @@ from typing import Any, BinaryIO
 
 from tokaudit.errors import InputError
 
+try:  # a faster parser for the large files (tokenizer.json: ~35 MB); json decides whenever they could differ
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - a dependency, but the stdlib path is complete on its own
+    _orjson = None  # type: ignore[assignment]
+
 #: Largest id (or vocabulary size) we accept from a file; beyond it the value is nonsense and
 #: only ranges (never per-id structures) could represent it anyway.
 MAX_ID = 2**63 - 1
@@ -409,8 +414,35 @@ def serde_error_path(text: str, message: str) -> tuple[str, str] | None:
     return section, m["msg"]
 
 
+#: Digits to ``0``, everything else to a space: a run of 19 zeros marks an integer orjson may not keep exact.
+_DIGIT_RUNS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_LONG_NUMBER = b"0" * 19
+
+
+def _fast_json(data: bytes) -> Any:
+    """orjson's value of ``data`` where it is exactly json's, else ``_NOT_PARSED``.
+
+    orjson rejects everything :func:`parse_json_text` reports (invalid UTF-8, a BOM, NaN, lone
+    surrogates, deep nesting) and turns integers past 64 bits into floats: on any rejection, or any
+    run of 19 digits (an integer that may not fit), the stdlib path parses and words the error.
+    """
+    if _orjson is None or _LONG_NUMBER in data.translate(_DIGIT_RUNS):
+        return _NOT_PARSED
+    try:
+        return _orjson.loads(data)
+    except _orjson.JSONDecodeError:
+        return _NOT_PARSED
+
+
+_NOT_PARSED = object()
+
+
 def read_json(path: Path) -> Any:
-    return parse_json_text(read_text(path), str(path))
+    data = read_bytes(path)
+    value = _fast_json(data)
+    if value is _NOT_PARSED:
+        value = parse_json_text(decode_text(data, str(path)), str(path))
+    return value
 
 
 def read_json_object(path: Path) -> dict[str, Any]:

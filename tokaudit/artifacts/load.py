@@ -199,7 +199,7 @@ def load_artifacts(path: Path) -> Artifacts:
                 _model_file(file, found)
             elif kind not in found:
                 found[kind] = _parser(kind)(file)
-    if path.is_dir():
+    if path.is_dir() and any(f.name.endswith(".gguf") for f in files):  # the GGUF reader only when one is there
         from tokaudit.artifacts.gguf import gguf_in
 
         gguf_path, several = gguf_in(path)

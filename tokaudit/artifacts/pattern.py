@@ -9,13 +9,15 @@ consume the result.
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from tokaudit.artifacts.base import Provenance
 from tokaudit.artifacts.load import Artifacts
-from tokaudit.artifacts.remote_code import evaluate_constant
+
+if TYPE_CHECKING:  # ast and the remote-code reader are loaded only to read tiktoken's registry (rank-file models)
+    import ast
 
 #: cl100k_base's pattern: what transformers' tiktoken conversion falls back to when it knows none.
 CL100K_PATTERN = (
@@ -55,7 +57,10 @@ class PublishedEncoding:
 @lru_cache(maxsize=1)
 def published_encodings() -> dict[str, PublishedEncoding]:
     """sha256 -> encoding, from the constructors in tiktoken's registry module (read, never run)."""
+    import ast
     import importlib.util
+
+    from tokaudit.artifacts.remote_code import evaluate_constant
 
     spec = importlib.util.find_spec("tiktoken_ext.openai_public")
     if spec is None or spec.origin is None:
@@ -82,6 +87,10 @@ def published_encodings() -> dict[str, PublishedEncoding]:
 
 def _constructor(func: ast.FunctionDef, module_env: dict[str, object]) -> PublishedEncoding | None:
     """``def cl100k_base(): ... load_tiktoken_bpe(url, expected_hash=H) ... return {"pat_str": ..., ...}``."""
+    import ast
+
+    from tokaudit.artifacts.remote_code import evaluate_constant
+
     env = dict(module_env)
     digest = None
     result = None

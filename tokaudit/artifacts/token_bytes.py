@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import codecs
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
+from itertools import accumulate, compress, repeat
 from typing import Any
 
 
@@ -53,6 +56,87 @@ def token_bytes(token: str, scheme: Scheme) -> bytes:
     if scheme is Scheme.WORDPIECE:
         return (token[2:] if token.startswith("##") else token).encode("utf-8")
     return token.encode("utf-8")
+
+
+def token_bytes_table(tokens: dict[int, str], scheme: Scheme) -> dict[int, bytes]:
+    """``{id: token_bytes(token, scheme)}`` for a whole vocabulary, with one pass over the joined
+    strings instead of a call per token (262k tokens for Gemma 3); the same bytes, in the same order."""
+    ids, strings = list(tokens), list(tokens.values())
+    if scheme is Scheme.BYTE_LEVEL:
+        joined = "".join(strings)
+        outside: list[int] = []
+        try:
+            data = _byte_level_bytes(joined) or codecs.charmap_encode(joined, "strict", _byte_level_map())[0]
+        except UnicodeEncodeError:  # tokens outside GPT-2's alphabet are spelled as UTF-8 text (DeepSeek V3 has some)
+            ends = list(accumulate(map(len, strings)))
+            outside = sorted({bisect_right(ends, m.start()) for m in _outside_byte_level().finditer(joined)})
+            strings = strings[:]
+            for k in outside:
+                strings[k] = ""
+            data = codecs.charmap_encode("".join(strings), "strict", _byte_level_map())[0]
+        ends = list(accumulate(map(len, strings)))  # one byte per character
+        out = dict(zip(ids, map(data.__getitem__, map(slice, [0, *ends], ends))))
+        for k in outside:
+            out[ids[k]] = tokens[ids[k]].encode("utf-8")
+        return out
+    if scheme in (Scheme.METASPACE, Scheme.PLAIN):
+        joined = "\0".join(strings)
+        if joined.count("\0") != len(strings) - 1 or not strings:  # a token holding NUL: split would cut it
+            return {i: token_bytes(t, scheme) for i, t in tokens.items()}
+        if scheme is Scheme.METASPACE:
+            joined = joined.replace("\u2581", " ")
+        out = dict(zip(ids, joined.encode("utf-8").split(b"\0")))
+        if scheme is Scheme.METASPACE and "<0x" in joined:  # <0xNN> byte tokens are their byte
+            for k in compress(range(len(strings)), map(str.startswith, strings, repeat("<0x"))):
+                out[ids[k]] = token_bytes(strings[k], scheme)
+        return out
+    return {i: token_bytes(t, scheme) for i, t in tokens.items()}
+
+
+def _byte_level_bytes(text: str) -> bytes | None:
+    """The bytes GPT-2's alphabet spells in ``text``, or None when a character is outside it (or ``text`` is
+    empty). Bulk byte operations instead of a lookup per character (4x faster than the charmap codec):
+    in UTF-16 each character of the alphabet is a low byte and a high byte 0 (the 188 characters that are
+    their own byte) or 1 (U+0100-U+0143, the 68 others); the result takes the low byte where the high one
+    is 0 and its table byte where it is 1, selected with a mask over the whole text as one integer."""
+    if not text:
+        return None
+    try:
+        utf16 = text.encode("utf-16-le")
+    except UnicodeEncodeError:  # a lone surrogate
+        return None
+    low, high = utf16[0::2], utf16[1::2]
+    if high.translate(None, b"\x00\x01"):
+        return None
+    own_bad, shifted_bad, shifted, mask_of = _byte_level_tables()
+    mask = int.from_bytes(high.translate(mask_of), "big")
+    if (int.from_bytes(low.translate(own_bad), "big") & ~mask) | (int.from_bytes(low.translate(shifted_bad), "big") & mask):
+        return None
+    lows = int.from_bytes(low, "big")
+    return (lows ^ (mask & (lows ^ int.from_bytes(low.translate(shifted), "big")))).to_bytes(len(low), "big")
+
+
+@lru_cache(maxsize=1)
+def _byte_level_tables() -> tuple[bytes, bytes, bytes, bytes]:
+    """For :func:`_byte_level_bytes`, by low byte: 0xFF where a high-0 character is outside the alphabet; 0xFF
+    where a high-1 one is; the byte of the high-1 character; and the mask byte of a high byte (0 or 1)."""
+    decoder = byte_decoder()
+    own_bad = bytes(0 if chr(b) in decoder else 0xFF for b in range(256))
+    shifted_bad = bytes(0 if chr(256 + b) in decoder else 0xFF for b in range(256))
+    shifted = bytes(decoder.get(chr(256 + b), 0) for b in range(256))
+    return own_bad, shifted_bad, shifted, bytes([0, 0xFF]) + bytes(254)
+
+
+@lru_cache(maxsize=1)
+def _outside_byte_level() -> re.Pattern[str]:
+    return re.compile("[^" + "".join(map(re.escape, byte_decoder())) + "]")
+
+
+@lru_cache(maxsize=1)
+def _byte_level_map() -> Any:
+    """GPT-2's alphabet as a charmap codec table: each of its 256 characters encodes to its byte."""
+    decoder = byte_decoder()
+    return codecs.charmap_build("".join(sorted(decoder, key=decoder.__getitem__)))
 
 
 # --- The decoder chain: token strings -> text, as the ``tokenizers`` decoders do it ---------------

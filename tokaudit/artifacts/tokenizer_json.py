@@ -7,8 +7,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from tokaudit.artifacts.base import AddedToken, Provenance, expect_int, parse_added_token, read_json_object
-from tokaudit.artifacts.token_bytes import DecoderChain, Scheme, parse_decoder, token_bytes
+from tokaudit.artifacts.base import MAX_ID, AddedToken, Provenance, expect_int, parse_added_token, read_json_object
+from tokaudit.artifacts.token_bytes import DecoderChain, Scheme, parse_decoder, token_bytes, token_bytes_table
 from tokaudit.errors import InputError
 
 #: GPT-2's pre-tokenizer regex, used by ``ByteLevel(use_regex=True)``.
@@ -47,12 +47,17 @@ class TokenizerJson:
     @cached_property
     def by_id(self) -> dict[int, bytes]:
         """id -> token bytes for the whole vocabulary, computed once (the id tables and TA303 share it)."""
-        scheme = self.scheme
-        return {i: token_bytes(t, scheme) or b"" for i, t in self.vocab.items()}
+        return token_bytes_table(self.vocab, self.scheme)
 
     @cached_property
     def first_id_by_content(self) -> dict[str, int]:
         """Token string -> the lowest id spelling it (what ``tokenizers`` resolves an added token's content to)."""
+        raw_vocab = self.raw["model"].get("vocab") if isinstance(self.raw.get("model"), dict) else None
+        if isinstance(raw_vocab, dict) and self.model_type != "Unigram" and len(raw_vocab) == len(self.vocab):
+            return raw_vocab  # token -> id, and vocab is its exact inverse: each token has one id
+        ids = list(self.vocab)
+        if ids == sorted(ids):  # the usual order (sorting a sorted list is one pass): the lowest id is written last
+            return dict(zip(reversed(self.vocab.values()), reversed(ids)))
         out: dict[str, int] = {}
         for i, token in sorted(self.vocab.items()):
             out.setdefault(token, i)
@@ -96,6 +101,16 @@ def _scheme(data: dict[str, Any], model_type: str) -> Scheme:
     return Scheme.PLAIN
 
 
+def _inverted(raw_vocab: dict[str, Any]) -> dict[int, str]:
+    """id -> token in one pass when every id is an in-range integer and no two tokens share one (real
+    files); else ``{}`` and the per-entry loop checks them, naming the bad key."""
+    ids = raw_vocab.values()
+    if not ids or set(map(type, ids)) != {int} or min(ids) < 0 or max(ids) > MAX_ID:
+        return {}
+    vocab = dict(zip(ids, raw_vocab))
+    return vocab if len(vocab) == len(raw_vocab) else {}
+
+
 def parse_tokenizer_json(path: Path) -> TokenizerJson:
     data = read_json_object(path)
     model = data.get("model")
@@ -117,7 +132,8 @@ def parse_tokenizer_json(path: Path) -> TokenizerJson:
     elif model_type in ("BPE", "WordPiece", "WordLevel"):
         if not isinstance(raw_vocab, dict):
             raise InputError("vocab must be an object of token -> id", file=str(path), key="model.vocab")
-        for token, token_id in raw_vocab.items():
+        vocab = _inverted(raw_vocab)
+        for token, token_id in raw_vocab.items() if not vocab else ():  # the checks, duplicates and errors in file order
             token_id = expect_int(token_id, path, f"model.vocab.{token}")
             if token_id in vocab:
                 duplicates.append((token_id, vocab[token_id], token))

@@ -7,7 +7,6 @@ from itertools import combinations
 
 from tokaudit.artifacts.base import Provenance
 from tokaudit.artifacts.pattern import CL100K_PATTERN, search_pattern
-from tokaudit.artifacts.text_files import unknown_merges
 from tokaudit.checks.registry import rule
 from tokaudit.ids import IdRanges
 from tokaudit.model.loaders import dynamo_regex_model_type, remote_tokenizer_module, smg_detects_kimi
@@ -124,6 +123,8 @@ def _merges_vs_vocab_json(model: TokenizerModel) -> Iterator[Finding]:
     a = model.artifacts
     if a.vocab_json is None or a.merges is None:
         return
+    from tokaudit.artifacts.text_files import unknown_merges  # loaded already with the files it reads
+
     bad = unknown_merges(a.vocab_json, a.merges)
     if not bad:
         return

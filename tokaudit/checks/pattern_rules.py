@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from typing import Any
 
 from tokaudit.artifacts.base import Provenance
 from tokaudit.artifacts.pattern import Pattern, search_pattern
-from tokaudit.backends.pattern import ENGINES, divergences, shrink, translate_for_onig
+from tokaudit.backends.pattern import ENGINES, Divergence, divergences, shrink, translate_for_onig
 from tokaudit.checks.registry import rule
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.text import visible
+from tokaudit.result_cache import cache_key, load, store
 
 #: Longest pattern probed (real ones are under 2 KB); longer ones are reported as not probed.
 MAX_PATTERN_CHARS = 20_000
@@ -36,6 +39,37 @@ def _who(engine: str) -> str:
     return {"fancy-regex": "tiktoken (fancy-regex)", "oniguruma": "tokenizers (Oniguruma)", "regex": "Python regex"}[engine]
 
 
+def probe_pattern(regex: str) -> dict[str, Any]:
+    """What TA305 computes from one pattern, as JSON: the probes the engines split differently, the engines
+    that reject it, whether the probes ran within the budget and, when some differ, the shrunk example, the
+    Oniguruma translation and whether it still differs. A pure function of the pattern and the engines'
+    versions, kept in the result cache when it ran well within every time limit."""
+    from tokaudit.report.report import installed_version
+
+    inputs = {"regex": regex, "budget": BUDGET_SECONDS,
+              "versions": {dist: installed_version(dist) for dist in ("tiktoken", "tokenizers", "regex")}}
+    key = cache_key("ta305-probe", inputs, (__name__, "tokaudit.backends.pattern"))
+    hit = load(key)
+    if isinstance(hit, dict) and {"found", "rejected", "complete"} <= hit.keys() and (not hit["found"] or "example" in hit):
+        return hit
+    import regex as _regex, tiktoken as _tiktoken, tokenizers as _tokenizers  # noqa: F401, E401 - loaded before the clock starts
+
+    start = time.perf_counter()
+    found, rejected, complete = divergences(regex, budget_seconds=BUDGET_SECONDS)
+    out: dict[str, Any] = {"found": [[d.text, d.pieces] for d in found], "rejected": rejected, "complete": complete}
+    if found:
+        example = shrink(regex, found[0].text) or found[0]
+        translated = translate_for_onig(regex)
+        fixed, _, fixed_complete = divergences(regex, ("fancy-regex", "oniguruma"), onig_regex=translated,
+                                               budget_seconds=BUDGET_SECONDS)
+        out.update(example=[example.text, example.pieces], translated=translated, fixed=bool(fixed))
+        complete = complete and fixed_complete
+    # within Python regex's per-call timeout (0.5 s) in all: no engine call can have been cut short by the clock
+    if complete and time.perf_counter() - start < 0.5:
+        store(key, out)
+    return out
+
+
 @rule("TA305")
 def pattern_portability(model: TokenizerModel) -> Iterator[Finding]:
     for pattern in _patterns(model):
@@ -47,7 +81,10 @@ def pattern_portability(model: TokenizerModel) -> Iterator[Finding]:
                 details={"source": pattern.source, "probed": False, "length": len(pattern.regex)},
             )
             continue
-        found, rejected, complete = divergences(pattern.regex, budget_seconds=BUDGET_SECONDS)
+        probe = probe_pattern(pattern.regex)
+        found = [Divergence(text, pieces) for text, pieces in probe["found"]]
+        rejected: dict[str, str] = probe["rejected"]
+        complete: bool = probe["complete"]
         engines_run = [e for e in ENGINES if e not in rejected]
         if rejected and pattern.engine not in rejected:
             names = ", ".join(f"{_who(e)}: {why}" for e, why in rejected.items())
@@ -66,10 +103,9 @@ def pattern_portability(model: TokenizerModel) -> Iterator[Finding]:
                     details={"source": pattern.source, "probed": False},
                 )
             continue
-        example = shrink(pattern.regex, found[0].text) or found[0]
-        translated = translate_for_onig(pattern.regex)
-        fixed, _, _ = divergences(pattern.regex, ("fancy-regex", "oniguruma"), onig_regex=translated,
-                                  budget_seconds=BUDGET_SECONDS)
+        example = Divergence(*probe["example"])
+        translated: str = probe["translated"]
+        fixed: bool = probe["fixed"]
         split = "; ".join(f"{_who(e)} {[visible(p) for p in pieces]}" for e, pieces in example.pieces.items())
         fix = (" tokaudit's hf backend runs the translated pattern (possessive intervals as atomic groups, $ and ^ "
                "anchored to the text); transformers' TikTokenConverter does not translate it."

@@ -84,6 +84,38 @@ def __getattr__(name: str) -> Any:
 
 def main() -> None:
     guard_std_streams(sys.argv)
+    command = _command_of(sys.argv)
     with collector_paused(freeze=True):  # the command's modules: see the imports above
-        app = build_app(_command_of(sys.argv) or COMMANDS)
-    app(prog_name="tokaudit")
+        app = build_app(command or COMMANDS)
+    if command != ["scan"]:
+        app(prog_name="tokaudit")
+        return
+    try:
+        app(prog_name="tokaudit")
+    except SystemExit as exc:
+        _exit_now(exc)
+        raise
+
+
+def _exit_now(exc: SystemExit) -> None:
+    """End a scan without the interpreter's teardown: its models (millions of objects for a 200k vocabulary
+    and its merges) are freed by the OS at once instead of object by object (~50 ms of a Llama 3 scan).
+    Only when nothing waits for the teardown (no atexit callback, no other non-daemon thread) and both
+    streams flush; otherwise this returns and the exit runs as usual."""
+    import atexit
+    import os
+    import threading
+
+    code = exc.code
+    if code is not None and not isinstance(code, int):
+        return  # a message: the interpreter prints it
+    pending = getattr(atexit, "_ncallbacks", None)
+    if pending is None or pending() or any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        return
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code or 0)

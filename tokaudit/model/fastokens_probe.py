@@ -14,8 +14,10 @@ normalizer, pre-tokenizer, decoder, post-processor, added tokens) with the vocab
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from importlib.util import find_spec
+from itertools import islice
 from pathlib import Path
 from threading import Lock
 from typing import Any
@@ -111,14 +113,12 @@ def config_refusal(raw: dict[str, Any]) -> str | None:
     with the vocabulary cut short and no merges; None when it accepts it (or is not installed)."""
     import json
 
-    try:
-        import fastokens
-    except ImportError:
+    if not installed():
         return None
     model = dict(raw.get("model") or {})
     vocab = model.get("vocab")
     if isinstance(vocab, dict):
-        kept = {t: i for t, i in vocab.items() if isinstance(i, int) and i < CONFIG_PROBE_VOCAB}
+        kept = _first_entries(vocab)
         unk = model.get("unk_token")
         if isinstance(unk, str) and unk in vocab:
             kept[unk] = vocab[unk]
@@ -127,13 +127,38 @@ def config_refusal(raw: dict[str, Any]) -> str | None:
         model["vocab"] = vocab[:CONFIG_PROBE_VOCAB]
     if "merges" in model:
         model["merges"] = []
+    probe = json.dumps({**raw, "model": model})
+    # fastokens' answer is a pure function of this text and its version: kept in the result cache
+    from tokaudit.result_cache import cache_key, digest, installed_version, load, store
+
+    probed = digest(probe.encode("utf-8", "surrogatepass"))
+    key = cache_key("fastokens-config", {"config": probed, "version": installed_version("fastokens")}, ())
+    hit = load(key)
+    if isinstance(hit, dict) and "refusal" in hit and isinstance(hit["refusal"], (str, type(None))):
+        return hit["refusal"]  # type: ignore[no-any-return]
     try:
-        fastokens.Tokenizer.from_json_str(json.dumps({**raw, "model": model}))
+        import fastokens
+    except ImportError:
+        return None
+
+    refusal: str | None = None
+    try:
+        fastokens.Tokenizer.from_json_str(probe)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # noqa: BLE001 - the refusal is the answer
-        return (str(exc).strip().splitlines() or [""])[0][:300] or type(exc).__name__
-    return None
+        refusal = (str(exc).strip().splitlines() or [""])[0][:300] or type(exc).__name__
+    store(key, {"refusal": refusal})
+    return refusal
+
+
+def _first_entries(vocab: dict[str, Any]) -> dict[str, Any]:
+    """The entries of ``vocab`` (token -> id) with an integer id below CONFIG_PROBE_VOCAB, in file order; a
+    prefix of the file when every id is an integer and they ascend (real files), found without a loop."""
+    ids = list(vocab.values())
+    if set(map(type, ids)) == {int} and ids == sorted(ids):
+        return dict(islice(vocab.items(), bisect_left(ids, CONFIG_PROBE_VOCAB)))
+    return {t: i for t, i in vocab.items() if isinstance(i, int) and i < CONFIG_PROBE_VOCAB}
 
 
 def fallback_message(probe: FastokensProbe, file: str) -> str:

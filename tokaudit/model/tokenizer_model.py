@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tokaudit.artifacts.base import AddedToken, Provenance
-from tokaudit.artifacts.gguf import CONTROL, UNKNOWN, USER_DEFINED, GGUFTokenizer
 from tokaudit.artifacts.load import Artifacts
 from tokaudit.model.id_table import IdTable, Layer
+
+if TYPE_CHECKING:  # the GGUF reader is loaded with a GGUF target's file, not by every scan
+    from tokaudit.artifacts.gguf import GGUFTokenizer
 
 FILES = "files"
 REMOTE_CODE = "remote-code"
@@ -135,6 +137,7 @@ def _gguf_layers(g: GGUFTokenizer) -> tuple[Layer, list[Layer], list[AddedToken]
     """A GGUF's vocabulary as llama.cpp renders it: every token's piece (with specials) in the base layer,
     CONTROL and UNKNOWN tokens as the special layer and USER_DEFINED ones as added tokens that are not
     special (llama.cpp splits them out of any text and always renders them, as HF does added tokens)."""
+    from tokaudit.artifacts.gguf import CONTROL, UNKNOWN, USER_DEFINED
     from tokaudit.model.llamacpp_vocab import gguf_pieces
 
     pieces = gguf_pieces(g)

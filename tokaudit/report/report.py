@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import platform
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from tokaudit import __version__
 from tokaudit.report.finding import Finding, Severity
+from tokaudit.result_cache import installed_version  # noqa: F401 - its home is the bottom layer; imported from here too
 
 #: ``--fail-on`` values: the lowest severity that fails the run ("never": nothing does).
 FAIL_ON = ("error", "warning", "note", "never")
@@ -77,22 +76,6 @@ def versions() -> dict[str, str]:
         elif dist != "transformers":
             out[dist] = "not installed"
     return out
-
-
-def installed_version(dist: str) -> str | None:
-    """A distribution's version from its ``NAME-VERSION.dist-info`` directory name.
-
-    Importing the library or importlib.metadata would cost 15-40 ms of every run's start-up.
-    """
-    for entry in sys.path:
-        try:
-            names = os.listdir(entry or ".")
-        except OSError:
-            continue
-        for name in names:
-            if name.endswith(".dist-info") and name.lower().startswith(dist + "-"):
-                return name[len(dist) + 1 : -len(".dist-info")]
-    return None
 
 
 def tool_version() -> str:

@@ -17,7 +17,6 @@ bounded in time (a watchdog for Jinja2, fuel for MiniJinja) and in output size.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import threading
 import time
@@ -129,6 +128,8 @@ class _Watchdog:
         self._thread: threading.Thread | None = None
 
     def arm(self, seconds: float) -> dict[str, Any]:
+        import ctypes  # only when Jinja2 renders (a scan with its renders cached never does)
+
         state: dict[str, Any] = {"tid": ctypes.c_ulong(threading.get_ident()), "fired": False}
         with self._cond:
             if self._thread is None or not self._thread.is_alive():
@@ -140,12 +141,16 @@ class _Watchdog:
 
     def disarm(self, state: dict[str, Any]) -> None:
         """After this no ``_Timeout`` reaches the thread: one already sent but not yet raised is cleared."""
+        import ctypes
+
         with self._cond:
             self._armed.pop(id(state), None)
             if state["fired"]:
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(state["tid"], None)
 
     def _run(self) -> None:
+        import ctypes
+
         with self._cond:
             while True:
                 now = time.monotonic()

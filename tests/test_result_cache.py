@@ -1,0 +1,105 @@
+"""The persistent result cache (tokaudit.result_cache): a scan from cached TA305 probes and template
+renders says exactly what a scan without the cache says; corrupted entries are ignored; nothing is
+written in the target; TOKAUDIT_CACHE=off writes nothing."""
+
+from __future__ import annotations
+
+import json
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, run_cli, tree_snapshot
+
+
+def _scan(target: Path, cache: str) -> tuple[int, str]:
+    result = run_cli("scan", str(target), "--format", "json", env={"TOKAUDIT_CACHE": cache})
+    return result.exit_code, result.stdout
+
+
+@pytest.mark.parametrize("target, kinds", [
+    ("patterns/possessive", {"ta305-probe"}),  # TA305 with a shrunk example and a translation
+    ("templates/named-templates", {"ta305-probe", "template-render"}),  # TA802
+    ("templates/broken", {"ta305-probe", "template-render"}),  # TA801
+    ("fastokens/refused-unigram", set()),  # fastokens refuses the configuration (Dynamo's row says so)
+    ("kimi-k2.5", {"ta305-probe", "template-render"}),
+])
+def test_cached_scan_says_what_an_uncached_scan_says(tmp_path: Path, target: str, kinds: set[str]) -> None:
+    model = FIXTURES / target
+    before = tree_snapshot(model)
+    cache = tmp_path / "cache"
+    expected = _scan(model, "off")
+    assert _scan(model, str(cache)) == expected  # computed, then stored
+    entries = sorted(cache.iterdir()) if cache.exists() else []
+    names = {p.name.rsplit("-", 1)[0] for p in entries}
+    # Dynamo's row: fastokens' answer on the file's configuration, unless a full fastokens load of this file
+    # earlier in the process answered already (compare, scan --deep)
+    assert kinds <= names <= kinds | ({"fastokens-config"} if find_spec("fastokens") is not None else set())
+    for entry in entries:
+        assert json.loads(entry.read_text(encoding="utf-8"))["key"] == entry.stem
+    assert _scan(model, str(cache)) == expected  # every probe and render from the cache
+    assert tree_snapshot(model) == before
+
+
+def test_rendered_template_is_read_from_the_cache(tmp_path: Path) -> None:
+    """A hit is really used: an entry edited in place (same key) changes the TA801 message."""
+    model = FIXTURES / "templates" / "broken"
+    cache = tmp_path / "cache"
+    _, first = _scan(model, str(cache))
+    (entry,) = cache.glob("template-render-*.json")
+    data = json.loads(entry.read_text(encoding="utf-8"))
+    errors = [r for _, renders in data["value"]["conversations"] for r in renders if r[2]]
+    assert errors
+    for render in errors:
+        render[2] = "edited in the cache"
+    entry.write_text(json.dumps(data), encoding="utf-8")
+    _, second = _scan(model, str(cache))
+    assert "edited in the cache" not in first
+    assert "edited in the cache" in second
+
+
+@pytest.mark.parametrize("garbage", [b"", b"{not json", b"\xff\xfe", b'{"key": "other", "value": {}}', b"[1, 2]"])
+def test_corrupted_entries_are_ignored(tmp_path: Path, garbage: bytes) -> None:
+    model = FIXTURES / "templates" / "named-templates"
+    cache = tmp_path / "cache"
+    expected = _scan(model, "off")
+    _scan(model, str(cache))
+    for entry in cache.iterdir():
+        entry.write_bytes(garbage)
+    assert _scan(model, str(cache)) == expected
+
+
+def test_entries_of_the_wrong_shape_are_ignored(tmp_path: Path) -> None:
+    model = FIXTURES / "templates" / "named-templates"
+    cache = tmp_path / "cache"
+    expected = _scan(model, "off")
+    _scan(model, str(cache))
+    for entry in cache.iterdir():
+        key = json.loads(entry.read_text(encoding="utf-8"))["key"]
+        entry.write_text(json.dumps({"key": key, "value": {"conversations": [["x", 5]], "found": 3}}), encoding="utf-8")
+    assert _scan(model, str(cache)) == expected
+
+
+@pytest.mark.parametrize("off", ["off", "0", "false", "no", "OFF"])
+def test_turned_off_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, off: str) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    _scan(FIXTURES / "kimi-k2.5", off)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_default_directory_is_the_user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("TOKAUDIT_CACHE")
+    result = run_cli("scan", str(FIXTURES / "kimi-k2.5"), "--format", "json")
+    assert result.exit_code == 1
+    names = {p.name.rsplit("-", 1)[0] for p in (tmp_path / "xdg" / "tokaudit" / "results").iterdir()}
+    assert names == {"ta305-probe", "template-render"}  # no tokenizer.json: no fastokens probe
+
+
+def test_unwritable_cache_directory_changes_nothing(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory", encoding="utf-8")
+    model = FIXTURES / "kimi-k2.5"
+    assert _scan(model, str(blocker / "cache")) == _scan(model, "off")
