@@ -7,7 +7,8 @@ beside the GGUF, compares it with them: that is where a conversion drifts.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import wraps
 
 from tokaudit.artifacts.gguf import CONTROL, UNKNOWN, GGUFTokenizer
 from tokaudit.checks.common import find_content, is_placeholder, looks_control, turn_terminator
@@ -26,9 +27,17 @@ EOS_ONLY_RUNTIMES = ("mistral.rs (EricLBuehler/mistral.rs#1012)", "node-llama-cp
 _WORD = re.compile(r"[ \u0120\u2581]?[^\W\d_][\w'\-]*")
 
 
-def _gguf(model: TokenizerModel) -> tuple[GGUFTokenizer, LlamaCppLoad] | None:
-    g = model.artifacts.gguf
-    return None if g is None else (g, cached_load(g))
+GGUFCheck = Callable[[TokenizerModel, GGUFTokenizer, LlamaCppLoad], Iterator[Finding]]
+
+
+def on_gguf(check: GGUFCheck) -> Callable[[TokenizerModel], Iterator[Finding]]:
+    """A rule that runs only on a model with a GGUF, given the GGUF and what llama.cpp makes of it."""
+    @wraps(check)
+    def run(model: TokenizerModel) -> Iterator[Finding]:
+        g = model.artifacts.gguf
+        return iter(()) if g is None else check(model, g, cached_load(g))
+
+    return run
 
 
 def _text(g: GGUFTokenizer, i: int | None) -> str:
@@ -64,11 +73,8 @@ def _hf_regex(model: TokenizerModel) -> str | None:
 
 
 @rule("TA307")
-def gguf_pre_tokenizer(model: TokenizerModel) -> Iterator[Finding]:
-    found = _gguf(model)
-    if found is None:
-        return
-    g, load = found
+@on_gguf
+def gguf_pre_tokenizer(model: TokenizerModel, g: GGUFTokenizer, load: LlamaCppLoad) -> Iterator[Finding]:
     where = g.source("tokenizer.ggml.pre") if g.pre is not None else g.source("tokenizer.ggml.model")
     said = {
         "missing": "has no tokenizer.ggml.pre: llama.cpp logs \"missing pre-tokenizer type, using: 'default'\" and "
@@ -95,11 +101,8 @@ def gguf_pre_tokenizer(model: TokenizerModel) -> Iterator[Finding]:
 
 
 @rule("TA308")
-def gguf_merges_missing(model: TokenizerModel) -> Iterator[Finding]:
-    found = _gguf(model)
-    if found is None:
-        return
-    g, load = found
+@on_gguf
+def gguf_merges_missing(model: TokenizerModel, g: GGUFTokenizer, load: LlamaCppLoad) -> Iterator[Finding]:
     if load.vocab_type != "BPE":
         return
     if not g.merges and load.load_error is not None and "merges" in load.load_error:
@@ -123,11 +126,8 @@ def gguf_merges_missing(model: TokenizerModel) -> Iterator[Finding]:
 
 
 @rule("TA207")
-def eog_mismatch(model: TokenizerModel) -> Iterator[Finding]:
-    found = _gguf(model)
-    if found is None:
-        return
-    g, load = found
+@on_gguf
+def eog_mismatch(model: TokenizerModel, g: GGUFTokenizer, load: LlamaCppLoad) -> Iterator[Finding]:
     term = turn_terminator(model)
     if term is None:
         return
@@ -160,11 +160,8 @@ def _word_like(text: bytes) -> bool:
 
 
 @rule("TA208")
-def token_type_mismatch(model: TokenizerModel) -> Iterator[Finding]:
-    found = _gguf(model)
-    if found is None:
-        return
-    g, load = found
+@on_gguf
+def token_type_mismatch(model: TokenizerModel, g: GGUFTokenizer, load: LlamaCppLoad) -> Iterator[Finding]:
     types = g.types or ()
     words = [i for i, t in enumerate(types) if t == CONTROL and _word_like(g.tokens[i])]
     if words:
@@ -217,11 +214,8 @@ def _hf_flag_mismatches(model: TokenizerModel, g: GGUFTokenizer) -> Iterator[Fin
 
 
 @rule("TA209")
-def default_special_id(model: TokenizerModel) -> Iterator[Finding]:
-    found = _gguf(model)
-    if found is None:
-        return
-    g, load = found
+@on_gguf
+def default_special_id(model: TokenizerModel, g: GGUFTokenizer, load: LlamaCppLoad) -> Iterator[Finding]:
     types = g.types or ()
     for name in ("bos", "eos", "unk", "sep", "pad", "mask"):
         s = load.special.get(name)
@@ -243,10 +237,10 @@ def default_special_id(model: TokenizerModel) -> Iterator[Finding]:
 
 def gguf_special_out_of_range(model: TokenizerModel) -> Iterator[tuple[str, int, int | None, str]]:
     """(name, file value, the id llama.cpp uses instead, key) for each special-id key outside the GGUF's tokens."""
-    found = _gguf(model)
-    if found is None:
+    g = model.artifacts.gguf
+    if g is None:
         return
-    g, load = found
+    load = cached_load(g)
     for name, s in load.special.items():
         if s.bad_value is not None:
             key = next((f"tokenizer.ggml.{k}" for k, v in _KEYS.items() if v == name and f"tokenizer.ggml.{k}" in g.key_offsets),
