@@ -23,20 +23,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# The least a GGUF tokenizer reader has to do: header, every key/value (strings as bytes), no checks.
-BASELINE = r'''
-import struct, sys
-S = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
-def read(path):
+_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+
+def baseline_read(path: str) -> dict:
+    """The least a GGUF tokenizer reader has to do: header, every key/value (strings as bytes), no checks.
+    ``python bench/gguf.py --baseline FILE`` runs it alone (the baseline process)."""
+    import struct
+
     data = open(path, "rb").read()
     pos = 24
     n_kv = struct.unpack_from("<Q", data, 16)[0]
-    def string():
+
+    def string() -> bytes:
         nonlocal pos
         n = struct.unpack_from("<Q", data, pos)[0]
         pos += 8 + n
         return data[pos - n:pos]
-    def value(kind):
+
+    def value(kind: int):  # noqa: ANN202
         nonlocal pos
         if kind == 8:
             return string()
@@ -45,13 +50,14 @@ def read(path):
             pos += 12
             if inner == 8:
                 return [string() for _ in range(count)]
-            size = struct.calcsize(S[inner])
-            out = struct.unpack_from(f"<{count}{S[inner]}", data, pos)
+            size = struct.calcsize(_SCALARS[inner])
+            out = struct.unpack_from(f"<{count}{_SCALARS[inner]}", data, pos)
             pos += size * count
             return out
-        size = struct.calcsize(S[kind])
+        size = struct.calcsize(_SCALARS[kind])
         pos += size
-        return struct.unpack_from("<" + S[kind], data, pos - size)[0]
+        return struct.unpack_from("<" + _SCALARS[kind], data, pos - size)[0]
+
     out = {}
     for _ in range(n_kv):
         key = string().decode()
@@ -59,9 +65,6 @@ def read(path):
         pos += 4
         out[key] = value(kind)
     return out
-if __name__ == "__main__":
-    print(len(read(sys.argv[1])["tokenizer.ggml.tokens"]))
-'''
 
 
 def _defaults() -> list[Path]:
@@ -86,14 +89,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="*", type=Path)
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--baseline", metavar="FILE", help="run only the baseline reader on FILE (the baseline process)")
     args = parser.parse_args()
+    if args.baseline:
+        print(len(baseline_read(args.baseline)["tokenizer.ggml.tokens"]))
+        return
     files = args.files or _defaults()
     sys.path.insert(0, str(ROOT))
     from tokaudit.artifacts.gguf import read_gguf_tokenizer
 
-    namespace: dict[str, object] = {"__name__": "baseline"}
-    exec(compile(BASELINE, "baseline", "exec"), namespace)  # noqa: S102 - our own script text
-    baseline = namespace["read"]
     from tokaudit.scan import load_model, scan_model
 
     print(f"{'file':<28} {'reader s':>8} {'baseline s':>10} {'ratio':>6} {'scan s':>7} {'ratio':>6} {'scan proc s':>11} "
@@ -101,10 +105,10 @@ def main() -> None:
     for path in files:
         scan_model(load_model(str(path)))  # imports and first-use caches, as a warm process has them
         ours = _median(lambda: read_gguf_tokenizer(path), args.runs)
-        theirs = _median(lambda: baseline(str(path)), args.runs)  # type: ignore[operator]
+        theirs = _median(lambda: baseline_read(str(path)), args.runs)
         whole = _median(lambda: scan_model(load_model(str(path))), args.runs)
         scan = [sys.executable, "-m", "tokaudit", "scan", str(path), "--format", "json"]
-        base = [sys.executable, "-c", BASELINE, str(path)]
+        base = [sys.executable, __file__, "--baseline", str(path)]
         run = lambda cmd: subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)  # noqa: E731
         run(scan), run(base)  # warm the page cache
         scan_s, base_s = _median(lambda: run(scan), args.runs), _median(lambda: run(base), args.runs)

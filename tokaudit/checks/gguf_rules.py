@@ -56,7 +56,7 @@ HF_REGEX_FAMILIES: dict[str, frozenset[str]] = {
 }
 
 
-def _hf_regex(model: TokenizerModel) -> str | None:
+def hf_regex(model: TokenizerModel) -> str | None:
     """The HF tokenizer.json's pre-tokenizer signature: its Split regex, or ``gpt2-bytelevel``."""
     tj = model.artifacts.tokenizer_json
     if tj is None:
@@ -90,7 +90,7 @@ def gguf_pre_tokenizer(model: TokenizerModel, g: GGUFTokenizer, load: LlamaCppLo
             "(digits, contractions, non-Latin text); regenerate it with convert_hf_to_gguf.py.",
             location=where, details={"pre": load.pre, "state": load.pre_state, "model": g.model})
         return
-    regex = _hf_regex(model)
+    regex = hf_regex(model)
     families = HF_REGEX_FAMILIES.get(regex or "")
     if families is not None and load.pre_family is not None and load.pre_family not in families:
         yield gguf_pre_tokenizer.finding(

@@ -15,7 +15,7 @@ from typing import Any
 
 from tokaudit.artifacts.gguf import GGUFTokenizer
 from tokaudit.checks.common import find_content
-from tokaudit.checks.gguf_rules import HF_REGEX_FAMILIES, _hf_regex, type_flag_mismatches
+from tokaudit.checks.gguf_rules import HF_REGEX_FAMILIES, hf_regex, type_flag_mismatches
 from tokaudit.ids import IdRanges
 from tokaudit.model.llamacpp_load import LlamaCppLoad, cached_load
 from tokaudit.model.tokenizer_model import TokenizerModel
@@ -99,7 +99,7 @@ def conversion_diff(hf: TokenizerModel, gguf: TokenizerModel, display: str) -> t
         merges = {"hf": len(hf_text), "gguf": len(gm), "first_difference": first,
                   "hf_at_first": hf_text[first] if first is not None and first < len(hf_text) else None,
                   "gguf_at_first": gm[first] if first is not None and first < len(gm) else None}
-    regex = _hf_regex(hf)
+    regex = hf_regex(hf)
     families = HF_REGEX_FAMILIES.get(regex or "")
     pre = {"gguf": load.pre, "state": load.pre_state, "family": load.pre_family, "hf_regex": regex,
            "matches": None if families is None or load.pre_family is None else load.pre_family in families}
