@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Iterator
 from functools import wraps
 
-from tokaudit.artifacts.gguf import CONTROL, UNKNOWN, GGUFTokenizer
+from tokaudit.artifacts.gguf import CONTROL, SPECIAL_ID_KEYS, UNKNOWN, GGUFTokenizer
 from tokaudit.checks.common import find_content, is_placeholder, looks_control, turn_terminator
 from tokaudit.checks.registry import rule
 from tokaudit.ids import IdRanges
@@ -243,15 +243,6 @@ def gguf_special_out_of_range(model: TokenizerModel) -> Iterator[tuple[str, int,
     load = cached_load(g)
     for name, s in load.special.items():
         if s.bad_value is not None:
-            key = next((f"tokenizer.ggml.{k}" for k, v in _KEYS.items() if v == name and f"tokenizer.ggml.{k}" in g.key_offsets),
+            key = next((f"tokenizer.ggml.{k}" for k, v in SPECIAL_ID_KEYS.items() if v == name and f"tokenizer.ggml.{k}" in g.key_offsets),
                        f"tokenizer.ggml.{name}_token_id")
             yield name, s.bad_value, s.id, key
-
-
-def _keys() -> dict[str, str]:
-    from tokaudit.artifacts.gguf import SPECIAL_ID_KEYS
-
-    return dict(SPECIAL_ID_KEYS)
-
-
-_KEYS = _keys()
