@@ -372,11 +372,3 @@ _VOCAB_CHARS = st.sampled_from([*byte_decoder(), "\u0144", " ", "\x00", "\u2581"
 def test_token_bytes_table_property(tokens: list[str], scheme: Scheme) -> None:
     vocab = dict(enumerate(tokens))
     assert list(token_bytes_table(vocab, scheme).items()) == [(i, token_bytes(t, scheme)) for i, t in vocab.items()]
-
-
-@settings(max_examples=500, deadline=None)
-@given(st.binary(max_size=12).map(lambda b: bytes(b"=A \n1"[x % 5] for x in b) + b" 1\n"))
-def test_misplaced_pad_count_agrees_with_the_regex(data: bytes) -> None:
-    from tokaudit.artifacts.tiktoken_ranks import _MISPLACED_PAD, _misplaced_pad
-
-    assert _misplaced_pad(data) == bool(_MISPLACED_PAD.search(data))

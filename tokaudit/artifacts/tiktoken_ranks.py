@@ -80,18 +80,21 @@ def _parse_columns(data: bytes) -> dict[int, bytes] | None:
     n = (len(separators) + 1) // 2  # lines
     if not separators or separators != (b" \n" * n)[: len(separators)]:
         return None
-    fields = data.split()
-    # 2n non-empty fields between 2n-1 or 2n separators: nothing before the first token or after the last rank
-    if len(fields) != 2 * n or (len(separators) % 2 == 0 and not data.endswith(b"\n")):
+    # so the fields are exactly what lies between two separators (splitting at one byte is 2x faster than at whitespace)
+    fields = data.replace(b"\n", b" ").split(b" ")
+    if data.endswith(b"\n"):
+        fields.pop()  # the empty field after the last newline
+    # 2n fields: no third field after the last newline (an empty field is an empty token or rank: rejected below)
+    if len(fields) != 2 * n:
         return None
     tokens, ranks = fields[0::2], fields[1::2]
     if b" +" in data or max(map(len, ranks)) > 19:
-        return None  # a signed or over-long rank (int() takes '+1'; a letter or '=' makes it raise below)
+        return None  # a signed or over-long rank (int() takes '+1'; a letter, '=' or nothing makes it raise below)
     # Strict base64 in bulk: every token a multiple of 4 long with '=' only as its last one or two
     # characters (each token is followed by a space). binascii then decodes exactly what strict_mode
     # accepts, without a strict call per token (a keyword argument per call doubled the decode time).
     lengths = set(map(len, tokens))
-    if _misplaced_pad(data) or any(k % 4 for k in lengths - {1}):
+    if _MISPLACED_PAD.search(data) or any(k % 4 for k in lengths - {1}) or 0 in lengths:
         return None
     if 1 in lengths and any(len(t) == 1 and t != b"=" for t in tokens):
         return None  # a lone '=' is the empty token (whisper's multilingual.tiktoken); any other is invalid
@@ -103,13 +106,6 @@ def _parse_columns(data: bytes) -> dict[int, bytes] | None:
     if len(by_id) != n or max(ids) > MAX_ID:
         return None  # a duplicate rank, or one out of range
     return by_id
-
-
-def _misplaced_pad(data: bytes) -> bool:
-    """Whether :data:`_MISPLACED_PAD` matches, by counting (3x faster than the regex on Kimi's 3 MB): every
-    '=' is a token's last or next-to-last character exactly when each is followed by a space or by '= '.
-    (An '=' ending the data counts as misplaced here: such a file fails the column checks anyway.)"""
-    return b"===" in data or data.count(b"=") != data.count(b"= ") + data.count(b"== ")
 
 
 def _parse_carefully(data: bytes, path: Path) -> dict[int, bytes]:

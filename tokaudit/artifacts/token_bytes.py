@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import codecs
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
-from itertools import accumulate, compress, repeat
+from itertools import accumulate, compress, count, repeat
+from operator import add
 from typing import Any
 
 
@@ -63,22 +63,7 @@ def token_bytes_table(tokens: dict[int, str], scheme: Scheme) -> dict[int, bytes
     strings instead of a call per token (262k tokens for Gemma 3); the same bytes, in the same order."""
     ids, strings = list(tokens), list(tokens.values())
     if scheme is Scheme.BYTE_LEVEL:
-        joined = "".join(strings)
-        outside: list[int] = []
-        try:
-            data = _byte_level_bytes(joined) or codecs.charmap_encode(joined, "strict", _byte_level_map())[0]
-        except UnicodeEncodeError:  # tokens outside GPT-2's alphabet are spelled as UTF-8 text (DeepSeek V3 has some)
-            ends = list(accumulate(map(len, strings)))
-            outside = sorted({bisect_right(ends, m.start()) for m in _outside_byte_level().finditer(joined)})
-            strings = strings[:]
-            for k in outside:
-                strings[k] = ""
-            data = codecs.charmap_encode("".join(strings), "strict", _byte_level_map())[0]
-        ends = list(accumulate(map(len, strings)))  # one byte per character
-        out = dict(zip(ids, map(data.__getitem__, map(slice, [0, *ends], ends))))
-        for k in outside:
-            out[ids[k]] = tokens[ids[k]].encode("utf-8")
-        return out
+        return _byte_level_table(ids, strings)
     if scheme in (Scheme.METASPACE, Scheme.PLAIN):
         joined = "\0".join(strings)
         if joined.count("\0") != len(strings) - 1 or not strings:  # a token holding NUL: split would cut it
@@ -91,6 +76,40 @@ def token_bytes_table(tokens: dict[int, str], scheme: Scheme) -> dict[int, bytes
                 out[ids[k]] = token_bytes(strings[k], scheme)
         return out
     return {i: token_bytes(t, scheme) for i, t in tokens.items()}
+
+
+#: GPT-2's spelling of byte 0xFF (itself), which separates the tokens of a byte-level table: UTF-8 text never
+#: holds that byte, so only a few tokens do (the byte's own token among them).
+_BYTE_LEVEL_SEPARATOR = "\xff"
+
+
+def _byte_level_table(ids: list[int], strings: list[str]) -> dict[int, bytes]:
+    """A byte-level vocabulary's bytes: its strings joined with the separator, turned into bytes in bulk and
+    split there (no object per token but its bytes). The tokens that hold the separator, or a character
+    outside GPT-2's alphabet (spelled as UTF-8 text: DeepSeek V3 has some), are left out of the bulk pass
+    and converted one by one."""
+    if not strings:
+        return {}
+    sep = _BYTE_LEVEL_SEPARATOR
+    aside = set(compress(range(len(strings)), map(str.__contains__, strings, repeat(sep))))
+    while True:
+        parts = strings[:]
+        for k in aside:
+            parts[k] = ""
+        joined = sep.join(parts)
+        data = _byte_level_bytes(joined)
+        if data is not None:
+            break
+        # characters outside the alphabet (or a lone surrogate): find their tokens, set them aside, again
+        ends = list(map(add, accumulate(map(len, parts)), count()))  # where the separator after each token is
+        found = {bisect_right(ends, m.start()) for m in _outside_byte_level().finditer(joined)}
+        if not found - aside:  # nothing left to convert in bulk (every token set aside: the joined text is empty)
+            return {i: token_bytes(t, Scheme.BYTE_LEVEL) for i, t in zip(ids, strings)}
+        aside |= found
+    out = dict(zip(ids, data.split(sep.encode("latin-1"))))
+    for k in aside:
+        out[ids[k]] = token_bytes(strings[k], Scheme.BYTE_LEVEL)
+    return out
 
 
 def _byte_level_bytes(text: str) -> bytes | None:
@@ -130,13 +149,6 @@ def _byte_level_tables() -> tuple[bytes, bytes, bytes, bytes]:
 @lru_cache(maxsize=1)
 def _outside_byte_level() -> re.Pattern[str]:
     return re.compile("[^" + "".join(map(re.escape, byte_decoder())) + "]")
-
-
-@lru_cache(maxsize=1)
-def _byte_level_map() -> Any:
-    """GPT-2's alphabet as a charmap codec table: each of its 256 characters encodes to its byte."""
-    decoder = byte_decoder()
-    return codecs.charmap_build("".join(sorted(decoder, key=decoder.__getitem__)))
 
 
 # --- The decoder chain: token strings -> text, as the ``tokenizers`` decoders do it ---------------
