@@ -18,7 +18,7 @@ from tokaudit.artifacts.tekken import parse_tekken
 from tokaudit.artifacts.text_files import parse_merges, parse_vocab_json, parse_vocab_txt
 from tokaudit.artifacts.tiktoken_ranks import parse_tiktoken_ranks
 from tokaudit.artifacts.tokenizer_config import parse_special_tokens_map, parse_tokenizer_config
-from tokaudit.artifacts.token_bytes import Scheme, byte_decoder, token_bytes, token_bytes_table
+from tokaudit.artifacts.token_bytes import Scheme, TokenBytes, byte_decoder, token_bytes, token_bytes_table, undecodable_ids
 from tokaudit.artifacts.tokenizer_json import parse_tokenizer_json
 from tokaudit.errors import InputError
 
@@ -372,3 +372,44 @@ _VOCAB_CHARS = st.sampled_from([*byte_decoder(), "\u0144", " ", "\x00", "\u2581"
 def test_token_bytes_table_property(tokens: list[str], scheme: Scheme) -> None:
     vocab = dict(enumerate(tokens))
     assert list(token_bytes_table(vocab, scheme).items()) == [(i, token_bytes(t, scheme)) for i, t in vocab.items()]
+
+
+def _undecodable_one_by_one(vocab: dict[int, str], scheme: Scheme) -> list[int]:
+    out = []
+    for i, token in vocab.items():
+        try:
+            token_bytes(token, scheme).decode("utf-8")
+        except UnicodeDecodeError:
+            out.append(i)
+    return sorted(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(_VOCAB_CHARS, max_size=6), max_size=40), st.sampled_from(list(Scheme)))
+def test_undecodable_ids_property(tokens: list[str], scheme: Scheme) -> None:
+    """The bulk pass (a byte-level table not built: byte 0's character, characters outside the alphabet, empty
+    tokens) and the pass over built bytes both equal a decode per token."""
+    vocab = {i * 7 % 101: t for i, t in enumerate(tokens)}
+    lazy = TokenBytes(vocab, scheme)
+    assert undecodable_ids(lazy) == _undecodable_one_by_one(vocab, scheme)
+    assert undecodable_ids(lazy.table) == _undecodable_one_by_one(vocab, scheme)
+
+
+def test_undecodable_ids_of_byte_level_strings_names_each_token() -> None:
+    # 'Ã' is byte 0xC3 (a lead byte alone), 'Ā' byte 0x00, '一' outside GPT-2's alphabet (UTF-8 text)
+    vocab = {0: "Ã", 1: "Ā", 2: "ÃĀ", 3: "Ã©", 4: "一", 5: "ĠÃ", 6: "", 7: "hi"}
+    lazy = TokenBytes(vocab, Scheme.BYTE_LEVEL)
+    assert undecodable_ids(lazy) == [0, 2, 5]
+    assert not lazy.built
+
+
+def test_token_bytes_is_built_when_needed_whole() -> None:
+    vocab = {i: chr(0x21 + i % 90) * (1 + i % 3) for i in range(3000)}
+    lazy = TokenBytes(vocab, Scheme.BYTE_LEVEL)
+    assert len(lazy) == 3000 and 5 in lazy and 3000 not in lazy and list(lazy)[:3] == [0, 1, 2]
+    assert lazy.keys() - {0} == set(range(1, 3000))
+    assert [lazy[i] for i in range(TokenBytes.LOOKUPS_ALONE)] == [token_bytes(vocab[i], Scheme.BYTE_LEVEL)
+                                                                   for i in range(TokenBytes.LOOKUPS_ALONE)]
+    assert not lazy.built  # lookups one by one so far, keys from the strings
+    assert lazy[2999] == vocab[2999].encode() and lazy.built  # one lookup more: built whole
+    assert dict(lazy.items()) == token_bytes_table(vocab, Scheme.BYTE_LEVEL) and lazy.get(4000) is None

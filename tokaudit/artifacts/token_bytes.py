@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import codecs
 import re
+import threading
 from bisect import bisect_right
+from collections.abc import Iterable, ItemsView, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
@@ -112,10 +115,145 @@ def _byte_level_table(ids: list[int], strings: list[str]) -> dict[int, bytes]:
     return out
 
 
-def _byte_level_bytes(text: str) -> bytes | None:
+class TokenBytes(Mapping[int, bytes]):
+    """``token_bytes_table(tokens, scheme)`` built only when first needed whole: iterating its values, or
+    more than :data:`LOOKUPS_ALONE` lookups. A scan mostly looks up a few ids and checks UTF-8 in bulk
+    (:func:`undecodable_ids`), so it never spends the 128k objects of a Llama 3 vocabulary."""
+
+    #: Lookups answered one token at a time before the whole table is built.
+    LOOKUPS_ALONE = 1024
+
+    def __init__(self, tokens: dict[int, str], scheme: Scheme) -> None:
+        self.strings = tokens
+        self.scheme = scheme
+        self._table: dict[int, bytes] | None = None
+        self._lookups = 0
+
+    def __getitem__(self, token_id: int) -> bytes:
+        if self._table is None and self._lookups < self.LOOKUPS_ALONE:
+            self._lookups += 1
+            return token_bytes(self.strings[token_id], self.scheme)
+        return self.table[token_id]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.strings)
+
+    def __len__(self) -> int:
+        return len(self.strings)
+
+    def __contains__(self, token_id: object) -> bool:
+        return token_id in self.strings
+
+    def keys(self) -> KeysView[int]:
+        return self.strings.keys()
+
+    def items(self) -> ItemsView[int, bytes]:
+        return self.table.items()
+
+    def values(self) -> ValuesView[bytes]:
+        return self.table.values()
+
+    @property
+    def built(self) -> bool:
+        return self._table is not None
+
+    @property
+    def table(self) -> dict[int, bytes]:
+        if self._table is None:
+            self._table = token_bytes_table(self.strings, self.scheme)
+        return self._table
+
+
+def undecodable_ids(vocab: Mapping[int, bytes]) -> list[int]:
+    """Ids whose bytes are not valid UTF-8 on their own, in id order. A byte-level :class:`TokenBytes` not yet
+    built is checked in bulk from its strings (:func:`_byte_level_undecodable`); any other vocabulary token by
+    token (ASCII tokens skipped cheaply)."""
+    if isinstance(vocab, TokenBytes) and not vocab.built and vocab.scheme is Scheme.BYTE_LEVEL:
+        found = _byte_level_undecodable(list(vocab.strings.values()))
+        if found is not None:
+            ids = list(vocab.strings)
+            return sorted(ids[k] for k in found)
+    bad = []
+    for i, token in vocab.items():
+        if not token.isascii() and not _decodes(token):
+            bad.append(i)
+    return sorted(bad)
+
+
+def _byte_level_undecodable(strings: list[str]) -> list[int] | None:
+    """Indices of the byte-level tokens whose bytes are not valid UTF-8 alone, without a bytes object per token
+    (None when there are none, or a token holds a NUL). The strings are joined with NUL, which is outside the alphabet, and
+    turned into bytes in one pass: each byte sits where its character does, and NUL (ASCII) ends any UTF-8
+    sequence. One decode of the whole then finds every error; its handler counts the NULs of the text before
+    an error (the token's index) and resumes at the next token. Tokens with characters outside the alphabet
+    (spelled as UTF-8 text: DeepSeek V3 has some) are left out of the bulk pass and checked alone."""
+    text = "\0".join(strings)
+    if text.count("\0") != len(strings) - 1:
+        return None
+    data = _byte_level_bytes(text, separator=True)
+    aside: list[int] = []
+    if data is None and text:
+        aside = _token_indices(text, (m.start() for m in _outside_byte_level(nul=True).finditer(text)))
+        parts = strings[:]
+        for k in aside:
+            parts[k] = ""
+        text = "\0".join(parts)
+        data = _byte_level_bytes(text, separator=True)
+    if data is None:
+        return None
+    state = _undecodable_state
+    state.text, state.found, state.index, state.counted = text, [], 0, 0
+    try:
+        data.decode("utf-8", _UNDECODABLE_HANDLER)
+        found = state.found
+    finally:
+        del state.text, state.found, state.index, state.counted
+    return found + [k for k in aside if not _decodes(token_bytes(strings[k], Scheme.BYTE_LEVEL))]
+
+
+def _token_indices(text: str, positions: Iterable[int]) -> list[int]:
+    """The indices of the NUL-separated tokens of ``text`` at ``positions`` (ascending), each once."""
+    out: list[int] = []
+    index = counted = 0
+    for at in positions:
+        index += text.count("\0", counted, at)
+        counted = at
+        if not out or out[-1] != index:
+            out.append(index)
+    return out
+
+
+#: The state of :func:`_byte_level_undecodable`'s decode, per thread (scan --jobs scans targets in threads).
+_undecodable_state = threading.local()
+_UNDECODABLE_HANDLER = "tokaudit.undecodable-token"
+
+
+def _note_undecodable(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    state = _undecodable_state
+    state.index += state.text.count("\0", state.counted, exc.start)
+    state.counted = exc.start
+    state.found.append(state.index)
+    end = state.text.find("\0", exc.start)
+    return "", len(state.text) if end < 0 else end
+
+
+codecs.register_error(_UNDECODABLE_HANDLER, _note_undecodable)
+
+
+def _decodes(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _byte_level_bytes(text: str, separator: bool = False) -> bytes | None:
     """The bytes GPT-2's alphabet spells in ``text``, or None when a character is outside it (or ``text`` is
-    empty). Bulk byte operations instead of a lookup per character (4x faster than the charmap codec):
-    in UTF-16 each character of the alphabet is a low byte and a high byte 0 (the 188 characters that are
+    empty); with ``separator``, NUL (outside the alphabet) is taken too, as byte 0. Bulk byte operations
+    instead of a lookup per character (4x faster than the charmap codec): in UTF-16 each character of the alphabet is a low byte and a high byte 0 (the 188 characters that are
     their own byte) or 1 (U+0100-U+0143, the 68 others); the result takes the low byte where the high one
     is 0 and its table byte where it is 1, selected with a mask over the whole text as one integer."""
     if not text:
@@ -128,6 +266,8 @@ def _byte_level_bytes(text: str) -> bytes | None:
     if high.translate(None, b"\x00\x01"):
         return None
     own_bad, shifted_bad, shifted, mask_of = _byte_level_tables()
+    if separator:
+        own_bad = b"\0" + own_bad[1:]
     mask = int.from_bytes(high.translate(mask_of), "big")
     if (int.from_bytes(low.translate(own_bad), "big") & ~mask) | (int.from_bytes(low.translate(shifted_bad), "big") & mask):
         return None
@@ -146,9 +286,10 @@ def _byte_level_tables() -> tuple[bytes, bytes, bytes, bytes]:
     return own_bad, shifted_bad, shifted, bytes([0, 0xFF]) + bytes(254)
 
 
-@lru_cache(maxsize=1)
-def _outside_byte_level() -> re.Pattern[str]:
-    return re.compile("[^" + "".join(map(re.escape, byte_decoder())) + "]")
+@lru_cache(maxsize=2)
+def _outside_byte_level(nul: bool = False) -> re.Pattern[str]:
+    """A character outside GPT-2's alphabet (with ``nul``: NUL is not one)."""
+    return re.compile("[^" + "".join(map(re.escape, byte_decoder())) + ("\\0" if nul else "") + "]")
 
 
 # --- The decoder chain: token strings -> text, as the ``tokenizers`` decoders do it ---------------

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tokaudit.artifacts.base import MAX_ID, AddedToken, Provenance, expect_int, parse_added_token, read_json_object
-from tokaudit.artifacts.token_bytes import DecoderChain, Scheme, parse_decoder, token_bytes, token_bytes_table
+from tokaudit.artifacts.token_bytes import DecoderChain, Scheme, TokenBytes, parse_decoder, token_bytes
 from tokaudit.errors import InputError
 
 #: GPT-2's pre-tokenizer regex, used by ``ByteLevel(use_regex=True)``.
@@ -45,9 +45,10 @@ class TokenizerJson:
         return None if token is None else token_bytes(token, self.scheme)
 
     @cached_property
-    def by_id(self) -> dict[int, bytes]:
-        """id -> token bytes for the whole vocabulary, computed once (the id tables and TA303 share it)."""
-        return token_bytes_table(self.vocab, self.scheme)
+    def by_id(self) -> TokenBytes:
+        """id -> token bytes for the whole vocabulary (the id tables and TA303 share it), built when first
+        needed whole."""
+        return TokenBytes(self.vocab, self.scheme)
 
     @cached_property
     def first_id_by_content(self) -> dict[str, int]:

@@ -6,6 +6,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tokaudit.artifacts.base import Provenance
+from tokaudit.artifacts.token_bytes import undecodable_ids
 from tokaudit.checks.progress import advance
 from tokaudit.checks.registry import rule
 from tokaudit.ids import IdRanges
@@ -21,25 +22,14 @@ _last_partial: tuple[Mapping[int, bytes] | None, list[int]] = (None, [])
 
 
 def partial_utf8_ids(vocab: Mapping[int, bytes]) -> list[int]:
-    """Ids whose bytes are not valid UTF-8 alone, in id order (ASCII tokens skipped cheaply).
+    """Ids whose bytes are not valid UTF-8 alone, in id order (:func:`undecodable_ids`).
     Computed once per vocabulary (the last one is remembered; a scan runs its rules model by model)."""
     global _last_partial
     if _last_partial[0] is vocab:
         return _last_partial[1]
-    bad = _partial_utf8_ids(vocab)
+    bad = undecodable_ids(vocab)
     _last_partial = (vocab, bad)
     return bad
-
-
-def _partial_utf8_ids(vocab: Mapping[int, bytes]) -> list[int]:
-    bad = []
-    for i, token in vocab.items():
-        if not token.isascii():
-            try:
-                token.decode("utf-8")
-            except UnicodeDecodeError:
-                bad.append(i)
-    return sorted(bad)
 
 
 @rule("TA401")

@@ -58,7 +58,7 @@ class IdTable:
         tokens: dict[int, bytes] = {}
         special: set[int] = set()
         for layer in reversed(self.layers):
-            tokens.update(layer.tokens)
+            tokens.update(layer.tokens.items())  # items(): a TokenBytes table is built in one pass
             if layer.special:
                 special.update(layer.tokens)
             else:
