@@ -152,6 +152,24 @@ def test_truncated_json_names_line_and_column(tmp_path: Path) -> None:
     assert str(err.value).startswith(f"{path}:4: invalid JSON: Expecting value")
 
 
+@pytest.mark.parametrize("shift", [-19, -10, -1, 0, 1])
+def test_an_integer_past_64_bits_keeps_its_exact_value_across_the_digit_scan_pieces(tmp_path: Path, shift: int) -> None:
+    """orjson would read 2**64 as a float; the digit scan sends such a file to json, which reads it exactly and
+    names it, wherever the number sits against the scan's pieces."""
+    from tokaudit.artifacts.base import _DIGIT_SCAN_PIECE
+    from tokaudit.artifacts.model_config import parse_model_config
+
+    head = '{"pad": "'
+    tail = '", "vocab_size": 18446744073709551616}'
+    number_at = tail.index("1844")
+    fill = "x" * (_DIGIT_SCAN_PIECE + shift - len(head) - number_at)
+    path = write(tmp_path / "config.json", head + fill + tail)
+    assert path.read_bytes().index(b"1844") == _DIGIT_SCAN_PIECE + shift
+    with pytest.raises(InputError) as err:
+        parse_model_config(path)
+    assert str(err.value) == f"{path} (key vocab_size): integer 18446744073709551616 out of range"
+
+
 def test_special_tokens_map(tmp_path: Path) -> None:
     data = {"eos_token": {"content": "</s>", "special": True}, "unk_token": "<unk>"}
     stm = parse_special_tokens_map(write(tmp_path / "special_tokens_map.json", json.dumps(data)))
