@@ -5,7 +5,7 @@ A declared vocabulary can be as large as 10**12, so id sets are never materialis
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, KeysView
 from dataclasses import dataclass
 
 
@@ -17,7 +17,7 @@ class IdRanges:
 
     @classmethod
     def from_ids(cls, ids: Iterable[int]) -> IdRanges:
-        unique = ids if isinstance(ids, (set, frozenset, dict)) else set(ids)
+        unique = ids if isinstance(ids, (set, frozenset, dict, KeysView)) else set(ids)  # each id once already
         if not unique:
             return cls()
         low, high = min(unique), max(unique)

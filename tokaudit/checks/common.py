@@ -51,8 +51,8 @@ def _reversed(layer: Layer) -> dict[bytes, int]:
         if hit is not None and hit[0] is layer.tokens:
             return hit[1]
     rev: dict[bytes, int] = {}
-    for i in sorted(layer.tokens):
-        rev.setdefault(layer.tokens[i], i)
+    for i, token in sorted(layer.tokens.items()):
+        rev.setdefault(token, i)
     with _reverse_lock:
         if len(_reverse) > 64:
             _reverse.clear()

@@ -22,7 +22,7 @@ class Layer:
 
     @cached_property
     def mapped(self) -> IdRanges:
-        return IdRanges.from_ids(self.tokens)
+        return IdRanges.from_ids(self.tokens.keys())
 
 
 @dataclass(frozen=True)
