@@ -176,13 +176,33 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 
 class _ValidText:
     """The report stream with lone surrogates replaced by U+FFFD: every format stays valid UTF-8
-    (and valid JSON/XML) whatever bytes a path or a token holds."""
+    (and valid JSON/XML) whatever bytes a path or a token holds. Writes are gathered up to 64 KiB
+    until :meth:`flush`: renderers write in small pieces, and with PYTHONUNBUFFERED=1 (usual in
+    containers) each would be a system call (~600 for one scan's JSON)."""
+
+    _LIMIT = 1 << 16
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
+        self._pending: list[str] = []
+        self._size = 0
 
     def write(self, text: str) -> int:
-        return self._stream.write(_SURROGATES.sub("\ufffd", text))
+        self._pending.append(_SURROGATES.sub("\ufffd", text))
+        self._size += len(text)
+        if self._size >= self._LIMIT:
+            self._write_pending()
+        return len(text)
+
+    def flush(self) -> None:
+        self._write_pending()
+        self._stream.flush()
+
+    def _write_pending(self) -> None:
+        if self._pending:
+            text = "".join(self._pending)
+            self._pending, self._size = [], 0
+            self._stream.write(text)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -225,7 +245,9 @@ def _open_output(output: Path | None) -> Iterator[TextIO]:
     if output is None or to_stdout(output):
         if sys.stdout is None:  # started with stdout closed (>&-)
             raise InputError("cannot write report: stdout is closed", file="<stdout>")
-        yield _ValidText(sys.stdout)  # type: ignore[misc]
+        stream = _ValidText(sys.stdout)
+        yield stream  # type: ignore[misc]
+        stream.flush()
         return
     try:
         fh = output.open("w", encoding="utf-8")
@@ -233,7 +255,9 @@ def _open_output(output: Path | None) -> Iterator[TextIO]:
         raise InputError(f"cannot write report: {exc.strerror or exc}", file=str(output)) from None
     try:
         with fh:
-            yield _ValidText(fh)  # type: ignore[misc]
+            stream = _ValidText(fh)
+            yield stream  # type: ignore[misc]
+            stream.flush()
     except OSError as exc:  # /dev/full, /proc files: the write or the close fails
         if isinstance(exc, BrokenPipeError):
             raise
