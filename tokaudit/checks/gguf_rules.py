@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 EOS_ONLY_RUNTIMES = ("mistral.rs (EricLBuehler/mistral.rs#1012)", "node-llama-cpp v3 beta (withcatai/node-llama-cpp#169)",
                      "rustformers llm (#446)", "Ollama before 0.1.37 (ollama/ollama#3759)")
 #: A token that reads as a word (an added domain term), not a marker: letters, digits, ' and -, after an
-#: optional space mark (Ġ, ▁ or a space).
-_WORD = re.compile(r"[ \u0120\u2581]?[^\W\d_][\w'\-]*")
+#: optional space mark (Ġ, ▁ or a space). Compiled on first use: only a GGUF needs it.
+_WORD = r"[ \u0120\u2581]?[^\W\d_][\w'\-]*"
 
 
 
@@ -164,7 +164,7 @@ def _word_like(text: bytes) -> bool:
         decoded = text.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    return bool(_WORD.fullmatch(decoded)) and not looks_control(decoded) and not is_placeholder(decoded)
+    return bool(re.fullmatch(_WORD, decoded)) and not looks_control(decoded) and not is_placeholder(decoded)
 
 
 @rule("TA208")

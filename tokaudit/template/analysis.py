@@ -178,12 +178,12 @@ def render_errors(runs: list[TemplateRun]) -> list[Finding]:
     return out
 
 
-_ERROR_LINE = re.compile(r"^TemplateSyntaxError: line (\d+):|\(in chat:(\d+)\)")
+_ERROR_LINE = r"^TemplateSyntaxError: line (\d+):|\(in chat:(\d+)\)"  # compiled on first use: an error path
 
 
 def _error_location(template: TemplateSource, error: str) -> Provenance:
     """The template's location, with the line an engine names when the template is a file of its own."""
-    m = _ERROR_LINE.search(error)
+    m = re.search(_ERROR_LINE, error)
     if m is None or template.location.line is None:
         return template.location
     return Provenance(template.location.file, line=int(m.group(1) or m.group(2)))
