@@ -34,6 +34,8 @@ def finding(code: str, message: str, **kwargs: Any) -> Finding:
 
 @dataclass
 class ConversationRun:
+    """One conversation rendered by every engine."""
+
     conversation: Conversation
     template: TemplateSource
     renders: list[Render]
@@ -50,6 +52,8 @@ class ConversationRun:
 
 @dataclass
 class TemplateRun:
+    """One template rendered with every conversation."""
+
     template: TemplateSource
     conversations: list[ConversationRun]
     #: engine -> (conversation name, header the template writes before an assistant turn, generation suffix)
