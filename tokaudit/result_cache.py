@@ -78,10 +78,18 @@ def digest(data: bytes) -> str:
 
 
 def _source_digest(module: str) -> bytes:
-    """The hash of a loaded module's source file (its code decides the result)."""
+    """The hash of a module's source file (its code decides the result). A module not imported yet is found,
+    not imported: the template engines are imported only when a render misses this cache."""
     found = _sources.get(module)
     if found is None:
-        path = getattr(sys.modules.get(module), "__file__", None)
+        loaded = sys.modules.get(module)
+        if loaded is not None:
+            path = getattr(loaded, "__file__", None)
+        else:
+            from importlib.util import find_spec
+
+            spec = find_spec(module)
+            path = spec.origin if spec is not None else None
         try:
             found = blake2b(Path(path).read_bytes(), digest_size=32).digest() if path else b"?"
         except OSError:

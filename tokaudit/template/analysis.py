@@ -14,7 +14,7 @@ from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Code, Finding, Severity, catalog_codes
 from tokaudit.template.conversations import SENTINEL, Conversation
-from tokaudit.template.engines import SIZE_BOMB, Budget, Engine, Render
+from tokaudit.template.renders import SIZE_BOMB, Budget, Engine, Render
 from tokaudit.template.serving import ServingEncoder
 from tokaudit.template.source import TemplateSource
 
