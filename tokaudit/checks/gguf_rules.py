@@ -33,7 +33,6 @@ EOS_ONLY_RUNTIMES = ("mistral.rs (EricLBuehler/mistral.rs#1012)", "node-llama-cp
 _WORD = r"[ \u0120\u2581]?[^\W\d_][\w'\-]*"
 
 
-
 def on_gguf(check: GGUFCheck) -> Callable[[TokenizerModel], Iterator[Finding]]:
     """A rule that runs only on a model with a GGUF, given the GGUF and what llama.cpp makes of it."""
     @wraps(check)
