@@ -86,7 +86,7 @@ def scan(
         fingerprints = load_baseline(baseline_path) if baseline_path else None
         all_targets = list(targets or [])
         if targets_from:
-            from tokaudit.fleet import read_target_list  # only for a target list: ~2 ms of every other scan
+            from tokaudit.fleet import read_target_list  # only for a target list (~0.5 ms of every other scan)
 
             all_targets += read_target_list(targets_from)
         if not all_targets:
