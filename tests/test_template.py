@@ -14,7 +14,8 @@ import pytest
 from tokenizers import Tokenizer
 
 from tests.conftest import FIXTURES, ROOT, run_cli
-from tokaudit.template.engines import Budget, Jinja2Engine, MiniJinjaEngine
+from tokaudit.template.engines import Jinja2Engine, MiniJinjaEngine
+from tokaudit.template.renders import Budget
 
 T = FIXTURES / "templates"
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class CodeInfo:
+    """One finding code as the catalog writes it."""
+
     code: str
     name: str
     #: ``error``, ``warning`` or ``note`` (a finding may be raised at another level; this is the default)

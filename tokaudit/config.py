@@ -44,6 +44,8 @@ class TargetIgnore:
 
 @dataclass(frozen=True)
 class Config:
+    """The ``[tool.tokaudit]`` table (the defaults when there is none)."""
+
     path: Path | None = None
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()

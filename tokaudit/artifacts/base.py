@@ -231,9 +231,10 @@ def decode_text(data: bytes, file: str) -> str:
         raise InputError(f"not valid UTF-8 text (byte {exc.start})", file=file, line=line) from None
 
 
-_BIG_INT = re.compile(r"(?<![\w.\"])-?\d{%d,}" % (sys.get_int_max_str_digits() + 1 if hasattr(sys, "get_int_max_str_digits") else 4301))
-_CONSTANT = re.compile(r"(?<![\w\"])-?(?:NaN|Infinity)\b")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+# The patterns of error paths are strings, compiled on first use (re caches them): most runs never need one.
+_BIG_INT = r"(?<![\w.\"])-?\d{%d,}" % (sys.get_int_max_str_digits() + 1 if hasattr(sys, "get_int_max_str_digits") else 4301)
+_CONSTANT = r"(?<![\w\"])-?(?:NaN|Infinity)\b"
 
 
 def has_lone_surrogate_escape(text: str) -> bool:
@@ -255,7 +256,7 @@ def has_lone_surrogate_escape(text: str) -> bool:
     return pending_high >= 0
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = "[\ud800-\udfff]"
 
 
 class _ConstantFound(ValueError):
@@ -302,17 +303,18 @@ def parse_json_text(text: str, file: str, line: int | None = None) -> Any:
     except RecursionError:
         raise InputError("invalid JSON: nested too deeply", file=file, line=line) from None
     except ValueError:  # Python's int-string conversion limit
-        m = _BIG_INT.search(text)
+        m = re.search(_BIG_INT, text)
         digits = len(m.group().lstrip("-")) if m else None
         raise InputError(f"integer with {digits or 'too many'} digits: not a plausible value", file=file,
                          line=at(m.start()) if m else line) from None
     if constants:
-        m = _CONSTANT.search(text)
+        m = re.search(_CONSTANT, text)
         key = _find_key(value, "", lambda v: isinstance(v, _Constant))
         raise InputError(f"invalid JSON: {constants[0]} is not a JSON number", file=file,
                          line=at(m.start()) if m else line, key=key or None)
     if has_lone_surrogate_escape(text):
-        key = _find_key(value, "", lambda v: isinstance(v, str) and _SURROGATE.search(v) is not None)
+        surrogate = re.compile(_SURROGATE)
+        key = _find_key(value, "", lambda v: isinstance(v, str) and surrogate.search(v) is not None)
         if key is not None:
             raise InputError("lone surrogate (\\ud800-\\udfff) in a string: not encodable as UTF-8", file=file,
                              line=line, key=key or None)
@@ -340,10 +342,11 @@ def _find_key(value: Any, key: str, bad: Callable[[Any], bool], depth: int = 0, 
     return None
 
 
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]')
-_SERDE_AT = re.compile(r"^(?P<msg>.*?) at line (?P<line>\d+) column (?P<col>\d+)$", re.S)
-_SERDE_INVALID = re.compile(r'invalid (?:type|value): (?:string "(?P<s>(?:[^"\\]|\\.)*)"|integer `(?P<i>-?\d+)`|'
-                            r'boolean `(?P<b>true|false)`|(?P<n>null)|floating point `(?P<f>[^`]+)`)')
+# tokenizers' (serde's) error messages: error paths, compiled on first use like _BIG_INT's
+_JSON_TOKEN = r'"(?:[^"\\]|\\.)*"|[{}\[\],:]'
+_SERDE_AT = r"(?s)^(?P<msg>.*?) at line (?P<line>\d+) column (?P<col>\d+)$"
+_SERDE_INVALID = (r'invalid (?:type|value): (?:string "(?P<s>(?:[^"\\]|\\.)*)"|integer `(?P<i>-?\d+)`|'
+                  r'boolean `(?P<b>true|false)`|(?P<n>null)|floating point `(?P<f>[^`]+)`)')
 
 
 def json_path_at(text: str, line: int, column: int) -> str:
@@ -351,7 +354,7 @@ def json_path_at(text: str, line: int, column: int) -> str:
     lines = text.split("\n", line)[: line - 1]
     offset = sum(len(x) + 1 for x in lines) + column - 1
     stack: list[list[Any]] = []  # [kind, key or index, expecting a key]
-    for m in _JSON_TOKEN.finditer(text, 0, max(0, offset)):
+    for m in re.compile(_JSON_TOKEN).finditer(text, 0, max(0, offset)):
         tok = m.group()
         if tok in "{[":
             stack.append(["{", None, True] if tok == "{" else ["[", 0, False])
@@ -380,11 +383,11 @@ def serde_error_path(text: str, message: str) -> tuple[str, str] | None:
     """``(json path, message)`` for a serde error ("... at line L column C", which points at the end
     of the section serde was reading): the path of the offending value when the message quotes it
     (found inside that section), else the section's path."""
-    m = _SERDE_AT.match(message.strip())
+    m = re.match(_SERDE_AT, message.strip())
     if m is None:
         return None
     section = json_path_at(text, int(m["line"]), int(m["col"]))
-    bad = _SERDE_INVALID.search(m["msg"])
+    bad = re.search(_SERDE_INVALID, m["msg"])
     if bad is not None:
         try:
             root = json.loads(text)

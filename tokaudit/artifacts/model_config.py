@@ -26,6 +26,8 @@ class TokenIds:
 
 @dataclass(frozen=True)
 class ModelConfig:
+    """config.json: the vocabulary size, special ids, model type."""
+
     path: Path
     vocab_size: int | None
     vocab_size_key: str | None
@@ -44,6 +46,8 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class GenerationConfig:
+    """generation_config.json: its special ids."""
+
     path: Path
     ids: TokenIds
 

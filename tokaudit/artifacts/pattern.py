@@ -27,6 +27,8 @@ CL100K_PATTERN = (
 
 @dataclass(frozen=True)
 class Pattern:
+    """A pre-tokenizer regex and where it comes from."""
+
     regex: str
     #: "tokenization_kimi.py:12 (pat_str)", "tekken.json config.pattern", "--pat-str", ...
     source: str
@@ -48,6 +50,8 @@ class PatternSearch:
 
 @dataclass(frozen=True)
 class PublishedEncoding:
+    """An encoding tiktoken publishes: its name, the sha256 of its rank file, its pattern and special tokens."""
+
     name: str
     sha256: str
     pattern: str

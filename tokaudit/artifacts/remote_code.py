@@ -45,6 +45,8 @@ class SpecialTokenList:
 
 @dataclass(frozen=True)
 class RemoteCode:
+    """What a ``tokenization_*.py`` sets, read with ``ast`` (never run)."""
+
     path: Path
     classes: tuple[str, ...]
     pat_str: str | None

@@ -12,6 +12,8 @@ from tokaudit.errors import InputError
 
 @dataclass(frozen=True)
 class ChatTemplate:
+    """chat_template.jinja."""
+
     path: Path
     text: str
 
@@ -44,6 +46,8 @@ class VocabJson:
 
 @dataclass(frozen=True)
 class Merges:
+    """GPT-2 style ``merges.txt``."""
+
     path: Path
     merges: tuple[tuple[str, str], ...]
     #: 1-based line of each merge

@@ -15,6 +15,8 @@ SPECIAL_FIELDS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token
 
 @dataclass(frozen=True)
 class TokenizerConfig:
+    """tokenizer_config.json: added tokens, special tokens, chat template, tokenizer class."""
+
     path: Path
     added_tokens_decoder: tuple[AddedToken, ...]
     #: bos_token, eos_token, ... -> the token (content and flags); absent or null fields are omitted.
@@ -33,6 +35,8 @@ class TokenizerConfig:
 
 @dataclass(frozen=True)
 class SpecialTokensMap:
+    """special_tokens_map.json."""
+
     path: Path
     special: dict[str, AddedToken]
     additional_special_tokens: tuple[AddedToken, ...]

@@ -75,6 +75,8 @@ def find_content(table: IdTable, content: str) -> tuple[int, Layer] | None:
 
 @dataclass(frozen=True)
 class Marker:
+    """A control-token-shaped literal of a chat template, and where it is."""
+
     text: str
     source: Provenance
 

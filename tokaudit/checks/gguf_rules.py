@@ -1,7 +1,8 @@
 """The GGUF rules: what llama.cpp does with a GGUF's tokenizer at load (TA207-TA209, TA307, TA308).
 
 Each rule reads the state llama.cpp builds (:mod:`tokaudit.model.llamacpp_load`) and, when the HF files are
-beside the GGUF, compares it with them: that is where a conversion drifts.
+beside the GGUF, compares it with them: that is where a conversion drifts. The GGUF reader and the llama.cpp
+port are imported where a rule meets a GGUF: a scan of HF files or a tiktoken file never loads them.
 """
 
 from __future__ import annotations
@@ -9,25 +10,27 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from functools import wraps
+from typing import TYPE_CHECKING
 
-from tokaudit.artifacts.gguf import CONTROL, SPECIAL_ID_KEYS, UNKNOWN, GGUFTokenizer
 from tokaudit.checks.common import find_content, is_placeholder, looks_control, turn_terminator
 from tokaudit.checks.registry import rule
 from tokaudit.ids import IdRanges
-from tokaudit.model.llamacpp_load import LlamaCppLoad, cached_load
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.text import visible
+
+if TYPE_CHECKING:
+    from tokaudit.artifacts.gguf import GGUFTokenizer
+    from tokaudit.model.llamacpp_load import LlamaCppLoad
+
+    GGUFCheck = Callable[[TokenizerModel, GGUFTokenizer, LlamaCppLoad], Iterator[Finding]]
 
 #: Runtimes that stop only on ``tokenizer.ggml.eos_token_id`` (research gguf-llamacpp.md §2.3, §3 rows 1 and 16).
 EOS_ONLY_RUNTIMES = ("mistral.rs (EricLBuehler/mistral.rs#1012)", "node-llama-cpp v3 beta (withcatai/node-llama-cpp#169)",
                      "rustformers llm (#446)", "Ollama before 0.1.37 (ollama/ollama#3759)")
 #: A token that reads as a word (an added domain term), not a marker: letters, digits, ' and -, after an
-#: optional space mark (Ġ, ▁ or a space).
-_WORD = re.compile(r"[ \u0120\u2581]?[^\W\d_][\w'\-]*")
-
-
-GGUFCheck = Callable[[TokenizerModel, GGUFTokenizer, LlamaCppLoad], Iterator[Finding]]
+#: optional space mark (Ġ, ▁ or a space). Compiled on first use: only a GGUF needs it.
+_WORD = r"[ \u0120\u2581]?[^\W\d_][\w'\-]*"
 
 
 def on_gguf(check: GGUFCheck) -> Callable[[TokenizerModel], Iterator[Finding]]:
@@ -35,7 +38,11 @@ def on_gguf(check: GGUFCheck) -> Callable[[TokenizerModel], Iterator[Finding]]:
     @wraps(check)
     def run(model: TokenizerModel) -> Iterator[Finding]:
         g = model.artifacts.gguf
-        return iter(()) if g is None else check(model, g, cached_load(g))
+        if g is None:
+            return iter(())
+        from tokaudit.model.llamacpp_load import cached_load
+
+        return check(model, g, cached_load(g))
 
     return run
 
@@ -156,12 +163,14 @@ def _word_like(text: bytes) -> bool:
         decoded = text.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    return bool(_WORD.fullmatch(decoded)) and not looks_control(decoded) and not is_placeholder(decoded)
+    return bool(re.fullmatch(_WORD, decoded)) and not looks_control(decoded) and not is_placeholder(decoded)
 
 
 @rule("TA208")
 @on_gguf
 def token_type_mismatch(model: TokenizerModel, g: GGUFTokenizer, load: LlamaCppLoad) -> Iterator[Finding]:
+    from tokaudit.artifacts.gguf import CONTROL
+
     types = g.types or ()
     words = [i for i, t in enumerate(types) if t == CONTROL and _word_like(g.tokens[i])]
     if words:
@@ -188,6 +197,8 @@ def type_flag_mismatches(model: TokenizerModel, g: GGUFTokenizer) -> list[tuple[
     """(id, text, GGUF type, HF special flag) for each id whose GGUF type disagrees with the HF files: typed
     CONTROL/UNKNOWN but not special in the HF files (an added word, or a base token), or special there and typed
     otherwise. ``model`` is the HF side (its files table says which ids are special)."""
+    from tokaudit.artifacts.gguf import CONTROL, UNKNOWN
+
     tokens, special = model.files.flat
     types = g.types or ()
     marked = {i for i, kind in enumerate(types) if kind in (CONTROL, UNKNOWN)}
@@ -216,6 +227,8 @@ def _hf_flag_mismatches(model: TokenizerModel, g: GGUFTokenizer) -> Iterator[Fin
 @rule("TA209")
 @on_gguf
 def default_special_id(model: TokenizerModel, g: GGUFTokenizer, load: LlamaCppLoad) -> Iterator[Finding]:
+    from tokaudit.artifacts.gguf import CONTROL, UNKNOWN
+
     types = g.types or ()
     for name in ("bos", "eos", "unk", "sep", "pad", "mask"):
         s = load.special.get(name)
@@ -240,6 +253,9 @@ def gguf_special_out_of_range(model: TokenizerModel) -> Iterator[tuple[str, int,
     g = model.artifacts.gguf
     if g is None:
         return
+    from tokaudit.artifacts.gguf import SPECIAL_ID_KEYS
+    from tokaudit.model.llamacpp_load import cached_load
+
     load = cached_load(g)
     for name, s in load.special.items():
         if s.bad_value is not None:

@@ -1,6 +1,7 @@
-"""The ``tokaudit`` command: wiring only."""
+"""The ``tokaudit`` command: wiring only.
 
-from __future__ import annotations
+No ``from __future__ import annotations``: typer reads ``_root``'s annotations on every run (see cli/scan.py).
+"""
 
 import sys
 from importlib import import_module

@@ -1,6 +1,8 @@
-"""``tokaudit scan TARGET...``"""
+"""``tokaudit scan TARGET...``
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: typer reads the command's annotations on every run, and as
+objects they need no evaluating (as text, ~3 ms of every scan).
+"""
 
 from typing import Annotated
 
@@ -59,7 +61,6 @@ def scan(
         from tokaudit.checks.progress import reporting_to
         from tokaudit.config import load_config
         from tokaudit.errors import InputError
-        from tokaudit.fleet import read_target_list
         from tokaudit.report.baseline import load_baseline
         from tokaudit.report.finding import Finding
         from tokaudit.report.policy import META_CODES, Selection, apply_policy, split_selectors, validate
@@ -83,7 +84,11 @@ def scan(
             raise InputError("no rule is selected", key="--select/--ignore")
         baseline_path = baseline or config.baseline
         fingerprints = load_baseline(baseline_path) if baseline_path else None
-        all_targets = list(targets or []) + (read_target_list(targets_from) if targets_from else [])
+        all_targets = list(targets or [])
+        if targets_from:
+            from tokaudit.fleet import read_target_list  # only for a target list (~0.5 ms of every other scan)
+
+            all_targets += read_target_list(targets_from)
         if not all_targets:
             raise InputError("no target: give TARGET... or --targets-from FILE", key="TARGET")
 

@@ -28,6 +28,8 @@ DYNAMO_FLAG = "--dyn-tokenizer-backend fastokens"
 
 @dataclass(frozen=True)
 class FastokensProbe:
+    """Whether fastokens loads a tokenizer.json, and its own error when it does not."""
+
     #: False when the fastokens package is not installed (nothing was checked).
     installed: bool
     #: fastokens' own words when it refuses the file, else None.

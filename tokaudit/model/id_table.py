@@ -27,6 +27,8 @@ class Layer:
 
 @dataclass(frozen=True)
 class Lookup:
+    """An id, its token, and the layer that mapped it."""
+
     id: int
     token: bytes
     layer: Layer

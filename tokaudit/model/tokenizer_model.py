@@ -53,6 +53,8 @@ class Sizes:
 
 @dataclass(frozen=True)
 class TokenizerModel:
+    """One target as the rules see it: its artifacts, declared sizes and id tables per loader profile."""
+
     target: str
     artifacts: Artifacts
     #: The artifact holding the base vocabulary (tokenizer.json, tiktoken.model, ...).

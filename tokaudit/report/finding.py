@@ -25,6 +25,8 @@ class Severity(str, Enum):
 
 @dataclass(frozen=True)
 class Finding:
+    """One problem found in one target: its code, severity, message and where it is."""
+
     code: str
     name: str
     severity: Severity

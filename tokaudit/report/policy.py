@@ -73,6 +73,8 @@ def validate(selectors: Sequence[str], known: Sequence[tuple[str, str]], where: 
 
 @dataclass
 class PolicyOutcome:
+    """The findings the policy keeps, and how many it suppressed or baselined per target."""
+
     findings: list[Finding]
     #: target -> {"suppressed": n, "baselined": n}
     counts: dict[str, dict[str, int]] = field(default_factory=dict)

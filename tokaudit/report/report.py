@@ -27,6 +27,8 @@ class TargetResult:
 
 @dataclass
 class Report:
+    """What one command reports: a result per target, and the findings."""
+
     command: str
     results: list[TargetResult]
     findings: list[Finding]

@@ -11,7 +11,7 @@ from tokaudit.errors import InputError
 
 #: huggingface_hub's limit on a repo id (namespace/name).
 MAX_REPO_ID = 96
-_REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
+_REPO_ID = r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*"  # compiled on first use: a local target never needs it
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class Source:
 
 
 def looks_like_repo_id(target: str) -> bool:
-    return bool(_REPO_ID.fullmatch(target)) and not target.startswith(".")
+    return bool(re.fullmatch(_REPO_ID, target)) and not target.startswith(".")
 
 
 def resolve(target: str, revision: str | None = None) -> Source:

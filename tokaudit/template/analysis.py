@@ -14,7 +14,7 @@ from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Code, Finding, Severity, catalog_codes
 from tokaudit.template.conversations import SENTINEL, Conversation
-from tokaudit.template.engines import SIZE_BOMB, Budget, Engine, Render
+from tokaudit.template.renders import SIZE_BOMB, Budget, Engine, Render
 from tokaudit.template.serving import ServingEncoder
 from tokaudit.template.source import TemplateSource
 
@@ -34,6 +34,8 @@ def finding(code: str, message: str, **kwargs: Any) -> Finding:
 
 @dataclass
 class ConversationRun:
+    """One conversation rendered by every engine."""
+
     conversation: Conversation
     template: TemplateSource
     renders: list[Render]
@@ -50,6 +52,8 @@ class ConversationRun:
 
 @dataclass
 class TemplateRun:
+    """One template rendered with every conversation."""
+
     template: TemplateSource
     conversations: list[ConversationRun]
     #: engine -> (conversation name, header the template writes before an assistant turn, generation suffix)
@@ -178,12 +182,12 @@ def render_errors(runs: list[TemplateRun]) -> list[Finding]:
     return out
 
 
-_ERROR_LINE = re.compile(r"^TemplateSyntaxError: line (\d+):|\(in chat:(\d+)\)")
+_ERROR_LINE = r"^TemplateSyntaxError: line (\d+):|\(in chat:(\d+)\)"  # compiled on first use: an error path
 
 
 def _error_location(template: TemplateSource, error: str) -> Provenance:
     """The template's location, with the line an engine names when the template is a file of its own."""
-    m = _ERROR_LINE.search(error)
+    m = re.search(_ERROR_LINE, error)
     if m is None or template.location.line is None:
         return template.location
     return Provenance(template.location.file, line=int(m.group(1) or m.group(2)))

@@ -21,6 +21,8 @@ MAX_MESSAGES = 1000
 
 @dataclass(frozen=True)
 class Conversation:
+    """One conversation a chat template is rendered with."""
+
     name: str
     messages: list[dict[str, Any]]
     add_generation_prompt: bool = True

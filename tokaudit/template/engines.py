@@ -23,46 +23,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from tokaudit.report.report import installed_version
-
-ENGINE_NAMES = ("jinja2", "minijinja")
-
-#: How Jinja2's operator guard starts its error: an allocation no render may make.
-SIZE_BOMB = "a repetition of"
+from tokaudit.template.renders import SIZE_BOMB, Budget, Engine, Prepared, Render
 
 #: The instant ``strftime_now`` formats: renders are reproducible and never read the clock.
 FIXED_NOW = datetime(2026, 1, 15, 12, 0, 0)
-
-
-@dataclass(frozen=True)
-class Budget:
-    """Bounds of one render: wall time (Jinja2), steps (MiniJinja fuel, ~20 M steps ≈ 1 s), output size."""
-
-    seconds: float = 2.0
-    fuel: int = 20_000_000
-    max_chars: int = 1_000_000
-    #: Wall time one engine may spend on all conversations of one template.
-    total_seconds: float = 30.0
-
-
-@dataclass(frozen=True)
-class Render:
-    """What one engine made of one conversation: the text, or an error and its kind.
-
-    kinds: ``syntax`` (the template does not parse), ``raise`` (the template called
-    raise_exception), ``budget`` (time, steps, output size or recursion depth ran out), ``error``.
-    """
-
-    engine: str
-    text: str | None
-    error: str | None = None
-    kind: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.text is not None
 
 
 class TemplateRaised(Exception):
@@ -88,19 +55,6 @@ def strftime_now(fmt: str) -> str:
 def _first_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return lines[0][:300] if lines else type(exc).__name__
-
-
-class Prepared(Protocol):
-    def render(self, context: dict[str, Any]) -> Render: ...
-
-
-class Engine(Protocol):
-    name: str
-
-    @property
-    def version(self) -> str | None: ...
-
-    def prepare(self, template: str) -> Prepared: ...
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from tokaudit.report.report import installed_version
 from tokaudit.result_cache import cache_key, load, store
 from tokaudit.template.analysis import CODES, ConversationRun, TemplateRun, analyse, render_template
 from tokaudit.template.conversations import Conversation, builtin_conversations
-from tokaudit.template.engines import ENGINE_NAMES, Budget, Render, make_engines
+from tokaudit.template.renders import ENGINE_NAMES, Budget, Render
 from tokaudit.template.source import TemplateSource, model_templates, special_token_context
 
 #: Inside scan a hostile template costs at most about a second per engine.
@@ -62,6 +62,8 @@ def _render(template: TemplateSource, special: dict[str, str]) -> TemplateRun:
     hit = _from_json(template, conversations, load(key))
     if hit is not None:
         return hit
+    from tokaudit.template.engines import make_engines  # only on a miss: the engines cost ~3 ms to import
+
     start = time.perf_counter()
     run = render_template(template, conversations, make_engines(list(ENGINE_NAMES), SCAN_BUDGET), special)
     if time.perf_counter() - start < SCAN_BUDGET.seconds:
@@ -70,7 +72,8 @@ def _render(template: TemplateSource, special: dict[str, str]) -> TemplateRun:
 
 
 #: The modules whose code decides a template run (a change to any of them misses the cache).
-_MODULES = ("tokaudit.template.engines", "tokaudit.template.analysis", "tokaudit.template.conversations", __name__)
+_MODULES = ("tokaudit.template.engines", "tokaudit.template.renders", "tokaudit.template.analysis", "tokaudit.template.conversations",
+            __name__)
 
 
 def _to_json(run: TemplateRun) -> dict[str, Any]:

@@ -13,7 +13,8 @@ from tokaudit.report.finding import Finding
 from tokaudit.report.report import TargetResult
 from tokaudit.template.analysis import ConversationRun, TemplateRun, analyse, excerpt, first_difference, render_template, tokens_of
 from tokaudit.template.conversations import builtin_conversations, load_messages, load_tools, with_tools
-from tokaudit.template.engines import ENGINE_NAMES, Budget, engine_info, make_engines
+from tokaudit.template.engines import engine_info, make_engines
+from tokaudit.template.renders import ENGINE_NAMES, Budget
 from tokaudit.template.serving import ServingEncoder
 from tokaudit.template.source import file_template, model_templates, special_token_context
 
