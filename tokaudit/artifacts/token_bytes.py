@@ -175,8 +175,11 @@ def undecodable_ids(vocab: Mapping[int, bytes]) -> list[int]:
             return sorted(ids[k] for k in found)
     bad = []
     for i, token in vocab.items():
-        if not token.isascii() and not _decodes(token):
-            bad.append(i)
+        if not token.isascii():
+            try:
+                token.decode("utf-8")
+            except UnicodeDecodeError:
+                bad.append(i)
     return sorted(bad)
 
 
