@@ -134,7 +134,7 @@ def config_refusal(raw: dict[str, Any]) -> str | None:
     from tokaudit.result_cache import cache_key, digest, installed_version, load, store
 
     probed = digest(probe.encode("utf-8", "surrogatepass"))
-    key = cache_key("fastokens-config", {"config": probed, "version": installed_version("fastokens")}, ())
+    key = cache_key("fastokens-config", {"config": probed, "version": installed_version("fastokens")}, (__name__,))
     hit = load(key)
     if isinstance(hit, dict) and "refusal" in hit and isinstance(hit["refusal"], (str, type(None))):
         return hit["refusal"]  # type: ignore[no-any-return]
