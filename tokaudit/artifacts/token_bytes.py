@@ -185,9 +185,9 @@ def undecodable_ids(vocab: Mapping[int, bytes]) -> list[int]:
 
 def _byte_level_undecodable(strings: list[str]) -> list[int] | None:
     """Indices of the byte-level tokens whose bytes are not valid UTF-8 alone, without a bytes object per token
-    (None when there are none, or a token holds a NUL). The strings are joined with NUL, which is outside the alphabet, and
-    turned into bytes in one pass: each byte sits where its character does, and NUL (ASCII) ends any UTF-8
-    sequence. One decode of the whole then finds every error; its handler counts the NULs of the text before
+    (None when there are no tokens, or a token holds a NUL). The strings are joined with NUL, which is outside
+    the alphabet, and turned into bytes in one pass: each byte sits where its character does, and NUL (ASCII)
+    ends any UTF-8 sequence. One decode of the whole then finds every error; its handler counts the NULs of the text before
     an error (the token's index) and resumes at the next token. Tokens with characters outside the alphabet
     (spelled as UTF-8 text: DeepSeek V3 has some) are left out of the bulk pass and checked alone."""
     text = "\0".join(strings)
