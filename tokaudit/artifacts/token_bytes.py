@@ -5,13 +5,11 @@ from __future__ import annotations
 import codecs
 import re
 import threading
-from bisect import bisect_right
 from collections.abc import Iterable, ItemsView, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
-from itertools import accumulate, compress, count, repeat
-from operator import add
+from itertools import compress, repeat
 from typing import Any
 
 
@@ -91,27 +89,29 @@ def _byte_level_table(ids: list[int], strings: list[str]) -> dict[int, bytes]:
     split there (no object per token but its bytes). The tokens that hold the separator, or a character
     outside GPT-2's alphabet (spelled as UTF-8 text: DeepSeek V3 has some), are left out of the bulk pass
     and converted one by one."""
-    if not strings:
-        return {}
     sep = _BYTE_LEVEL_SEPARATOR
     aside = set(compress(range(len(strings)), map(str.__contains__, strings, repeat(sep))))
-    while True:
-        parts = strings[:]
-        for k in aside:
-            parts[k] = ""
-        joined = sep.join(parts)
+    joined = sep.join(_blanked(strings, aside))
+    data = _byte_level_bytes(joined)
+    if data is None and joined:  # characters outside the alphabet (or a lone surrogate): their tokens too
+        aside.update(_token_indices(joined, (m.start() for m in _outside_byte_level().finditer(joined)), sep))
+        joined = sep.join(_blanked(strings, aside))
         data = _byte_level_bytes(joined)
-        if data is not None:
-            break
-        # characters outside the alphabet (or a lone surrogate): find their tokens, set them aside, again
-        ends = list(map(add, accumulate(map(len, parts)), count()))  # where the separator after each token is
-        found = {bisect_right(ends, m.start()) for m in _outside_byte_level().finditer(joined)}
-        if not found - aside:  # nothing left to convert in bulk (every token set aside: the joined text is empty)
-            return {i: token_bytes(t, Scheme.BYTE_LEVEL) for i, t in zip(ids, strings)}
-        aside |= found
+    if data is None:  # no tokens, or every token set aside
+        return {i: token_bytes(t, Scheme.BYTE_LEVEL) for i, t in zip(ids, strings)}
     out = dict(zip(ids, data.split(sep.encode("latin-1"))))
     for k in aside:
         out[ids[k]] = token_bytes(strings[k], Scheme.BYTE_LEVEL)
+    return out
+
+
+def _blanked(strings: list[str], indices: Iterable[int]) -> list[str]:
+    """``strings`` with those at ``indices`` emptied (a copy when there are any)."""
+    out = strings
+    for k in indices:
+        if out is strings:
+            out = strings[:]
+        out[k] = ""
     return out
 
 
@@ -174,7 +174,7 @@ def undecodable_ids(vocab: Mapping[int, bytes]) -> list[int]:
             ids = list(vocab.strings)
             return sorted(ids[k] for k in found)
     bad = []
-    for i, token in vocab.items():
+    for i, token in vocab.items():  # is_partial_utf8 inlined: a call per token costs more than the check
         if not token.isascii():
             try:
                 token.decode("utf-8")
@@ -196,11 +196,8 @@ def _byte_level_undecodable(strings: list[str]) -> list[int] | None:
     data = _byte_level_bytes(text, separator=True)
     aside: list[int] = []
     if data is None and text:
-        aside = _token_indices(text, (m.start() for m in _outside_byte_level(nul=True).finditer(text)))
-        parts = strings[:]
-        for k in aside:
-            parts[k] = ""
-        text = "\0".join(parts)
+        aside = _token_indices(text, (m.start() for m in _outside_byte_level(nul=True).finditer(text)), "\0")
+        text = "\0".join(_blanked(strings, aside))
         data = _byte_level_bytes(text, separator=True)
     if data is None:
         return None
@@ -211,15 +208,15 @@ def _byte_level_undecodable(strings: list[str]) -> list[int] | None:
         found = state.found
     finally:
         del state.text, state.found, state.index, state.counted
-    return found + [k for k in aside if not _decodes(token_bytes(strings[k], Scheme.BYTE_LEVEL))]
+    return found + [k for k in aside if is_partial_utf8(token_bytes(strings[k], Scheme.BYTE_LEVEL))]
 
 
-def _token_indices(text: str, positions: Iterable[int]) -> list[int]:
-    """The indices of the NUL-separated tokens of ``text`` at ``positions`` (ascending), each once."""
+def _token_indices(text: str, positions: Iterable[int], sep: str) -> list[int]:
+    """The indices of the ``sep``-separated tokens of ``text`` at ``positions`` (ascending), each once."""
     out: list[int] = []
     index = counted = 0
     for at in positions:
-        index += text.count("\0", counted, at)
+        index += text.count(sep, counted, at)
         counted = at
         if not out or out[-1] != index:
             out.append(index)
@@ -245,12 +242,13 @@ def _note_undecodable(exc: UnicodeError) -> tuple[str, int]:
 codecs.register_error(_UNDECODABLE_HANDLER, _note_undecodable)
 
 
-def _decodes(data: bytes) -> bool:
+def is_partial_utf8(token: bytes) -> bool:
+    """Whether a token's bytes are not valid UTF-8 on their own."""
     try:
-        data.decode("utf-8")
+        token.decode("utf-8")
     except UnicodeDecodeError:
-        return False
-    return True
+        return True
+    return False
 
 
 def _byte_level_bytes(text: str, separator: bool = False) -> bytes | None:

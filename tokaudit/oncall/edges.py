@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import random
 
+from tokaudit.artifacts.token_bytes import is_partial_utf8
 from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel
-from tokaudit.oncall.tokens import is_partial_utf8
 
 #: Ids per category at most (ranges are sampled, never materialised).
 PER_CATEGORY = 64

@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tokaudit.artifacts.token_bytes import is_partial_utf8
 from tokaudit.backends.registry import LoadedBackend
 from tokaudit.compare.unknown_ids import answer
 from tokaudit.errors import InputError, shorten
 from tokaudit.model.text import TokenText
 from tokaudit.model.tokenizer_model import TokenizerModel
-from tokaudit.oncall.tokens import in_declared_range, is_partial_utf8, token_info
+from tokaudit.oncall.tokens import in_declared_range, token_info
 from tokaudit.report.report import TargetResult
 
 _INT = re.compile(r"[+-]?[0-9]+")  # ASCII digits only ("١٠٥" is text, not id 105)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tokaudit.artifacts.token_bytes import is_partial_utf8
 from tokaudit.model.id_table import Lookup
 from tokaudit.model.tokenizer_model import FILES, TokenizerModel
 
@@ -34,14 +35,6 @@ class TokenInfo:
 def token_info(model: TokenizerModel, token_id: int) -> TokenInfo:
     order = [FILES] + [name for name in model.profiles if name != FILES]
     return TokenInfo(token_id, {name: model.profiles[name].lookup(token_id) for name in order})
-
-
-def is_partial_utf8(token: bytes) -> bool:
-    try:
-        token.decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    return False
 
 
 def token_json(info: TokenInfo, piece: bytes | None = None) -> dict[str, Any]:
