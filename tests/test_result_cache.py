@@ -1,5 +1,5 @@
-"""The persistent result cache (tokaudit.result_cache): a scan from cached TA305 probes and template
-renders says exactly what a scan without the cache says; corrupted entries are ignored; nothing is
+"""The persistent result cache (tokaudit.result_cache): a scan from cached TA305 probes, template
+renders and TA401's undecodable ids says exactly what a scan without the cache says; corrupted entries are ignored; nothing is
 written in the target; TOKAUDIT_CACHE=off writes nothing."""
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ def _scan(target: Path, cache: str) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize("target, kinds", [
-    ("patterns/possessive", {"ta305-probe"}),  # TA305 with a shrunk example and a translation
-    ("templates/named-templates", {"ta305-probe", "template-render"}),  # TA802
-    ("templates/broken", {"ta305-probe", "template-render"}),  # TA801
-    ("fastokens/refused-unigram", set()),  # fastokens refuses the configuration (Dynamo's row says so)
-    ("kimi-k2.5", {"ta305-probe", "template-render"}),
+    ("patterns/possessive", {"ta305-probe", "undecodable-ids"}),  # TA305 with a shrunk example and a translation
+    ("templates/named-templates", {"ta305-probe", "template-render", "undecodable-ids"}),  # TA802
+    ("templates/broken", {"ta305-probe", "template-render", "undecodable-ids"}),  # TA801
+    ("fastokens/refused-unigram", {"undecodable-ids"}),  # fastokens refuses the configuration (Dynamo's row says so)
+    ("kimi-k2.5", {"ta305-probe", "template-render", "undecodable-ids"}),  # TA401 on a tiktoken rank file
 ])
 def test_cached_scan_says_what_an_uncached_scan_says(tmp_path: Path, target: str, kinds: set[str]) -> None:
     model = FIXTURES / target
@@ -57,6 +57,47 @@ def test_rendered_template_is_read_from_the_cache(tmp_path: Path) -> None:
     _, second = _scan(model, str(cache))
     assert "edited in the cache" not in first
     assert "edited in the cache" in second
+
+
+@pytest.mark.parametrize("target", ["kimi-k2.5", "clean-bpe"])  # a tiktoken rank file, a tokenizer.json
+def test_undecodable_ids_are_read_from_the_cache(tmp_path: Path, target: str) -> None:
+    """TA401's ids are really read back: an entry edited in place (same key) changes the finding."""
+    model = FIXTURES / target
+    cache = tmp_path / "cache"
+    _, first = _scan(model, str(cache))
+    (entry,) = cache.glob("undecodable-ids-*.json")
+    data = json.loads(entry.read_text(encoding="utf-8"))
+    assert data["value"] == sorted(data["value"])
+    data["value"] = [0, 1, 2]
+    entry.write_text(json.dumps(data), encoding="utf-8")
+    _, second = _scan(model, str(cache))
+    (edited,) = [f for f in json.loads(second)["findings"] if f["code"] == "TA401"]
+    assert edited["ids"] == [[0, 2]]
+    assert edited not in json.loads(first)["findings"]
+
+
+def test_undecodable_ids_are_kept_under_the_file_content(tmp_path: Path) -> None:
+    """The key is the vocabulary file's content: the same tokens in other bytes are a new entry, a copy of the
+    file elsewhere is the same one."""
+    def findings(out: str) -> list[dict[str, object]]:
+        return [{k: v for k, v in f.items() if k != "target"} for f in json.loads(out)["findings"]]
+
+    cache = tmp_path / "cache"
+    code, out = _scan(FIXTURES / "clean-bpe", "off")
+    expected = (code, findings(out))
+    assert any(f["code"] == "TA401" for f in expected[1])
+    copies = []
+    for name, tail in (("same", b""), ("other", b"\n")):
+        copy = tmp_path / name
+        copy.mkdir()
+        for file in (FIXTURES / "clean-bpe").iterdir():
+            (copy / file.name).write_bytes(file.read_bytes() + (tail if file.name == "tokenizer.json" else b""))
+        copies.append(copy)
+    _scan(FIXTURES / "clean-bpe", str(cache))
+    for copy, entries in zip(copies, (1, 2)):
+        code, out = _scan(copy, str(cache))
+        assert len(list(cache.glob("undecodable-ids-*.json"))) == entries
+        assert (code, findings(out)) == expected
 
 
 @pytest.mark.parametrize("garbage", [b"", b"{not json", b"\xff\xfe", b'{"key": "other", "value": {}}', b"[1, 2]"])
@@ -95,7 +136,7 @@ def test_default_directory_is_the_user_cache(tmp_path: Path, monkeypatch: pytest
     result = run_cli("scan", str(FIXTURES / "kimi-k2.5"), "--format", "json")
     assert result.exit_code == 1
     names = {p.name.rsplit("-", 1)[0] for p in (tmp_path / "xdg" / "tokaudit" / "results").iterdir()}
-    assert names == {"ta305-probe", "template-render"}  # no tokenizer.json: no fastokens probe
+    assert names == {"ta305-probe", "template-render", "undecodable-ids"}  # no tokenizer.json: no fastokens probe
 
 
 def test_unwritable_cache_directory_changes_nothing(tmp_path: Path) -> None:

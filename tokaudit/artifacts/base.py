@@ -451,7 +451,11 @@ _NOT_PARSED = object()
 
 
 def read_json(path: Path) -> Any:
-    data = read_bytes(path)
+    return json_value(read_bytes(path), path)
+
+
+def json_value(data: bytes, path: Path) -> Any:
+    """The JSON value of ``data``, the bytes of ``path`` (named in errors)."""
     value = _fast_json(data)
     if value is _NOT_PARSED:
         value = parse_json_text(decode_text(data, str(path)), str(path))
@@ -459,10 +463,15 @@ def read_json(path: Path) -> Any:
 
 
 def read_json_object(path: Path) -> dict[str, Any]:
-    data = read_json(path)
-    if not isinstance(data, dict):
-        raise InputError(f"expected a JSON object, found {type(data).__name__}", file=str(path))
-    return data
+    return json_object(read_bytes(path), path)
+
+
+def json_object(data: bytes, path: Path) -> dict[str, Any]:
+    """:func:`json_value` of ``data``, which must be an object."""
+    value = json_value(data, path)
+    if not isinstance(value, dict):
+        raise InputError(f"expected a JSON object, found {type(value).__name__}", file=str(path))
+    return value
 
 
 def expect_int(value: Any, path: Path, key: str, *, minimum: int = 0) -> int:

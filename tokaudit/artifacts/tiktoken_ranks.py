@@ -53,6 +53,13 @@ class TiktokenRanks:
         return Provenance(self.path.name, line=self.lines.get(rank))
 
     @cached_property
+    def digest(self) -> str:
+        """A content hash of the file as read: results computed from it are kept under it in the result cache."""
+        from tokaudit.result_cache import digest
+
+        return digest(self._data)
+
+    @cached_property
     def sha256(self) -> str:
         """Hex digest of the file as read: how tiktoken's registry identifies its published encodings."""
         import hashlib

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from tokaudit.artifacts.base import MAX_ID, AddedToken, Provenance, expect_int, parse_added_token, read_json_object
+from tokaudit.artifacts.base import MAX_ID, AddedToken, Provenance, expect_int, json_object, parse_added_token, read_bytes
 from tokaudit.artifacts.token_bytes import DecoderChain, Scheme, TokenBytes, parse_decoder, token_bytes
 from tokaudit.errors import InputError
 
@@ -32,6 +32,8 @@ class TokenizerJson:
     duplicate_ids: tuple[tuple[int, str, str], ...]
     #: Components as raw JSON (kept for backends that rebuild the tokenizer).
     raw: dict[str, Any]
+    #: The file as read (for :attr:`digest`).
+    _data: bytes = field(repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -43,6 +45,13 @@ class TokenizerJson:
     def token_bytes(self, token_id: int) -> bytes | None:
         token = self.vocab.get(token_id)
         return None if token is None else token_bytes(token, self.scheme)
+
+    @cached_property
+    def digest(self) -> str:
+        """A content hash of the file as read: results computed from it are kept under it in the result cache."""
+        from tokaudit.result_cache import digest
+
+        return digest(self._data)
 
     @cached_property
     def by_id(self) -> TokenBytes:
@@ -113,7 +122,8 @@ def _inverted(raw_vocab: dict[str, Any]) -> dict[int, str]:
 
 
 def parse_tokenizer_json(path: Path) -> TokenizerJson:
-    data = read_json_object(path)
+    content = read_bytes(path)
+    data = json_object(content, path)
     model = data.get("model")
     if not isinstance(model, dict):
         raise InputError("missing 'model' object: not a tokenizers tokenizer.json", file=str(path), key="model")
@@ -165,4 +175,5 @@ def parse_tokenizer_json(path: Path) -> TokenizerJson:
         decoder=parse_decoder(data.get("decoder"), f"{path.name} decoder"),
         duplicate_ids=tuple(duplicates),
         raw=data,
+        _data=content,
     )

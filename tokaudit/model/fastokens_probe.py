@@ -20,7 +20,10 @@ from importlib.util import find_spec
 from itertools import islice
 from pathlib import Path
 from threading import Lock
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tokaudit.artifacts.tokenizer_json import TokenizerJson
 
 #: How Dynamo selects the hybrid encoder.
 DYNAMO_FLAG = "--dyn-tokenizer-backend fastokens"
@@ -110,34 +113,28 @@ def probe_fastokens(path: Path) -> FastokensProbe:
 CONFIG_PROBE_VOCAB = 512
 
 
-def config_refusal(raw: dict[str, Any]) -> str | None:
+def config_refusal(raw: dict[str, Any], file_digest: str | None = None) -> str | None:
     """fastokens' own error when it refuses tokenizer.json's configuration (``raw``: the parsed file)
-    with the vocabulary cut short and no merges; None when it accepts it (or is not installed)."""
-    import json
+    with the vocabulary cut short and no merges; None when it accepts it (or is not installed).
 
+    The answer is a pure function of the probe text and fastokens' version, kept in the result cache: under
+    ``file_digest`` (the file's content hash) when given, which a later scan of the same file looks up before
+    it builds the probe; else under the probe's own hash."""
     if not installed():
         return None
-    model = dict(raw.get("model") or {})
-    vocab = model.get("vocab")
-    if isinstance(vocab, dict):
-        kept = _first_entries(vocab)
-        unk = model.get("unk_token")
-        if isinstance(unk, str) and unk in vocab:
-            kept[unk] = vocab[unk]
-        model["vocab"] = kept
-    elif isinstance(vocab, list):
-        model["vocab"] = vocab[:CONFIG_PROBE_VOCAB]
-    if "merges" in model:
-        model["merges"] = []
-    probe = json.dumps({**raw, "model": model})
-    # fastokens' answer is a pure function of this text and its version: kept in the result cache
     from tokaudit.result_cache import cache_key, digest, installed_version, load, store
 
-    probed = digest(probe.encode("utf-8", "surrogatepass"))
-    key = cache_key("fastokens-config", {"config": probed, "version": installed_version("fastokens")}, (__name__,))
-    hit = load(key)
-    if isinstance(hit, dict) and "refusal" in hit and isinstance(hit["refusal"], (str, type(None))):
-        return hit["refusal"]  # type: ignore[no-any-return]
+    def key_of(inputs: dict[str, Any]) -> str:
+        return cache_key("fastokens-config", {**inputs, "version": installed_version("fastokens")}, (__name__,))
+
+    key = key_of({"file": file_digest}) if file_digest is not None else None
+    if key is not None and (hit := _stored_refusal(load(key))) is not None:
+        return hit[0]
+    probe = _probe_text(raw)
+    if key is None:
+        key = key_of({"config": digest(probe.encode("utf-8", "surrogatepass"))})
+        if (hit := _stored_refusal(load(key))) is not None:
+            return hit[0]
     try:
         import fastokens
     except ImportError:
@@ -152,6 +149,32 @@ def config_refusal(raw: dict[str, Any]) -> str | None:
         refusal = (str(exc).strip().splitlines() or [""])[0][:300] or type(exc).__name__
     store(key, {"refusal": refusal})
     return refusal
+
+
+def _stored_refusal(entry: Any) -> tuple[str | None] | None:
+    """A cache entry's refusal in a 1-tuple (the refusal itself may be None); None when it holds none."""
+    if isinstance(entry, dict) and isinstance(entry.get("refusal", 0), (str, type(None))):
+        return (entry["refusal"],)
+    return None
+
+
+def _probe_text(raw: dict[str, Any]) -> str:
+    """tokenizer.json (``raw``) with its vocabulary cut to the first CONFIG_PROBE_VOCAB ids and no merges."""
+    import json
+
+    model = dict(raw.get("model") or {})
+    vocab = model.get("vocab")
+    if isinstance(vocab, dict):
+        kept = _first_entries(vocab)
+        unk = model.get("unk_token")
+        if isinstance(unk, str) and unk in vocab:
+            kept[unk] = vocab[unk]
+        model["vocab"] = kept
+    elif isinstance(vocab, list):
+        model["vocab"] = vocab[:CONFIG_PROBE_VOCAB]
+    if "merges" in model:
+        model["merges"] = []
+    return json.dumps({**raw, "model": model})
 
 
 def _first_entries(vocab: dict[str, Any]) -> dict[str, Any]:
@@ -175,17 +198,17 @@ def fallback_details(probe: FastokensProbe) -> dict[str, Any]:
             "error": probe.error, "falls_back_to": "HF tokenizers"}
 
 
-def dynamo_fastokens_encoder(path: Path, raw: dict[str, Any] | None = None) -> str:
+def dynamo_fastokens_encoder(tj: TokenizerJson) -> str:
     """What Dynamo encodes with under ``--dyn-tokenizer-backend fastokens``: from a full load when one
-    was done (deep scan, compare), else from the configuration probe of ``raw``."""
+    was done (deep scan, compare), else from the configuration probe of the file."""
     if not installed():
         return "not checked (fastokens is not installed: pip install 'tokaudit[fastokens]')"
-    found = cached_probe(path)
+    found = cached_probe(tj.path)
     if found is not None:
         if found.error is None:
             return "fastokens encodes, HF tokenizers decodes"
         return f"fastokens cannot load it ({found.error}) → falls back to HF"
-    refusal = config_refusal(raw) if raw is not None else None
+    refusal = config_refusal(tj.raw, tj.digest)
     if refusal is not None:
         return f"fastokens cannot load it ({refusal}) → falls back to HF"
     return "fastokens accepts its configuration; the full file is loaded only by scan --deep or compare"

@@ -19,6 +19,9 @@ class Layer:
     tokens: Mapping[int, bytes]
     special: bool
     locate: Callable[[int], Provenance] = field(compare=False, repr=False)
+    #: The content hash of the file the tokens were parsed from (computed when asked), where one is kept: a
+    #: result-cache key for what is computed from the tokens alone.
+    digest: Callable[[], str] | None = field(default=None, compare=False, repr=False)
 
     @cached_property
     def mapped(self) -> IdRanges:

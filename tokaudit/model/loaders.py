@@ -222,7 +222,7 @@ def loader_views(model: TokenizerModel) -> list[LoaderView]:
     if a.tokenizer_json:
         from tokaudit.model.fastokens_probe import DYNAMO_FLAG, dynamo_fastokens_encoder
 
-        fast = dynamo_fastokens_encoder(a.tokenizer_json.path, a.tokenizer_json.raw)
+        fast = dynamo_fastokens_encoder(a.tokenizer_json)
         rows.append(view("Dynamo", [a.tokenizer_json.name], f"tokenizer.json; encoder by default: HF tokenizers; with {DYNAMO_FLAG}: {fast}",
                          model.profiles[FILES].mapped, "tokenizer.json"))
     elif a.tiktoken:

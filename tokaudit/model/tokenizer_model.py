@@ -103,13 +103,13 @@ def _base_layers(a: Artifacts) -> tuple[Layer, list[Layer], list[AddedToken]]:
     config_added = list(a.tokenizer_config.added_tokens_decoder) if a.tokenizer_config else []
     if a.tokenizer_json:
         tj = a.tokenizer_json
-        base = Layer(f"{tj.model_type} vocab", tj.name, tj.by_id, False, tj.source)
+        base = Layer(f"{tj.model_type} vocab", tj.name, tj.by_id, False, tj.source, lambda: tj.digest)
         added = _added_layers(tj.added_tokens, "added_tokens", tj.name)
         # tokenizers looks added tokens up before the model vocabulary
         return base, added + [base], list(tj.added_tokens)
     if a.tiktoken:
         rk = a.tiktoken
-        base = Layer("tiktoken ranks", rk.name, rk.by_id, False, rk.source)
+        base = Layer("tiktoken ranks", rk.name, rk.by_id, False, rk.source, lambda: rk.digest)
         cfg = a.tokenizer_config.name if a.tokenizer_config else "tokenizer_config.json"
         return base, [base] + _added_layers(tuple(config_added), "added_tokens_decoder", cfg), config_added
     if a.tekken:
