@@ -170,6 +170,35 @@ def test_an_integer_past_64_bits_keeps_its_exact_value_across_the_digit_scan_pie
     assert str(err.value) == f"{path} (key vocab_size): integer 18446744073709551616 out of range"
 
 
+@pytest.mark.parametrize("offset", range(9))
+def test_an_integer_past_64_bits_is_found_at_any_offset_against_the_digit_sample(tmp_path: Path, offset: int) -> None:
+    """The digit scan looks at every 9th byte first: a 20-digit number is found wherever it starts."""
+    from tokaudit.artifacts.model_config import parse_model_config
+
+    path = write(tmp_path / "config.json", '{"pad": "' + "x" * offset + '", "vocab_size": 18446744073709551616}')
+    with pytest.raises(InputError) as err:
+        parse_model_config(path)
+    assert str(err.value) == f"{path} (key vocab_size): integer 18446744073709551616 out of range"
+
+
+@pytest.mark.parametrize("last", ["123456789012345678", "18446744073709551616"])
+def test_a_file_dense_with_long_numbers_is_scanned_whole(tmp_path: Path, last: str) -> None:
+    """10,000 numbers of 18 digits (more places to look at than the sample allows): the whole file is scanned,
+    so a 20-digit number after them still goes to json, and 18-digit ones alone keep orjson's exact value."""
+    from tokaudit.artifacts.base import _MAX_CANDIDATES
+    from tokaudit.artifacts.model_config import parse_model_config
+
+    numbers = [123456789012345678 + i for i in range(10_000)]
+    assert len(numbers) > _MAX_CANDIDATES
+    path = write(tmp_path / "config.json", '{"pad": ' + json.dumps(numbers) + ', "vocab_size": ' + last + "}")
+    if len(last) < 19:
+        assert parse_model_config(path).vocab_size == int(last)
+        return
+    with pytest.raises(InputError) as err:
+        parse_model_config(path)
+    assert str(err.value) == f"{path} (key vocab_size): integer 18446744073709551616 out of range"
+
+
 def test_special_tokens_map(tmp_path: Path) -> None:
     data = {"eos_token": {"content": "</s>", "special": True}, "unk_token": "<unk>"}
     stm = parse_special_tokens_map(write(tmp_path / "special_tokens_map.json", json.dumps(data)))

@@ -420,13 +420,32 @@ def serde_error_path(text: str, message: str) -> tuple[str, str] | None:
 #: Digits to ``0``, everything else to a space: a run of 19 zeros marks an integer orjson may not keep exact.
 _DIGIT_RUNS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
 _LONG_NUMBER = b"0" * 19
-#: Bytes translated at a time: the pieces reuse one buffer, where the whole of a 33 MB file would be a new one
-#: (its page faults cost more than the translation: 27 -> 19 ms on Llama 3's 9 MB).
+#: Every 9th byte is looked at first: 19 consecutive bytes always hold two consecutive multiples of 9.
+_SAMPLE_STEP = 9
+#: Places where two sampled bytes in a row are digits looked at one by one (a real tokenizer.json has a few
+#: hundred to two thousand); past this, the whole file is scanned.
+_MAX_CANDIDATES = 4096
+#: Bytes translated at a time by the whole-file scan: the pieces reuse one buffer, where the whole of a 33 MB
+#: file would be a new one (its page faults cost more than the translation: 27 -> 19 ms on Llama 3's 9 MB).
 _DIGIT_SCAN_PIECE = 1 << 18
 
 
 def _long_number(data: bytes) -> bool:
-    """Whether ``data`` holds a run of 19 or more digits (pieces overlap by 18 bytes: no run is cut unseen)."""
+    """Whether ``data`` holds a run of 19 or more digits.
+
+    A run of 19 covers two consecutive sampled bytes (every 9th), so the bytes around each place where two
+    sampled bytes in a row are digits are all that need a look (Llama 3: 29 -> 7 ms). A file with more such
+    places than _MAX_CANDIDATES is scanned whole instead, in pieces that overlap by 18 bytes."""
+    step = _SAMPLE_STEP
+    sampled = data[::step].translate(_DIGIT_RUNS)
+    at = sampled.find(b"00")
+    for _ in range(_MAX_CANDIDATES):
+        if at < 0:
+            return False
+        start = at * step  # a run through this byte and the next sampled one lies within [start - 9, start + 19)
+        if _LONG_NUMBER in data[max(start - step, 0):start + len(_LONG_NUMBER)].translate(_DIGIT_RUNS):
+            return True
+        at = sampled.find(b"00", at + 1)
     overlap = len(_LONG_NUMBER) - 1
     return any(_LONG_NUMBER in data[max(start - overlap, 0):start + _DIGIT_SCAN_PIECE].translate(_DIGIT_RUNS)
                for start in range(0, len(data), _DIGIT_SCAN_PIECE))
