@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterable, ItemsView, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass
 from enum import Enum
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import compress, repeat
 from typing import Any
 
@@ -40,15 +40,25 @@ def byte_encoder() -> dict[int, str]:
     return {b: c for c, b in byte_decoder().items()}
 
 
+@lru_cache(maxsize=1)
+def _byte_level_translation() -> dict[int, int]:
+    """A ``str.translate`` table: each character of GPT-2's alphabet to the character of its byte, so that the
+    result encodes as Latin-1 to the token's bytes; every other character up to U+00FF to U+0100, which Latin-1
+    cannot encode (neither can anything past U+00FF left as it is): a token outside the alphabet fails."""
+    table = {ord(c): b for c, b in byte_decoder().items()}
+    table.update({c: 0x100 for c in range(0x100) if c not in table})
+    return table
+
+
 _BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 
 
 def token_bytes(token: str, scheme: Scheme) -> bytes:
     if scheme is Scheme.BYTE_LEVEL:
-        table = byte_decoder()
-        if all(ch in table for ch in token):
-            return bytes(table[ch] for ch in token)
-        return token.encode("utf-8")
+        try:
+            return token.translate(_byte_level_translation()).encode("latin-1")
+        except UnicodeEncodeError:  # a character outside the alphabet: the token is UTF-8 text
+            return token.encode("utf-8")
     if scheme is Scheme.METASPACE:
         m = _BYTE_TOKEN.fullmatch(token)
         if m:
@@ -343,8 +353,7 @@ class Step:
     def apply(self, tokens: list[str]) -> list[str]:
         k = self.kind
         if k == "ByteLevel":
-            table = byte_decoder()
-            data = b"".join(bytes(table[c] for c in t) if all(c in table for c in t) else t.encode("utf-8") for t in tokens)
+            data = b"".join(token_bytes(t, Scheme.BYTE_LEVEL) for t in tokens)
             return [data.decode("utf-8", "replace")]
         if k == "Metaspace":
             return [t.replace(self.text, "" if i == 0 and self.strip_first else " ") for i, t in enumerate(tokens)]
@@ -455,7 +464,7 @@ class DecoderChain:
             tokens = step.apply(tokens)
         return "".join(tokens)
 
-    @property
+    @cached_property
     def not_concatenative(self) -> str | None:
         """Why token bytes do not simply concatenate to the text, or None when they do (then
         :class:`PieceStream` yields the bytes each token adds)."""
@@ -523,8 +532,7 @@ class PieceStream:
             k = s.kind
             if k == "ByteLevel":
                 if data is None:
-                    table = byte_decoder()
-                    data = bytes(table[c] for c in token) if all(c in table for c in token) else token.encode("utf-8")
+                    data = token_bytes(token, Scheme.BYTE_LEVEL)
                 fused = True
             elif k == "Fuse":
                 fused = True

@@ -244,7 +244,18 @@ class TokenText:
 
     def content_piece(self, content: str) -> bytes:
         """What an added token with this content adds to a text (not first): tokenizers passes added
-        tokens through the decoder too, so Gemma's added ``▁▁`` is two spaces, like its vocabulary entry."""
+        tokens through the decoder too, so Gemma's added ``▁▁`` is two spaces, like its vocabulary entry.
+        Remembered per content (TA102 asks about each added token up to three times)."""
+        found = self._content_pieces.get(content)
+        if found is None:
+            found = self._content_pieces[content] = self._content_piece(content)
+        return found
+
+    @cached_property
+    def _content_pieces(self) -> dict[str, bytes]:
+        return {}
+
+    def _content_piece(self, content: str) -> bytes:
         if self.chain is None:
             return content.encode("utf-8")
         if self.chain.not_concatenative is None:
