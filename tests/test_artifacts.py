@@ -460,3 +460,46 @@ def test_token_bytes_is_built_when_needed_whole() -> None:
     assert not lazy.built  # lookups one by one so far, keys from the strings
     assert lazy[2999] == vocab[2999].encode() and lazy.built  # one lookup more: built whole
     assert dict(lazy.items()) == token_bytes_table(vocab, Scheme.BYTE_LEVEL) and lazy.get(4000) is None
+
+
+def _bpe_file(tmp_path: Path, vocab: dict[str, object]) -> Path:
+    return write(tmp_path / "tokenizer.json", json.dumps({"model": {"type": "BPE", "vocab": vocab, "merges": []}}))
+
+
+@pytest.mark.parametrize("vocab", [
+    {"a": 0, "b": 1, "c": 2, "ab": 3},  # ids 0 .. n-1 in file order: a list, no dict built
+    {"b": 1, "a": 0, "c": 2, "ab": 3},  # the same ids in another order
+    {"a": 0, "b": 1, "c": 5, "ab": 3},  # a gap
+])
+def test_the_vocabulary_reads_like_the_dict_of_its_ids(tmp_path: Path, vocab: dict[str, object]) -> None:
+    """Whatever its representation, tokenizer.json's id -> token answers as the inverted object would."""
+    tj = parse_tokenizer_json(_bpe_file(tmp_path, vocab))
+    expected = {i: t for t, i in vocab.items()}
+    dense = list(vocab.values()) == list(range(len(vocab)))
+    assert type(tj.vocab).__name__ == ("DenseVocab" if dense else "dict")
+    assert tj.vocab == expected and expected == tj.vocab
+    assert len(tj.vocab) == 4
+    assert sorted(tj.vocab) == sorted(expected) and sorted(tj.vocab.items()) == sorted(expected.items())
+    assert tj.vocab.keys() == expected.keys() and sorted(tj.vocab.keys()) == sorted(expected)
+    assert sorted(tj.vocab.values()) == sorted(expected.values()) and dict(tj.vocab.items()) == expected
+    for key in (0, 3, 4, 5, -1, True, "a", None, 2**70):
+        assert (key in tj.vocab) == (key in expected)
+        assert tj.vocab.get(key) == expected.get(key)  # type: ignore[call-overload]
+        if key in expected:
+            assert tj.vocab[key] == expected[key]  # type: ignore[index]
+        else:
+            with pytest.raises(KeyError):
+                tj.vocab[key]  # type: ignore[index]
+    if dense:
+        assert list(reversed(tj.vocab.values())) == ["ab", "c", "b", "a"]
+        assert list(tj.vocab.items()) == [(0, "a"), (1, "b"), (2, "c"), (3, "ab")]
+        assert tj.first_id_by_content == {"a": 0, "b": 1, "c": 2, "ab": 3}
+
+
+@pytest.mark.parametrize("bad, key", [(True, "model.vocab.b"), (1.0, "model.vocab.b"), (-1, "model.vocab.b")])
+def test_an_id_that_only_equals_its_position_is_still_an_error(tmp_path: Path, bad: object, key: str) -> None:
+    """true == 1 and 1.0 == 1 in Python: the dense check compares types first, so the entry is named as before."""
+    path = _bpe_file(tmp_path, {"a": 0, "b": bad, "c": 2})
+    with pytest.raises(InputError) as err:
+        parse_tokenizer_json(path)
+    assert f"(key {key})" in str(err.value)

@@ -1,5 +1,7 @@
 """A persistent cache of pure, slow results: the TA305 regex-engine probe of a pattern, the renders of a
-chat template in both engines (issue 22). Other models of a fleet share them; a rerun skips them.
+chat template in both engines, and what is computed from a vocabulary file alone (TA401's undecodable ids,
+fastokens' answer to its configuration), under the hash of the file's bytes (issue 22). Other models of a
+fleet share them; a rerun skips them.
 
 Entries are JSON files under the user cache directory (``$XDG_CACHE_HOME/tokaudit/results``, by default
 ``~/.cache/tokaudit/results``), never in a target. Each is named by a 256-bit hash (BLAKE2b) of what determines the result:

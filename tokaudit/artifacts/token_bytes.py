@@ -69,7 +69,7 @@ def token_bytes(token: str, scheme: Scheme) -> bytes:
     return token.encode("utf-8")
 
 
-def token_bytes_table(tokens: dict[int, str], scheme: Scheme) -> dict[int, bytes]:
+def token_bytes_table(tokens: Mapping[int, str], scheme: Scheme) -> dict[int, bytes]:
     """``{id: token_bytes(token, scheme)}`` for a whole vocabulary, with one pass over the joined
     strings instead of a call per token (262k tokens for Gemma 3); the same bytes, in the same order."""
     ids, strings = list(tokens), list(tokens.values())
@@ -133,7 +133,7 @@ class TokenBytes(Mapping[int, bytes]):
     #: Lookups answered one token at a time before the whole table is built.
     LOOKUPS_ALONE = 1024
 
-    def __init__(self, tokens: dict[int, str], scheme: Scheme) -> None:
+    def __init__(self, tokens: Mapping[int, str], scheme: Scheme) -> None:
         self.strings = tokens
         self.scheme = scheme
         self._table: dict[int, bytes] | None = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -15,12 +17,85 @@ from tokaudit.errors import InputError
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
 
+class DenseVocab(Mapping[int, str]):
+    """id -> token for a vocabulary whose ids are exactly 0 .. n-1 (every real tokenizer.json: a BPE vocabulary
+    written in id order, a Unigram list): the tokens in a list, read like the dict it stands for. Building that
+    dict by inverting the file's token -> id object cost ~25 ms of a Llama 3 scan."""
+
+    __slots__ = ("_tokens",)
+
+    def __init__(self, tokens: list[str]) -> None:
+        self._tokens = tokens
+
+    def __getitem__(self, token_id: int) -> str:
+        if isinstance(token_id, int) and 0 <= token_id < len(self._tokens):
+            return self._tokens[token_id]
+        raise KeyError(token_id)
+
+    def get(self, token_id: int, default: Any = None) -> Any:  # type: ignore[override]
+        if isinstance(token_id, int) and 0 <= token_id < len(self._tokens):
+            return self._tokens[token_id]
+        return default
+
+    def __contains__(self, token_id: object) -> bool:
+        return isinstance(token_id, int) and 0 <= token_id < len(self._tokens)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(len(self._tokens)))
+
+    def __len__(self) -> int:
+        return len(self._tokens)
+
+    def keys(self) -> KeysView[int]:
+        return _DenseKeys(self)
+
+    def values(self) -> ValuesView[str]:
+        return _DenseValues(self)
+
+    def items(self) -> ItemsView[int, str]:
+        return _DenseItems(self)
+
+    def __repr__(self) -> str:
+        return f"DenseVocab({len(self._tokens)} tokens)"
+
+
+class _DenseKeys(KeysView[int]):
+    """The ids of a :class:`DenseVocab`, iterated as the range they are (the mixin's generator costs ~15 ms on
+    128k ids)."""
+
+    _mapping: DenseVocab
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(len(self._mapping)))
+
+
+class _DenseValues(ValuesView[str]):
+    """The tokens of a :class:`DenseVocab` in id order, iterated as the list they are."""
+
+    _mapping: DenseVocab
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._mapping._tokens)
+
+    def __reversed__(self) -> Iterator[str]:
+        return reversed(self._mapping._tokens)
+
+
+class _DenseItems(ItemsView[int, str]):
+    """``(id, token)`` of a :class:`DenseVocab` in id order, without a lookup per id."""
+
+    _mapping: DenseVocab
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        return enumerate(self._mapping._tokens)
+
+
 @dataclass(frozen=True)
 class TokenizerJson:
     path: Path
     model_type: str
-    #: id -> token string as spelled in the vocabulary.
-    vocab: dict[int, str]
+    #: id -> token string as spelled in the vocabulary (a :class:`DenseVocab` when the ids are 0 .. n-1).
+    vocab: Mapping[int, str]
     added_tokens: tuple[AddedToken, ...]
     scheme: Scheme
     #: Split regexes of the pre-tokenizer, in order (ByteLevel's implicit GPT-2 regex included).
@@ -111,14 +186,32 @@ def _scheme(data: dict[str, Any], model_type: str) -> Scheme:
     return Scheme.PLAIN
 
 
-def _inverted(raw_vocab: dict[str, Any]) -> dict[int, str]:
-    """id -> token in one pass when every id is an in-range integer and no two tokens share one (real
-    files); else ``{}`` and the per-entry loop checks them, naming the bad key."""
+def _inverted(raw_vocab: dict[str, Any]) -> Mapping[int, str]:
+    """id -> token in one pass when every id is an in-range integer and no two tokens share one (real files):
+    a :class:`DenseVocab` when the ids are 0 .. n-1 in file order (a list of the keys, no dict to build); else
+    ``{}`` and the per-entry loop checks them, naming the bad key."""
     ids = raw_vocab.values()
-    if not ids or set(map(type, ids)) != {int} or min(ids) < 0 or max(ids) > MAX_ID:
+    if not ids or set(map(type, ids)) != {int}:
+        return {}
+    if all(map(operator.eq, ids, range(len(ids)))):
+        return DenseVocab(list(raw_vocab))
+    if min(ids) < 0 or max(ids) > MAX_ID:
         return {}
     vocab = dict(zip(ids, raw_vocab))
     return vocab if len(vocab) == len(raw_vocab) else {}
+
+
+def _checked(raw_vocab: dict[str, Any], path: Path, duplicates: list[tuple[int, str, str]]) -> dict[int, str]:
+    """id -> token entry by entry (the first token of an id wins; the others go to ``duplicates``); a key whose
+    id is not a non-negative integer is an error naming it."""
+    vocab: dict[int, str] = {}
+    for token, token_id in raw_vocab.items():
+        token_id = expect_int(token_id, path, f"model.vocab.{token}")
+        if token_id in vocab:
+            duplicates.append((token_id, vocab[token_id], token))
+        else:
+            vocab[token_id] = token
+    return vocab
 
 
 def parse_tokenizer_json(path: Path) -> TokenizerJson:
@@ -131,7 +224,7 @@ def parse_tokenizer_json(path: Path) -> TokenizerJson:
     raw_vocab = model.get("vocab")
     if model_type is None:  # very old files omit the type; infer it from the vocab's shape
         model_type = "Unigram" if isinstance(raw_vocab, list) else ("BPE" if "merges" in model else "WordLevel")
-    vocab: dict[int, str] = {}
+    vocab: Mapping[int, str] = {}
     duplicates: list[tuple[int, str, str]] = []
     if model_type == "Unigram":
         if not isinstance(raw_vocab, list):
@@ -139,17 +232,13 @@ def parse_tokenizer_json(path: Path) -> TokenizerJson:
         for i, item in enumerate(raw_vocab):
             if not (isinstance(item, list) and item and isinstance(item[0], str)):
                 raise InputError("expected [piece, score]", file=str(path), key=f"model.vocab[{i}]")
-            vocab[i] = item[0]
+        vocab = DenseVocab([item[0] for item in raw_vocab])
     elif model_type in ("BPE", "WordPiece", "WordLevel"):
         if not isinstance(raw_vocab, dict):
             raise InputError("vocab must be an object of token -> id", file=str(path), key="model.vocab")
         vocab = _inverted(raw_vocab)
-        for token, token_id in raw_vocab.items() if not vocab else ():  # the checks, duplicates and errors in file order
-            token_id = expect_int(token_id, path, f"model.vocab.{token}")
-            if token_id in vocab:
-                duplicates.append((token_id, vocab[token_id], token))
-            else:
-                vocab[token_id] = token
+        if not vocab:  # the checks, duplicates and errors in file order
+            vocab = _checked(raw_vocab, path, duplicates)
     else:
         raise InputError(f"unknown model type {model_type!r}", file=str(path), key="model.type")
 

@@ -148,7 +148,7 @@ def _sentencepiece_vs_tokenizer_json(model: TokenizerModel) -> Iterator[Finding]
     sp, tj = a.sentencepiece, a.tokenizer_json
     if sp is None or tj is None:
         return
-    fast = dict(tj.vocab)
+    fast = dict(tj.vocab.items())
     for tok in tj.added_tokens:
         if tok.id is not None:
             fast.setdefault(tok.id, tok.content)

@@ -9,7 +9,7 @@ turns the spellings into text.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -101,12 +101,12 @@ class TokenText:
         return self.table.flat
 
     @cached_property
-    def _base_vocab(self) -> dict[int, str] | None:
+    def _base_vocab(self) -> Mapping[int, str] | None:
         a = self.model.artifacts
         for record in (a.tokenizer_json, a.vocab_json, a.vocab_txt, getattr(a, "sentencepiece", None)):
             if record is not None and record.name == self.model.base.artifact:
                 vocab = getattr(record, "vocab", None)
-                return vocab if isinstance(vocab, dict) else None
+                return vocab if isinstance(vocab, Mapping) else None
         return None
 
     @property
