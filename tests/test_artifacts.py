@@ -503,3 +503,62 @@ def test_an_id_that_only_equals_its_position_is_still_an_error(tmp_path: Path, b
     with pytest.raises(InputError) as err:
         parse_tokenizer_json(path)
     assert f"(key {key})" in str(err.value)
+
+
+def _vocab_dir(tmp_path: Path, config: dict | None = None, added: str | None = None) -> Path:
+    """A GPT-2-shaped slow vocabulary (vocab.json + merges.txt) of two tokens, with optional config and added_tokens.json."""
+    write(tmp_path / "vocab.json", json.dumps({"a": 0, "b": 1}))
+    write(tmp_path / "merges.txt", "#version: 0.2\n")
+    if config is not None:
+        write(tmp_path / "tokenizer_config.json", json.dumps(config))
+    if added is not None:
+        write(tmp_path / "added_tokens.json", added)
+    return tmp_path
+
+
+def test_added_tokens_json_is_read_with_special_by_name(tmp_path: Path) -> None:
+    """transformers 5 (_from_pretrained): added_tokens.json entries are added tokens, special when their text is a
+    named special token, normalized when not."""
+    from tokaudit.artifacts.added_tokens import config_added_tokens
+    from tokaudit.artifacts.load import load_artifacts
+
+    directory = _vocab_dir(tmp_path, {"eos_token": "<|eot|>"}, json.dumps({"<|eot|>": 2, "<x>": 3}))
+    found = config_added_tokens(load_artifacts(directory))
+    assert (found.rule, found.artifact) == ("added_tokens.json", "added_tokens.json")
+    assert [(t.id, t.content, t.special, t.normalized, str(t.source)) for t in found.tokens] == [
+        (2, "<|eot|>", True, False, "added_tokens.json (<|eot|>)"), (3, "<x>", False, True, "added_tokens.json (<x>)")]
+
+
+def test_added_tokens_json_is_ignored_when_the_config_has_added_tokens_decoder(tmp_path: Path) -> None:
+    from tokaudit.artifacts.added_tokens import config_added_tokens
+    from tokaudit.artifacts.load import load_artifacts
+
+    decoder = {"2": {"content": "<y>", "special": True}}
+    directory = _vocab_dir(tmp_path, {"added_tokens_decoder": decoder}, json.dumps({"<x>": 3}))
+    found = config_added_tokens(load_artifacts(directory))
+    assert [(t.id, t.content) for t in found.tokens] == [(2, "<y>")] and found.rule == "added_tokens_decoder"
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ('{"<x>": "3"}', 'added_tokens.json (key <x>): expected an integer, found "3"'),
+    ('["<x>"]', "added_tokens.json: expected a JSON object, found list"),
+])
+def test_added_tokens_json_errors_name_the_key(tmp_path: Path, content: str, message: str) -> None:
+    from tokaudit.artifacts.added_tokens import parse_added_tokens_json
+
+    with pytest.raises(InputError) as info:
+        parse_added_tokens_json(write(tmp_path / "added_tokens.json", content))
+    assert str(info.value).endswith(message)
+
+
+@pytest.mark.parametrize(("name", "content", "kind"), [
+    ("9b5ad71b2ce5302211f9c61530b329a4922fc6a4", f"{b64(b'a')} 0\n{b64(b'b')} 1\n", "tiktoken"),
+    ("ranks.txt", "= 0\nYQ== 1\n", "tiktoken"),
+    ("anthropic_tokenizer.json", '{"version": "1.0", "truncation": null, "padding": null, "added_tokens": []}', "tokenizer_json"),
+    ("settings.json", '{"model": "x"}', None),
+    ("notes.txt", "hello 1\n", None),
+])
+def test_vocabulary_kind_by_content(tmp_path: Path, name: str, content: str, kind: str | None) -> None:
+    from tokaudit.artifacts.load import sniff_vocabulary
+
+    assert sniff_vocabulary(write(tmp_path / name, content)) == kind

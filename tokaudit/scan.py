@@ -82,6 +82,8 @@ def _entries(kind: str, record: Any) -> int | None:
         return len(record.vocab) + len(getattr(record, "added_tokens", ()))
     if kind == "tokenizer_config":
         return len(record.added_tokens_decoder)
+    if kind == "added_tokens_json":
+        return len(record.tokens)
     if kind == "merges":
         return len(record.merges)
     if kind == "remote_code":

@@ -83,10 +83,14 @@ def _tiktoken_encoding(ranks_file: Path):
     by_hash = {
         "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7": ("cl100k_base", "cl100k_base.tiktoken"),
         "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930": ("r50k_base", "r50k_base.tiktoken"),
+        "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069": ("p50k_base", "p50k_base.tiktoken"),
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d": ("o200k_base", "o200k_base.tiktoken"),
     }
     if digest not in by_hash:
+        meta = ranks_file.with_name("tokenizer.py")
         return tiktoken.Encoding(
-            name=ranks_file.stem, pat_str=WHISPER_PAT, mergeable_ranks=_tiktoken_ranks(ranks_file), special_tokens={}
+            name=ranks_file.stem, pat_str=meta_pattern(meta) if meta.is_file() else WHISPER_PAT,
+            mergeable_ranks=_tiktoken_ranks(ranks_file), special_tokens={}
         )
     name, blob = by_hash[digest]
     url = f"https://openaipublic.blob.core.windows.net/encodings/{blob}"
@@ -104,6 +108,24 @@ def _tiktoken_encoding(ranks_file: Path):
     return tiktoken.Encoding(**params)
 
 
+def meta_pattern(tokenizer_py: Path) -> str:
+    """The pattern Meta's llama_models tokenizer.py gives tiktoken (class attribute ``pat_str`` in Llama 3,
+    ``O200K_PATTERN`` in Llama 4), read with ast: the oracle does not import llama_models."""
+    import ast
+
+    for node in ast.walk(ast.parse(tokenizer_py.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            if any(isinstance(t, ast.Name) and t.id in ("pat_str", "O200K_PATTERN") for t in node.targets):
+                return node.value.value
+    raise AssertionError(f"{tokenizer_py}: no pattern")
+
+
+def rank_file(directory: Path) -> Path:
+    """The one tiktoken rank file of a directory (named *.tiktoken, tokenizer.model, or by a hash)."""
+    (found,) = [p for p in sorted(directory.iterdir()) if p.name != "tokenizer.py"]
+    return found
+
+
 def library_codec(entry: dict, directory: Path):
     """(encode, decode) of the tokenizer's own library: encode without added BOS/EOS, decode skipping specials."""
     lib = entry["library"]
@@ -118,8 +140,7 @@ def library_codec(entry: dict, directory: Path):
         tk = Tekkenizer.from_file(str(directory / "tekken.json"))
         return (lambda text: tk.encode(text, bos=False, eos=False)), (lambda ids: tk.decode(ids))
     if lib == "tiktoken":
-        (ranks_file,) = sorted(directory.glob("*.tiktoken"))
-        enc = _tiktoken_encoding(ranks_file)
+        enc = _tiktoken_encoding(rank_file(directory))
         return (lambda text: enc.encode_ordinary(text)), (lambda ids: enc.decode(ids))
     return _tokenizers_codec(directory)
 
@@ -127,8 +148,9 @@ def library_codec(entry: dict, directory: Path):
 def _tokenizers_codec(directory: Path):
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 
-    if (directory / "tokenizer.json").is_file():
-        tok = Tokenizer.from_file(str(directory / "tokenizer.json"))
+    named = sorted(directory.glob("*tokenizer.json"))  # tokenizer.json, or litellm's anthropic_tokenizer.json
+    if named:
+        tok = Tokenizer.from_file(str(named[0]))
     elif (directory / "vocab.txt").is_file():
         # what transformers' BertTokenizerFast builds from a bare vocab.txt (BERT's defaults: lowercase, strip accents)
         tok = Tokenizer(models.WordPiece.from_file(str(directory / "vocab.txt"), unk_token="[UNK]"))

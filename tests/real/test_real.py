@@ -53,6 +53,37 @@ TRUE_ERRORS: dict[str, dict[str, dict[tuple[str, str], str]]] = {
             "and decodes with one leading space lost (checked with AutoTokenizer)",
         },
     },
+    "gemma-256k": {
+        "scan": {
+            ("TA202", "eos-mismatch"): "tokenizer_config's eos_token is <eos> (1) while the template ends every turn with "
+            "<end_of_turn> (107) and no generation_config.json ships: a stack stopping on eos_token alone runs past the turn",
+        },
+    },
+    "llama3-meta": {
+        "scan": {
+            ("TA101", "vocab-gap"): "ids 128000-128255 (<|begin_of_text|>, <|eot_id|>, the reserved tokens) are defined only "
+            "by Meta's tokenizer.py (special_tokens built in Tokenizer.__init__): a loader of the rank file alone "
+            "(tiktoken-rs, smg) has no token for them and tiktoken raises KeyError",
+        },
+        "fuzz": {
+            ("TA605", "backend-crash"): "the same ids: tiktoken, reference and strict built from the rank file raise on "
+            "decode([128255]); only Meta's code maps them",
+        },
+    },
+    "llama4-meta": {
+        "scan": {
+            ("TA101", "vocab-gap"): "as llama3-meta: ids 200000-202047 are defined only by Meta's tokenizer.py "
+            "(BASIC_SPECIAL_TOKENS + LLAMA4_SPECIAL_TOKENS + reserved, num_reserved_special_tokens 2048)",
+        },
+        "compare": {
+            ("TA601", "encode-mismatch"): "transformers 5.x converts tokenizer.model (TikTokenConverter) with cl100k's regex, "
+            "not Llama 4's O200K_PATTERN that Meta's tokenizer.py passes to tiktoken: English contractions and code split "
+            "into other ids (\"I'm sure you've\" in the built-in corpus)",
+        },
+        "fuzz": {
+            ("TA605", "backend-crash"): "as llama3-meta: ids 200000-202047 decode only with Meta's code",
+        },
+    },
     # llama.cpp's own test vocabularies (vendor/llama.cpp/models of llama-cpp-python 0.3.36's sdist)
     "gguf-aquila": {"scan": {("TA307", "gguf-pre-tokenizer"): "a BPE vocabulary written before tokenizer.ggml.pre existed: "
                              "llama.cpp logs 'missing pre-tokenizer type, using: default' (seen in llama-cpp-python's load log)"}},

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tokaudit.artifacts.base import read_bytes, regular_file_error
+from tokaudit.artifacts.base import read_bytes, read_bytes_head, regular_file_error
 from tokaudit.errors import InputError
 
 if TYPE_CHECKING:  # each parser module is imported when a file of its kind is found (a scan needs a few)
+    from tokaudit.artifacts.added_tokens import AddedTokensJson
     from tokaudit.artifacts.gguf import GGUFTokenizer
     from tokaudit.artifacts.model_config import GenerationConfig, ModelConfig
     from tokaudit.artifacts.remote_code import RemoteCode
@@ -34,6 +36,7 @@ KINDS: tuple[tuple[str, str], ...] = (
     ("sentencepiece", "tokenizer.model"),
     ("tokenizer_config", "tokenizer_config.json"),
     ("special_tokens_map", "special_tokens_map.json"),
+    ("added_tokens_json", "added_tokens.json"),
     ("config", "config.json"),
     ("generation_config", "generation_config.json"),
     ("chat_template", "chat_template.jinja"),
@@ -43,6 +46,8 @@ KINDS: tuple[tuple[str, str], ...] = (
     ("safetensors", "model.safetensors"),
     ("safetensors_index", "model.safetensors.index.json"),
     ("remote_code", "tokenization_*.py"),
+    # Meta's own tokenizer code beside its rank file (llama_models/llama3, llama4): read with ast, never run
+    ("remote_code", "tokenizer.py"),
 )
 
 #: File kinds that hold a vocabulary; a target needs at least one.
@@ -63,6 +68,7 @@ _PARSER_NAMES = {
     "tekken": ("tekken", "parse_tekken"),
     "tokenizer_config": ("tokenizer_config", "parse_tokenizer_config"),
     "special_tokens_map": ("tokenizer_config", "parse_special_tokens_map"),
+    "added_tokens_json": ("added_tokens", "parse_added_tokens_json"),
     "config": ("model_config", "parse_model_config"),
     "generation_config": ("model_config", "parse_generation_config"),
     "chat_template": ("text_files", "parse_chat_template"),
@@ -93,6 +99,7 @@ class Artifacts:
     sentencepiece: SentencePieceModel | None = None
     tokenizer_config: TokenizerConfig | None = None
     special_tokens_map: SpecialTokensMap | None = None
+    added_tokens_json: AddedTokensJson | None = None
     config: ModelConfig | None = None
     generation_config: GenerationConfig | None = None
     chat_template: ChatTemplate | None = None
@@ -157,6 +164,46 @@ def _model_file(file: Path, found: dict[str, object]) -> None:
         found["tiktoken"] = _parser("tiktoken")(file)
 
 
+#: How much of a file's start the content sniffing reads, and how many unnamed files it looks at in one directory.
+SNIFF_BYTES = 4096
+MAX_SNIFFED_FILES = 256
+#: A tiktoken rank file's first line: base64 of a token, one space, its rank.
+_RANK_LINE = re.compile(rb"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|=)? \d{1,19}\r?\n")
+#: Keys that tokenizers writes at the start of every tokenizer.json (``Tokenizer.save``), before the model.
+_TOKENIZER_JSON_KEYS = (b'"added_tokens"', b'"truncation"', b'"pre_tokenizer"', b'"normalizer"')
+
+
+def sniff_vocabulary(file: Path) -> str | None:
+    """The vocabulary kind of a file whose name says nothing (tiktoken's cache files are named by the sha1
+    of their URL, litellm ships ``anthropic_tokenizer.json``): decided by its first bytes, as
+    ``tokenizer.model`` is. ``tiktoken``, ``tokenizer_json``, ``gguf`` or None."""
+    head = read_bytes_head(file, SNIFF_BYTES)
+    if head.startswith(b"GGUF"):
+        return "gguf"
+    if _RANK_LINE.match(head):
+        return "tiktoken"
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text.startswith(b"{") and any(key in text for key in _TOKENIZER_JSON_KEYS):
+        return "tokenizer_json"
+    return None
+
+
+def _vocabulary_by_content(files: list[Path], directory: Path) -> tuple[str, Path] | None:
+    """The one vocabulary file among files no name pattern claims, by content; several are an error."""
+    found: list[tuple[str, Path]] = []
+    for file in files[:MAX_SNIFFED_FILES]:
+        if regular_file_error(file) is not None or file.stat().st_size == 0:
+            continue
+        kind = sniff_vocabulary(file)
+        if kind is not None and kind != "gguf":
+            found.append((kind, file))
+    if len(found) > 1:
+        names = ", ".join(f.name for _, f in found[:5])
+        raise InputError(f"{len(found)} files hold a vocabulary by their content ({names}): name one as the target",
+                         file=str(directory))
+    return found[0] if found else None
+
+
 def _gguf(file: Path) -> GGUFTokenizer:
     from tokaudit.artifacts.gguf import read_gguf_tokenizer
 
@@ -180,11 +227,16 @@ def load_artifacts(path: Path) -> Artifacts:
         root = path
     elif path.is_file():
         if kind_of(path.name) not in VOCAB_KINDS and not any(fnmatch.fnmatchcase(path.name, g) for g in MODEL_FILE_GLOBS):
-            raise InputError(
-                "not a tokenizer file (expected tokenizer.json, tiktoken.model, *.tiktoken, tekken.json, tokenizer.model, "
-                "vocab.json, vocab.txt or a .gguf file)",
-                file=str(path),
-            )
+            kind = sniff_vocabulary(path)
+            if kind is None:
+                raise InputError(
+                    "not a tokenizer file (expected tokenizer.json, tiktoken.model, *.tiktoken, tekken.json, tokenizer.model, "
+                    "vocab.json, vocab.txt or a .gguf file, or a tokenizer.json or tiktoken rank file by its content)",
+                    file=str(path),
+                )
+            if kind == "gguf":
+                return Artifacts(root=path.parent, gguf=_gguf(path))
+            return Artifacts(root=path.parent, **{kind: _parser(kind)(path)})  # type: ignore[arg-type]
         files, root = [path], path.parent
         if kind_of(path.name) is None:  # tokenizer.model.v3 and the like
             single: dict[str, object] = {}
@@ -214,6 +266,10 @@ def load_artifacts(path: Path) -> Artifacts:
         elif several and not any(kind in found for kind in VOCAB_KINDS):
             raise InputError(f"{several}: name one as the target", file=str(path))
     if gguf is None and not any(kind in found for kind in VOCAB_KINDS):
-        names = ", ".join(glob for kind, glob in KINDS if kind in VOCAB_KINDS)
-        raise InputError(f"no tokenizer vocabulary found (looked for {names}, *.gguf)", file=str(path))
+        sniffed = _vocabulary_by_content([f for f in files if not _tokenizer_name(f.name)], path)
+        if sniffed is None:
+            names = ", ".join(glob for kind, glob in KINDS if kind in VOCAB_KINDS)
+            raise InputError(f"no tokenizer vocabulary found (looked for {names}, *.gguf, and for a tokenizer.json "
+                             "or tiktoken rank file under another name)", file=str(path))
+        found[sniffed[0]] = _parser(sniffed[0])(sniffed[1])
     return Artifacts(root=root, remote_code=tuple(remote), gguf=gguf, **found)  # type: ignore[arg-type]

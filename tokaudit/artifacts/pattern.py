@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from tokaudit.artifacts.base import Provenance
+from tokaudit.artifacts.base import AddedToken, Provenance
 from tokaudit.artifacts.load import Artifacts
 
 if TYPE_CHECKING:  # ast and the remote-code reader are loaded only to read tiktoken's registry (rank-file models)
@@ -165,3 +165,18 @@ def search_pattern(a: Artifacts, override: str | None = None) -> PatternSearch:
 def find_pattern(a: Artifacts, override: str | None = None) -> Pattern | None:
     """The pattern of :func:`search_pattern`, or ``None``."""
     return search_pattern(a, override).pattern
+
+
+def registry_special_tokens(a: Artifacts) -> tuple[AddedToken, ...]:
+    """The special tokens tiktoken's registry gives a bare published rank file (p50k_base's ``<|endoftext|>``
+    50256, cl100k_base's five, o200k_base's two): what ``tiktoken.get_encoding`` builds from this very file
+    (litellm and every tiktoken cache user). None when another file declares added tokens (tokenizer_config's
+    added_tokens_decoder, added_tokens.json, remote code): the model then says which specials it uses."""
+    known = published_encoding(a)
+    if known is None or a.remote_code or a.added_tokens_json is not None:
+        return ()
+    if a.tokenizer_config is not None and a.tokenizer_config.declares_added_tokens:
+        return ()
+    name = a.tiktoken.name  # type: ignore[union-attr]
+    src = Provenance(name, key=f"tiktoken registry: {known.name} special_tokens")
+    return tuple(AddedToken(i, text, True, src) for text, i in sorted(known.special_tokens.items(), key=lambda kv: kv[1]))

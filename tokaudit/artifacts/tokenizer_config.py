@@ -27,6 +27,8 @@ class TokenizerConfig:
     auto_map: dict[str, Any]
     #: WordPiece normalizer settings that are present (do_lower_case, strip_accents, tokenize_chinese_chars).
     settings: dict[str, Any] = field(default_factory=dict)
+    #: The file has an ``added_tokens_decoder`` key (even an empty one): transformers then ignores added_tokens.json.
+    declares_added_tokens: bool = False
 
     @property
     def name(self) -> str:
@@ -98,6 +100,7 @@ def parse_tokenizer_config(path: Path) -> TokenizerConfig:
         tokenizer_class=tokenizer_class if isinstance(tokenizer_class, str) else None,
         auto_map=auto_map,
         settings=_settings(data, path),
+        declares_added_tokens="added_tokens_decoder" in data,
     )
 
 

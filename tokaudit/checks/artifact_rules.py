@@ -9,7 +9,13 @@ from tokaudit.artifacts.base import Provenance
 from tokaudit.artifacts.pattern import CL100K_PATTERN, search_pattern
 from tokaudit.checks.registry import rule
 from tokaudit.ids import IdRanges
-from tokaudit.model.loaders import dynamo_regex_model_type, remote_tokenizer_module, smg_detects_kimi
+from tokaudit.model.loaders import (
+    TRANSFORMERS_RANK_FILE_NAMES,
+    dynamo_regex_model_type,
+    remote_tokenizer_module,
+    smg_detects_kimi,
+    transformers_finds_ranks,
+)
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.text import plural, token_text
@@ -23,6 +29,15 @@ def slow_fallback_risk(model: TokenizerModel) -> Iterator[Finding]:
     module = remote_tokenizer_module(model)
     if module:
         how = f"the remote-code class in {module}.py (a PreTrainedTokenizer in pure Python, only with trust_remote_code)"
+    elif a.tiktoken is not None and not transformers_finds_ranks(model):
+        yield slow_fallback_risk.finding(
+            f"there is no tokenizer.json, and transformers' AutoTokenizer looks for a rank file only under the names "
+            f"{' and '.join(TRANSFORMERS_RANK_FILE_NAMES)}, not {a.tiktoken.name}: it fails to load this directory. tiktoken "
+            "and files-only gateways read the ranks; ship a tokenizer.json saved from the reference tokenizer for transformers.",
+            location=Provenance(model.vocab_artifact),
+            details={"vocab_artifact": model.vocab_artifact, "remote_module": module, "transformers_loads": False},
+        )
+        return
     elif a.tiktoken is not None:
         how = f"a TokenizersBackend converted from {a.tiktoken.name} at load time (with cl100k's regex unless told otherwise)"
     else:

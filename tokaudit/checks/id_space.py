@@ -43,6 +43,11 @@ def vocab_gap(model: TokenizerModel) -> Iterator[Finding]:
     # what the loader does decides, not where the id sits: untrained rows are still sampled (Kimi's reserved
     # rows: 16 times in 1390 requests), and tiktoken-rs panics on a padding id as on a hole
     severity = Severity.ERROR if crash_holes or crash_trailing else Severity.WARNING
+    # a bare published rank file laid out as tiktoken's registry lays it out (cl100k_base: no token at 100256 nor
+    # 100261-100275): tiktoken.get_encoding has the same holes, and no file of the target claims a larger model
+    published = model.published_layout
+    if published:
+        severity = Severity.NOTE
     fills = {
         name: (gaps.count - table.mapped.complement(size).count)
         for name, table in model.profiles.items()
@@ -69,6 +74,9 @@ def vocab_gap(model: TokenizerModel) -> Iterator[Finding]:
         impact = "loaders that see them decode them through tokenizers, which drops them silently"
         if not holes:
             impact += " (the text has a hole no one sees when a sampler picks an untrained padding row)"
+    if published:
+        impact += (f"; this is the layout of tiktoken's own published encoding (its registry's special tokens after "
+                   f"the ranks), which tiktoken.get_encoding has too")
     yield vocab_gap.finding(
         f"{gaps.count} ids in {declared} have no token for a loader that reads only the data files "
         f"({model.vocab_artifact} and its added tokens, as tiktoken-rs and smg before PR #1482 do): "

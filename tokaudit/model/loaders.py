@@ -246,6 +246,18 @@ def loader_views(model: TokenizerModel) -> list[LoaderView]:
     return rows
 
 
+#: The vocabulary file names transformers 5 looks for when a directory has no tokenizer.json
+#: (``PreTrainedTokenizerBase.from_pretrained``: ``tekken\.json|tokenizer\.model\.*|tiktoken\.model``).
+TRANSFORMERS_RANK_FILE_NAMES = ("tiktoken.model", "tokenizer.model")
+
+
+def transformers_finds_ranks(model: TokenizerModel) -> bool:
+    """Whether transformers' AutoTokenizer finds the rank file by its name: ``cl100k_base.tiktoken`` or a
+    tiktoken cache file named by a hash is not looked for, so AutoTokenizer fails on such a directory."""
+    rk = model.artifacts.tiktoken
+    return rk is not None and rk.name in TRANSFORMERS_RANK_FILE_NAMES
+
+
 def _own_pattern(model: TokenizerModel) -> str | None:
     from tokaudit.artifacts.pattern import find_pattern
 
@@ -270,6 +282,9 @@ def _transformers_view(model: TokenizerModel, own_pattern: str | None) -> Loader
         return LoaderView("transformers", (f"{module}.py", model.vocab_artifact, *cfg_name),
                           f"remote code {module}.py (trust_remote_code)", mapped, mapped.complement(size),
                           own_pattern or "remote code (not found statically)")
+    if a.tiktoken and not transformers_finds_ranks(model):
+        return LoaderView("transformers", (a.tiktoken.name,), f"AutoTokenizer fails: it looks for {' or '.join(TRANSFORMERS_RANK_FILE_NAMES)}, "
+                          f"not {a.tiktoken.name}", IdRanges(), None, "—")
     if a.tiktoken:
         compact = compacted_added_ids(model)
         mapped = a_mapped = model.base.mapped  # the ranks: tiktoken.model is the base vocabulary here

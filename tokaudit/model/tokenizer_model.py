@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tokaudit.artifacts.added_tokens import config_added_tokens
 from tokaudit.artifacts.base import AddedToken, Provenance
 from tokaudit.artifacts.load import Artifacts
+from tokaudit.artifacts.pattern import registry_special_tokens
 from tokaudit.model.id_table import IdTable, Layer
 
 if TYPE_CHECKING:  # the GGUF reader is loaded with a GGUF target's file, not by every scan
@@ -72,6 +74,12 @@ class TokenizerModel:
         return self.profiles[FILES]
 
     @property
+    def published_layout(self) -> bool:
+        """A bare published tiktoken rank file, its specials from tiktoken's registry and no size declared: its id
+        holes (cl100k_base: 100256, 100261-100275) are the published encoding's own, which tiktoken has too."""
+        return self.declared.size is None and bool(registry_special_tokens(self.artifacts))
+
+    @property
     def checked_size(self) -> int:
         """The size the id space is checked against: declared, else the highest id any profile maps + 1."""
         if self.declared.size is not None:
@@ -100,7 +108,8 @@ def _added_layers(tokens: tuple[AddedToken, ...], rule: str, artifact: str) -> l
 
 def _base_layers(a: Artifacts) -> tuple[Layer, list[Layer], list[AddedToken]]:
     """The base vocabulary a files-only loader reads (by the usual precedence), all its layers, its added tokens."""
-    config_added = list(a.tokenizer_config.added_tokens_decoder) if a.tokenizer_config else []
+    cfg_added = config_added_tokens(a)
+    config_added = list(cfg_added.tokens)
     if a.tokenizer_json:
         tj = a.tokenizer_json
         base = Layer(f"{tj.model_type} vocab", tj.name, tj.by_id, False, tj.source, lambda: tj.digest)
@@ -110,8 +119,11 @@ def _base_layers(a: Artifacts) -> tuple[Layer, list[Layer], list[AddedToken]]:
     if a.tiktoken:
         rk = a.tiktoken
         base = Layer("tiktoken ranks", rk.name, rk.by_id, False, rk.source, lambda: rk.digest)
-        cfg = a.tokenizer_config.name if a.tokenizer_config else "tokenizer_config.json"
-        return base, [base] + _added_layers(tuple(config_added), "added_tokens_decoder", cfg), config_added
+        registry = registry_special_tokens(a)
+        layers = [base] + _added_layers(cfg_added.tokens, cfg_added.rule, cfg_added.artifact)
+        if registry:  # a bare published rank file: tiktoken's registry names its specials
+            layers += _added_layers(registry, "tiktoken registry special_tokens", rk.name)
+        return base, layers, config_added + list(registry)
     if a.tekken:
         tk = a.tekken
         base = Layer("tekken vocab", tk.name, tk.by_id, False, tk.source)
@@ -121,18 +133,16 @@ def _base_layers(a: Artifacts) -> tuple[Layer, list[Layer], list[AddedToken]]:
         base = Layer(f"sentencepiece {sp.model_type} pieces", sp.name, sp.by_id, False, sp.source)
         control = {i: sp.by_id[i] for i in sorted(sp.special_ids)}
         layers = [Layer("control pieces", sp.name, control, True, sp.source)] if control else []
-        cfg = a.tokenizer_config.name if a.tokenizer_config else "tokenizer_config.json"
         # the slow tokenizer (LlamaTokenizer, T5Tokenizer) puts added_tokens_decoder over the pieces: its
         # flags win (``<unk>`` listed as special is skipped by decode(skip_special_tokens=True))
-        return base, layers + _added_layers(tuple(config_added), "added_tokens_decoder", cfg) + [base], config_added
+        return base, layers + _added_layers(cfg_added.tokens, cfg_added.rule, cfg_added.artifact) + [base], config_added
     if a.gguf_only:
         return _gguf_layers(a.gguf)  # type: ignore[arg-type]
     vocab_file = a.vocab_json or a.vocab_txt
     assert vocab_file is not None  # load_artifacts guarantees one vocabulary file
     vocab = {i: vocab_file.token_bytes(i) or b"" for i in vocab_file.vocab}
     base = Layer("vocab", vocab_file.name, vocab, False, vocab_file.source)
-    cfg = a.tokenizer_config.name if a.tokenizer_config else "tokenizer_config.json"
-    return base, [base] + _added_layers(tuple(config_added), "added_tokens_decoder", cfg), config_added
+    return base, [base] + _added_layers(cfg_added.tokens, cfg_added.rule, cfg_added.artifact), config_added
 
 
 def _gguf_layers(g: GGUFTokenizer) -> tuple[Layer, list[Layer], list[AddedToken]]:

@@ -236,6 +236,10 @@ def _crash_findings(model: TokenizerModel, run: BackendRun) -> Iterator[Finding]
                 severity = Severity.WARNING
                 why = (f"strict emulates a tiktoken-rs gateway, but the loaders that leave these ids unmapped "
                        f"({', '.join(sorted(seen))}) decode through tokenizers, which drops them silently")
+            elif model.published_layout:
+                severity = Severity.NOTE
+                why = ("these ids are holes of tiktoken's own published encoding, laid out as its registry lays it out "
+                       "(tiktoken.get_encoding raises the same); only a model that declares a larger vocabulary produces them")
         else:
             severity = Severity.WARNING if any(f.cls == "panic" for f in chosen) else Severity.NOTE
             what = f"outside the declared range [0, {size})"
