@@ -63,6 +63,11 @@ WHITESPACE = {
     "only-spaces": "        ",
     "only-newlines": "\n\n\n\n",
     "empty": "",
+    # runs past 16 characters: SentencePiece vocabularies hold whitespace pieces up to 16 ▁ (Mistral), and a
+    # converter that orders their equal-score merges wrongly splits longer runs differently (issue 31)
+    "long-runs": "a" + " " * 17 + "b" + " " * 24 + "c" + " " * 33 + "d" + " " * 40 + "e",
+    "deep-indentation": "def f():\n" + "".join(" " * (4 * depth) + f"if x{depth}:\n" for depth in range(1, 9)) + " " * 36 + "return 1\n",
+    "mixed-tabs": "\tif x:\n\t    y = 1\n    \tz = 2\n\t\t\t\t\t\tw = 3\n \t \t \t \t v\n" + "\t" * 20 + "end",
 }
 
 CODE = {
