@@ -15,6 +15,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
+from tokenizers import Tokenizer
 
 from conftest import FIXTURES, run_cli, tree_snapshot
 from tokaudit.model.llamacpp_vocab import clean_spaces
@@ -387,3 +388,29 @@ def test_gguf_option_of_the_oncall_commands() -> None:
     bad = run_cli("explain", str(CLEAN), "1", "--gguf", str(CLEAN / "tokenizer.json"))
     assert bad.exit_code == 2
     assert bad.stderr.strip() == f"tokaudit: error: {CLEAN / 'tokenizer.json'} (key --gguf): not a GGUF file (it does not start with the magic 'GGUF')"
+
+
+@needs_llamacpp
+def test_special_addition_divergence_between_tokenizers_and_llamacpp(tmp_path: Path) -> None:
+    """TA210: clean-bpe with a post_processor adding <|endoftext|> (997) against the same vocabulary as a GGUF that
+    adds nothing: each library's own prompt encode (add_special_tokens=True / llama_tokenize add_special) differs."""
+    from llama_cpp import Llama
+
+    target = FIXTURES / "rules" / "special-addition"
+    tok = Tokenizer.from_file(str(target / "tokenizer.json"))
+    assert tok.encode("Hello world").ids[0] == 997
+    llm = Llama(model_path=str(GGUF), vocab_only=True, verbose=False)
+    assert llm.tokenize(b"Hello world", add_bos=True) == tok.encode("Hello world", add_special_tokens=False).ids
+    corpus = _corpus(tmp_path, ["Hello world"])
+    code, doc, _ = _compare(str(target), "--gguf", str(GGUF), "--backends", "hf,llama.cpp", "--no-builtin-corpus", "--corpus", str(corpus))
+    (f,) = [f for f in doc["findings"] if f["code"] == "TA210"]
+    assert (code, f["name"], f["severity"]) == (0, "special-addition-divergence", "warning")
+    assert f["details"] == {"probe": "Hello world", "added": {"hf": {"start": [997], "end": []}, "llama.cpp": {"start": [], "end": []}}}
+    assert f["message"] == (
+        "encoding 'Hello world' with add_special_tokens=True, the backends add different special tokens: hf (tokenizers: "
+        "TGI, smg, Dynamo) adds 997 <|endoftext|> before the text and nothing after it; llama.cpp (llama.cpp server, "
+        "Ollama, LM Studio) adds nothing before the text and nothing after it. A completions endpoint tokenizes prompts "
+        "this way, so stacks on these files prompt the model with a different (or no, or a doubled) BOS/EOS.")
+    # the same files against a GGUF of the same vocabulary and no post_processor: nothing to report
+    code, doc, _ = _compare(str(CLEAN), "--gguf", str(GGUF), "--backends", "hf,llama.cpp", "--no-builtin-corpus", "--corpus", str(corpus))
+    assert not [f for f in doc["findings"] if f["code"] == "TA210"]

@@ -205,7 +205,7 @@ def test_unreachable_is_deep_only_and_clean_bpe_is_fully_reachable() -> None:
 
 def test_every_rule_has_a_unique_code_and_name_and_a_summary() -> None:
     rules = all_rules()
-    assert len({r.code for r in rules}) == len({r.name for r in rules}) == len(rules) == 29
+    assert len({r.code for r in rules}) == len({r.name for r in rules}) == len(rules) == 31
     assert all(r.summary.endswith(".") for r in rules)
     assert [r.code for r in rules if r.deep] == ["TA306", "TA402"]
 
@@ -247,3 +247,50 @@ def test_deep_rule_reports_progress_to_the_installed_sink() -> None:
     with reporting_to(lambda label, done, total: seen.append((label, done, total))):
         list(unreachable_token.check(load_model(str(TINY))))
     assert seen == [("unreachable-token", 755, 755)]  # 1000 ranks - 245 partial UTF-8, one batch
+
+
+# ---- TA309 loader-rebuild, TA310 decoder-mismatch (issue 31 §8) -------------------------------------------
+
+
+def test_loader_rebuild_is_what_transformers_really_builds() -> None:
+    """tokenizer_class GPT2Tokenizer: transformers 5's constructor replaces the file's isolate-every-character
+    Split with GPT-2's ByteLevel regex, so "Hello" gets the merge "ll" (257) that tokenizer.json never makes."""
+    from transformers import AutoTokenizer
+
+    (f,) = only(RULES / "loader-rebuild", "TA309")
+    rebuilt = [72, 101, 257, 111, 32, 119, 111, 114, 108, 100]
+    assert AutoTokenizer.from_pretrained(str(RULES / "loader-rebuild")).encode("Hello world", add_special_tokens=False) == rebuilt
+    assert Tokenizer.from_file(str(RULES / "loader-rebuild" / "tokenizer.json")).encode("Hello world").ids == [
+        72, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100]
+    assert (f["severity"], f["location"]) == ("error", {"file": "tokenizer_config.json", "key": "tokenizer_class"})
+    assert f["details"]["example"] == {"text": "Hello world", "tokenizer_json": [72, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100],
+                                       "rebuilt": rebuilt}
+    assert f["message"] == (
+        "transformers 5.24.0's AutoTokenizer builds GPT2Tokenizer (tokenizer_config.json tokenizer_class GPT2Tokenizer), "
+        "whose constructor replaces tokenizer.json's normalizer and pre-tokenizer with its own (normalizer none, pre_tokenizer "
+        "ByteLevel): 'Hello world' encodes to [72, 101, 257, 111, 32, 119, 111, 114, 108, 100] instead of [72, 101, 108, 108, "
+        "111, 32, 119, 111, 114, 108, 100]. transformers, and vLLM and SGLang through it, then tokenize differently from "
+        "tokenizers, TGI and smg on the same files. Setting tokenizer_class to \"TokenizersBackend\" in tokenizer_config.json "
+        "makes transformers read tokenizer.json as it is.")
+
+
+@pytest.mark.parametrize("target", [CLEAN, RULES / "decoder-mismatch", FIXTURES / "gpt2-files"])
+def test_loader_rebuild_is_silent_where_the_class_keeps_the_pipeline(target) -> None:
+    assert only(target, "TA309") == []
+
+
+def test_decoder_mismatch_is_what_tokenizers_decodes() -> None:
+    (f,) = only(RULES / "decoder-mismatch", "TA310")
+    tok = Tokenizer.from_file(str(RULES / "decoder-mismatch" / "tokenizer.json"))
+    assert tok.decode(tok.encode(" hello").ids) == "Ġ hello"  # the spelled bytes, joined with spaces
+    assert (f["severity"], f["location"], f["details"]) == (
+        "error", {"file": "tokenizer.json", "key": "decoder"}, {"pre_tokenizer": ["ByteLevel"], "decoder": None})
+    assert f["message"] == (
+        "tokenizer.json decodes to the wrong text: its pre-tokenizer is ByteLevel (bytes spelled as printable characters) "
+        "but its decoder is null, so tokenizers, transformers and every Rust gateway decode ids to the spelled-out token "
+        "strings ('Ġhello' for ' hello', 'âĢĻ' for '’'). Give tokenizer.json the decoder its pre-tokenizer needs.")
+
+
+@pytest.mark.parametrize("target", [CLEAN, RULES / "loader-rebuild", FIXTURES / "spm-llama-like"])
+def test_decoder_mismatch_is_silent_on_matching_decoders(target) -> None:
+    assert only(target, "TA310") == []

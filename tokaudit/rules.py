@@ -24,6 +24,7 @@ RULE_MODULES = (
     "tokaudit.checks.token_classes",
     "tokaudit.template.rules",  # the TA8xx family
     "tokaudit.checks.pattern_rules",  # TA305
+    "tokaudit.checks.pipeline_rules",  # TA309, TA310
 )
 
 

@@ -29,6 +29,8 @@ class TokenizerConfig:
     settings: dict[str, Any] = field(default_factory=dict)
     #: The file has an ``added_tokens_decoder`` key (even an empty one): transformers then ignores added_tokens.json.
     declares_added_tokens: bool = False
+    #: The boolean loader settings present (add_bos_token, add_eos_token, add_prefix_space, legacy).
+    loader_flags: dict[str, bool] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -101,9 +103,12 @@ def parse_tokenizer_config(path: Path) -> TokenizerConfig:
         auto_map=auto_map,
         settings=_settings(data, path),
         declares_added_tokens="added_tokens_decoder" in data,
+        loader_flags={key: data[key] for key in LOADER_FLAGS if isinstance(data.get(key), bool)},
     )
 
 
+#: Boolean settings that change what transformers builds (the pipeline a class rebuilds, the BOS/EOS it adds).
+LOADER_FLAGS = ("add_bos_token", "add_eos_token", "add_prefix_space", "legacy")
 #: WordPiece (BertTokenizer) normalizer settings: name -> the types a value may have.
 WORDPIECE_SETTINGS = {"do_lower_case": (bool,), "strip_accents": (bool, type(None)), "tokenize_chinese_chars": (bool,)}
 

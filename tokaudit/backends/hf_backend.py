@@ -310,6 +310,10 @@ class HFBackend:
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False).ids
 
+    def encode_prompt(self, text: str) -> list[int]:
+        """add_special_tokens=True: what tokenizer.json's post_processor adds (TGI, smg, Dynamo encode so)."""
+        return self.tokenizer.encode(text, add_special_tokens=True).ids
+
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
 

@@ -153,6 +153,10 @@ class TransformersBackend:
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer.encode(text, add_special_tokens=False))
 
+    def encode_prompt(self, text: str) -> list[int]:
+        """add_special_tokens=True, the default of transformers' encode (vLLM and SGLang's completions path)."""
+        return list(self.tokenizer.encode(text, add_special_tokens=True))
+
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return [list(x) for x in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
 

@@ -15,6 +15,7 @@ from tokaudit.compare.corpus import Case, builtin_corpus, sample, user_corpus
 from tokaudit.compare.golden import Golden, GoldenResult, check_golden, golden_findings, read_golden
 from tokaudit.compare.parity import PairResult, TokenView, compare_decoder, compare_encoders, shown_tokens
 from tokaudit.compare.race import RaceResult, race
+from tokaudit.compare.special_addition import special_addition_findings
 from tokaudit.compare.runs import BackendRun, Progress, run_backend, run_decoder, throughput
 from tokaudit.compare.triage import NORMALIZER, REAL, UNKNOWN, Triage, triage_for
 from tokaudit.compare.unknown_ids import UnknownIdTable, unknown_id_table
@@ -428,6 +429,7 @@ def compare_model(model: TokenizerModel, options: CompareOptions, progress: Prog
     findings += unknown_id_findings(c.unknown, t)
     findings += race_findings(c.races, t)
     findings += fallback_findings(model, c.loaded)
+    findings += special_addition_findings(model, c.loaded)
     if c.golden is not None:
         findings += golden_findings(c.golden, c.golden_results, t)
     return TargetResult(t, result_data(c)), findings
