@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from importlib.metadata import version
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -66,14 +67,32 @@ def test_never_stops_eos_is_not_the_turn_terminator() -> None:
 
 @pytest.mark.parametrize(("name", "state", "words"), [
     ("pre-default.gguf", "default", "says tokenizer.ggml.pre = 'default'"),
-    ("pre-unknown.gguf", "unknown", "llama.cpp does not know: it refuses to load the file (\"unknown pre-tokenizer type: 'gpt-2-custom'\")"),
+    ("pre-unknown.gguf", "unknown", "llama.cpp does not know: it refuses to load the file (\"unknown pre-tokenizer type: 'gpt-2-custom'\"; "
+                                    "tokaudit's table mirrors llama.cpp as vendored by llama-cpp-python 0.3.36; the installed "
+                                    "llama-cpp-python {installed} refuses it too)"),
 ])
 def test_a_bpe_gguf_needs_a_known_pre_tokenizer(name: str, state: str, words: str) -> None:
     code, doc = _scan(GGUF / name)
     assert code == 1 and _errors(doc) == {"TA307": ("error", None)}
     f = _one(doc, "TA307")
-    assert words in f["message"] and f["details"]["state"] == state and f["location"]["key"] == "tokenizer.ggml.pre"
+    installed = version("llama_cpp_python") if find_spec("llama_cpp") else None
+    assert words.format(installed=installed) in f["message"] and f["details"]["state"] == state
+    assert f["location"]["key"] == "tokenizer.ggml.pre"
     assert doc["gguf"]["load_error"] == (None if state == "default" else "unknown pre-tokenizer type: 'gpt-2-custom'")
+
+
+@NEEDS_LLAMACPP
+def test_the_installed_llamacpp_is_asked_about_a_pre_name() -> None:
+    """A vocab-only load in a bounded child: llama.cpp loads llama-bpe and refuses the unknown 'gpt-2-custom'. (A
+    name outside tokaudit's table that the installed llama.cpp loads is a TA307 note; llama-cpp-python 0.3.36 knows
+    exactly the table's 91 names, so no real file shows that case here.)"""
+    from tokaudit.backends.llamacpp_backend import installed_loads
+    from tokaudit.model.llamacpp_load import PRE_TOKENIZERS
+
+    assert installed_loads(FIXTURES / "llamacpp" / "clean-bpe.gguf") is True
+    assert installed_loads(GGUF / "pre-unknown.gguf") is False
+    assert installed_loads(GGUF / "pre-unknown.gguf", timeout=0.0) in (False, None)  # killed or already done: never blocks
+    assert len(PRE_TOKENIZERS) == 91
 
 
 def test_missing_pre_is_the_degraded_banner() -> None:

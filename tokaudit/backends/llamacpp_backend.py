@@ -143,6 +143,48 @@ def _probe_load(C: Any, path: Path) -> str | None:
     return found
 
 
+#: The longest a child may take to load a GGUF's vocabulary for :func:`installed_loads` (a 250k-token vocabulary
+#: loads in well under a second); a child still running then is killed.
+LOAD_CHECK_SECONDS = 30.0
+
+
+def installed_loads(path: Path, timeout: float = LOAD_CHECK_SECONDS) -> bool | None:
+    """Whether the installed llama.cpp (llama-cpp-python) loads this GGUF's vocabulary: a vocab-only load in a
+    forked child, killed after ``timeout`` seconds. None when llama-cpp-python is not installed, there is no
+    ``fork``, or the child did not answer in time."""
+    import os
+    import signal
+    import time
+
+    try:
+        C = _bindings()
+    except BackendUnavailable:
+        return None
+    if not hasattr(os, "fork"):
+        return None
+    pid = os.fork()
+    if pid == 0:  # the child: load, exit 0 when a model came back; llama.cpp's log stays in the child
+        try:
+            import faulthandler
+
+            faulthandler.disable()
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+            os.environ["GGML_NO_BACKTRACE"] = "1"
+            os._exit(0 if C.llama_model_load_from_file(str(path).encode(), _params(C)) else 1)
+        finally:
+            os._exit(2)
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return None
+        time.sleep(0.01)
+
+
 def version() -> str:
     from importlib.metadata import PackageNotFoundError, version as dist_version
 

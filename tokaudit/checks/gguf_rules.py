@@ -79,17 +79,44 @@ def hf_regex(model: TokenizerModel) -> str | None:
     return None
 
 
+#: The llama.cpp whose ``tokenizer.ggml.pre`` names tokaudit's table holds (model/llamacpp_load.py).
+LLAMACPP_MIRRORED = "llama.cpp as vendored by llama-cpp-python 0.3.36"
+
+
+def _installed_llamacpp(g: GGUFTokenizer, state: str) -> tuple[bool | None, str]:
+    """For a name outside tokaudit's table: (whether the installed llama.cpp loads the file, its version)."""
+    if state != "unknown":
+        return None, ""
+    from tokaudit.backends.llamacpp_backend import installed_loads, version
+
+    loads = installed_loads(g.path)
+    return loads, version() if loads is not None else ""
+
+
 @rule("TA307")
 @on_gguf
 def gguf_pre_tokenizer(model: TokenizerModel, g: GGUFTokenizer, load: LlamaCppLoad) -> Iterator[Finding]:
     where = g.source("tokenizer.ggml.pre") if g.pre is not None else g.source("tokenizer.ggml.model")
+    loads, installed = _installed_llamacpp(g, load.pre_state)
+    if loads:  # a newer llama.cpp than the table's knows the name: said, not refused
+        yield gguf_pre_tokenizer.finding(
+            f"{g.path.name} says tokenizer.ggml.pre = '{load.pre}', which tokaudit's table ({LLAMACPP_MIRRORED}) does not "
+            f"know, but the installed llama-cpp-python {installed} loads it (a newer llama.cpp knows the name): the "
+            "pre-tokenizer's regex family is not checked against the HF files.",
+            severity=Severity.NOTE, location=where,
+            details={"pre": load.pre, "state": "unknown-to-tokaudit", "model": g.model, "mirrors": LLAMACPP_MIRRORED,
+                     "installed_llamacpp": installed})
+        return
+    asked = ("; install llama-cpp-python to ask your own llama.cpp" if loads is None else
+             f"; the installed llama-cpp-python {installed} refuses it too")
     said = {
         "missing": "has no tokenizer.ggml.pre: llama.cpp logs \"missing pre-tokenizer type, using: 'default'\" and "
                    "\"GENERATION QUALITY WILL BE DEGRADED!\", then splits text with its DEFAULT regexes, not the model's",
         "default": "says tokenizer.ggml.pre = 'default' (what Ollama's converter writes for a pre-tokenizer it does not "
                    "recognise): llama.cpp splits text with its DEFAULT regexes, not the model's, and logs nothing",
         "unknown": f"says tokenizer.ggml.pre = '{load.pre}', which llama.cpp does not know: it refuses to load the file "
-                   f"(\"unknown pre-tokenizer type: '{load.pre}'\")",
+                   f"(\"unknown pre-tokenizer type: '{load.pre}'\"; tokaudit's table mirrors {LLAMACPP_MIRRORED}"
+                   f"{asked})",
     }.get(load.pre_state)
     if said is not None:
         yield gguf_pre_tokenizer.finding(
