@@ -97,23 +97,42 @@ def _same(rebuilt: dict[str, Any], tj: TokenizerJson) -> bool:
 
 
 def _rebuilt_differs(tj: TokenizerJson, rebuilt: dict[str, Any]) -> tuple[str, list[int], list[int]] | None:
-    """The first probe the rebuilt pipeline encodes to other ids than tokenizer.json's: (text, file ids, rebuilt ids)."""
+    """The first probe the rebuilt pipeline encodes to other ids than tokenizer.json's: (text, file ids, rebuilt
+    ids). One tokenizer is built from the parsed file; the probes are encoded, its normalizer and pre-tokenizer
+    swapped for the class's (taken from a vocabulary-less shell), and encoded again. The answer is kept in the
+    result cache under the file's hash and the rebuilt components."""
+    from tokaudit.result_cache import cache_key, load, store, installed_version
+
+    key = cache_key("loader-rebuild", {"file": tj.digest, "rebuilt": rebuilt, "tokenizers": installed_version("tokenizers"),
+                                       "probes": PROBES}, ("tokaudit.checks.pipeline_rules",))
+    hit = load(key)
+    if isinstance(hit, dict):
+        return (hit["text"], hit["file"], hit["rebuilt"]) if hit.get("text") is not None else None
+    found = _encode_both(tj, rebuilt)
+    store(key, {"text": found[0], "file": found[1], "rebuilt": found[2]} if found else {"text": None})
+    return found
+
+
+def _encode_both(tj: TokenizerJson, rebuilt: dict[str, Any]) -> tuple[str, list[int], list[int]] | None:
     import json
 
     from tokenizers import Tokenizer
 
     from tokaudit.backends.hf_backend import tokenizer_from_parsed
 
-    original = tokenizer_from_parsed(tj)
-    if original is None:
+    tok = tokenizer_from_parsed(tj)
+    if tok is None:
         return None
-    swapped = Tokenizer.from_str(json.dumps({**{k: v for k, v in tj.raw.items() if k != "model"}, **rebuilt,
-                                             "model": tj.raw["model"]}))
-    for text in PROBES:
-        a = original.encode(text, add_special_tokens=False).ids
-        b = swapped.encode(text, add_special_tokens=False).ids
-        if a != b:
-            return text, a, b
+    original = [tok.encode(text, add_special_tokens=False).ids for text in PROBES]
+    shell = Tokenizer.from_str(json.dumps({"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+                                           "post_processor": None, **rebuilt,
+                                           "model": {"type": "BPE", "vocab": {}, "merges": []}}))
+    tok.normalizer = shell.normalizer
+    tok.pre_tokenizer = shell.pre_tokenizer
+    for text, ids in zip(PROBES, original):
+        other = tok.encode(text, add_special_tokens=False).ids
+        if other != ids:
+            return text, ids, other
     return None
 
 
