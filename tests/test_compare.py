@@ -34,13 +34,13 @@ def test_same_ranks_and_pattern_agree_on_the_builtin_corpus() -> None:
     assert code == 0, stderr
     assert stderr == ""
     assert doc["command"] == "compare"
-    assert doc["corpus"]["cases"] == doc["corpus"]["builtin_cases"] == 475
+    assert doc["corpus"]["cases"] == doc["corpus"]["builtin_cases"] == 478
     assert [p["backends"] for p in doc["pairs"]] == [
         ["tiktoken", "hf"], ["tiktoken", "reference"], ["hf", "reference"],
         ["tiktoken", "strict"], ["hf", "strict"], ["reference", "strict"],
     ]  # fmt: skip
     for p in doc["pairs"]:
-        assert p["cases"] == 475
+        assert p["cases"] == 478
         assert p["decode_mismatch"] == 0
         if p["kind"] == "encode":
             assert (p["encode_mismatch"], p["roundtrip_failure"], p["cross_roundtrip_failure"]) == (0, 0, 0)
@@ -53,7 +53,7 @@ def test_one_changed_regex_alternative_is_an_encode_mismatch_with_a_readable_exa
     code, doc, _ = compare_json(str(CHANGED), "--backends", FAST)
     assert code == 1
     p = pair(doc, "tiktoken", "hf")
-    assert (p["cases"], p["encode_mismatch"], p["encode_mismatch_benign"], p["encode_mismatch_real"]) == (475, 4, 4, 0)
+    assert (p["cases"], p["encode_mismatch"], p["encode_mismatch_benign"], p["encode_mismatch_real"]) == (478, 4, 4, 0)
     assert (p["decode_mismatch"], p["roundtrip_failure"]) == (0, 0)
     assert pair(doc, "tiktoken", "reference")["encode_mismatch"] == 0  # both read the pattern from tokenization_compare.py
     assert pair(doc, "hf", "reference")["encode_mismatch"] == 4
@@ -71,7 +71,7 @@ def test_one_changed_regex_alternative_is_an_encode_mismatch_with_a_readable_exa
     assert [p["backends"] for p in mismatch[0]["details"]["pairs"]] == [["tiktoken", "hf"], ["hf", "reference"]]
     assert mismatch[0]["severity"] == "error"
     assert mismatch[0]["message"] == (
-        "hf alone encodes 4 of 475 cases to other ids than tiktoken, reference (which agree with each other on every case), "
+        "hf alone encodes 4 of 478 cases to other ids than tiktoken, reference (which agree with each other on every case), "
         "so the cause is in hf: 4 benign (same decoded text), 0 real (the decoded text differs). First, builtin:scripts/mixed "
         "at \"…pple工作1314151天～ Hello世界 abc中文def…\": hf '1' '3' '14' (ids 49, 51, 919) vs tiktoken '1' '3' '1' '4' "
         "(ids 49, 51, 49, 52)"

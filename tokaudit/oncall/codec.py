@@ -129,7 +129,7 @@ def encode_text(model: TokenizerModel, lb: LoadedBackend, text: str) -> tuple[Ta
         "tokens": _tokens(model, ids, False),
     }
     prompt = getattr(backend, "encode_prompt", None)
-    if prompt is not None and outcome.ok:  # llama.cpp: what its server sends the model for this prompt
+    if prompt is not None and outcome.ok and lb.name == "llama.cpp":  # what llama.cpp's server sends the model for this prompt
         server = call(prompt, text)
         if server.ok:
             data["server_prompt_ids"] = list(server.value)
