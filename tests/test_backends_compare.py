@@ -1,5 +1,5 @@
 """Backends as compare uses them: specials, batch calls, the rebuilt HF BPE, strict decode, and the
-transformers backends (skipped when transformers is not installed)."""
+transformers backends (the test extras install transformers; one test blocks its import in a child process)."""
 
 from __future__ import annotations
 
@@ -105,17 +105,21 @@ def _json(*args: str) -> tuple[int, dict]:
 
 
 def test_transformers_unavailable_reason_names_the_extra_when_missing() -> None:
-    try:
-        import transformers  # noqa: F401
-    except ImportError:
-        loaded = backends(SAME, ["transformers-fast"])
-        assert loaded["transformers-fast"].unavailable == "transformers is not installed (pip install 'tokaudit[transformers]')"
-    else:
-        pytest.skip("transformers is installed")
+    """Run where ``import transformers`` fails (a child process with the module blocked, as on an install without
+    the extra): the row names the extra instead of skipping the backend silently."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['transformers'] = None\n"
+            "from tokaudit.backends.registry import load_backends\n"
+            "from tokaudit.scan import load_model\n"
+            f"(lb,) = load_backends(load_model({str(SAME)!r}), ['transformers-fast'])\n"
+            "print(lb.unavailable)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "transformers is not installed (pip install 'tokaudit[transformers]')"
 
 
 def test_transformers_backends_report_the_class_really_loaded() -> None:
-    pytest.importorskip("transformers")
     loaded = backends(SAME, ["tiktoken", "transformers-fast", "transformers-slow"])
     fast, slow = loaded["transformers-fast"], loaded["transformers-slow"]
     assert fast.detail == "TokenizersBackend (fast)"
@@ -135,7 +139,6 @@ def test_transformers_slow_is_only_a_class_that_really_is_slow(tmp_path: Path) -
     """transformers 5 implements LlamaTokenizer only in Rust: no slow path, said with the reason. A class
     it keeps as SentencePiece-only (BertGenerationTokenizer) is the slow path, and encodes like the
     sentencepiece library."""
-    pytest.importorskip("transformers")
     import sentencepiece
 
     llama = backends(FIXTURES / "spm-llama-like", ["transformers-fast", "transformers-slow"])
@@ -157,7 +160,6 @@ def test_transformers_slow_is_only_a_class_that_really_is_slow(tmp_path: Path) -
 
 
 def test_remote_code_is_never_trusted_by_default(tmp_path: Path) -> None:
-    pytest.importorskip("transformers")
     d = tmp_path / "remote"
     shutil.copytree(SAME, d)
     cfg = json.loads((d / "tokenizer_config.json").read_text())
@@ -180,7 +182,6 @@ def test_remote_code_is_never_trusted_by_default(tmp_path: Path) -> None:
 
 
 def test_concurrent_loads_are_checked_in_threads_and_processes() -> None:
-    pytest.importorskip("transformers")
     code, doc = _json("compare", str(SAME), "--backends", "tiktoken,transformers-fast", "--unicode-sweep", "off", "--concurrency", "2")
     assert code == 0
     (race,) = doc["race"]["results"]
