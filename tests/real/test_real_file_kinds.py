@@ -152,6 +152,24 @@ def test_ta301_says_transformers_cannot_load_a_named_rank_file(real_dirs: dict[s
     assert transformers["sees_gap"] is None
 
 
+def test_ta301_says_transformers_cannot_load_a_renamed_tokenizer_json(real_dirs: dict[str, Path]) -> None:
+    """litellm's anthropic_tokenizer.json: tokenizers reads it, transformers' AutoTokenizer does not find it."""
+    from tokenizers import Tokenizer
+    from transformers import AutoTokenizer
+
+    directory = real_dirs["claude-legacy-json"]
+    assert Tokenizer.from_file(str(directory / "anthropic_tokenizer.json")).get_vocab_size() == 65000
+    with pytest.raises(ValueError, match="Couldn't instantiate the backend tokenizer"):
+        AutoTokenizer.from_pretrained(str(directory))
+    _, doc = _json("scan", str(directory))
+    (ta301,) = [f for f in doc["findings"] if f["code"] == "TA301"]
+    assert (ta301["severity"], ta301["details"]["transformers_loads"]) == ("warning", False)
+    assert ta301["message"].startswith("anthropic_tokenizer.json is a tokenizer.json under another name: transformers' "
+                                       "AutoTokenizer reads one only as tokenizer.json and fails to load this directory")
+    transformers = next(row for row in doc["loaders"] if row["loader"] == "transformers")
+    assert transformers["sees_gap"] is None
+
+
 @pytest.mark.parametrize(("name", "key"), [("llama3-meta", "pat_str"), ("llama4-meta", "O200K_PATTERN")])
 def test_meta_tokenizer_py_declares_the_pattern(real_dirs: dict[str, Path], name: str, key: str) -> None:
     """Meta's llama_models ships tokenizer.py beside tokenizer.model; it is read with ast (never run) for its

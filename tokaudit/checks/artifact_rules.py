@@ -24,6 +24,15 @@ from tokaudit.report.text import plural, token_text
 @rule("TA301")
 def slow_fallback_risk(model: TokenizerModel) -> Iterator[Finding]:
     a = model.artifacts
+    if a.tokenizer_json is not None and a.tokenizer_json.name != "tokenizer.json":  # read by its content
+        yield slow_fallback_risk.finding(
+            f"{a.tokenizer_json.name} is a tokenizer.json under another name: transformers' AutoTokenizer reads one only "
+            "as tokenizer.json and fails to load this directory (tokenizers' Tokenizer.from_file and a gateway given the "
+            "file's path read it). Ship it as tokenizer.json for transformers.",
+            location=Provenance(a.tokenizer_json.name),
+            details={"vocab_artifact": model.vocab_artifact, "remote_module": None, "transformers_loads": False},
+        )
+        return
     if a.tokenizer_json is not None or a.gguf_only:  # a GGUF's readers convert from it by design
         return
     module = remote_tokenizer_module(model)

@@ -270,6 +270,9 @@ def _transformers_view(model: TokenizerModel, own_pattern: str | None) -> Loader
     size = model.checked_size
     cfg_name = [a.tokenizer_config.name] if a.tokenizer_config else []
     module = remote_tokenizer_module(model)
+    if a.tokenizer_json and a.tokenizer_json.name != "tokenizer.json":
+        return LoaderView("transformers", (a.tokenizer_json.name,), f"AutoTokenizer fails: it reads tokenizer.json only under "
+                          f"that name, not {a.tokenizer_json.name}", IdRanges(), None, "—")
     if a.tokenizer_json:
         mapped = model.files.mapped
         return LoaderView("transformers", (a.tokenizer_json.name, *cfg_name), "tokenizer.json (TokenizersBackend)",
