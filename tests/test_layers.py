@@ -10,12 +10,12 @@ from conftest import ROOT
 #: Lowest first; a package may import the ones in the layers below its own.
 LAYERS = (
     {"__init__", "errors", "ids", "catalog", "collector", "result_cache"},
-    {"artifacts", "fleet"},
+    {"artifacts", "fleet", "parsers"},  # parsers: the stacks' tool-call/reasoning grammars, plain text in and out
     {"source", "config", "model"},
     {"backends", "report"},
     {"checks"},
     {"compare", "stream", "template"},
-    {"oncall"},  # explain answers unknown ids as compare does
+    {"oncall", "roundtrip"},  # explain answers unknown ids as compare does; roundtrip renders (template) and decodes (stream)
     {"rules"},
     {"scan"},
     {"cli"},

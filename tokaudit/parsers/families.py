@@ -1,0 +1,229 @@
+"""The tool-call and reasoning parsers each serving stack offers, by the stack's own names, as data.
+
+A row says what the parser looks for (its markers and which grammar of :mod:`tokaudit.parsers.grammars`
+reads them), whether it matches a marker by token id (then the marker must be one token, and survive
+detokenization) or by text, when the stack turns ``skip_special_tokens`` off for it, whether it takes the
+output to start inside reasoning, and which tokens the stack requires at start-up (it refuses to start
+with a tokenizer that lacks them). Each row names the source file it was read from, at the stack version
+of :data:`STACKS`; ``tests/data/parser_golden.jsonl`` holds what the real parser classes returned on the
+round-trip cases (``scripts/golden_parsers.py``), and the tests hold the grammars to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Stack:
+    """A serving stack whose parsers are mirrored: the version read and where its parsers live."""
+
+    name: str
+    version: str
+    repository: str
+    #: when the stack turns skip_special_tokens off for a request with tools, whatever the parser ("tools"), or
+    #: only when a parser asks for it ("parser")
+    keep_special: str
+    #: the output text the parsers see: "decoded" (the detokenizer's text) or "pieces" (every token's text,
+    #: special tokens included)
+    text: str
+
+
+STACKS: dict[str, Stack] = {
+    "vllm": Stack("vllm", "0.33.0", "vllm-project/vllm", "parser", "decoded"),
+    "sglang": Stack("sglang", "0.5.23", "sgl-project/sglang", "tools", "decoded"),
+    # llama.cpp's server (common/chat.cpp, common/parsers/) as vendored in llama-cpp-python 0.3.36: the chat
+    # parser reads the generated pieces with special tokens rendered
+    "llama.cpp": Stack("llama.cpp", "llama-cpp-python 0.3.36", "ggml-org/llama.cpp", "tools", "pieces"),
+    # model/parsers/ at fb307609 (2026-08-21): chosen by the Modelfile's PARSER, not by a flag
+    "ollama": Stack("ollama", "fb307609", "ollama/ollama", "tools", "pieces"),
+}
+
+
+@dataclass(frozen=True)
+class ToolParser:
+    """One tool-call parser as a stack registers it."""
+
+    stack: str
+    name: str
+    grammar: str
+    markers: tuple[str, ...]
+    #: markers the parser finds by token id (each must be one token of the tokenizer)
+    by_id: tuple[str, ...] = ()
+    #: "tools": skip_special_tokens is off when the request has tools (and tool_choice is not none);
+    #: "never": the parser leaves it on (special markers are deleted before it runs)
+    keep_special: str = "tools"
+    #: tokens the stack requires at start-up; without them it refuses the parser
+    requires: tuple[str, ...] = ()
+    source: str = ""
+    note: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.stack}:{self.name}"
+
+
+@dataclass(frozen=True)
+class ReasoningParser:
+    """One reasoning parser as a stack registers it."""
+
+    stack: str
+    name: str
+    start: str
+    end: str
+    #: what text before any start marker is: "reasoning" (the parser takes the prompt to have opened reasoning,
+    #: as DeepSeek-R1's does), "prompt" (reasoning when the generation prompt opened it), "content"
+    no_start: str = "content"
+    #: what text after a start marker with no end marker is: "reasoning" or "content"
+    no_end: str = "reasoning"
+    #: other markers that end reasoning (Kimi's tool section)
+    ends_at: tuple[str, ...] = ()
+    by_id: tuple[str, ...] = ()
+    keep_special: str = "never"
+    requires: tuple[str, ...] = ()
+    #: the streaming path reads the prompt's ids: an end marker after the last start marker of the prompt
+    #: means the output is all content (vLLM); the non-streaming path does not
+    stream_reads_prompt: bool = False
+    #: the chat-template kwarg that turns thinking on or off for this parser, when it reads one
+    kwarg: str | None = None
+    source: str = ""
+    note: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.stack}:{self.name}"
+
+
+_HERMES = ("<tool_call>", "</tool_call>")
+_DS_CALLS = ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>")
+_KIMI = ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
+         "<|tool_call_end|>")
+_GLM = ("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")
+_MINIMAX = ("<minimax:tool_call>", "</minimax:tool_call>", "<invoke name=", "</invoke>", "<parameter name=", "</parameter>")
+_DSML = ("<｜DSML｜function_calls>", "</｜DSML｜function_calls>", "<｜DSML｜invoke name=", "</｜DSML｜invoke>",
+         "<｜DSML｜parameter name=", "</｜DSML｜parameter>")
+_SEED = ("<seed:tool_call>", "</seed:tool_call>")
+_THINK = ("<think>", "</think>")
+
+_V = "vllm/tool_parsers/"
+_VP = "vllm/parser/"
+_VR = "vllm/reasoning/"
+_S = "python/sglang/srt/function_call/"
+_SR = "python/sglang/srt/parser/reasoning_parser.py"
+_L = "common/parsers/"
+_O = "model/parsers/"
+
+TOOL_PARSERS: tuple[ToolParser, ...] = (
+    # vLLM 0.33.0 (vllm/tool_parsers/__init__.py names them)
+    ToolParser("vllm", "hermes", "json-tags", _HERMES, source=_V + "hermes_tool_parser.py"),
+    ToolParser("vllm", "qwen3_json", "json-tags", _HERMES, source=_V + "__init__.py", note="an alias of hermes"),
+    ToolParser("vllm", "qwen3_coder", "xml-function", _HERMES, source=_VP + "qwen3.py"),
+    ToolParser("vllm", "qwen3_xml", "xml-function", _HERMES, source=_VP + "qwen3.py", note="the same engine as qwen3_coder"),
+    ToolParser("vllm", "llama3_json", "bare-json", ("<|python_tag|>",), keep_special="never", requires=("<|python_tag|>",),
+               source=_V + "llama_tool_parser.py"),
+    ToolParser("vllm", "llama4_json", "bare-json", ("<|python_tag|>",), keep_special="never", requires=("<|python_tag|>",),
+               source=_V + "llama_tool_parser.py", note="the llama3_json class"),
+    ToolParser("vllm", "pythonic", "pythonic", (), keep_special="never", source=_V + "pythonic_tool_parser.py"),
+    ToolParser("vllm", "llama4_pythonic", "pythonic", ("<|python_start|>", "<|python_end|>"), keep_special="never",
+               source=_V + "llama4_pythonic_tool_parser.py"),
+    ToolParser("vllm", "mistral", "name-args", ("[TOOL_CALLS]", "[ARGS]"), by_id=("[TOOL_CALLS]",), keep_special="never",
+               source=_VP + "mistral.py"),
+    ToolParser("vllm", "deepseek_v3", "sep-fenced", _DS_CALLS, keep_special="never", requires=_DS_CALLS[:4],
+               source=_V + "deepseekv3_tool_parser.py"),
+    ToolParser("vllm", "deepseek_v31", "sep-json", _DS_CALLS, keep_special="never", requires=_DS_CALLS[:4],
+               source=_V + "deepseekv31_tool_parser.py"),
+    ToolParser("vllm", "deepseek_v32", "invoke", _DSML, keep_special="never", source=_VP + "deepseek_v32.py"),
+    ToolParser("vllm", "kimi_k2", "section-calls", _KIMI, source=_V + "kimi_k2_tool_parser.py"),
+    ToolParser("vllm", "glm45", "arg-kv", _GLM, source=_VP + "glm47_moe.py"),
+    ToolParser("vllm", "glm47", "arg-kv", _GLM, source=_VP + "glm47_moe.py"),
+    ToolParser("vllm", "openai", "harmony", ("<|message|>", "<|call|>"), keep_special="never", source=_VP + "harmony.py",
+               note="reads the harmony token ids, so the calls survive skip_special_tokens"),
+    ToolParser("vllm", "minimax_m2", "invoke", _MINIMAX, source=_VP + "minimax_m2.py"),
+    ToolParser("vllm", "granite", "json-array", ("<|tool_call|>",), keep_special="never", source=_VP + "granite.py"),
+    ToolParser("vllm", "granite4", "json-tags", _HERMES, source=_V + "granite4_tool_parser.py"),
+    ToolParser("vllm", "seed_oss", "xml-function", _SEED, source=_VP + "seed_oss.py"),
+    # SGLang 0.5.23 (FunctionCallParser.ToolCallParserEnum)
+    ToolParser("sglang", "hermes", "json-tags", _HERMES, source=_S + "hermes_detector.py"),
+    ToolParser("sglang", "qwen25", "json-tags", _HERMES, source=_S + "qwen25_detector.py"),
+    ToolParser("sglang", "qwen3_coder", "xml-function", _HERMES, source=_S + "qwen3_coder_detector.py"),
+    ToolParser("sglang", "llama3", "bare-json", ("<|python_tag|>",), source=_S + "llama32_detector.py"),
+    ToolParser("sglang", "pythonic", "pythonic", (), source=_S + "pythonic_detector.py"),
+    ToolParser("sglang", "mistral", "json-array", ("[TOOL_CALLS]",), source=_S + "mistral_detector.py"),
+    ToolParser("sglang", "deepseekv3", "sep-fenced", _DS_CALLS, source=_S + "deepseekv3_detector.py"),
+    ToolParser("sglang", "deepseekv31", "sep-json", _DS_CALLS, source=_S + "deepseekv31_detector.py"),
+    ToolParser("sglang", "deepseekv32", "invoke", _DSML, source=_S + "deepseekv32_detector.py"),
+    ToolParser("sglang", "kimi_k2", "section-calls", _KIMI, source=_S + "kimik2_detector.py"),
+    ToolParser("sglang", "glm45", "arg-kv", _GLM, source=_S + "glm4_moe_detector.py"),
+    ToolParser("sglang", "glm47", "arg-kv", _GLM, source=_S + "glm47_moe_detector.py"),
+    ToolParser("sglang", "gpt-oss", "harmony", ("<|message|>", "<|call|>", "<|channel|>commentary"), source=_S + "gpt_oss_detector.py",
+               note="expects the recipient after the commentary channel, not in the role header as the gpt-oss template writes it"),
+    ToolParser("sglang", "minimax-m2", "invoke", _MINIMAX, source=_S + "minimax_m2.py"),
+    ToolParser("sglang", "step3p5", "xml-function", _HERMES, source=_S + "function_call_parser.py", note="the qwen3_coder detector"),
+    # llama.cpp's server: common/chat.cpp picks a format from the template (the auto-parser), common/parsers/ the named ones
+    ToolParser("llama.cpp", "hermes-2-pro", "json-tags", _HERMES, source="common/chat.cpp"),
+    ToolParser("llama.cpp", "qwen3-coder", "xml-function", _HERMES, source=_L + "qwen3-coder.cpp"),
+    ToolParser("llama.cpp", "llama-3.x", "bare-json", ("<|python_tag|>",), source="common/chat.cpp"),
+    ToolParser("llama.cpp", "deepseek", "sep-json", _DS_CALLS, source=_L + "deepseek.cpp"),
+    ToolParser("llama.cpp", "kimi-k2", "section-calls", _KIMI, source=_L + "kimi-k2.cpp"),
+    ToolParser("llama.cpp", "gpt-oss", "harmony", ("<|message|>", "<|call|>"), source=_L + "gpt-oss.cpp"),
+    ToolParser("llama.cpp", "ministral3", "name-args", ("[TOOL_CALLS]", "[ARGS]"), source=_L + "ministral3.cpp"),
+    # Ollama (Modelfile PARSER names, model/parsers/parsers.go)
+    ToolParser("ollama", "qwen3", "json-tags", _HERMES, source=_O + "qwen3.go"),
+    ToolParser("ollama", "qwen3-coder", "xml-function", _HERMES, source=_O + "qwen3coder.go"),
+    ToolParser("ollama", "qwen3.5", "xml-function", _HERMES, source=_O + "qwen35.go", note="thinking, then the qwen3-coder XML parser"),
+    ToolParser("ollama", "deepseek3", "sep-json", _DS_CALLS, source=_O + "deepseek3.go"),
+    ToolParser("ollama", "glm-4.7", "arg-kv", _GLM, source=_O + "glm47.go"),
+    ToolParser("ollama", "harmony", "harmony", ("<|message|>", "<|call|>"), source="harmony/harmonyparser.go"),
+    ToolParser("ollama", "ministral", "name-args", ("[TOOL_CALLS]", "[ARGS]"), source=_O + "ministral.go"),
+)
+
+REASONING_PARSERS: tuple[ReasoningParser, ...] = (
+    # vLLM 0.33.0 (vllm/reasoning/__init__.py)
+    ReasoningParser("vllm", "deepseek_r1", *_THINK, no_start="reasoning", by_id=_THINK, requires=_THINK, stream_reads_prompt=True,
+                    source=_VR + "deepseek_r1_reasoning_parser.py"),
+    ReasoningParser("vllm", "deepseek_v3", *_THINK, no_start="reasoning", by_id=_THINK, requires=_THINK, stream_reads_prompt=True,
+                    kwarg="thinking", source=_VR + "deepseek_v3_reasoning_parser.py",
+                    note="deepseek_r1 when the request sets thinking or enable_thinking, else no reasoning"),
+    ReasoningParser("vllm", "qwen3", *_THINK, no_start="prompt", stream_reads_prompt=True, kwarg="enable_thinking", source=_VP + "qwen3.py"),
+    ReasoningParser("vllm", "glm45", *_THINK, no_start="prompt", stream_reads_prompt=True, source=_VP + "glm47_moe.py"),
+    ReasoningParser("vllm", "kimi_k2", *_THINK, no_start="prompt", ends_at=("<|tool_calls_section_begin|>",), stream_reads_prompt=True,
+                    source=_VP + "kimi_k2.py"),
+    ReasoningParser("vllm", "openai_gptoss", "<|channel|>analysis<|message|>", "<|end|>", by_id=("<|channel|>", "<|message|>", "<|end|>"),
+                    stream_reads_prompt=True, source=_VR + "gptoss_reasoning_parser.py"),
+    ReasoningParser("vllm", "mistral", "[THINK]", "[/THINK]", by_id=("[THINK]", "[/THINK]"), keep_special="tools", stream_reads_prompt=True,
+                    source=_VP + "mistral.py"),
+    ReasoningParser("vllm", "granite", "Here is my thought process:", "Here is my response:", no_end="content", stream_reads_prompt=True,
+                    source=_VR + "granite_reasoning_parser.py"),
+    ReasoningParser("vllm", "minimax_m2", *_THINK, no_start="reasoning", stream_reads_prompt=True, source=_VP + "minimax_m2.py"),
+    ReasoningParser("vllm", "seed_oss", "<seed:think>", "</seed:think>", no_start="prompt", stream_reads_prompt=True,
+                    source=_VP + "seed_oss.py"),
+    # SGLang 0.5.23 (ReasoningParser.DetectorMap): force_reasoning when the template's generation prompt opens reasoning
+    ReasoningParser("sglang", "deepseek-r1", *_THINK, no_start="reasoning", source=_SR),
+    ReasoningParser("sglang", "deepseek-v3", *_THINK, no_start="prompt", kwarg="thinking", source=_SR),
+    ReasoningParser("sglang", "qwen3", *_THINK, no_start="prompt", kwarg="enable_thinking", source=_SR),
+    ReasoningParser("sglang", "glm45", *_THINK, no_start="prompt", source=_SR),
+    ReasoningParser("sglang", "kimi_k2", *_THINK, no_start="prompt", ends_at=("<|tool_calls_section_begin|>",), source=_SR),
+    ReasoningParser("sglang", "gpt-oss", "<|channel|>analysis<|message|>", "<|end|>", no_start="reasoning", keep_special="tools", source=_SR),
+    ReasoningParser("sglang", "mistral", "[THINK]", "[/THINK]", no_start="prompt", source=_SR),
+    ReasoningParser("sglang", "minimax", *_THINK, no_start="reasoning", source=_SR),
+    # llama.cpp's server: --reasoning-format deepseek (the default, <think> tags; reasoning when the prompt opened it)
+    ReasoningParser("llama.cpp", "deepseek", *_THINK, no_start="prompt", source="common/chat.cpp"),
+    # Ollama: the thinking half of the qwen3 / qwen3.5 / deepseek3 / glm-4.7 parsers
+    ReasoningParser("ollama", "qwen3-thinking", *_THINK, no_start="prompt", source=_O + "qwen3.go"),
+)
+
+
+def tool_parsers(stack: str | None = None) -> list[ToolParser]:
+    return [p for p in TOOL_PARSERS if stack is None or p.stack == stack]
+
+
+def reasoning_parsers(stack: str | None = None) -> list[ReasoningParser]:
+    return [p for p in REASONING_PARSERS if stack is None or p.stack == stack]
+
+
+def find_tool_parser(stack: str, name: str) -> ToolParser | None:
+    return next((p for p in TOOL_PARSERS if p.stack == stack and p.name == name), None)
+
+
+def find_reasoning_parser(stack: str, name: str) -> ReasoningParser | None:
+    return next((p for p in REASONING_PARSERS if p.stack == stack and p.name == name), None)

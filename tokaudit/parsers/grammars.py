@@ -1,0 +1,464 @@
+"""The tool-call syntaxes serving stacks parse, as small grammars over decoded text.
+
+Each grammar takes the text a tool parser sees (after the reasoning parser took its part) and returns
+the calls it recovers and the content left over, the way the stacks' parsers do when the text is whole
+(non-streaming). Markers come from the parser's row in :mod:`tokaudit.parsers.families`, so one grammar
+serves every parser that shares a syntax under other marker spellings. Arguments come back as JSON
+values: a call whose arguments do not parse is not recovered (the stacks drop it or return the text).
+Every loop is bounded by the text's length.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Most calls one output may hold (a budget: real outputs hold a handful).
+MAX_CALLS = 64
+
+
+@dataclass(frozen=True)
+class Call:
+    """One recovered tool call: its name and its arguments as a JSON value."""
+
+    name: str
+    arguments: Any
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """What a tool parser returns for one output: the calls, and the text it gives back as content."""
+
+    calls: tuple[Call, ...] = ()
+    content: str | None = None
+    #: why a call the text starts was not recovered (a JSON error, a missing name), or None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _loads(text: str) -> tuple[bool, Any]:
+    try:
+        return True, json.loads(text)
+    except (ValueError, RecursionError):
+        return False, None
+
+
+def _content(text: str) -> str | None:
+    return text if text else None
+
+
+def _typed(value: str, name: str, schema: dict[str, Any] | None) -> Any:
+    """A parameter value written as text, converted by the tool's JSON schema (string stays text, anything
+    else is read as JSON when it parses), as the XML-style parsers do."""
+    kind = None
+    if schema is not None:
+        prop = (schema.get("properties") or {}).get(name)
+        if isinstance(prop, dict):
+            kind = prop.get("type")
+    if kind == "string" or (isinstance(kind, list) and "string" in kind):
+        return value
+    ok, parsed = _loads(value)
+    if ok:
+        return parsed
+    if kind is None or kind == "object" or kind == "array":
+        try:  # Python literals, as the stacks' fallback (ast.literal_eval) reads them
+            return ast.literal_eval(value)
+        except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError):
+            return value
+    return value
+
+
+def schema_of(tools: Sequence[dict[str, Any]] | None, name: str) -> dict[str, Any] | None:
+    for tool in tools or ():
+        fn = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(fn, dict) and fn.get("name") == name:
+            params = fn.get("parameters")
+            return params if isinstance(params, dict) else None
+    return None
+
+
+def json_tags(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
+    """``START {"name": N, "arguments": {...}} END``, repeated (hermes, qwen25). An unclosed last block runs
+    to the end of the text."""
+    start, end = markers[0], markers[1]
+    first = text.find(start)
+    if first < 0:
+        return Parsed(content=_content(text))
+    calls: list[Call] = []
+    pos = first
+    while pos >= 0 and len(calls) < MAX_CALLS:
+        body_start = pos + len(start)
+        stop = text.find(end, body_start)
+        body = text[body_start:stop] if stop >= 0 else text[body_start:]
+        ok, obj = _loads(body.strip())
+        if not ok or not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+            return Parsed(content=_content(text), error=f"the text after {start} is not a JSON call")
+        args = obj.get("arguments", obj.get("parameters", {}))
+        if isinstance(args, str):
+            ok, args = _loads(args)
+            if not ok:
+                return Parsed(content=_content(text), error="arguments are a string that is not JSON")
+        calls.append(Call(obj["name"], args))
+        if stop < 0:
+            break
+        pos = text.find(start, stop + len(end))
+    return Parsed(tuple(calls), _content(text[:first]))
+
+
+_XML_FUNCTION = re.compile(r"<function=([^>\n]+)>(.*?)(?:</function>|$)", re.S)
+_XML_PARAM = re.compile(r"<parameter=([^>\n]+)>(.*?)(?:</parameter>|(?=<parameter=)|(?=</function>)|$)", re.S)
+
+
+def _trim_newline(value: str) -> str:
+    if value.startswith("\n"):
+        value = value[1:]
+    if value.endswith("\n"):
+        value = value[:-1]
+    return value
+
+
+def xml_function(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
+    """``START <function=N> <parameter=K>V</parameter>... </function> END`` (qwen3_coder, qwen3_xml, seed_oss).
+    Values are text, typed by the tool's schema."""
+    start, end = markers[0], markers[1]
+    first = text.find(start)
+    if first < 0:
+        return Parsed(content=_content(text))
+    calls: list[Call] = []
+    pos = first
+    while pos >= 0 and len(calls) < MAX_CALLS:
+        stop = text.find(end, pos)
+        block = text[pos + len(start):stop if stop >= 0 else len(text)]
+        m = _XML_FUNCTION.search(block)
+        if m is None:
+            return Parsed(content=_content(text), error=f"no <function=...> after {start}")
+        name = m.group(1).strip()
+        schema = schema_of(tools, name)
+        args = {p.group(1).strip(): _typed(_trim_newline(p.group(2)), p.group(1).strip(), schema)
+                for p in _XML_PARAM.finditer(m.group(2))}
+        calls.append(Call(name, args))
+        if stop < 0:
+            break
+        pos = text.find(start, stop + len(end))
+    return Parsed(tuple(calls), _content(text[:first]))
+
+
+def invoke(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
+    """``START <invoke name="N"><parameter name="K">V</parameter>...</invoke> END`` (MiniMax-M2; DeepSeek V3.2's
+    DSML when the markers carry its prefix). The markers are: start, end, invoke opener, invoke closer,
+    parameter opener, parameter closer."""
+    start, end, inv, inv_end, par, par_end = markers[:6]
+    first = text.find(start)
+    if first < 0:
+        return Parsed(content=_content(text))
+    inv_re = re.compile(re.escape(inv) + r"\s*[\"']?([^\"'>]+)[\"']?\s*>(.*?)(?:" + re.escape(inv_end) + "|$)", re.S)
+    par_re = re.compile(re.escape(par) + r"\s*[\"']?([^\"'>]+)[\"']?((?:\s+\w+=\"[^\"]*\")*)\s*>(.*?)(?:" + re.escape(par_end) + "|$)", re.S)
+    calls: list[Call] = []
+    pos = first
+    while pos >= 0 and len(calls) < MAX_CALLS:
+        stop = text.find(end, pos)
+        block = text[pos + len(start):stop if stop >= 0 else len(text)]
+        for m in inv_re.finditer(block):
+            if len(calls) >= MAX_CALLS:
+                break
+            name = m.group(1).strip()
+            schema = schema_of(tools, name)
+            args: dict[str, Any] = {}
+            for p in par_re.finditer(m.group(2)):
+                key, attrs, value = p.group(1).strip(), p.group(2), p.group(3)
+                if 'string="true"' in attrs:
+                    args[key] = value
+                elif 'string="false"' in attrs:
+                    ok, parsed = _loads(value)
+                    args[key] = parsed if ok else value
+                else:
+                    args[key] = _typed(_trim_newline(value), key, schema)
+            calls.append(Call(name, args))
+        if stop < 0:
+            break
+        pos = text.find(start, stop + len(end))
+    if not calls:
+        return Parsed(content=_content(text), error=f"no {inv} after {start}")
+    return Parsed(tuple(calls), _content(text[:first]))
+
+
+def arg_kv(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
+    """``START N <arg_key>K</arg_key><arg_value>V</arg_value>... END`` (GLM-4.5/4.6/4.7). Markers: start, end,
+    key open, key close, value open, value close."""
+    start, end, ko, kc, vo, vc = markers[:6]
+    first = text.find(start)
+    if first < 0:
+        return Parsed(content=_content(text))
+    pair = re.compile(re.escape(ko) + r"(.*?)" + re.escape(kc) + r"\s*" + re.escape(vo) + r"(.*?)(?:" + re.escape(vc) + "|$)", re.S)
+    calls: list[Call] = []
+    pos = first
+    while pos >= 0 and len(calls) < MAX_CALLS:
+        stop = text.find(end, pos)
+        block = text[pos + len(start):stop if stop >= 0 else len(text)]
+        k = block.find(ko)
+        name = (block if k < 0 else block[:k]).strip()
+        if not name:
+            return Parsed(content=_content(text), error=f"no function name after {start}")
+        schema = schema_of(tools, name)
+        args = {m.group(1).strip(): _typed(m.group(2), m.group(1).strip(), schema) for m in pair.finditer(block)}
+        calls.append(Call(name, args))
+        if stop < 0:
+            break
+        pos = text.find(start, stop + len(end))
+    return Parsed(tuple(calls), _content(text[:first]))
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _json_objects(text: str, at: int) -> tuple[list[Any], int, str | None]:
+    """JSON values from ``at`` on, separated by ``;`` or ``,`` and whitespace; the end offset."""
+    out: list[Any] = []
+    pos = at
+    while pos < len(text) and len(out) < MAX_CALLS:
+        while pos < len(text) and text[pos] in " \t\r\n;,":
+            pos += 1
+        if pos >= len(text) or text[pos] != "{":
+            break
+        try:
+            value, pos = _DECODER.raw_decode(text, pos)
+        except (ValueError, RecursionError) as exc:
+            return out, pos, str(exc)
+        out.append(value)
+    return out, pos, None
+
+
+def _named(obj: Any) -> Call | None:
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        return None
+    args = obj.get("arguments", obj.get("parameters"))
+    if args is None:
+        return None
+    if isinstance(args, str):
+        ok, args = _loads(args)
+        if not ok:
+            return None
+    return Call(obj["name"], args)
+
+
+def bare_json(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
+    """``[PREFIX] {"name": N, "parameters": {...}}; {...}`` (Llama 3.x JSON): the output starts with the prefix
+    marker or with a JSON object whose keys are name and parameters/arguments."""
+    prefix = markers[0] if markers else ""
+    stripped = text.lstrip()
+    at = len(text) - len(stripped)
+    if prefix and stripped.startswith(prefix):
+        at += len(prefix)
+    elif not stripped.startswith("{"):
+        return Parsed(content=_content(text))
+    objs, _, error = _json_objects(text, at)
+    calls = [_named(o) for o in objs]
+    if not calls or any(c is None for c in calls):
+        return Parsed(content=_content(text), error=error or "no JSON object with name and parameters")
+    return Parsed(tuple(c for c in calls if c is not None), None)
+
+
+def json_array(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
+    """``PREFIX [{"name": N, "arguments": {...}}, ...]`` (Granite 3.x, Mistral's v3 format, functionary-style)."""
+    prefix = markers[0]
+    first = text.find(prefix)
+    if first < 0:
+        return Parsed(content=_content(text))
+    rest = text[first + len(prefix):].lstrip()
+    try:
+        value, _ = _DECODER.raw_decode(rest)
+    except (ValueError, RecursionError) as exc:
+        return Parsed(content=_content(text), error=f"the text after {prefix} is not JSON: {exc}")
+    items = value if isinstance(value, list) else [value]
+    calls = [_named(o) for o in items[:MAX_CALLS]]
+    if not calls or any(c is None for c in calls):
+        return Parsed(content=_content(text), error="a call without name and arguments")
+    return Parsed(tuple(c for c in calls if c is not None), _content(text[:first].rstrip()))
+
+
+def name_args(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
+    """``[TOOL_CALLS]N[ARGS]{...}`` repeated (Mistral v11+); an older ``[TOOL_CALLS][{...}]`` array is read too."""
+    start, args_marker = markers[0], markers[1]
+    first = text.find(start)
+    if first < 0:
+        return Parsed(content=_content(text))
+    calls: list[Call] = []
+    pos = first
+    while pos >= 0 and len(calls) < MAX_CALLS:
+        body = pos + len(start)
+        nxt = text.find(start, body)
+        chunk = text[body:nxt if nxt >= 0 else len(text)]
+        a = chunk.find(args_marker)
+        if a < 0:
+            array = json_array(chunk, ("",))
+            if not array.calls:
+                return Parsed(content=_content(text), error=f"no {args_marker} after {start}")
+            calls.extend(array.calls)
+        else:
+            name = chunk[:a].strip()
+            try:
+                value, _ = _DECODER.raw_decode(chunk[a + len(args_marker):].lstrip())
+            except (ValueError, RecursionError) as exc:
+                return Parsed(content=_content(text), error=f"arguments are not JSON: {exc}")
+            calls.append(Call(name, value))
+        pos = nxt
+    return Parsed(tuple(calls), _content(text[:first]))
+
+
+def pythonic(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
+    """``[f(a=1, b="x"), g()]`` (pythonic, llama4_pythonic, olmo3): a Python list of calls with literal
+    keyword arguments, read with ``ast`` (never evaluated). Optional markers wrap it."""
+    body = text.strip()
+    if markers and body.startswith(markers[0]):
+        body = body[len(markers[0]):]
+        if len(markers) > 1 and body.rstrip().endswith(markers[1]):
+            body = body.rstrip()[:-len(markers[1])]
+        body = body.strip()
+    if not (body.startswith("[") and body.endswith("]")):
+        return Parsed(content=_content(text))
+    try:
+        tree = ast.parse(body, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return Parsed(content=_content(text), error="not a Python list of calls")
+    node = tree.body
+    if not isinstance(node, ast.List):
+        return Parsed(content=_content(text), error="not a Python list of calls")
+    calls: list[Call] = []
+    for item in node.elts[:MAX_CALLS]:
+        if not isinstance(item, ast.Call) or not isinstance(item.func, ast.Name) or item.args:
+            return Parsed(content=_content(text), error="an element is not a call with keyword arguments")
+        try:
+            args = {kw.arg: ast.literal_eval(kw.value) for kw in item.keywords if kw.arg is not None}
+        except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError):
+            return Parsed(content=_content(text), error="an argument is not a literal")
+        calls.append(Call(item.func.id, args))
+    return Parsed(tuple(calls), None)
+
+
+def sep_fenced(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
+    """DeepSeek V3: ``CALLS_BEGIN CALL_BEGIN function SEP N\\n```json\\n{...}\\n``` CALL_END ... CALLS_END``.
+    Markers: calls begin, calls end, call begin, call end, sep."""
+    return _deepseek(text, markers, fenced=True)
+
+
+def sep_json(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
+    """DeepSeek V3.1: ``CALLS_BEGIN CALL_BEGIN N SEP {...} CALL_END ... CALLS_END``."""
+    return _deepseek(text, markers, fenced=False)
+
+
+
+
+def _deepseek(text: str, markers: Sequence[str], fenced: bool) -> Parsed:
+    calls_begin, _calls_end, call_begin, call_end, sep = markers[:5]
+    first = text.find(calls_begin)
+    if first < 0:
+        return Parsed(content=_content(text))
+    calls: list[Call] = []
+    pos = text.find(call_begin, first)
+    while pos >= 0 and len(calls) < MAX_CALLS:
+        stop = text.find(call_end, pos)
+        if stop < 0:
+            break
+        block = text[pos + len(call_begin):stop]
+        s = block.find(sep)
+        if s < 0:
+            return Parsed(content=_content(text), error=f"no {sep} in a call")
+        if fenced:
+            kind, rest = block[:s], block[s + len(sep):]
+            m = re.match(r"([^\n]*)\n```(?:json)?\n(.*)\n```\s*$", rest, re.S)
+            if kind.strip() != "function" or m is None:
+                return Parsed(content=_content(text), error="not the function<sep>NAME + json fence layout")
+            name, raw = m.group(1).strip(), m.group(2)
+        else:
+            name, raw = block[:s].strip(), block[s + len(sep):]
+        ok, args = _loads(raw)
+        if not ok:
+            return Parsed(content=_content(text), error="arguments are not JSON")
+        calls.append(Call(name, args))
+        pos = text.find(call_begin, stop + len(call_end))
+    if not calls:
+        return Parsed(content=_content(text), error=f"no complete call after {calls_begin}")
+    return Parsed(tuple(calls), _content(text[:first]))
+
+
+_KIMI_ID = re.compile(r"^\s*(?:functions\.)?(?P<name>[^:\s]+?)(?::\d+)?\s*$", re.S)
+
+
+def section_calls(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
+    """Kimi K2: ``SECTION_BEGIN CALL_BEGIN functions.N:I ARG_BEGIN {...} CALL_END ... SECTION_END``.
+    Markers: section begin, section end, call begin, argument begin, call end."""
+    section, _section_end, call_begin, arg_begin, call_end = markers[:5]
+    first = text.find(section)
+    if first < 0:
+        return Parsed(content=_content(text))
+    calls: list[Call] = []
+    pos = text.find(call_begin, first)
+    while pos >= 0 and len(calls) < MAX_CALLS:
+        a = text.find(arg_begin, pos)
+        stop = text.find(call_end, a if a >= 0 else pos)
+        if a < 0 or stop < 0:
+            break
+        m = _KIMI_ID.match(text[pos + len(call_begin):a])
+        ok, args = _loads(text[a + len(arg_begin):stop])
+        if m is None or not ok:
+            return Parsed(content=_content(text), error="a call whose id or arguments do not parse")
+        calls.append(Call(m.group("name"), args))
+        pos = text.find(call_begin, stop + len(call_end))
+    if not calls:
+        return Parsed(content=_content(text), error=f"no complete call after {section}")
+    return Parsed(tuple(calls), _content(text[:first]))
+
+
+_HARMONY_CALL = re.compile(r"to=functions\.([\w.\-]+)")
+
+
+def harmony(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
+    """gpt-oss (harmony): a message addressed ``to=functions.N`` whose body after MESSAGE runs to CALL (or the
+    end). Markers: message, call, and the channel the recipient must follow (empty: anywhere in the header)."""
+    message, call_marker = markers[0], markers[1]
+    after = markers[2] if len(markers) > 2 else ""
+    calls: list[Call] = []
+    content_end = None
+    pos = 0
+    while len(calls) < MAX_CALLS:
+        m = _HARMONY_CALL.search(text, pos)
+        if m is None:
+            break
+        if after and text.rfind(after, 0, m.start()) < max(text.rfind(message, 0, m.start()), text.rfind(call_marker, 0, m.start()), 0):
+            pos = m.end()
+            continue
+        body = text.find(message, m.end())
+        if body < 0:
+            break
+        stop = text.find(call_marker, body)
+        raw = text[body + len(message):stop if stop >= 0 else len(text)]
+        ok, args = _loads(raw.strip())
+        if not ok:
+            return Parsed(content=_content(text), error="arguments are not JSON")
+        if content_end is None:
+            content_end = m.start()
+        calls.append(Call(m.group(1), args))
+        pos = body if stop < 0 else stop
+    if not calls:
+        return Parsed(content=_content(text))
+    return Parsed(tuple(calls), None)
+
+
+GRAMMARS: dict[str, Callable[[str, Sequence[str], Any], Parsed]] = {
+    "json-tags": json_tags,
+    "xml-function": xml_function,
+    "invoke": invoke,
+    "arg-kv": arg_kv,
+    "bare-json": bare_json,
+    "json-array": json_array,
+    "name-args": name_args,
+    "pythonic": pythonic,
+    "sep-fenced": sep_fenced,
+    "sep-json": sep_json,
+    "section-calls": section_calls,
+    "harmony": harmony,
+}

@@ -1,0 +1,218 @@
+"""The parser round trip of one case through each stack's parsers: decode as the stack decodes (its
+skip_special_tokens for this pair of parsers, its incremental detokenizer), parse whole and streamed (one id
+per step, and steps of 2..8 ids as speculative decoding delivers them), compare with what went in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tokaudit.parsers.families import STACKS, ReasoningParser, ToolParser, reasoning_parsers, tool_parsers
+from tokaudit.parsers.grammars import Call
+from tokaudit.parsers.parse import Outcome, parse_streamed, parse_whole
+from tokaudit.roundtrip.case import Case
+from tokaudit.template.turn import SENTINEL_ARGUMENTS, SENTINEL_NAME, SENTINEL_REASONING, SENTINEL_TOOL
+
+#: The step sizes a streamed parse is tried with (1: token by token; 2..8: speculative decoding's bursts).
+STEP_SIZES = (1, 2, 3, 4, 5, 6, 7, 8)
+#: The stacks whose round trip is computed (Ollama's rows are data: its renderer is not a Jinja template).
+ROUNDTRIP_STACKS = ("vllm", "sglang", "llama.cpp")
+
+
+@dataclass
+class Row:
+    """One (stack, tool parser, reasoning parser) verdict."""
+
+    stack: str
+    tool_parser: str | None
+    reasoning_parser: str | None
+    #: ok, lost, refused, not-rendered (the template does not write the call), or None (no tool parser)
+    tool_calls: str | None
+    #: ok, leaked (reasoning in content), overran (content or the call in reasoning), lost, not-rendered, or None
+    reasoning: str | None
+    #: where a call was lost: startup, format, skip_special_tokens, marker-not-one-token, arguments, reasoning
+    stage: str | None
+    skip_special_tokens: bool | None
+    #: None when every streamed parse equals the whole one, else the step sizes that differ
+    stream_differs: list[int] | None = None
+    reason: str | None = None
+    #: the outcome of a request without tools (skip_special_tokens stays on), when it differs
+    without_tools: str | None = None
+    outcome: Outcome | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"stack": self.stack, "tool_parser": self.tool_parser, "reasoning_parser": self.reasoning_parser,
+               "tool_calls": self.tool_calls, "reasoning": self.reasoning, "stage": self.stage,
+               "skip_special_tokens": self.skip_special_tokens, "stream_differs": self.stream_differs, "reason": self.reason,
+               "without_tools": self.without_tools}
+        if self.outcome is not None:
+            out["parsed"] = outcome_json(self.outcome)
+        return out
+
+
+def outcome_json(o: Outcome) -> dict[str, Any]:
+    return {"reasoning": o.reasoning, "content": o.content,
+            "calls": [{"name": c.name, "arguments": c.arguments} for c in o.calls], "error": o.error}
+
+
+def _canon(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+EXPECTED = (Call(SENTINEL_NAME, SENTINEL_ARGUMENTS),)
+
+
+def calls_equal(got: Sequence[Call], want: Sequence[Call] = EXPECTED) -> bool:
+    return len(got) == len(want) and all(a.name == b.name and _canon(a.arguments) == _canon(b.arguments) for a, b in zip(got, want))
+
+
+def _blank(text: str | None) -> bool:
+    return text is None or not text.strip()
+
+
+class Decoder:
+    """The case's output ids decoded as a stack does, whole and in steps, per skip_special_tokens (cached)."""
+
+    def __init__(self, case: Case, decode_steps: Callable[[bool, int], list[tuple[str, list[int]]]] | None,
+                 decode_whole: Callable[[bool], str] | None, id_of: Callable[[str], int | None]) -> None:
+        self.case = case
+        self._steps = decode_steps
+        self._whole = decode_whole
+        self.id_of = id_of
+        self._cache: dict[Any, Any] = {}
+
+    @property
+    def tokenized(self) -> bool:
+        return self._whole is not None
+
+    def whole(self, skip: bool) -> str:
+        if self._whole is None:
+            return self.case.text
+        if ("whole", skip) not in self._cache:
+            self._cache[("whole", skip)] = self._whole(skip)
+        return self._cache[("whole", skip)]  # type: ignore[no-any-return]
+
+    def steps(self, skip: bool, size: int) -> list[tuple[str, list[int]]]:
+        if self._steps is None:  # text only: one delta per character run of the step size
+            text = self.case.text
+            return [(text[i:i + size], []) for i in range(0, len(text), size)]
+        key = ("steps", skip, size)
+        if key not in self._cache:
+            self._cache[key] = self._steps(skip, size)
+        return self._cache[key]  # type: ignore[no-any-return]
+
+
+def _skip_for(stack: str, tool: ToolParser | None, reasoning: ReasoningParser | None, with_tools: bool) -> bool:
+    """skip_special_tokens as the stack sets it for a request (with or without tools) and these parsers."""
+    info = STACKS[stack]
+    if info.text == "pieces":
+        return False
+    if not with_tools:
+        return True
+    if info.keep_special == "tools" and tool is not None:
+        return False
+    return not any(p is not None and p.keep_special == "tools" for p in (tool, reasoning))
+
+
+def _refusal(parsers: Sequence[ToolParser | ReasoningParser | None], id_of: Callable[[str], int | None], tokenized: bool) -> str | None:
+    if not tokenized:
+        return None
+    for p in parsers:
+        if p is None:
+            continue
+        missing = [t for t in p.requires if id_of(t) is None]
+        if missing:
+            kind = "tool parser" if isinstance(p, ToolParser) else "reasoning parser"
+            return f"{p.stack} refuses the {kind} {p.name}: the tokenizer has no token {missing[0]}"
+    return None
+
+
+def _tool_verdict(case: Case, o: Outcome, rendered: bool) -> str:
+    if not rendered:
+        return "not-rendered"
+    return "ok" if calls_equal(o.calls) else "lost"
+
+
+def _reasoning_verdict(o: Outcome, rendered: bool, parser: ReasoningParser | None) -> str | None:
+    reasoning = (o.reasoning or "").strip()
+    if SENTINEL_NAME in reasoning or (o.calls == () and reasoning and not rendered):
+        return "overran"
+    if not rendered:
+        return "not-rendered" if not reasoning else "overran"
+    if SENTINEL_REASONING in (o.content or ""):
+        return "leaked"
+    if reasoning == SENTINEL_REASONING:
+        return "ok"
+    if SENTINEL_REASONING in reasoning:
+        return "overran"
+    return "lost"
+
+
+def _stage(dec: Decoder, o: Outcome, stack: str, tool: ToolParser, reasoning: ReasoningParser | None, skip: bool, prompt: str | None) -> str:
+    if SENTINEL_NAME in (o.reasoning or ""):
+        return "reasoning"
+    if any(c.name == SENTINEL_NAME for c in o.calls):
+        return "arguments"
+    if skip and dec.tokenized:
+        kept = parse_whole(dec.whole(False), tool, reasoning, [SENTINEL_TOOL], prompt)
+        if calls_equal(kept.calls):
+            return "skip_special_tokens"
+    if dec.tokenized and any(m in (o.content or "") and dec.id_of(m) is None for m in tool.markers[:1]):
+        return "marker-not-one-token"
+    return "format"
+
+
+def _same(a: Outcome, b: Outcome) -> bool:
+    return (calls_equal(a.calls, b.calls) and (a.reasoning or "").strip() == (b.reasoning or "").strip()
+            and (a.content or "").strip() == (b.content or "").strip())
+
+
+def evaluate(dec: Decoder, stack: str, tool: ToolParser | None, reasoning: ReasoningParser | None) -> Row:
+    case = dec.case
+    prompt = case.prompt_state[0]
+    refused = _refusal((tool, reasoning), dec.id_of, dec.tokenized)
+    skip = _skip_for(stack, tool, reasoning, with_tools=True)
+    if refused is not None:
+        return Row(stack, tool and tool.name, reasoning and reasoning.name, "refused" if tool is not None else None,
+                   "refused" if reasoning is not None else None, "startup", skip, reason=refused)
+    text = dec.whole(skip)
+    tools = [SENTINEL_TOOL]
+    whole = parse_whole(text, tool, reasoning, tools, prompt)
+    calls_rendered = SENTINEL_NAME in case.text
+    reasoning_rendered = SENTINEL_REASONING in case.text
+    tv = _tool_verdict(case, whole, calls_rendered) if tool is not None else None
+    rv = _reasoning_verdict(whole, reasoning_rendered, reasoning)
+    stage = None
+    if tv == "lost":
+        assert tool is not None
+        stage = _stage(dec, whole, stack, tool, reasoning, skip, prompt)
+    differs = []
+    for size in STEP_SIZES:
+        streamed = parse_streamed(dec.steps(skip, size), tool, reasoning, tools, prompt, dec.id_of)
+        if not _same(streamed, whole):
+            differs.append(size)
+    row = Row(stack, tool and tool.name, reasoning and reasoning.name, tv, rv, stage, skip, differs or None, outcome=whole)
+    if differs:
+        streamed = parse_streamed(dec.steps(skip, differs[0]), tool, reasoning, tools, prompt, dec.id_of)
+        row.details["streamed"] = outcome_json(streamed)
+    if tv == "ok" and dec.tokenized and not _skip_for(stack, tool, reasoning, with_tools=True) and STACKS[stack].text == "decoded":
+        bare = parse_whole(dec.whole(True), tool, reasoning, tools, prompt)
+        if not calls_equal(bare.calls):
+            row.without_tools = "lost"
+    return row
+
+
+def evaluate_stack(dec: Decoder, stack: str, tool_names: Sequence[str] | None = None,
+                   reasoning_names: Sequence[str] | None = None) -> list[Row]:
+    """Every pair of this stack's parsers (or the named ones; None in a list means no parser of that kind)."""
+    tools: list[ToolParser | None] = [p for p in tool_parsers(stack) if tool_names is None or p.name in tool_names]
+    reasons: list[ReasoningParser | None] = [None, *[p for p in reasoning_parsers(stack) if reasoning_names is None or p.name in reasoning_names]]
+    if tool_names is not None and not tools:
+        tools = [None]
+    if reasoning_names is not None:
+        reasons = [p for p in reasons if p is not None] or [None]
+    return [evaluate(dec, stack, t, r) for t in tools for r in reasons]

@@ -1,0 +1,108 @@
+"""An assistant turn as the template teaches it: what the model should generate after the generation prompt
+when it reasons and calls a tool (the input of the parser round trip).
+
+Two renders: the request (system, user, tools; generation prompt on) and the same conversation with the
+assistant's turn appended (reasoning, an empty content and one tool call to a sentinel tool whose arguments
+hold quotes, ``<``, non-ASCII text and nested values; no generation prompt). The turn is what the second adds
+after their common prefix; ``prefill`` is what the generation prompt has that the turn does not (a ``<think>``
+the prompt opens, or a closed ``<think></think>``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from tokaudit.template.renders import Prepared
+
+SENTINEL_NAME = "tokaudit_probe"
+SENTINEL_ARGUMENTS: dict[str, Any] = {
+    "city": "São Paulo <Centro>",
+    "note": "it's \"fine\" & dry, 東京も",
+    "filter": {"units": "celsius", "days": [1, 2], "strict": True},
+    "limit": 3,
+}
+SENTINEL_REASONING = "The user asks for São Paulo's weather; the probe tool answers that."
+SENTINEL_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": SENTINEL_NAME,
+        "description": "Look up the weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "description": "The city."},
+                "note": {"type": "string", "description": "A free-text note."},
+                "filter": {"type": "object", "description": "Nested options."},
+                "limit": {"type": "integer", "description": "How many results."},
+            },
+            "required": ["city"],
+        },
+    },
+}
+SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
+ASK = {"role": "user", "content": "What is the weather in São Paulo?"}
+
+
+def assistant_turn(arguments_as: str = "dict") -> dict[str, Any]:
+    """The assistant's turn: reasoning, empty content, one call (arguments a dict as vLLM and transformers pass
+    them, or the JSON string of the wire format)."""
+    args: Any = copy.deepcopy(SENTINEL_ARGUMENTS)
+    if arguments_as == "string":
+        args = json.dumps(args, ensure_ascii=False)
+    return {"role": "assistant", "content": "", "reasoning_content": SENTINEL_REASONING,
+            "tool_calls": [{"id": "call_tokaudit1", "type": "function", "function": {"name": SENTINEL_NAME, "arguments": args}}]}
+
+
+@dataclass(frozen=True)
+class Turn:
+    """The two renders and where the assistant's turn starts in the second."""
+
+    prompt: str
+    full: str
+    #: characters of ``full`` shared with ``prompt``
+    common: int
+    kwargs: dict[str, Any]
+
+    @property
+    def output(self) -> str:
+        """What the template teaches the model to generate after the prompt (up to the end of ``full``)."""
+        return self.full[self.common:]
+
+    @property
+    def prefill(self) -> str:
+        """The generation prompt's text that the rendered turn does not repeat."""
+        return self.prompt[self.common:]
+
+
+def _context(special: dict[str, str], messages: list[dict[str, Any]], generation: bool, kwargs: dict[str, Any]) -> dict[str, Any]:
+    # reasoning under the three names transformers 5 passes it
+    msgs = []
+    for m in copy.deepcopy(messages):
+        if m.get("reasoning_content") is not None:
+            m = {**m, "thinking": m["reasoning_content"], "reasoning": m["reasoning_content"]}
+        msgs.append(m)
+    return {**special, "messages": msgs, "tools": [copy.deepcopy(SENTINEL_TOOL)], "documents": None,
+            "add_generation_prompt": generation, **kwargs}
+
+
+def render_turn(prepared: Prepared, special: dict[str, str], kwargs: dict[str, Any] | None = None,
+                arguments_as: str = "dict") -> tuple[Turn | None, str | None]:
+    """The turn, or None and the reason (a render error, or a turn that adds nothing)."""
+    kwargs = dict(kwargs or {})
+    base = [SYSTEM, ASK]
+    first = prepared.render(_context(special, base, True, kwargs))
+    if not first.ok:
+        return None, f"the request does not render: {first.error}"
+    second = prepared.render(_context(special, [*base, assistant_turn(arguments_as)], False, kwargs))
+    if not second.ok:
+        return None, f"the assistant turn does not render: {second.error}"
+    assert first.text is not None and second.text is not None
+    a, b = first.text, second.text
+    n = min(len(a), len(b))
+    common = next((i for i in range(n) if a[i] != b[i]), n)
+    if common == len(b):
+        return None, "the assistant turn adds nothing to the prompt"
+    return Turn(a, b, common, kwargs), None
