@@ -27,16 +27,19 @@ class Stack:
     #: the output text the parsers see: "decoded" (the detokenizer's text) or "pieces" (every token's text,
     #: special tokens included)
     text: str
+    #: how a parser learns that the prompt opened reasoning: "parser" (it reads the prompt for its own markers,
+    #: vLLM) or "template" (the server detects a generation prompt that opens <think> and forces reasoning, SGLang)
+    prompt_check: str = "parser"
 
 
 STACKS: dict[str, Stack] = {
     "vllm": Stack("vllm", "0.33.0", "vllm-project/vllm", "parser", "decoded"),
-    "sglang": Stack("sglang", "0.5.23", "sgl-project/sglang", "tools", "decoded"),
+    "sglang": Stack("sglang", "0.5.23", "sgl-project/sglang", "tools", "decoded", "template"),
     # llama.cpp's server (common/chat.cpp, common/parsers/) as vendored in llama-cpp-python 0.3.36: the chat
     # parser reads the generated pieces with special tokens rendered
-    "llama.cpp": Stack("llama.cpp", "llama-cpp-python 0.3.36", "ggml-org/llama.cpp", "tools", "pieces"),
+    "llama.cpp": Stack("llama.cpp", "llama-cpp-python 0.3.36", "ggml-org/llama.cpp", "tools", "pieces", "template"),
     # model/parsers/ at fb307609 (2026-08-21): chosen by the Modelfile's PARSER, not by a flag
-    "ollama": Stack("ollama", "fb307609", "ollama/ollama", "tools", "pieces"),
+    "ollama": Stack("ollama", "fb307609", "ollama/ollama", "tools", "pieces", "template"),
 }
 
 
@@ -50,11 +53,17 @@ class ToolParser:
     markers: tuple[str, ...]
     #: markers the parser finds by token id (each must be one token of the tokenizer)
     by_id: tuple[str, ...] = ()
-    #: "tools": skip_special_tokens is off when the request has tools (and tool_choice is not none);
-    #: "never": the parser leaves it on (special markers are deleted before it runs)
+    #: "tools": skip_special_tokens is off when the request has tools (and tool_choice is not none); "always":
+    #: off for every request (vLLM's parser-engine adapters); "never": the parser leaves it on (special markers
+    #: are deleted before it runs)
     keep_special: str = "tools"
     #: tokens the stack requires at start-up; without them it refuses the parser
     requires: tuple[str, ...] = ()
+    #: only usable for a harmony (gpt-oss) model; with another tokenizer the stack fails on it
+    harmony_only: bool = False
+    #: streamed in steps of several ids, the argument text that arrives in the step of the call's end marker is
+    #: lost (vLLM's deepseek_v31 streaming path: the arguments come out truncated under speculative decoding)
+    stream_drops_tail: bool = False
     source: str = ""
     note: str = ""
 
@@ -72,7 +81,8 @@ class ReasoningParser:
     start: str
     end: str
     #: what text before any start marker is: "reasoning" (the parser takes the prompt to have opened reasoning,
-    #: as DeepSeek-R1's does), "prompt" (reasoning when the generation prompt opened it), "content"
+    #: as DeepSeek-R1's does), "prompt" (reasoning when the generation prompt opened it), "content", "dropped"
+    #: (neither: the parser returns nothing for it)
     no_start: str = "content"
     #: what text after a start marker with no end marker is: "reasoning" or "content"
     no_end: str = "reasoning"
@@ -86,6 +96,16 @@ class ReasoningParser:
     stream_reads_prompt: bool = False
     #: the chat-template kwarg that turns thinking on or off for this parser, when it reads one
     kwarg: str | None = None
+    #: reasoning is parsed only when the request sets ``thinking`` or ``enable_thinking`` (else all is content)
+    needs_kwarg: bool = False
+    #: streamed: a start marker that arrives in one step with other ids (no end marker in that step) stays in the
+    #: reasoning text (vLLM's BaseThinkingReasoningParser returns the whole delta as reasoning)
+    stream_start_leaks: bool = False
+    #: only usable for a harmony (gpt-oss) model; with another tokenizer the stack fails on it
+    harmony_only: bool = False
+    #: streamed in steps of several ids, the argument text that arrives in the step of the call's end marker is
+    #: lost (vLLM's deepseek_v31 streaming path: the arguments come out truncated under speculative decoding)
+    stream_drops_tail: bool = False
     source: str = ""
     note: str = ""
 
@@ -117,8 +137,8 @@ TOOL_PARSERS: tuple[ToolParser, ...] = (
     # vLLM 0.33.0 (vllm/tool_parsers/__init__.py names them)
     ToolParser("vllm", "hermes", "json-tags", _HERMES, source=_V + "hermes_tool_parser.py"),
     ToolParser("vllm", "qwen3_json", "json-tags", _HERMES, source=_V + "__init__.py", note="an alias of hermes"),
-    ToolParser("vllm", "qwen3_coder", "xml-function", _HERMES, source=_VP + "qwen3.py"),
-    ToolParser("vllm", "qwen3_xml", "xml-function", _HERMES, source=_VP + "qwen3.py", note="the same engine as qwen3_coder"),
+    ToolParser("vllm", "qwen3_coder", "xml-function", _HERMES, keep_special="always", source=_VP + "qwen3.py"),
+    ToolParser("vllm", "qwen3_xml", "xml-function", _HERMES, keep_special="always", source=_VP + "qwen3.py", note="the same engine as qwen3_coder"),
     ToolParser("vllm", "llama3_json", "bare-json", ("<|python_tag|>",), keep_special="never", requires=("<|python_tag|>",),
                source=_V + "llama_tool_parser.py"),
     ToolParser("vllm", "llama4_json", "bare-json", ("<|python_tag|>",), keep_special="never", requires=("<|python_tag|>",),
@@ -126,22 +146,23 @@ TOOL_PARSERS: tuple[ToolParser, ...] = (
     ToolParser("vllm", "pythonic", "pythonic", (), keep_special="never", source=_V + "pythonic_tool_parser.py"),
     ToolParser("vllm", "llama4_pythonic", "pythonic", ("<|python_start|>", "<|python_end|>"), keep_special="never",
                source=_V + "llama4_pythonic_tool_parser.py"),
-    ToolParser("vllm", "mistral", "name-args", ("[TOOL_CALLS]", "[ARGS]"), by_id=("[TOOL_CALLS]",), keep_special="never",
+    ToolParser("vllm", "mistral", "name-args", ("[TOOL_CALLS]", "[ARGS]"), by_id=("[TOOL_CALLS]",), keep_special="never", requires=("[TOOL_CALLS]",),
                source=_VP + "mistral.py"),
     ToolParser("vllm", "deepseek_v3", "sep-fenced", _DS_CALLS, keep_special="never", requires=_DS_CALLS[:4],
                source=_V + "deepseekv3_tool_parser.py"),
-    ToolParser("vllm", "deepseek_v31", "sep-json", _DS_CALLS, keep_special="never", requires=_DS_CALLS[:4],
+    ToolParser("vllm", "deepseek_v31", "sep-json", _DS_CALLS, keep_special="never", requires=_DS_CALLS[:4], stream_drops_tail=True,
                source=_V + "deepseekv31_tool_parser.py"),
-    ToolParser("vllm", "deepseek_v32", "invoke", _DSML, keep_special="never", source=_VP + "deepseek_v32.py"),
+    ToolParser("vllm", "deepseek_v32", "invoke", _DSML, keep_special="always", source=_VP + "deepseek_v32.py"),
     ToolParser("vllm", "kimi_k2", "section-calls", _KIMI, source=_V + "kimi_k2_tool_parser.py"),
-    ToolParser("vllm", "glm45", "arg-kv", _GLM, source=_VP + "glm47_moe.py"),
-    ToolParser("vllm", "glm47", "arg-kv", _GLM, source=_VP + "glm47_moe.py"),
-    ToolParser("vllm", "openai", "harmony", ("<|message|>", "<|call|>"), keep_special="never", source=_VP + "harmony.py",
+    ToolParser("vllm", "glm45", "arg-kv", _GLM, keep_special="always", source=_VP + "glm47_moe.py"),
+    ToolParser("vllm", "glm47", "arg-kv", _GLM, keep_special="always", source=_VP + "glm47_moe.py"),
+    ToolParser("vllm", "openai", "harmony", ("<|message|>", "<|call|>"), keep_special="never", harmony_only=True, source=_VP + "harmony.py",
                note="reads the harmony token ids, so the calls survive skip_special_tokens"),
-    ToolParser("vllm", "minimax_m2", "invoke", _MINIMAX, source=_VP + "minimax_m2.py"),
-    ToolParser("vllm", "granite", "json-array", ("<|tool_call|>",), keep_special="never", source=_VP + "granite.py"),
+    ToolParser("vllm", "minimax_m2", "invoke", _MINIMAX, keep_special="always", source=_VP + "minimax_m2.py"),
+    ToolParser("vllm", "granite", "json-array", ("<|tool_call|>",), keep_special="always", source=_VP + "granite.py"),
     ToolParser("vllm", "granite4", "json-tags", _HERMES, source=_V + "granite4_tool_parser.py"),
-    ToolParser("vllm", "seed_oss", "xml-function", _SEED, source=_VP + "seed_oss.py"),
+    ToolParser("vllm", "seed_oss", "xml-function", ("<function=", "</function>"), keep_special="always", source=_VP + "seed_oss.py",
+               note="reads <function=...> blocks whatever wraps them (<seed:tool_call> or <tool_call>)"),
     # SGLang 0.5.23 (FunctionCallParser.ToolCallParserEnum)
     ToolParser("sglang", "hermes", "json-tags", _HERMES, source=_S + "hermes_detector.py"),
     ToolParser("sglang", "qwen25", "json-tags", _HERMES, source=_S + "qwen25_detector.py"),
@@ -178,34 +199,39 @@ TOOL_PARSERS: tuple[ToolParser, ...] = (
 )
 
 REASONING_PARSERS: tuple[ReasoningParser, ...] = (
-    # vLLM 0.33.0 (vllm/reasoning/__init__.py)
+    # vLLM 0.33.0 (vllm/reasoning/__init__.py). The parser-engine ones (qwen3, glm45, kimi_k2, minimax_m2, seed_oss)
+    # start in reasoning unless enable_thinking is false, and a tool-call opener ends it.
     ReasoningParser("vllm", "deepseek_r1", *_THINK, no_start="reasoning", by_id=_THINK, requires=_THINK, stream_reads_prompt=True,
-                    source=_VR + "deepseek_r1_reasoning_parser.py"),
+                    stream_start_leaks=True, source=_VR + "deepseek_r1_reasoning_parser.py"),
     ReasoningParser("vllm", "deepseek_v3", *_THINK, no_start="reasoning", by_id=_THINK, requires=_THINK, stream_reads_prompt=True,
-                    kwarg="thinking", source=_VR + "deepseek_v3_reasoning_parser.py",
+                    stream_start_leaks=True, kwarg="thinking", needs_kwarg=True, source=_VR + "deepseek_v3_reasoning_parser.py",
                     note="deepseek_r1 when the request sets thinking or enable_thinking, else no reasoning"),
-    ReasoningParser("vllm", "qwen3", *_THINK, no_start="prompt", stream_reads_prompt=True, kwarg="enable_thinking", source=_VP + "qwen3.py"),
-    ReasoningParser("vllm", "glm45", *_THINK, no_start="prompt", stream_reads_prompt=True, source=_VP + "glm47_moe.py"),
-    ReasoningParser("vllm", "kimi_k2", *_THINK, no_start="prompt", ends_at=("<|tool_calls_section_begin|>",), stream_reads_prompt=True,
-                    source=_VP + "kimi_k2.py"),
+    ReasoningParser("vllm", "qwen3", *_THINK, no_start="reasoning", ends_at=("<tool_call>",), keep_special="always",
+                    stream_reads_prompt=True, kwarg="enable_thinking", source=_VP + "qwen3.py"),
+    ReasoningParser("vllm", "glm45", *_THINK, no_start="reasoning", ends_at=("<tool_call>",), keep_special="always",
+                    stream_reads_prompt=True, kwarg="enable_thinking", source=_VP + "glm47_moe.py"),
+    ReasoningParser("vllm", "kimi_k2", *_THINK, no_start="reasoning", ends_at=("<|tool_calls_section_begin|>",), keep_special="always",
+                    stream_reads_prompt=True, kwarg="thinking", source=_VP + "kimi_k2.py"),
     ReasoningParser("vllm", "openai_gptoss", "<|channel|>analysis<|message|>", "<|end|>", by_id=("<|channel|>", "<|message|>", "<|end|>"),
-                    stream_reads_prompt=True, source=_VR + "gptoss_reasoning_parser.py"),
-    ReasoningParser("vllm", "mistral", "[THINK]", "[/THINK]", by_id=("[THINK]", "[/THINK]"), keep_special="tools", stream_reads_prompt=True,
-                    source=_VP + "mistral.py"),
+                    harmony_only=True, source=_VR + "gptoss_reasoning_parser.py", note="only inside vLLM's harmony path (gpt-oss)"),
+    ReasoningParser("vllm", "mistral", "[THINK]", "[/THINK]", by_id=("[THINK]", "[/THINK]"), requires=("[THINK]", "[/THINK]"),
+                    keep_special="tools", stream_reads_prompt=True, source=_VP + "mistral.py"),
     ReasoningParser("vllm", "granite", "Here is my thought process:", "Here is my response:", no_end="content", stream_reads_prompt=True,
                     source=_VR + "granite_reasoning_parser.py"),
-    ReasoningParser("vllm", "minimax_m2", *_THINK, no_start="reasoning", stream_reads_prompt=True, source=_VP + "minimax_m2.py"),
-    ReasoningParser("vllm", "seed_oss", "<seed:think>", "</seed:think>", no_start="prompt", stream_reads_prompt=True,
-                    source=_VP + "seed_oss.py"),
+    ReasoningParser("vllm", "minimax_m2", *_THINK, no_start="reasoning", ends_at=("<minimax:tool_call>",), keep_special="always",
+                    stream_reads_prompt=True, source=_VP + "minimax_m2.py"),
+    ReasoningParser("vllm", "seed_oss", "<seed:think>", "</seed:think>", no_start="reasoning", ends_at=("<seed:tool_call>",),
+                    keep_special="always", source=_VP + "seed_oss.py"),
     # SGLang 0.5.23 (ReasoningParser.DetectorMap): force_reasoning when the template's generation prompt opens reasoning
     ReasoningParser("sglang", "deepseek-r1", *_THINK, no_start="reasoning", source=_SR),
     ReasoningParser("sglang", "deepseek-v3", *_THINK, no_start="prompt", kwarg="thinking", source=_SR),
     ReasoningParser("sglang", "qwen3", *_THINK, no_start="prompt", kwarg="enable_thinking", source=_SR),
     ReasoningParser("sglang", "glm45", *_THINK, no_start="prompt", source=_SR),
     ReasoningParser("sglang", "kimi_k2", *_THINK, no_start="prompt", ends_at=("<|tool_calls_section_begin|>",), source=_SR),
-    ReasoningParser("sglang", "gpt-oss", "<|channel|>analysis<|message|>", "<|end|>", no_start="reasoning", keep_special="tools", source=_SR),
+    ReasoningParser("sglang", "gpt-oss", "<|channel|>analysis<|message|>", "<|end|>", no_start="dropped", source=_SR,
+                    note="text outside the harmony channels is dropped"),
     ReasoningParser("sglang", "mistral", "[THINK]", "[/THINK]", no_start="prompt", source=_SR),
-    ReasoningParser("sglang", "minimax", *_THINK, no_start="reasoning", source=_SR),
+    ReasoningParser("sglang", "minimax", *_THINK, no_start="prompt", source=_SR),
     # llama.cpp's server: --reasoning-format deepseek (the default, <think> tags; reasoning when the prompt opened it)
     ReasoningParser("llama.cpp", "deepseek", *_THINK, no_start="prompt", source="common/chat.cpp"),
     # Ollama: the thinking half of the qwen3 / qwen3.5 / deepseek3 / glm-4.7 parsers

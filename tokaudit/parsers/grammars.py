@@ -132,7 +132,8 @@ def xml_function(text: str, markers: Sequence[str], tools: Any = None) -> Parsed
     pos = first
     while pos >= 0 and len(calls) < MAX_CALLS:
         stop = text.find(end, pos)
-        block = text[pos + len(start):stop if stop >= 0 else len(text)]
+        # a parser whose start marker is <function= itself reads the block from the marker on
+        block = text[pos + (0 if start.startswith("<function=") else len(start)):stop + len(end) if stop >= 0 else len(text)]
         m = _XML_FUNCTION.search(block)
         if m is None:
             return Parsed(content=_content(text), error=f"no <function=...> after {start}")

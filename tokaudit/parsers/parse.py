@@ -8,11 +8,12 @@ prompt that already closed reasoning makes the whole output content) where its n
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tokaudit.parsers.families import ReasoningParser, ToolParser
+from tokaudit.parsers.families import STACKS, ReasoningParser, ToolParser
 from tokaudit.parsers.grammars import GRAMMARS, Call, Parsed
 
 
@@ -26,14 +27,45 @@ class Outcome:
     error: str | None = None
 
 
-def split_reasoning(text: str, parser: ReasoningParser | None, prompt: str | None, seen: Callable[[str], bool] = lambda m: True,
-                    streaming: bool = False) -> tuple[str | None, str | None]:
-    """(reasoning, content). ``prompt`` is "open" when the generation prompt opened reasoning, "closed" when it
-    opened and closed it, None when it has no reasoning marker. ``seen`` says whether a marker the parser finds
-    by id arrived as its one token (streaming)."""
-    if parser is None:
+#: The reasoning markers a generation prompt may open or close (SGLang's and llama.cpp's template check).
+OPENERS = ("<think>", "<seed:think>", "[THINK]", "<|START_THINKING|>")
+CLOSERS = ("</think>", "</seed:think>", "[/THINK]", "<|END_THINKING|>")
+
+
+def _last(prompt: str, start: tuple[str, ...], end: tuple[str, ...]) -> str | None:
+    opened = max(prompt.rfind(m) for m in start)
+    closed = max(prompt.rfind(m) for m in end)
+    if opened < 0 and closed < 0:
+        return None
+    return "open" if opened > closed else "closed"
+
+
+def template_state(prompt: str) -> str | None:
+    """"open" when the generation prompt's last reasoning marker opens reasoning, "closed" when it closes it."""
+    return _last(prompt, OPENERS, CLOSERS)
+
+
+def prompt_state(parser: ReasoningParser, prompt: str) -> str | None:
+    """What the parser's stack makes of the prompt: vLLM reads its ids back to the parser's last start or end
+    token; SGLang and llama.cpp look at the template's generation prompt for any think marker."""
+    if STACKS[parser.stack].prompt_check == "template":
+        return template_state(prompt)
+    return _last(prompt, (parser.start,), (parser.end,))
+
+
+def enabled(parser: ReasoningParser, kwargs: dict[str, Any]) -> bool:
+    """A parser gated by a chat-template kwarg (vLLM's deepseek_v3) parses reasoning only when it is set."""
+    return not parser.needs_kwarg or any(bool(kwargs.get(k)) for k in ("thinking", "enable_thinking"))
+
+
+def split_reasoning(text: str, parser: ReasoningParser | None, prompt: str, kwargs: dict[str, Any] | None = None,
+                    seen: Callable[[str], bool] = lambda m: True, streaming: bool = False) -> tuple[str | None, str | None]:
+    """(reasoning, content) of ``text``, generated after ``prompt``. ``seen`` says whether a marker the parser
+    finds by id arrived as its one token (streaming)."""
+    if parser is None or not enabled(parser, kwargs or {}):
         return None, text or None
-    if streaming and parser.stream_reads_prompt and prompt == "closed":
+    state = prompt_state(parser, prompt)
+    if streaming and parser.stream_reads_prompt and state == "closed":
         return None, text or None
 
     def find(marker: str, where: str, at: int = 0) -> int:
@@ -46,8 +78,12 @@ def split_reasoning(text: str, parser: ReasoningParser | None, prompt: str | Non
     if i >= 0:
         rest = text[i + len(parser.start):]
     else:
-        opened = parser.no_start == "reasoning" or (parser.no_start == "prompt" and prompt == "open")
-        if not opened:
+        no_start = parser.no_start
+        if no_start == "reasoning" and parser.kwarg is not None and (kwargs or {}).get(parser.kwarg) is False:
+            no_start = "content"  # the request turned thinking off: the parser starts in content
+        if no_start == "dropped":
+            return None, None
+        if not (no_start == "reasoning" or (no_start == "prompt" and state == "open")):
             return None, text or None
         rest = text
     ends = [(j, len(parser.end)) for j in [find(parser.end, rest)] if j >= 0]
@@ -70,14 +106,15 @@ def parse_tools(text: str | None, parser: ToolParser | None, tools: Sequence[dic
 
 
 def parse_whole(text: str, tool: ToolParser | None, reasoning: ReasoningParser | None, tools: Sequence[dict[str, Any]] | None,
-                prompt: str | None) -> Outcome:
-    r, content = split_reasoning(text, reasoning, prompt)
+                prompt: str, kwargs: dict[str, Any] | None = None) -> Outcome:
+    r, content = split_reasoning(text, reasoning, prompt, kwargs)
     parsed = parse_tools(content, tool, tools)
     return Outcome(r, parsed.content, parsed.calls, parsed.error)
 
 
 def parse_streamed(deltas: Sequence[tuple[str, Sequence[int]]], tool: ToolParser | None, reasoning: ReasoningParser | None,
-                   tools: Sequence[dict[str, Any]] | None, prompt: str | None, id_of: Callable[[str], int | None]) -> Outcome:
+                   tools: Sequence[dict[str, Any]] | None, prompt: str, id_of: Callable[[str], int | None],
+                   kwargs: dict[str, Any] | None = None) -> Outcome:
     """The outcome of the streamed deltas (text, ids): the text joined as the client receives it, with by-id
     markers seen only when their id arrived."""
     text = "".join(d for d, _ in deltas)
@@ -87,6 +124,24 @@ def parse_streamed(deltas: Sequence[tuple[str, Sequence[int]]], tool: ToolParser
         token = id_of(marker)
         return token is not None and token in arrived
 
-    r, content = split_reasoning(text, reasoning, prompt, seen, streaming=True)
+    r, content = split_reasoning(text, reasoning, prompt, kwargs, seen, streaming=True)
     parsed = parse_tools(content, tool, tools, seen)
+    if tool is not None and tool.stream_drops_tail and parsed.calls:
+        end = id_of(tool.markers[3])
+        burst = next((k for k, (_, ids) in enumerate(deltas) if end in ids), None)
+        if burst is not None and len(deltas[burst][1]) > 1:
+            delta = deltas[burst][0]
+            lost = delta[:delta.find(tool.markers[3])] if tool.markers[3] in delta else delta
+            if lost:  # the last call's arguments lose the text that came with the end marker
+                last = parsed.calls[-1]
+                raw = json.dumps(last.arguments, ensure_ascii=False)
+                truncated = Call(last.name, raw[:max(0, len(raw) - len(lost))])
+                parsed = Parsed((*parsed.calls[:-1], truncated), parsed.content, "arguments truncated: the text that arrived "
+                                "with the call's end marker was dropped")
+    if r is not None and reasoning is not None and reasoning.stream_start_leaks:
+        start = id_of(reasoning.start)
+        end = id_of(reasoning.end)
+        burst = next((ids for _, ids in deltas if start in ids), None)
+        if burst is not None and len(burst) > 1 and end not in burst:
+            r = reasoning.start + r  # the whole first delta went to reasoning, marker included
     return Outcome(r, parsed.content, parsed.calls, parsed.error)

@@ -10,29 +10,13 @@ from typing import Any
 
 from tokaudit.checks.common import find_content
 from tokaudit.model.tokenizer_model import TokenizerModel
+from tokaudit.parsers.parse import template_state
 from tokaudit.template.serving import ServingEncoder
 from tokaudit.template.turn import Turn
 
 #: Tokens a model ends its turn with (besides the model's own eos): the output is cut before the first.
 END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<｜end▁of▁sentence｜>", "<|return|>", "<|call|>", "<end_of_turn>",
                "<|end_of_text|>", "<|endoftext|>", "</s>", "<|END_OF_TURN_TOKEN|>", "<turn|>", "<|end▁of▁sentence|>")
-
-#: The reasoning markers a generation prompt may open or close.
-OPENERS = ("<think>", "<seed:think>", "[THINK]", "<|channel|>analysis", "<|START_THINKING|>")
-CLOSERS = ("</think>", "</seed:think>", "[/THINK]", "<|end|>", "<|END_THINKING|>")
-
-
-def prompt_reasoning(prompt: str) -> tuple[str | None, str | None]:
-    """("open" | "closed" | None, the marker): whether the prompt's last reasoning marker opens or closes it.
-    Only the tail after the last user/tool turn counts: that is what the generation prompt adds."""
-    last_open = max(((prompt.rfind(m), m) for m in OPENERS), default=(-1, ""))
-    last_close = max(((prompt.rfind(m), m) for m in CLOSERS if m != "<|end|>"), default=(-1, ""))
-    if last_open[0] < 0 and last_close[0] < 0:
-        return None, None
-    if last_open[0] > last_close[0]:
-        return "open", last_open[1]
-    return "closed", last_close[1]
-
 
 @dataclass
 class Case:
@@ -52,8 +36,9 @@ class Case:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def prompt_state(self) -> tuple[str | None, str | None]:
-        return prompt_reasoning(self.turn.prompt)
+    def prompt_state(self) -> str | None:
+        """"open" / "closed" / None: what the generation prompt does to reasoning (the template's markers)."""
+        return template_state(self.turn.prompt)
 
 
 def _cut_text(text: str, stops: tuple[str, ...]) -> tuple[str, str | None]:

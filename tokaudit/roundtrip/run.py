@@ -12,7 +12,7 @@ from typing import Any
 
 from tokaudit.parsers.families import STACKS, ReasoningParser, ToolParser, reasoning_parsers, tool_parsers
 from tokaudit.parsers.grammars import Call
-from tokaudit.parsers.parse import Outcome, parse_streamed, parse_whole
+from tokaudit.parsers.parse import Outcome, enabled, parse_streamed, parse_whole
 from tokaudit.roundtrip.case import Case
 from tokaudit.template.turn import SENTINEL_ARGUMENTS, SENTINEL_NAME, SENTINEL_REASONING, SENTINEL_TOOL
 
@@ -106,24 +106,38 @@ class Decoder:
         return self._cache[key]  # type: ignore[no-any-return]
 
 
-def _skip_for(stack: str, tool: ToolParser | None, reasoning: ReasoningParser | None, with_tools: bool) -> bool:
-    """skip_special_tokens as the stack sets it for a request (with or without tools) and these parsers."""
+def _skip_for(stack: str, tool: ToolParser | None, reasoning: ReasoningParser | None, with_tools: bool, harmony: bool = False) -> bool:
+    """skip_special_tokens as the stack sets it for a request (with or without tools) and these parsers
+    (``harmony``: the model is gpt-oss, for which SGLang always keeps them)."""
     info = STACKS[stack]
-    if info.text == "pieces":
+    parsers = [p for p in (tool, reasoning) if p is not None]
+    if info.text == "pieces" or any(p.keep_special == "always" for p in parsers) or (harmony and stack == "sglang"):
         return False
     if not with_tools:
         return True
     if info.keep_special == "tools" and tool is not None:
         return False
-    return not any(p is not None and p.keep_special == "tools" for p in (tool, reasoning))
+    return not any(p.keep_special == "tools" for p in parsers)
 
 
-def _refusal(parsers: Sequence[ToolParser | ReasoningParser | None], id_of: Callable[[str], int | None], tokenized: bool) -> str | None:
+def is_harmony(id_of: Callable[[str], int | None]) -> bool:
+    """A gpt-oss (harmony) tokenizer: vLLM then runs its harmony parser whatever the flags say."""
+    return id_of("<|channel|>") is not None and id_of("<|constrain|>") is not None
+
+
+def _refusal(parsers: Sequence[ToolParser | ReasoningParser | None], id_of: Callable[[str], int | None], tokenized: bool,
+             kwargs: dict[str, Any]) -> str | None:
     if not tokenized:
         return None
+    harmony = is_harmony(id_of)
     for p in parsers:
         if p is None:
             continue
+        if harmony and p.stack == "vllm" and not p.harmony_only:
+            kind, needed = ("tool parser", "openai") if isinstance(p, ToolParser) else ("reasoning parser", "openai_gptoss")
+            return f"vllm refuses the {kind} {p.name}: a harmony (gpt-oss) model requires {needed}"
+        if isinstance(p, ReasoningParser) and not enabled(p, kwargs):
+            continue  # vLLM's deepseek_v3 without thinking is the identity parser: it needs nothing
         missing = [t for t in p.requires if id_of(t) is None]
         if missing:
             kind = "tool parser" if isinstance(p, ToolParser) else "reasoning parser"
@@ -152,13 +166,13 @@ def _reasoning_verdict(o: Outcome, rendered: bool, parser: ReasoningParser | Non
     return "lost"
 
 
-def _stage(dec: Decoder, o: Outcome, stack: str, tool: ToolParser, reasoning: ReasoningParser | None, skip: bool, prompt: str | None) -> str:
+def _stage(dec: Decoder, o: Outcome, stack: str, tool: ToolParser, reasoning: ReasoningParser | None, skip: bool, prompt: str, kwargs: dict[str, Any]) -> str:
     if SENTINEL_NAME in (o.reasoning or ""):
         return "reasoning"
     if any(c.name == SENTINEL_NAME for c in o.calls):
         return "arguments"
     if skip and dec.tokenized:
-        kept = parse_whole(dec.whole(False), tool, reasoning, [SENTINEL_TOOL], prompt)
+        kept = parse_whole(dec.whole(False), tool, reasoning, [SENTINEL_TOOL], prompt, kwargs)
         if calls_equal(kept.calls):
             return "skip_special_tokens"
     if dec.tokenized and any(m in (o.content or "") and dec.id_of(m) is None for m in tool.markers[:1]):
@@ -173,15 +187,18 @@ def _same(a: Outcome, b: Outcome) -> bool:
 
 def evaluate(dec: Decoder, stack: str, tool: ToolParser | None, reasoning: ReasoningParser | None) -> Row:
     case = dec.case
-    prompt = case.prompt_state[0]
-    refused = _refusal((tool, reasoning), dec.id_of, dec.tokenized)
-    skip = _skip_for(stack, tool, reasoning, with_tools=True)
+    prompt, kwargs = case.turn.prompt, case.turn.kwargs
+    refused = _refusal((tool, reasoning), dec.id_of, dec.tokenized, case.turn.kwargs)
+    harmony = dec.tokenized and is_harmony(dec.id_of)
+    skip = _skip_for(stack, tool, reasoning, with_tools=True, harmony=harmony)
     if refused is not None:
         return Row(stack, tool and tool.name, reasoning and reasoning.name, "refused" if tool is not None else None,
                    "refused" if reasoning is not None else None, "startup", skip, reason=refused)
-    text = dec.whole(skip)
+    # vLLM's harmony parsers read the token ids, not the text: the markers count even when skipped
+    reads_ids = harmony and stack == "vllm"
+    text = dec.whole(False if reads_ids else skip)
     tools = [SENTINEL_TOOL]
-    whole = parse_whole(text, tool, reasoning, tools, prompt)
+    whole = parse_whole(text, tool, reasoning, tools, prompt, kwargs)
     calls_rendered = SENTINEL_NAME in case.text
     reasoning_rendered = SENTINEL_REASONING in case.text
     tv = _tool_verdict(case, whole, calls_rendered) if tool is not None else None
@@ -189,18 +206,18 @@ def evaluate(dec: Decoder, stack: str, tool: ToolParser | None, reasoning: Reaso
     stage = None
     if tv == "lost":
         assert tool is not None
-        stage = _stage(dec, whole, stack, tool, reasoning, skip, prompt)
+        stage = _stage(dec, whole, stack, tool, reasoning, skip, prompt, kwargs)
     differs = []
     for size in STEP_SIZES:
-        streamed = parse_streamed(dec.steps(skip, size), tool, reasoning, tools, prompt, dec.id_of)
+        streamed = parse_streamed(dec.steps(False if reads_ids else skip, size), tool, reasoning, tools, prompt, dec.id_of, kwargs)
         if not _same(streamed, whole):
             differs.append(size)
     row = Row(stack, tool and tool.name, reasoning and reasoning.name, tv, rv, stage, skip, differs or None, outcome=whole)
     if differs:
-        streamed = parse_streamed(dec.steps(skip, differs[0]), tool, reasoning, tools, prompt, dec.id_of)
+        streamed = parse_streamed(dec.steps(skip, differs[0]), tool, reasoning, tools, prompt, dec.id_of, kwargs)
         row.details["streamed"] = outcome_json(streamed)
-    if tv == "ok" and dec.tokenized and not _skip_for(stack, tool, reasoning, with_tools=True) and STACKS[stack].text == "decoded":
-        bare = parse_whole(dec.whole(True), tool, reasoning, tools, prompt)
+    if tv == "ok" and dec.tokenized and not skip and STACKS[stack].text == "decoded" and not harmony:
+        bare = parse_whole(dec.whole(True), tool, reasoning, tools, prompt, kwargs)
         if not calls_equal(bare.calls):
             row.without_tools = "lost"
     return row

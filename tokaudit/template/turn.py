@@ -53,7 +53,7 @@ def assistant_turn(arguments_as: str = "dict") -> dict[str, Any]:
     if arguments_as == "string":
         args = json.dumps(args, ensure_ascii=False)
     return {"role": "assistant", "content": "", "reasoning_content": SENTINEL_REASONING,
-            "tool_calls": [{"id": "call_tokaudit1", "type": "function", "function": {"name": SENTINEL_NAME, "arguments": args}}]}
+            "tool_calls": [{"id": "tokaudit1", "type": "function", "function": {"name": SENTINEL_NAME, "arguments": args}}]}
 
 
 @dataclass(frozen=True)

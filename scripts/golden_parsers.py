@@ -1,0 +1,292 @@
+"""Ground truth for the parser round trip: the real parser classes of vLLM and SGLang on tokaudit's cases.
+
+Two steps, two environments:
+
+1. ``python scripts/golden_parsers.py cases`` (tokaudit's venv, real tokenizers fetched by
+   ``scripts/fetch_real_tokenizers.py``, llama.cpp's templates from the llama-cpp-python sdist): renders each
+   case's assistant turn (``tokaudit.template.turn``), tokenizes and cuts it as the round trip does and writes
+   ``tests/data/parser_cases.jsonl`` (ids, text, tools) plus a tokenizer directory per case under ``--tokenizers``
+   (the real files and a config.json naming the model type, as a deployed model directory has).
+2. ``GOLDEN_VENV/bin/python scripts/golden_parsers.py run`` (a venv with vLLM and SGLang installed on CPU, see
+   the README's "Parser round trip" section): feeds each case to the stacks' own parser classes, whole and
+   streamed (DecodeStream deltas of 1, 3 and 8 ids per step), with the skip_special_tokens each stack sets for
+   the request, and writes ``tests/data/parser_golden.jsonl`` with the stack versions in its first line.
+
+Regenerate both when a stack version in ``tokaudit/parsers/families.py`` changes. Nothing here is imported by
+tokaudit; the golden step imports only the stacks, transformers and tokenizers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
+CASES = DATA / "parser_cases.jsonl"
+GOLDEN = DATA / "parser_golden.jsonl"
+SDIST = "llama_cpp_python-0.3.36.tar.gz"
+TEMPLATES = "llama_cpp_python-0.3.36/vendor/llama.cpp/models/templates/"
+#: Prompt ids kept per case: enough for the streaming reasoning check, which reads the prompt's tail.
+PROMPT_TAIL = 48
+STEPS = (1, 3, 8)
+
+#: (case, template file, real tokenizer, model_type for config.json, chat template kwargs, vLLM reasoning parsers, SGLang reasoning parsers)
+CASE_LIST: list[tuple[str, str, str, str, dict[str, Any], list[str], list[str]]] = [
+    ("qwen3-coder", "Qwen3-Coder.jinja", "qwen3", "qwen3_moe", {}, ["qwen3"], ["qwen3"]),
+    ("qwen3-0.6b", "Qwen-Qwen3-0.6B.jinja", "qwen3", "qwen3", {}, ["qwen3", "deepseek_r1"], ["qwen3", "deepseek-r1"]),
+    ("qwq-32b", "Qwen-QwQ-32B.jinja", "qwen3", "qwen2", {}, ["deepseek_r1", "qwen3"], ["deepseek-r1", "qwen3"]),
+    ("qwen2.5", "Qwen-Qwen2.5-7B-Instruct.jinja", "qwen3", "qwen2", {}, [], []),
+    ("qwen3.5", "Qwen3.5-4B.jinja", "qwen3", "qwen3_5", {}, ["qwen3"], ["qwen3"]),
+    ("llama-3.1+llama-3.0-tokenizer", "meta-llama-Llama-3.1-8B-Instruct.jinja", "llama3", "llama", {}, [], []),
+    ("deepseek-v3.1+v3-tokenizer", "deepseek-ai-DeepSeek-V3.1.jinja", "deepseek-v3", "deepseek_v3", {"thinking": True},
+     ["deepseek_v3", "deepseek_r1"], ["deepseek-v3", "deepseek-r1"]),
+    ("gpt-oss", "openai-gpt-oss-120b.jinja", "gpt-oss", "gpt_oss", {}, ["openai_gptoss"], ["gpt-oss"]),
+]
+
+
+def real_cache() -> Path:
+    return Path(os.environ.get("TOKAUDIT_REAL_CACHE") or Path.home() / ".cache" / "tokaudit" / "real")
+
+
+def template_text(name: str) -> str:
+    with tarfile.open(real_cache() / "packages" / SDIST) as tar:
+        member = tar.extractfile(TEMPLATES + name)
+        assert member is not None
+        return member.read().decode("utf-8")
+
+
+def make_cases(tokenizers: Path) -> None:
+    sys.path.insert(0, str(ROOT))
+    from tokaudit.roundtrip.case import build_case
+    from tokaudit.scan import load_model
+    from tokaudit.template.engines import make_engines
+    from tokaudit.template.serving import ServingEncoder
+    from tokaudit.template.source import special_token_context
+    from tokaudit.template.turn import SENTINEL_ARGUMENTS, SENTINEL_NAME, SENTINEL_REASONING, SENTINEL_TOOL, render_turn
+
+    engine = make_engines(["jinja2"])[0]
+    lines = []
+    for name, template, tok, model_type, kwargs, vllm_r, sglang_r in CASE_LIST:
+        src = real_cache() / "models" / tok
+        model = load_model(str(src))
+        special = special_token_context(model)
+        turn, why = render_turn(engine.prepare(template_text(template)), special, kwargs)
+        if turn is None:
+            raise SystemExit(f"{name}: {why}")
+        case = build_case(name, turn, model, ServingEncoder(model), special)
+        dest = tokenizers / tok
+        dest.mkdir(parents=True, exist_ok=True)
+        for f in src.iterdir():
+            shutil.copy(f, dest / f.name)
+        (dest / "config.json").write_text(json.dumps({"model_type": model_type}), encoding="utf-8")
+        assert case.prompt_ids is not None and case.output_ids is not None
+        lines.append({"case": name, "template": template, "tokenizer": tok, "kwargs": kwargs, "tools": [SENTINEL_TOOL],
+                      "prompt_tail": case.prompt_ids[-PROMPT_TAIL:], "prompt_state": case.prompt_state, "output_ids": case.output_ids,
+                      "text": case.text, "vllm_reasoning": vllm_r, "sglang_reasoning": sglang_r,
+                      "expected": {"name": SENTINEL_NAME, "arguments": SENTINEL_ARGUMENTS, "reasoning": SENTINEL_REASONING}})
+        print(f"{name}: {len(case.output_ids)} output ids", file=sys.stderr)
+    DATA.mkdir(parents=True, exist_ok=True)
+    CASES.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+
+
+# ---- the golden step (runs where vLLM and SGLang are installed) ----------------------------------------------
+
+def _args(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, TypeError):
+        return text
+
+
+def _deltas(tok: Any, ids: list[int], prompt: list[int], skip: bool, size: int) -> list[tuple[str, list[int]]]:
+    from tokenizers.decoders import DecodeStream
+
+    backend = tok.backend_tokenizer if hasattr(tok, "backend_tokenizer") else tok._tokenizer
+    stream = DecodeStream(skip_special_tokens=skip)
+    for i in prompt[-8:]:
+        stream.step(backend, i)
+    out = []
+    for start in range(0, len(ids), size):
+        batch = ids[start:start + size]
+        out.append(("".join(s for i in batch if (s := stream.step(backend, i)) is not None), batch))
+    return out
+
+
+class _Calls:
+    def __init__(self) -> None:
+        self.items: dict[int, dict[str, Any]] = {}
+
+    def add(self, index: int, name: str | None, args: str | None) -> None:
+        item = self.items.setdefault(index, {"name": "", "arguments": ""})
+        item["name"] += name or ""
+        item["arguments"] += args or ""
+
+    def result(self) -> list[dict[str, Any]]:
+        return [{"name": v["name"], "arguments": _args(v["arguments"])} for _, v in sorted(self.items.items())]
+
+
+def _vllm(case: dict[str, Any], tok: Any, tool: str | None, reasoning: str | None) -> dict[str, Any]:
+    from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+    from vllm.parser.parser_manager import ParserManager
+
+    harmony = case["tokenizer"] == "gpt-oss"
+    try:
+        cls = ParserManager.get_parser(tool_parser_name=tool, reasoning_parser_name=reasoning, enable_auto_tools=tool is not None,
+                                       is_harmony=harmony, tokenizer=tok)
+    except Exception as exc:  # the start-up refusal is the result
+        return {"refused": str(exc).splitlines()[0][:300]}
+    if cls is None:
+        return {"skip": "no parser"}
+
+    def request() -> Any:
+        return ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "x"}], tools=case["tools"],
+                                     chat_template_kwargs=case["kwargs"] or None)
+
+    req = request()
+    try:
+        parser = cls(tok, req.tools, chat_template_kwargs=case["kwargs"])
+    except Exception as exc:  # refused when the request's kwargs select a parser the tokenizer cannot serve
+        return {"refused": "at request time: " + str(exc).splitlines()[0][:300]}
+    req = parser.adjust_request(req)
+    skip = True if req.skip_special_tokens is None else bool(req.skip_special_tokens)  # None: the default, True
+    ids = case["output_ids"]
+    text = tok.decode(ids, skip_special_tokens=skip)
+    out: dict[str, Any] = {"skip_special_tokens": skip}
+    try:
+        r, content, calls = parser.parse(text, req, enable_auto_tools=tool is not None, model_output_token_ids=ids)
+        out["whole"] = {"reasoning": r, "content": content, "calls": [{"name": c.name, "arguments": _args(c.arguments)} for c in calls or []]}
+    except Exception as exc:
+        out["whole"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    for size in STEPS:
+        req = parser_req = request()
+        p = cls(tok, req.tools, chat_template_kwargs=case["kwargs"])
+        parser_req = p.adjust_request(req)
+        acc = {"reasoning": "", "content": ""}
+        calls_acc = _Calls()
+        deltas = _deltas(tok, ids, case["prompt_tail"], skip, size)
+        try:
+            for k, (delta, batch) in enumerate(deltas):
+                msg = p.parse_delta(delta, batch, parser_req, prompt_token_ids=case["prompt_tail"], finished=k == len(deltas) - 1)
+                if msg is None:
+                    continue
+                acc["reasoning"] += msg.reasoning or ""
+                acc["content"] += msg.content or ""
+                for c in msg.tool_calls or []:
+                    fn = c.function
+                    calls_acc.add(c.index, fn.name if fn else None, fn.arguments if fn else None)
+            out[f"stream{size}"] = {"reasoning": acc["reasoning"] or None, "content": acc["content"] or None, "calls": calls_acc.result()}
+        except Exception as exc:
+            out[f"stream{size}"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    return out
+
+
+def _sglang(case: dict[str, Any], tok: Any, tool: str | None, reasoning: str | None) -> dict[str, Any]:
+    from sglang.srt.entrypoints.openai.protocol import Tool
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+    from sglang.srt.parser.reasoning_parser import ReasoningParser
+
+    skip = not (tool is not None or case["tokenizer"] == "gpt-oss")
+    ids = case["output_ids"]
+    force = True if case["prompt_state"] == "open" else None
+    tools = [Tool(**t) for t in case["tools"]]
+    out: dict[str, Any] = {"skip_special_tokens": skip}
+
+    def parsers() -> tuple[Any, Any]:
+        rp = ReasoningParser(model_type=reasoning, stream_reasoning=True, force_reasoning=force, tokenizer=tok,
+                             tool_call_parser_active=tool is not None) if reasoning else None
+        fp = FunctionCallParser(tools, tool, tokenizer=tok) if tool else None
+        return rp, fp
+
+    try:
+        rp, fp = parsers()
+    except Exception as exc:
+        return {"refused": f"{type(exc).__name__}: {exc}"[:300]}
+    text = tok.decode(ids, skip_special_tokens=skip)
+    try:
+        r, normal = rp.parse_non_stream(text) if rp else (None, text)
+        calls = []
+        if fp is not None and normal:
+            normal, items = fp.parse_non_stream(normal)
+            calls = [{"name": c.name, "arguments": _args(c.parameters)} for c in items]
+        out["whole"] = {"reasoning": r or None, "content": normal or None, "calls": calls}
+    except Exception as exc:
+        out["whole"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    for size in STEPS:
+        rp, fp = parsers()
+        acc = {"reasoning": "", "content": ""}
+        calls_acc = _Calls()
+        try:
+            for delta, _ in _deltas(tok, ids, case["prompt_tail"], skip, size):
+                r, normal = rp.parse_stream_chunk(delta) if rp else (None, delta)
+                acc["reasoning"] += r or ""
+                if fp is not None and normal:
+                    normal, items = fp.parse_stream_chunk(normal)
+                    for c in items:
+                        calls_acc.add(c.tool_index, c.name, c.parameters)
+                acc["content"] += normal or ""
+            if rp is not None and hasattr(rp, "parse_stream_end"):
+                r, normal = rp.parse_stream_end()
+                acc["reasoning"] += r or ""
+                acc["content"] += normal or ""
+            out[f"stream{size}"] = {"reasoning": acc["reasoning"] or None, "content": acc["content"] or None, "calls": calls_acc.result()}
+        except Exception as exc:
+            out[f"stream{size}"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    return out
+
+
+def run_golden(tokenizers: Path, only: set[str] | None) -> None:
+    import logging
+
+    logging.disable(logging.WARNING)
+    sys.path.insert(0, str(ROOT))
+    from importlib.metadata import version
+
+    from vllm.tokenizers import get_tokenizer
+
+    sys.path.insert(0, str(ROOT))
+    from tokaudit.parsers.families import reasoning_parsers, tool_parsers  # plain data, no dependencies
+
+    head = {"stacks": {"vllm": version("vllm"), "sglang": version("sglang")}, "transformers": version("transformers"),
+            "tokenizers": version("tokenizers")}
+    lines = [json.dumps(head)]
+    for case in (json.loads(line) for line in CASES.read_text(encoding="utf-8").splitlines()):
+        if only and case["case"] not in only:
+            continue
+        tok = get_tokenizer(str(tokenizers / case["tokenizer"]))
+        start = time.time()
+        for stack, run, reasons in (("vllm", _vllm, case["vllm_reasoning"]), ("sglang", _sglang, case["sglang_reasoning"])):
+            pairs = [(t.name, None) for t in tool_parsers(stack)] + [(None, r.name) for r in reasoning_parsers(stack)]
+            pairs += [(t.name, r) for t in tool_parsers(stack) for r in reasons]
+            for tool, reasoning in pairs:
+                result = run(case, tok, tool, reasoning)
+                for size in STEPS:  # a streamed outcome equal to the whole one is written as "same" (smaller file)
+                    if f"stream{size}" in result and result[f"stream{size}"] == result.get("whole"):
+                        result[f"stream{size}"] = "same"
+                lines.append(json.dumps({"case": case["case"], "stack": stack, "tool_parser": tool, "reasoning_parser": reasoning, **result},
+                                        ensure_ascii=False))
+        print(f"{case['case']}: {time.time() - start:.1f} s", file=sys.stderr)
+    GOLDEN.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("step", choices=["cases", "run"])
+    ap.add_argument("--tokenizers", type=Path, default=Path(os.environ.get("TOKAUDIT_GOLDEN_TOKENIZERS", "/tmp/tokaudit-golden-tokenizers")))
+    ap.add_argument("--case", action="append", help="only these cases (run)")
+    args = ap.parse_args()
+    if args.step == "cases":
+        make_cases(args.tokenizers)
+    else:
+        run_golden(args.tokenizers, set(args.case) if args.case else None)
+
+
+if __name__ == "__main__":
+    main()
