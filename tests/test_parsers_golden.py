@@ -105,8 +105,8 @@ def test_grammar_matches_the_real_parser(row: dict[str, Any]) -> None:
     assert (tname is None or tool is not None) and (rname is None or reasoning is not None)
     dec = _decoder(row["case"])
     mine = evaluate(dec, stack, tool, reasoning)
-    if "refused" in row:
-        assert mine.tool_calls == "refused" or mine.reasoning == "refused", row["refused"]
+    if "refused" in row or "NotImplementedError" in row["whole"].get("error", ""):  # the harmony-only stubs raise per request
+        assert mine.tool_calls == "refused" or mine.reasoning == "refused", row.get("refused") or row["whole"]
         return
     assert mine.stage != "startup", mine.reason
     assert mine.skip_special_tokens == row["skip_special_tokens"]

@@ -74,6 +74,12 @@ _ROWS = (
     ("TA803", "double-bos", "warning", "The rendered prompt, tokenized with special tokens added, starts with two BOS ids."),
     ("TA804", "template-token-split", "error", "A control-token literal in the rendered prompt does not encode to its one registered id."),
     ("TA805", "generation-prompt", "warning", "The generation prompt does not end with the assistant header the template writes before an assistant turn."),
+    ("TA820", "tool-call-roundtrip", "error", "A tool call the template teaches does not come back intact through the stack's detokenizer and tool parser."),
+    ("TA821", "reasoning-roundtrip", "error", "The reasoning parser puts content (or the tool call) into reasoning, or reasoning into content."),
+    ("TA822", "parser-startup", "error", "The stack refuses the named parser with this tokenizer at start-up."),
+    ("TA823", "stream-parse-divergence", "warning", "Streamed and whole parses of the same output differ, or the step size changes the result."),
+    ("TA824", "reasoning-marker-in-prompt", "warning", "The generation prompt already holds a reasoning marker, so a parser that assumes reasoning is open misplaces the output."),
+    ("TA825", "reasoning-prefill", "note", "The generation prompt opens reasoning: output cut by max_tokens is reasoning, not content."),
 )
 
 CATALOG: dict[str, CodeInfo] = {row[0]: CodeInfo(*row) for row in _ROWS}

@@ -10,6 +10,10 @@ baseline = "tokaudit-baseline.json"
 target = "models/kimi-*"          # glob over the TARGET argument
 rules = ["TA101"]
 reason = "the reserved ids are filled by the remote code we deploy with"   # required
+
+stacks = ["vllm"]                 # the stacks the deploy runs on (the parser round trip)
+tool-parser = "hermes"            # the deploy's --tool-call-parser: its failures are errors
+reasoning-parser = "qwen3"        # the deploy's --reasoning-parser
 ```
 """
 
@@ -24,7 +28,7 @@ from typing import Any
 from tokaudit.artifacts.base import decode_text, read_bytes
 from tokaudit.errors import InputError
 
-KEYS = ("select", "ignore", "baseline", "per-target-ignores")
+KEYS = ("select", "ignore", "baseline", "per-target-ignores", "stacks", "tool-parser", "reasoning-parser")
 ENTRY_KEYS = ("target", "rules", "reason")
 
 
@@ -51,6 +55,9 @@ class Config:
     ignore: tuple[str, ...] = ()
     baseline: Path | None = None
     per_target_ignores: tuple[TargetIgnore, ...] = ()
+    stacks: tuple[str, ...] = ()
+    tool_parser: str | None = None
+    reasoning_parser: str | None = None
 
     @property
     def name(self) -> str:
@@ -77,11 +84,11 @@ def load_config(start: Path | None = None) -> Config:
     return Config() if path is None else parse_config(path)
 
 
-def _strings(value: Any, path: Path, key: str) -> tuple[str, ...]:
+def _strings(value: Any, path: Path, key: str, what: str = "rule codes or names") -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise InputError("expected a list of rule codes or names", file=str(path), key=key)
+        raise InputError(f"expected a list of {what}", file=str(path), key=key)
     return tuple(v.strip() for v in value)
 
 
@@ -136,7 +143,17 @@ def parse_config(path: Path) -> Config:
         if "rules" not in entry:
             raise InputError("a per-target ignore needs 'rules'", file=str(path), key=f"{key}.rules")
         ignores.append(TargetIgnore(target, _strings(entry["rules"], path, f"{key}.rules"), reason.strip(), i))
+    stacks = _strings(table["stacks"], path, "tool.tokaudit.stacks", "stack names") if "stacks" in table else ()
+    parsers = {}
+    for key in ("tool-parser", "reasoning-parser"):
+        value = table.get(key)
+        if value is not None and not (isinstance(value, str) and value):
+            raise InputError("expected a parser name", file=str(path), key=f"tool.tokaudit.{key}")
+        parsers[key] = value
     return Config(
+        stacks=stacks,
+        tool_parser=parsers["tool-parser"],
+        reasoning_parser=parsers["reasoning-parser"],
         path=path,
         select=select,
         ignore=ignore,

@@ -39,6 +39,17 @@ def template(
     template_file: Annotated[
         Path | None, typer.Option("--template", help="Render this Jinja file instead of the target's chat template.", dir_okay=False)
     ] = None,
+    stack: Annotated[
+        str | None, typer.Option("--stack", help="Comma-separated stacks for the parser round trip: vllm, sglang, llama.cpp "
+                                 "(default: [tool.tokaudit] stacks, else all).")
+    ] = None,
+    tool_parser: Annotated[
+        str | None, typer.Option("--tool-parser", help="The deploy's tool-call parser as the stack names it (vLLM "
+                                 "--tool-call-parser, SGLang --tool-call-parser): its failures are errors.")
+    ] = None,
+    reasoning_parser: Annotated[
+        str | None, typer.Option("--reasoning-parser", help="The deploy's reasoning parser as the stack names it.")
+    ] = None,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
     revision: RevisionOpt = None,
@@ -51,13 +62,20 @@ def template(
 ) -> None:
     """Render the chat template with Jinja2 (transformers, vLLM) and MiniJinja (Rust gateways), then tokenize what they render."""
     with handle_errors(debug):
+        from tokaudit.config import load_config
         from tokaudit.report.policy import Selection, split_selectors, validate
         from tokaudit.report.report import Report
+        from tokaudit.roundtrip.analysis import CODES as PARSER_CODES
+        from tokaudit.roundtrip.analysis import ParserChoice, add_round_trip, check_choice
         from tokaudit.scan import load_model
         from tokaudit.template.analysis import CODES
-        from tokaudit.template.run import TemplateOptions, parse_engine_list, template_model
+        from tokaudit.template.run import TemplateOptions, parse_engine_list, template_model, templates_of
 
-        known = [(code, meta.name) for code, meta in CODES.items()]
+        config = load_config()
+        stacks = tuple(s.strip() for s in stack.split(",") if s.strip()) if stack else config.stacks
+        choice = ParserChoice(stacks or None, tool_parser or config.tool_parser, reasoning_parser or config.reasoning_parser)
+        check_choice(choice, "--stack" if stack else "tool.tokaudit.stacks")
+        known = [(code, meta.name) for code, meta in {**CODES, **PARSER_CODES}.items()]
         cli_select, cli_ignore = split_selectors(select), split_selectors(ignore)
         validate(cli_select, known, "--select")
         validate(cli_ignore, known, "--ignore")
@@ -67,5 +85,6 @@ def template(
         with collector_paused(freeze=True):
             model = load_model(target, revision)
             result, findings = template_model(model, options)
+            findings += add_round_trip(model, templates_of(model, options), choice, result.data)
         findings = [f for f in findings if selection.chosen(f.code, f.name)]
         emit(Report("template", [result], findings), fmt, output, fail_on, quiet, color)

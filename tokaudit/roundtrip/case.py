@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokaudit.checks.common import find_content
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.parsers.parse import template_state
 from tokaudit.template.serving import ServingEncoder
@@ -70,7 +69,10 @@ def build_case(name: str, turn: Turn, model: TokenizerModel | None, encoder: Ser
     if full_ids[:n] != prompt_ids:
         n = next(i for i, (a, b) in enumerate(zip(prompt_ids, full_ids)) if a != b)
         case.tokenizer_note = f"the prompt's ids are not a prefix of the turn's: cut at id {n}"
-    stop_ids = {hit[0] for s in stops for hit in [find_content(model.files, s)] if hit is not None}
+    from tokaudit.roundtrip.decode import vocab_lookup  # noqa: PLC0415 - the decoder side of the same lookup
+
+    id_of = vocab_lookup(model, encoder.tokenizer)
+    stop_ids = {i for s in stops for i in [id_of(s)] if i is not None}
     out = full_ids[len(prompt_ids):] if n == len(prompt_ids) else full_ids[n:]
     cut = next((i for i, t in enumerate(out) if t in stop_ids), len(out))
     case.prompt_ids, case.output_ids = prompt_ids, out[:cut]

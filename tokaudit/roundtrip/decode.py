@@ -19,10 +19,12 @@ def text_decoder(case: Case) -> Decoder:
     return Decoder(case, None, None, lambda marker: 0)
 
 
-def model_decoder(case: Case, model: TokenizerModel) -> Decoder:
+def model_decoder(case: Case, model: TokenizerModel, tokenizer: Any = None) -> Decoder:
+    """``tokenizer``: the ``tokenizers.Tokenizer`` the prompt was encoded with, when there is one (else one is built)."""
     if case.output_ids is None or case.prompt_ids is None:
         return text_decoder(case)
-    tokenizer = load_tokenizer(model).tokenizer
+    if tokenizer is None:
+        tokenizer = load_tokenizer(model).tokenizer
     contexts: dict[bool, Any] = {}
     ids, prompt = case.output_ids, case.prompt_ids
 
@@ -44,9 +46,20 @@ def model_decoder(case: Case, model: TokenizerModel) -> Decoder:
             out.append((tail, []))
         return out
 
+    return Decoder(case, steps, whole, vocab_lookup(model, tokenizer))
+
+
+def vocab_lookup(model: TokenizerModel, tokenizer: Any = None) -> Any:
+    """A marker's id as the stacks look it up (``vocab.get(marker)``: the token's own spelling, an added token's
+    content), or None."""
+    to_id = getattr(tokenizer, "token_to_id", None)
+
     @lru_cache(maxsize=256)
     def id_of(marker: str) -> int | None:
+        if to_id is not None:
+            found = to_id(marker)
+            return found if isinstance(found, int) else None
         hit = find_content(model.files, marker)
         return hit[0] if hit is not None else None
 
-    return Decoder(case, steps, whole, id_of)
+    return id_of

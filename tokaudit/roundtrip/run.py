@@ -133,6 +133,8 @@ def _refusal(parsers: Sequence[ToolParser | ReasoningParser | None], id_of: Call
     for p in parsers:
         if p is None:
             continue
+        if p.harmony_only and not harmony:
+            return f"{p.stack} cannot use {p.name} for this model: it runs only in vLLM's harmony path (gpt-oss models)"
         if harmony and p.stack == "vllm" and not p.harmony_only:
             kind, needed = ("tool parser", "openai") if isinstance(p, ToolParser) else ("reasoning parser", "openai_gptoss")
             return f"vllm refuses the {kind} {p.name}: a harmony (gpt-oss) model requires {needed}"

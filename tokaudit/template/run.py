@@ -16,7 +16,7 @@ from tokaudit.template.conversations import builtin_conversations, load_messages
 from tokaudit.template.engines import engine_info, make_engines
 from tokaudit.template.renders import ENGINE_NAMES, Budget
 from tokaudit.template.serving import ServingEncoder
-from tokaudit.template.source import file_template, model_templates, special_token_context
+from tokaudit.template.source import TemplateSource, file_template, model_templates, special_token_context
 
 
 @dataclass
@@ -40,8 +40,13 @@ def parse_engine_list(value: str | None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def templates_of(model: TokenizerModel, options: TemplateOptions) -> list[TemplateSource]:
+    """``--template FILE``, else the target's own templates."""
+    return [file_template(options.template)] if options.template is not None else model_templates(model)
+
+
 def run_templates(model: TokenizerModel, options: TemplateOptions) -> tuple[list[TemplateRun], ServingEncoder, list[Any]]:
-    templates = [file_template(options.template)] if options.template is not None else model_templates(model)
+    templates = templates_of(model, options)
     engines = make_engines(options.engines, options.budget)
     special = special_token_context(model)
     # read the files first: a malformed --messages / --tools is exit 2 even without a template

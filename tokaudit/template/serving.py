@@ -83,6 +83,8 @@ class ServingEncoder:
         self._encode: Any = None
         self.name: str | None = None
         self.error: str | None = None
+        #: the ``tokenizers.Tokenizer`` it encodes with, when it is one (the parser round trip decodes with it too)
+        self.tokenizer: Any = None
         self._tried = False
 
     def _load(self) -> None:
@@ -105,6 +107,7 @@ class ServingEncoder:
                     return
                 tok = out.value
             self._encode = lambda text: tok.encode(text, add_special_tokens=True).ids
+            self.tokenizer = tok
             self.name = f"hf ({tj.name}, add_special_tokens)"
             return
         from tokaudit.backends.registry import load_backends

@@ -106,3 +106,17 @@ def render_turn(prepared: Prepared, special: dict[str, str], kwargs: dict[str, A
     if common == len(b):
         return None, "the assistant turn adds nothing to the prompt"
     return Turn(a, b, common, kwargs), None
+
+
+def generation_suffix(prepared: Prepared, special: dict[str, str], kwargs: dict[str, Any]) -> str | None:
+    """What add_generation_prompt adds after the request's messages (None when a render fails or the prompt does
+    not start with the render without it)."""
+    base = [SYSTEM, ASK]
+    with_prompt = prepared.render(_context(special, base, True, kwargs))
+    without = prepared.render(_context(special, base, False, kwargs))
+    if not (with_prompt.ok and without.ok):
+        return None
+    assert with_prompt.text is not None and without.text is not None
+    if not with_prompt.text.startswith(without.text):
+        return None
+    return with_prompt.text[len(without.text):]
