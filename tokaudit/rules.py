@@ -23,6 +23,7 @@ RULE_MODULES = (
     "tokaudit.checks.special_tokens",
     "tokaudit.checks.token_classes",
     "tokaudit.template.rules",  # the TA8xx family
+    "tokaudit.roundtrip.rules",  # TA820-TA825, the parser round trip
     "tokaudit.checks.pattern_rules",  # TA305
     "tokaudit.checks.pipeline_rules",  # TA309, TA310
 )

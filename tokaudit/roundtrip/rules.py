@@ -1,0 +1,108 @@
+"""TA820-TA825 inside ``scan``: the parser round trip of the model's own templates, in one line per template (which
+parsers of each stack recover its calls) plus the prompt's reasoning findings; with ``tool-parser`` /
+``reasoning-parser`` in ``[tool.tokaudit]``, that deploy's failures as errors.
+
+The round trip costs a tokenizer load and a few hundred parses; its findings are kept in the result cache under the
+templates, the tokenizer files' content and the modules' source, so a rescan reads them back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from threading import Lock
+from typing import Any
+
+from tokaudit.artifacts.base import Provenance
+from tokaudit.checks.registry import rule
+from tokaudit.model.tokenizer_model import TokenizerModel
+from tokaudit.report.finding import Finding, Severity
+from tokaudit.result_cache import cache_key, digest, load, store
+from tokaudit.roundtrip.analysis import CODES, ParserChoice
+from tokaudit.template.renders import Budget
+from tokaudit.template.source import model_templates, special_token_context
+
+#: The deploy's parsers when ``[tool.tokaudit]`` names them (set by the scan command before the rules run).
+CHOICE = ParserChoice()
+SCAN_BUDGET = Budget(seconds=1.0, fuel=10_000_000, total_seconds=5.0)
+
+_lock = Lock()
+_cache: dict[int, tuple[TokenizerModel, list[Finding]]] = {}
+
+_MODULES = ("tokaudit.parsers.families", "tokaudit.parsers.grammars", "tokaudit.parsers.parse", "tokaudit.roundtrip.analysis",
+            "tokaudit.roundtrip.case", "tokaudit.roundtrip.decode", "tokaudit.roundtrip.run", "tokaudit.template.turn",
+            "tokaudit.template.serving", "tokaudit.template.engines", "tokaudit.stream.detokenizers.offsets", __name__)
+
+
+def configure(choice: ParserChoice) -> None:
+    """The scan command's ``[tool.tokaudit]`` stacks and parsers (one choice per process)."""
+    global CHOICE
+    CHOICE = choice
+
+
+def _vocabulary_digest(model: TokenizerModel) -> list[str]:
+    a = model.artifacts
+    out = []
+    for record in (a.tokenizer_json, a.tiktoken):
+        if record is not None:
+            out.append(record.digest)
+    for record in (a.tokenizer_config, a.special_tokens_map):
+        if record is not None and record.path.is_file():
+            out.append(digest(record.path.read_bytes()))
+    return out
+
+
+def _to_json(f: Finding) -> list[Any]:
+    loc = f.location
+    return [f.code, f.severity.value, f.message, f.details, None if loc is None else [loc.file, loc.line]]
+
+
+def _from_json(rows: Any) -> list[Finding] | None:
+    try:
+        out = []
+        for code, severity, message, details, loc in rows:
+            where = None if loc is None else Provenance(loc[0], line=loc[1])
+            out.append(CODES[code].finding(message, severity=Severity(severity), details=details, location=where))
+        return out
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def round_trip_findings(model: TokenizerModel) -> list[Finding]:
+    """The TA82x findings of a model's own templates (per model object, and in the result cache)."""
+    key = id(model)
+    with _lock:
+        hit = _cache.get(key)
+        if hit is not None and hit[0] is model:
+            return hit[1]
+    templates = model_templates(model)
+    found: list[Finding] = []
+    if templates and any(k in t.text for t in templates for k in ("tool", "think", "reasoning")):
+        choice = CHOICE
+        inputs = {"templates": [[t.name, t.text, str(t.location)] for t in templates], "special": special_token_context(model),
+                  "vocabulary": _vocabulary_digest(model), "choice": [choice.stacks, choice.tool_parser, choice.reasoning_parser]}
+        ck = cache_key("parser-round-trip", inputs, _MODULES)
+        cached = _from_json(load(ck))
+        if cached is not None:
+            found = cached
+        else:
+            from tokaudit.roundtrip.analysis import model_templates_runs, parser_findings
+
+            found = parser_findings(model_templates_runs(model, templates, choice, budget=SCAN_BUDGET), choice)
+            store(ck, [_to_json(f) for f in found])
+    with _lock:
+        if len(_cache) > 16:
+            _cache.clear()
+        _cache[key] = (model, found)
+    return found
+
+
+def _register(code: str) -> None:
+    def check(model: TokenizerModel) -> Iterator[Finding]:
+        yield from (f for f in round_trip_findings(model) if f.code == code)
+
+    check.__name__ = CODES[code].name.replace("-", "_")
+    rule(code)(check)
+
+
+for _code in CODES:
+    _register(_code)
