@@ -23,7 +23,6 @@ import json
 import os
 import shutil
 import sys
-import tarfile
 import time
 from pathlib import Path
 from typing import Any
@@ -32,8 +31,6 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 CASES = DATA / "parser_cases.jsonl"
 GOLDEN = DATA / "parser_golden.jsonl"
-SDIST = "llama_cpp_python-0.3.36.tar.gz"
-TEMPLATES = "llama_cpp_python-0.3.36/vendor/llama.cpp/models/templates/"
 #: Prompt ids kept per case: enough for the streaming reasoning check, which reads the prompt's tail.
 PROMPT_TAIL = 48
 STEPS = (1, 3, 8)
@@ -49,18 +46,19 @@ CASE_LIST: list[tuple[str, str, str, str, dict[str, Any], list[str], list[str]]]
     ("deepseek-v3.1+v3-tokenizer", "deepseek-ai-DeepSeek-V3.1.jinja", "deepseek-v3", "deepseek_v3", {"thinking": True},
      ["deepseek_v3", "deepseek_r1"], ["deepseek-v3", "deepseek-r1"]),
     ("gpt-oss", "openai-gpt-oss-120b.jinja", "gpt-oss", "gpt_oss", {}, ["openai_gptoss"], ["gpt-oss"]),
+    ("kimi-k2", "moonshotai-Kimi-K2.jinja", "kimi-k2.5", "kimi_k2", {}, ["kimi_k2"], ["kimi_k2"]),
+    ("glm-4.6", "GLM-4.6.jinja", "glm-4.6-markers", "glm4_moe", {}, ["glm45"], ["glm45"]),
 ]
 
+#: Tokenizers the real cache does not hold as a directory, built by tests/parser_data.py.
+BUILT = {"kimi-k2.5": "kimi_tokenizer", "glm-4.6-markers": "glm_tokenizer"}
 
-def real_cache() -> Path:
-    return Path(os.environ.get("TOKAUDIT_REAL_CACHE") or Path.home() / ".cache" / "tokaudit" / "real")
 
+def _data() -> Any:
+    sys.path.insert(0, str(ROOT / "tests"))
+    import parser_data
 
-def template_text(name: str) -> str:
-    with tarfile.open(real_cache() / "packages" / SDIST) as tar:
-        member = tar.extractfile(TEMPLATES + name)
-        assert member is not None
-        return member.read().decode("utf-8")
+    return parser_data
 
 
 def make_cases(tokenizers: Path) -> None:
@@ -73,20 +71,24 @@ def make_cases(tokenizers: Path) -> None:
     from tokaudit.template.turn import SENTINEL_ARGUMENTS, SENTINEL_NAME, SENTINEL_REASONING, SENTINEL_TOOL, render_turn
 
     engine = make_engines(["jinja2"])[0]
+    data = _data()
     lines = []
     for name, template, tok, model_type, kwargs, vllm_r, sglang_r in CASE_LIST:
-        src = real_cache() / "models" / tok
-        model = load_model(str(src))
+        dest = tokenizers / tok
+        if tok in BUILT:
+            getattr(data, BUILT[tok])(dest)
+        else:
+            src = data.real_cache() / "models" / tok
+            dest.mkdir(parents=True, exist_ok=True)
+            for f in src.iterdir():
+                shutil.copy(f, dest / f.name)
+            (dest / "config.json").write_text(json.dumps({"model_type": model_type}), encoding="utf-8")
+        model = load_model(str(dest))
         special = special_token_context(model)
-        turn, why = render_turn(engine.prepare(template_text(template)), special, kwargs)
+        turn, why = render_turn(engine.prepare(data.llamacpp_template(template)), special, kwargs)
         if turn is None:
             raise SystemExit(f"{name}: {why}")
         case = build_case(name, turn, model, ServingEncoder(model), special)
-        dest = tokenizers / tok
-        dest.mkdir(parents=True, exist_ok=True)
-        for f in src.iterdir():
-            shutil.copy(f, dest / f.name)
-        (dest / "config.json").write_text(json.dumps({"model_type": model_type}), encoding="utf-8")
         assert case.prompt_ids is not None and case.output_ids is not None
         lines.append({"case": name, "template": template, "tokenizer": tok, "kwargs": kwargs, "tools": [SENTINEL_TOOL],
                       "prompt_tail": case.prompt_ids[-PROMPT_TAIL:], "prompt_state": case.prompt_state, "output_ids": case.output_ids,

@@ -6,12 +6,14 @@ start-up refusal) for every pair of parsers, whole and streamed in steps of 1, 3
 from __future__ import annotations
 
 import json
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import parser_data
 from conftest import ROOT
 from tokaudit.parsers.families import find_reasoning_parser, find_tool_parser
 from tokaudit.parsers.grammars import Call
@@ -22,7 +24,7 @@ from tokaudit.roundtrip.run import _reasoning_verdict, _skip_for, calls_equal, e
 from tokaudit.template.turn import SENTINEL_NAME, SENTINEL_REASONING, SENTINEL_TOOL, Turn
 
 DATA = ROOT / "tests" / "data"
-REAL = Path.home() / ".cache" / "tokaudit" / "real" / "models"
+REAL = parser_data.real_cache() / "models"
 
 #: Pairs where the real parser does something the grammar does not model, with the reason (checked by hand).
 _SGLANG_LLAMA3 = "SGLang's llama3 detector, streamed, finds the JSON inside <tool_call> that its whole parse rejects"
@@ -42,6 +44,9 @@ KNOWN: dict[tuple[str, str, str | None, str | None], tuple[str, str]] = {
     ("llama-3.1+llama-3.0-tokenizer", "sglang", None, "minimax"): ("whole", _MINIMAX),
     ("gpt-oss", "sglang", None, "minimax"): ("whole", _MINIMAX),
     ("gpt-oss", "sglang", "gpt-oss", None): ("stream", "SGLang's gpt-oss detector, streamed, drops the analysis text"),
+    ("glm-4.6", "sglang", "glm47", None): ("whole", "SGLang's glm47 detector does not read GLM-4.6's newline between name and arguments"),
+    ("glm-4.6", "sglang", "glm47", "glm45"): ("whole", "SGLang's glm47 detector does not read GLM-4.6's newline between name and arguments"),
+    ("glm-4.6", "sglang", "glm45", None): ("stream", "SGLang's glm45 detector in steps of 8 drops a piece of the text before <tool_call>"),
 }
 
 
@@ -60,12 +65,18 @@ def test_golden_names_the_stack_versions() -> None:
     assert head["stacks"] == {"vllm": STACKS["vllm"].version, "sglang": STACKS["sglang"].version}
 
 
+_BUILT = {"kimi-k2.5": parser_data.kimi_tokenizer, "glm-4.6-markers": parser_data.glm_tokenizer}
+
+
 @lru_cache(maxsize=None)
 def _model(tokenizer: str) -> Any:
     from tokaudit.scan import load_model
 
-    path = REAL / tokenizer
-    if not path.is_dir():
+    if tokenizer in _BUILT:
+        path = _BUILT[tokenizer](Path(tempfile.mkdtemp(prefix="tokaudit-golden-")) / tokenizer)
+    else:
+        path = REAL / tokenizer if (REAL / tokenizer).is_dir() else None
+    if path is None:
         pytest.skip(f"real tokenizer {tokenizer} not fetched (scripts/fetch_real_tokenizers.py)")
     return load_model(str(path))
 

@@ -30,6 +30,8 @@ class Stack:
     #: how a parser learns that the prompt opened reasoning: "parser" (it reads the prompt for its own markers,
     #: vLLM) or "template" (the server detects a generation prompt that opens <think> and forces reasoning, SGLang)
     prompt_check: str = "parser"
+    #: the stack picks the tool parser from the template (llama.cpp's server) instead of a flag
+    picks_parser: bool = False
 
 
 STACKS: dict[str, Stack] = {
@@ -37,7 +39,7 @@ STACKS: dict[str, Stack] = {
     "sglang": Stack("sglang", "0.5.23", "sgl-project/sglang", "tools", "decoded", "template"),
     # llama.cpp's server (common/chat.cpp, common/parsers/) as vendored in llama-cpp-python 0.3.36: the chat
     # parser reads the generated pieces with special tokens rendered
-    "llama.cpp": Stack("llama.cpp", "llama-cpp-python 0.3.36", "ggml-org/llama.cpp", "tools", "pieces", "template"),
+    "llama.cpp": Stack("llama.cpp", "llama-cpp-python 0.3.36", "ggml-org/llama.cpp", "tools", "pieces", "template", True),
     # model/parsers/ at fb307609 (2026-08-21): chosen by the Modelfile's PARSER, not by a flag
     "ollama": Stack("ollama", "fb307609", "ollama/ollama", "tools", "pieces", "template"),
 }
@@ -64,6 +66,8 @@ class ToolParser:
     #: streamed in steps of several ids, the argument text that arrives in the step of the call's end marker is
     #: lost (vLLM's deepseek_v31 streaming path: the arguments come out truncated under speculative decoding)
     stream_drops_tail: bool = False
+    #: llama.cpp: the texts a template must hold for the server to pick this parser (it takes no flag)
+    detect: tuple[str, ...] = ()
     source: str = ""
     note: str = ""
 
@@ -103,9 +107,9 @@ class ReasoningParser:
     stream_start_leaks: bool = False
     #: only usable for a harmony (gpt-oss) model; with another tokenizer the stack fails on it
     harmony_only: bool = False
-    #: streamed in steps of several ids, the argument text that arrives in the step of the call's end marker is
-    #: lost (vLLM's deepseek_v31 streaming path: the arguments come out truncated under speculative decoding)
-    stream_drops_tail: bool = False
+    #: SGLang: a start marker anywhere puts the parser in reasoning, but only one at the very start is removed;
+    #: the reasoning is all text before the end marker (vLLM drops the text before the start marker instead)
+    start_only_at_beginning: bool = False
     source: str = ""
     note: str = ""
 
@@ -180,14 +184,19 @@ TOOL_PARSERS: tuple[ToolParser, ...] = (
                note="expects the recipient after the commentary channel, not in the role header as the gpt-oss template writes it"),
     ToolParser("sglang", "minimax-m2", "invoke", _MINIMAX, source=_S + "minimax_m2.py"),
     ToolParser("sglang", "step3p5", "xml-function", _HERMES, source=_S + "function_call_parser.py", note="the qwen3_coder detector"),
-    # llama.cpp's server: common/chat.cpp picks a format from the template (the auto-parser), common/parsers/ the named ones
-    ToolParser("llama.cpp", "hermes-2-pro", "json-tags", _HERMES, source="common/chat.cpp"),
-    ToolParser("llama.cpp", "qwen3-coder", "xml-function", _HERMES, source=_L + "qwen3-coder.cpp"),
-    ToolParser("llama.cpp", "llama-3.x", "bare-json", ("<|python_tag|>",), source="common/chat.cpp"),
-    ToolParser("llama.cpp", "deepseek", "sep-json", _DS_CALLS, source=_L + "deepseek.cpp"),
-    ToolParser("llama.cpp", "kimi-k2", "section-calls", _KIMI, source=_L + "kimi-k2.cpp"),
-    ToolParser("llama.cpp", "gpt-oss", "harmony", ("<|message|>", "<|call|>"), source=_L + "gpt-oss.cpp"),
-    ToolParser("llama.cpp", "ministral3", "name-args", ("[TOOL_CALLS]", "[ARGS]"), source=_L + "ministral3.cpp"),
+    # llama.cpp's server takes no parser flag: common/chat.cpp picks a specialised parser by markers in the template
+    # (common_chat_try_specialized_template, in this order), else its auto-parser derives one from the template
+    # itself (chat-auto-parser-generator.cpp), stood for here by every grammar in turn
+    ToolParser("llama.cpp", "ministral3", "name-args", ("[TOOL_CALLS]", "[ARGS]"), detect=("[SYSTEM_PROMPT]", "[TOOL_CALLS]", "[ARGS]"),
+               source=_L + "ministral3.cpp"),
+    ToolParser("llama.cpp", "gpt-oss", "harmony", ("<|message|>", "<|call|>"), detect=("<|channel|>",), source=_L + "gpt-oss.cpp"),
+    ToolParser("llama.cpp", "kimi-k2", "section-calls", _KIMI, detect=("<|tool_calls_section_begin|>", "<|tool_call_begin|>"),
+               source=_L + "kimi-k2.cpp"),
+    ToolParser("llama.cpp", "deepseek-v3.2", "invoke", _DSML, detect=("dsml_token", "DSML"), source=_L + "deepseek.cpp"),
+    ToolParser("llama.cpp", "qwen3-coder", "xml-function", _HERMES, detect=("<tool_call>", "<function=", "<parameter="),
+               source=_L + "qwen3-coder.cpp"),
+    ToolParser("llama.cpp", "auto", "any", (), source="common/chat-auto-parser-generator.cpp",
+               note="the auto-parser reads the format from the template; emulated by trying every grammar"),
     # Ollama (Modelfile PARSER names, model/parsers/parsers.go)
     ToolParser("ollama", "qwen3", "json-tags", _HERMES, source=_O + "qwen3.go"),
     ToolParser("ollama", "qwen3-coder", "xml-function", _HERMES, source=_O + "qwen3coder.go"),
@@ -223,15 +232,16 @@ REASONING_PARSERS: tuple[ReasoningParser, ...] = (
     ReasoningParser("vllm", "seed_oss", "<seed:think>", "</seed:think>", no_start="reasoning", ends_at=("<seed:tool_call>",),
                     keep_special="always", source=_VP + "seed_oss.py"),
     # SGLang 0.5.23 (ReasoningParser.DetectorMap): force_reasoning when the template's generation prompt opens reasoning
-    ReasoningParser("sglang", "deepseek-r1", *_THINK, no_start="reasoning", source=_SR),
-    ReasoningParser("sglang", "deepseek-v3", *_THINK, no_start="prompt", kwarg="thinking", source=_SR),
-    ReasoningParser("sglang", "qwen3", *_THINK, no_start="prompt", kwarg="enable_thinking", source=_SR),
-    ReasoningParser("sglang", "glm45", *_THINK, no_start="prompt", source=_SR),
-    ReasoningParser("sglang", "kimi_k2", *_THINK, no_start="prompt", ends_at=("<|tool_calls_section_begin|>",), source=_SR),
-    ReasoningParser("sglang", "gpt-oss", "<|channel|>analysis<|message|>", "<|end|>", no_start="dropped", source=_SR,
+    ReasoningParser("sglang", "deepseek-r1", *_THINK, no_start="reasoning", start_only_at_beginning=True, source=_SR),
+    ReasoningParser("sglang", "deepseek-v3", *_THINK, no_start="prompt", kwarg="thinking", start_only_at_beginning=True, source=_SR),
+    ReasoningParser("sglang", "qwen3", *_THINK, no_start="prompt", ends_at=("<tool_call>",), kwarg="enable_thinking", start_only_at_beginning=True, source=_SR),
+    ReasoningParser("sglang", "glm45", *_THINK, no_start="prompt", ends_at=("<tool_call>",), start_only_at_beginning=True, source=_SR),
+    ReasoningParser("sglang", "kimi_k2", *_THINK, no_start="prompt", ends_at=("<|tool_calls_section_begin|>",), start_only_at_beginning=True, source=_SR),
+    ReasoningParser("sglang", "gpt-oss", "<|channel|>analysis<|message|>", "<|end|>", no_start="dropped", start_only_at_beginning=True, source=_SR,
                     note="text outside the harmony channels is dropped"),
-    ReasoningParser("sglang", "mistral", "[THINK]", "[/THINK]", no_start="prompt", source=_SR),
-    ReasoningParser("sglang", "minimax", *_THINK, no_start="prompt", source=_SR),
+    ReasoningParser("sglang", "mistral", "[THINK]", "[/THINK]", no_start="prompt", start_only_at_beginning=True, source=_SR),
+    ReasoningParser("sglang", "minimax", *_THINK, no_start="reasoning", ends_at=("<tool_call>",), start_only_at_beginning=True, source=_SR,
+                    note="the qwen3 detector with force_reasoning"),
     # llama.cpp's server: --reasoning-format deepseek (the default, <think> tags; reasoning when the prompt opened it)
     ReasoningParser("llama.cpp", "deepseek", *_THINK, no_start="prompt", source="common/chat.cpp"),
     # Ollama: the thinking half of the qwen3 / qwen3.5 / deepseek3 / glm-4.7 parsers
@@ -245,6 +255,13 @@ def tool_parsers(stack: str | None = None) -> list[ToolParser]:
 
 def reasoning_parsers(stack: str | None = None) -> list[ReasoningParser]:
     return [p for p in REASONING_PARSERS if stack is None or p.stack == stack]
+
+
+def picked_by_template(stack: str, template: str) -> ToolParser | None:
+    """The tool parser a stack that takes no flag (llama.cpp's server) picks for a template: the first whose
+    markers the template holds, else its auto-parser."""
+    rows = tool_parsers(stack)
+    return next((p for p in rows if p.detect and all(d in template for d in p.detect)), next((p for p in rows if not p.detect), None))
 
 
 def find_tool_parser(stack: str, name: str) -> ToolParser | None:

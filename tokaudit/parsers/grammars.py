@@ -449,7 +449,28 @@ def harmony(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
     return Parsed(tuple(calls), None)
 
 
+#: What the auto-parser tries, with the markers of the formats templates write.
+_ANY = (("json-tags", ("<tool_call>", "</tool_call>")), ("arg-kv", ("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")),
+        ("xml-function", ("<tool_call>", "</tool_call>")),
+        ("invoke", ("<minimax:tool_call>", "</minimax:tool_call>", "<invoke name=", "</invoke>", "<parameter name=", "</parameter>")),
+        ("sep-json", ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>")),
+        ("sep-fenced", ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>")),
+        ("bare-json", ("<|python_tag|>",)), ("json-array", ("[TOOL_CALLS]",)), ("json-array", ("<|tool_call|>",)),
+        ("pythonic", ()))
+
+
+def any_format(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
+    """The first of the known formats that recovers a call (llama.cpp's auto-parser derives its parser from the
+    template, so it reads whatever format the template writes)."""
+    for name, marks in _ANY:
+        parsed = GRAMMARS[name](text, marks, tools)
+        if parsed.calls:
+            return parsed
+    return Parsed(content=_content(text))
+
+
 GRAMMARS: dict[str, Callable[[str, Sequence[str], Any], Parsed]] = {
+    "any": any_format,
     "json-tags": json_tags,
     "xml-function": xml_function,
     "invoke": invoke,

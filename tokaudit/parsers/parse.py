@@ -76,7 +76,9 @@ def split_reasoning(text: str, parser: ReasoningParser | None, prompt: str, kwar
 
     i = find(parser.start, text)
     if i >= 0:
-        rest = text[i + len(parser.start):]
+        # vLLM drops everything up to the start marker; SGLang removes it only at the very start
+        # (its streaming path removes it wherever it arrives)
+        rest = text if parser.start_only_at_beginning and i > 0 and not streaming else text[i + len(parser.start):]
     else:
         no_start = parser.no_start
         if no_start == "reasoning" and parser.kwarg is not None and (kwargs or {}).get(parser.kwarg) is False:
@@ -117,8 +119,16 @@ def parse_streamed(deltas: Sequence[tuple[str, Sequence[int]]], tool: ToolParser
                    kwargs: dict[str, Any] | None = None) -> Outcome:
     """The outcome of the streamed deltas (text, ids): the text joined as the client receives it, with by-id
     markers seen only when their id arrived."""
-    text = "".join(d for d, _ in deltas)
     arrived = {i for _, ids in deltas for i in ids}
+    # a parser that finds its reasoning markers by id sees them even when skip_special_tokens deleted their text
+    on = reasoning is not None and enabled(reasoning, kwargs or {})
+    marks = {} if not on else {id_of(m): m for m in (reasoning.start, reasoning.end) if m in reasoning.by_id}  # type: ignore[union-attr]
+    marks.pop(None, None)
+    pieces = []
+    for delta, ids in deltas:
+        pieces.append(delta)
+        pieces += [marks[i] for i in ids if i in marks and marks[i] not in delta]
+    text = "".join(pieces)
 
     def seen(marker: str) -> bool:
         token = id_of(marker)

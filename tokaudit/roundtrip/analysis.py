@@ -148,6 +148,7 @@ def run_template(model: TokenizerModel | None, template: TemplateSource, choice:
 
         encoder = ServingEncoder(model)
     run.case = build_case(template.name, turn, model if tokenize else None, encoder, special)
+    run.case.extra["template"] = template.text
     if not (run.calls_rendered or run.reasoning_rendered):
         return run
     dec = _decoder(run.case, model if tokenize and run.case.output_ids is not None else None, encoder and encoder.tokenizer)

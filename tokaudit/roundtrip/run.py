@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokaudit.parsers.families import STACKS, ReasoningParser, ToolParser, reasoning_parsers, tool_parsers
+from tokaudit.parsers.families import STACKS, ReasoningParser, ToolParser, picked_by_template, reasoning_parsers, tool_parsers
 from tokaudit.parsers.grammars import Call
 from tokaudit.parsers.parse import Outcome, enabled, parse_streamed, parse_whole
 from tokaudit.roundtrip.case import Case
@@ -218,7 +218,7 @@ def evaluate(dec: Decoder, stack: str, tool: ToolParser | None, reasoning: Reaso
     if differs:
         streamed = parse_streamed(dec.steps(skip, differs[0]), tool, reasoning, tools, prompt, dec.id_of, kwargs)
         row.details["streamed"] = outcome_json(streamed)
-    if tv == "ok" and dec.tokenized and not skip and STACKS[stack].text == "decoded" and not harmony:
+    if tv == "ok" and dec.tokenized and not harmony and _skip_for(stack, tool, reasoning, with_tools=False) and not skip:
         bare = parse_whole(dec.whole(True), tool, reasoning, tools, prompt, kwargs)
         if not calls_equal(bare.calls):
             row.without_tools = "lost"
@@ -229,6 +229,9 @@ def evaluate_stack(dec: Decoder, stack: str, tool_names: Sequence[str] | None = 
                    reasoning_names: Sequence[str] | None = None) -> list[Row]:
     """Every pair of this stack's parsers (or the named ones; None in a list means no parser of that kind)."""
     tools: list[ToolParser | None] = [p for p in tool_parsers(stack) if tool_names is None or p.name in tool_names]
+    if STACKS[stack].picks_parser:  # llama.cpp: the parser comes from the template, not from a flag
+        picked = picked_by_template(stack, dec.case.extra.get("template", ""))
+        tools = [picked] if picked is not None and (tool_names is None or picked.name in tool_names) else []
     reasons: list[ReasoningParser | None] = [None, *[p for p in reasoning_parsers(stack) if reasoning_names is None or p.name in reasoning_names]]
     if tool_names is not None and not tools:
         tools = [None]
