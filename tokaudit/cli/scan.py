@@ -69,13 +69,12 @@ def scan(
         from tokaudit.scan import load_model, scan_model, scan_targets
 
         config = load_config()
-        if config.stacks or config.tool_parser or config.reasoning_parser:
-            from tokaudit.roundtrip.analysis import ParserChoice, check_choice
-            from tokaudit.roundtrip.rules import configure
+        from tokaudit.roundtrip.choice import ParserChoice, check_choice
+        from tokaudit.roundtrip.rules import configure
 
-            choice = ParserChoice(config.stacks or None, config.tool_parser, config.reasoning_parser)
-            check_choice(choice, "tool.tokaudit.stacks")
-            configure(choice)
+        choice = ParserChoice(config.stacks or None, config.tool_parser, config.reasoning_parser)
+        check_choice(choice, "tool.tokaudit.stacks")
+        configure(choice)  # the parser round trip's rules read the deploy's stacks and parsers (every scan sets it)
         known = [(r.code, r.name) for r in all_rules()] + [(meta.code, meta.name) for meta in META_CODES]
         cli_select, cli_ignore = split_selectors(select), split_selectors(ignore)
         validate(cli_select, known, "--select")

@@ -50,6 +50,10 @@ def template(
     reasoning_parser: Annotated[
         str | None, typer.Option("--reasoning-parser", help="The deploy's reasoning parser as the stack names it.")
     ] = None,
+    chat_template_kwargs: Annotated[
+        str | None, typer.Option("--chat-template-kwargs", help="The request's chat_template_kwargs as a JSON object, e.g. "
+                                 "'{\"thinking\": true}' (the round trip renders and parses with them).")
+    ] = None,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
     revision: RevisionOpt = None,
@@ -65,15 +69,17 @@ def template(
         from tokaudit.config import load_config
         from tokaudit.report.policy import Selection, split_selectors, validate
         from tokaudit.report.report import Report
-        from tokaudit.roundtrip.analysis import CODES as PARSER_CODES
-        from tokaudit.roundtrip.analysis import ParserChoice, add_round_trip, check_choice
+        from tokaudit.roundtrip.choice import CODES as PARSER_CODES
+        from tokaudit.roundtrip.analysis import add_round_trip
+        from tokaudit.roundtrip.choice import ParserChoice, check_choice, parse_kwargs
         from tokaudit.scan import load_model
         from tokaudit.template.analysis import CODES
         from tokaudit.template.run import TemplateOptions, parse_engine_list, template_model, templates_of
 
         config = load_config()
         stacks = tuple(s.strip() for s in stack.split(",") if s.strip()) if stack else config.stacks
-        choice = ParserChoice(stacks or None, tool_parser or config.tool_parser, reasoning_parser or config.reasoning_parser)
+        choice = ParserChoice(stacks or None, tool_parser or config.tool_parser, reasoning_parser or config.reasoning_parser,
+                              parse_kwargs(chat_template_kwargs))
         check_choice(choice, "--stack" if stack else "tool.tokaudit.stacks")
         known = [(code, meta.name) for code, meta in {**CODES, **PARSER_CODES}.items()]
         cli_select, cli_ignore = split_selectors(select), split_selectors(ignore)

@@ -11,57 +11,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokaudit.errors import InputError
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.parsers.families import reasoning_parsers, tool_parsers
 from tokaudit.parsers.parse import template_state
-from tokaudit.report.finding import Code, Finding, Severity, catalog_codes
+from tokaudit.report.finding import Finding, Severity
 from tokaudit.roundtrip.case import Case, build_case
-from tokaudit.roundtrip.run import ROUNDTRIP_STACKS, Decoder, Row, evaluate_stack
+from tokaudit.roundtrip.choice import CODES, ParserChoice
+from tokaudit.roundtrip.run import Decoder, Row, evaluate_stack
 from tokaudit.template.renders import Budget
 from tokaudit.template.source import TemplateSource, special_token_context
 from tokaudit.template.turn import SENTINEL_NAME, SENTINEL_REASONING, Turn, generation_suffix, render_turn
 
-CODES: dict[str, Code] = {c.code: c for c in catalog_codes("TA820", "TA821", "TA822", "TA823", "TA824", "TA825")}
 (TOOL_CALL, REASONING, STARTUP, STREAM, MARKER_IN_PROMPT, PREFILL) = CODES.values()
 
 #: The chat-template kwargs tried to find the one that turns a reasoning prefill off.
 TOGGLES = ("enable_thinking", "thinking", "reasoning")
-
-
-@dataclass(frozen=True)
-class ParserChoice:
-    """What a deploy names: its stacks (None: every stack whose round trip is computed) and parsers."""
-
-    stacks: tuple[str, ...] | None = None
-    tool_parser: str | None = None
-    reasoning_parser: str | None = None
-
-    @property
-    def named(self) -> bool:
-        return self.tool_parser is not None or self.reasoning_parser is not None
-
-    def chosen_stacks(self) -> list[str]:
-        names = list(self.stacks) if self.stacks else list(ROUNDTRIP_STACKS)
-        return [s for s in names if s in ROUNDTRIP_STACKS]
-
-
-def check_choice(choice: ParserChoice, where: str = "--stack") -> None:
-    """Exit 2 on a stack or parser name no selected stack has."""
-    for s in choice.stacks or ():
-        if s not in ROUNDTRIP_STACKS:
-            raise InputError(f"unknown stack {s!r} for the parser round trip (choose from {', '.join(ROUNDTRIP_STACKS)})", key=where)
-    stacks = choice.chosen_stacks()
-    if choice.tool_parser is not None:
-        known = sorted({p.name for s in stacks for p in tool_parsers(s)})
-        if choice.tool_parser not in known:
-            raise InputError(f"unknown tool parser {choice.tool_parser!r} for {', '.join(stacks)} (choose from {', '.join(known)})",
-                             key="--tool-parser")
-    if choice.reasoning_parser is not None:
-        known = sorted({p.name for s in stacks for p in reasoning_parsers(s)})
-        if choice.reasoning_parser not in known:
-            raise InputError(f"unknown reasoning parser {choice.reasoning_parser!r} for {', '.join(stacks)} (choose from "
-                             f"{', '.join(known)})", key="--reasoning-parser")
 
 
 @dataclass
@@ -96,7 +60,7 @@ class ParserRun:
                 s["tool_parsers"].append(row.tool_parser)
             if row.reasoning == "ok" and row.reasoning_parser not in s["reasoning_parsers"] and row.tool_calls in ("ok", None):
                 s["reasoning_parsers"].append(row.reasoning_parser)
-            if row.tool_calls == "ok" and row.reasoning in ("ok", "not-rendered") and row.reasoning_parser is not None:
+            if row.tool_calls == "ok" and row.reasoning == "ok" and row.reasoning_parser is not None:
                 s["pairs"].append(f"{row.tool_parser}+{row.reasoning_parser}")
         return out
 
@@ -134,11 +98,12 @@ def run_template(model: TokenizerModel | None, template: TemplateSource, choice:
     special = special_token_context(model) if model is not None else {}
     prepared = make_engines(["jinja2"], budget)[0].prepare(template.text)
     run = ParserRun(template)
-    turn, why = render_turn(prepared, special)
+    kwargs = dict(choice.kwargs)
+    turn, why = render_turn(prepared, special, kwargs)
     if turn is None:
         run.error = why
         return run
-    run.generation = generation_suffix(prepared, special, {}) or ""
+    run.generation = generation_suffix(prepared, special, kwargs) or ""
     run.state = template_state(run.generation)
     if run.state is not None:
         run.toggle = _toggle(prepared, special, run.state)
@@ -152,8 +117,9 @@ def run_template(model: TokenizerModel | None, template: TemplateSource, choice:
     if not (run.calls_rendered or run.reasoning_rendered):
         return run
     dec = _decoder(run.case, model if tokenize and run.case.output_ids is not None else None, encoder and encoder.tokenizer)
-    tools = [choice.tool_parser] if choice.tool_parser is not None else None
-    reasons = [choice.reasoning_parser] if choice.reasoning_parser is not None else None
+    # named: exactly the deploy's pair (an unnamed kind is no parser); unnamed: every pair
+    tools = None if not choice.named else [choice.tool_parser] if choice.tool_parser is not None else []
+    reasons = None if not choice.named else [choice.reasoning_parser] if choice.reasoning_parser is not None else []
     for stack in choice.chosen_stacks():
         if choice.named and not _offers(stack, choice):
             continue
@@ -288,6 +254,6 @@ def add_round_trip(model: TokenizerModel, templates: list[TemplateSource], choic
     runs = model_templates_runs(model, templates, choice)
     data["parser_runs"] = [r.to_json() for r in runs]
     data["parsers"] = rows_json(runs)
-    data["parser_choice"] = {"stacks": choice.chosen_stacks(), "tool_parser": choice.tool_parser,
+    data["parser_choice"] = {"stacks": choice.chosen_stacks(), "tool_parser": choice.tool_parser, "chat_template_kwargs": dict(choice.kwargs),
                              "reasoning_parser": choice.reasoning_parser, "named": choice.named, "implementation": "built-in grammars"}
     return [f.with_target(model.target) for f in parser_findings(runs, choice)]

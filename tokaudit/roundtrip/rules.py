@@ -17,7 +17,7 @@ from tokaudit.checks.registry import rule
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.result_cache import cache_key, digest, load, store
-from tokaudit.roundtrip.analysis import CODES, ParserChoice
+from tokaudit.roundtrip.choice import CODES, ParserChoice
 from tokaudit.template.renders import Budget
 from tokaudit.template.source import model_templates, special_token_context
 

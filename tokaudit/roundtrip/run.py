@@ -18,8 +18,6 @@ from tokaudit.template.turn import SENTINEL_ARGUMENTS, SENTINEL_NAME, SENTINEL_R
 
 #: The step sizes a streamed parse is tried with (1: token by token; 2..8: speculative decoding's bursts).
 STEP_SIZES = (1, 2, 3, 4, 5, 6, 7, 8)
-#: The stacks whose round trip is computed (Ollama's rows are data: its renderer is not a Jinja template).
-ROUNDTRIP_STACKS = ("vllm", "sglang", "llama.cpp")
 
 
 @dataclass
@@ -227,14 +225,18 @@ def evaluate(dec: Decoder, stack: str, tool: ToolParser | None, reasoning: Reaso
 
 def evaluate_stack(dec: Decoder, stack: str, tool_names: Sequence[str] | None = None,
                    reasoning_names: Sequence[str] | None = None) -> list[Row]:
-    """Every pair of this stack's parsers (or the named ones; None in a list means no parser of that kind)."""
+    """Every pair of this stack's parsers, or the named ones (an empty list: no parser of that kind)."""
     tools: list[ToolParser | None] = [p for p in tool_parsers(stack) if tool_names is None or p.name in tool_names]
     if STACKS[stack].picks_parser:  # llama.cpp: the parser comes from the template, not from a flag
         picked = picked_by_template(stack, dec.case.extra.get("template", ""))
         tools = [picked] if picked is not None and (tool_names is None or picked.name in tool_names) else []
     reasons: list[ReasoningParser | None] = [None, *[p for p in reasoning_parsers(stack) if reasoning_names is None or p.name in reasoning_names]]
-    if tool_names is not None and not tools:
+    if tool_names is None:
+        tools = [*tools, None]  # the reasoning parsers alone too
+    elif not tools:
         tools = [None]
     if reasoning_names is not None:
         reasons = [p for p in reasons if p is not None] or [None]
+    if tools == [None] and reasons == [None]:
+        return []
     return [evaluate(dec, stack, t, r) for t in tools for r in reasons]

@@ -1,0 +1,66 @@
+"""What a deploy names for the parser round trip (stacks, parsers, chat-template kwargs) and the TA820-TA825 codes:
+light enough for the scan's rule module to import without the round trip itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tokaudit.errors import InputError
+from tokaudit.parsers.families import reasoning_parsers, tool_parsers
+from tokaudit.report.finding import Code, catalog_codes
+
+#: The stacks whose round trip is computed (Ollama's rows are data: its renderer is not a Jinja template).
+ROUNDTRIP_STACKS = ("vllm", "sglang", "llama.cpp")
+
+CODES: dict[str, Code] = {c.code: c for c in catalog_codes("TA820", "TA821", "TA822", "TA823", "TA824", "TA825")}
+@dataclass(frozen=True)
+class ParserChoice:
+    """What a deploy names: its stacks (None: every stack whose round trip is computed) and parsers."""
+
+    stacks: tuple[str, ...] | None = None
+    tool_parser: str | None = None
+    reasoning_parser: str | None = None
+    #: the request's chat_template_kwargs (``thinking``, ``enable_thinking``...), as (key, value) pairs
+    kwargs: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def named(self) -> bool:
+        return self.tool_parser is not None or self.reasoning_parser is not None
+
+    def chosen_stacks(self) -> list[str]:
+        names = list(self.stacks) if self.stacks else list(ROUNDTRIP_STACKS)
+        return [s for s in names if s in ROUNDTRIP_STACKS]
+
+
+def parse_kwargs(value: str | None) -> tuple[tuple[str, Any], ...]:
+    """``--chat-template-kwargs '{"thinking": true}'``: a JSON object (exit 2 otherwise)."""
+    if not value:
+        return ()
+    import json
+
+    try:
+        data = json.loads(value)
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"invalid JSON: {exc}", key="--chat-template-kwargs") from None
+    if not isinstance(data, dict):
+        raise InputError("expected a JSON object", key="--chat-template-kwargs")
+    return tuple(data.items())
+
+
+def check_choice(choice: ParserChoice, where: str = "--stack") -> None:
+    """Exit 2 on a stack or parser name no selected stack has."""
+    for s in choice.stacks or ():
+        if s not in ROUNDTRIP_STACKS:
+            raise InputError(f"unknown stack {s!r} for the parser round trip (choose from {', '.join(ROUNDTRIP_STACKS)})", key=where)
+    stacks = choice.chosen_stacks()
+    if choice.tool_parser is not None:
+        known = sorted({p.name for s in stacks for p in tool_parsers(s)})
+        if choice.tool_parser not in known:
+            raise InputError(f"unknown tool parser {choice.tool_parser!r} for {', '.join(stacks)} (choose from {', '.join(known)})",
+                             key="--tool-parser")
+    if choice.reasoning_parser is not None:
+        known = sorted({p.name for s in stacks for p in reasoning_parsers(s)})
+        if choice.reasoning_parser not in known:
+            raise InputError(f"unknown reasoning parser {choice.reasoning_parser!r} for {', '.join(stacks)} (choose from "
+                             f"{', '.join(known)})", key="--reasoning-parser")
