@@ -20,7 +20,7 @@ from tokaudit.parsers.grammars import Call
 from tokaudit.parsers.parse import Outcome, parse_streamed, parse_whole
 from tokaudit.roundtrip.case import Case
 from tokaudit.roundtrip.decode import model_decoder
-from tokaudit.roundtrip.run import _reasoning_verdict, _skip_for, calls_equal, evaluate
+from tokaudit.roundtrip.run import _reasoning_verdict, calls_equal, evaluate
 from tokaudit.template.turn import SENTINEL_NAME, SENTINEL_REASONING, SENTINEL_TOOL, Turn
 
 DATA = ROOT / "tests" / "data"

@@ -229,3 +229,24 @@ def test_every_parser_row_names_a_known_grammar_stack_and_source() -> None:
     vllm = {p.name for p in TOOL_PARSERS if p.stack == "vllm"}
     assert {"hermes", "qwen3_coder", "qwen3_xml", "llama3_json", "llama4_json", "pythonic", "mistral", "deepseek_v3", "deepseek_v31",
             "deepseek_v32", "kimi_k2", "glm45", "glm47", "openai", "minimax_m2", "granite", "seed_oss"} <= vllm
+
+
+def test_replay_runs_the_stack_parser_on_the_stream_as_captured(tmp_path: Path) -> None:
+    """DeepSeek-V3.1's tool call, captured in steps of 3 ids: vLLM's deepseek_v31 streaming path drops the argument
+    text that arrives with the call's end marker (what vLLM 0.33.0 itself returned on these ids, parser_golden.jsonl)."""
+    case = next(c for c in map(json.loads, (ROOT / "tests" / "data" / "parser_cases.jsonl").read_text(encoding="utf-8").splitlines())
+                if c["case"] == "deepseek-v3.1+v3-tokenizer")
+    ids = case["output_ids"]
+    stream = tmp_path / "steps.jsonl"
+    stream.write_text("".join(json.dumps({"ids": ids[i:i + 3]}) + "\n" for i in range(0, len(ids), 3)))
+    out = run_cli("replay", str(_tokenizer("deepseek-v3")), str(stream), "--stack", "vllm", "--tool-parser", "deepseek_v31", "--format", "json")
+    assert out.exit_code == 1, out.stderr
+    doc = json.loads(out.stdout)
+    parser = doc["parser"]
+    assert (parser["skip_special_tokens"], parser["whole"]["calls"]) == (True, [{"name": SENTINEL_NAME, "arguments": SENTINEL_ARGUMENTS}])
+    golden = next(json.loads(line) for line in (ROOT / "tests" / "data" / "parser_golden.jsonl").read_text(encoding="utf-8").splitlines()[1:]
+                  if '"deepseek-v3.1+v3-tokenizer"' in line and '"tool_parser": "deepseek_v31", "reasoning_parser": null' in line
+                  and '"stack": "vllm"' in line)
+    assert parser["streamed"]["calls"][0]["arguments"].endswith('"limit": ')
+    assert golden["stream3"]["calls"][0]["arguments"] == parser["streamed"]["calls"][0]["arguments"]
+    assert [f["code"] for f in doc["findings"] if f["code"] == "TA507"] == ["TA507", "TA507"]

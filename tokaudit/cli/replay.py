@@ -55,6 +55,11 @@ def replay(
         Path | None, typer.Option("--gguf", help="A GGUF of the model: the llama.cpp-server detokenizer streams as llama.cpp's server does with it.")
     ] = None,
     skip_special_tokens: SkipSpecialOpt = True,
+    stack: Annotated[str | None, typer.Option("--stack", help="Parse the stream as this stack does (vllm, sglang, llama.cpp; with "
+                                              "--tool-parser / --reasoning-parser; default vllm).")] = None,
+    tool_parser: Annotated[str | None, typer.Option("--tool-parser", help="The stack's tool-call parser to run on the stream, "
+                                                    "chunked as captured.")] = None,
+    reasoning_parser: Annotated[str | None, typer.Option("--reasoning-parser", help="The stack's reasoning parser.")] = None,
     chunk_invariance: Annotated[
         bool, typer.Option("--chunk-invariance/--no-chunk-invariance", help="Re-chunk the ids into steps of 1..8 and compare (streams of 4,096+ tokens: in windows around multi-byte, special and unmapped tokens).")
     ] = True,
@@ -82,12 +87,17 @@ def replay(
         from tokaudit.stream.replay import ReplayOptions, parse_steps, replay_result
 
         names = parse_detokenizer_list(detokenizers)
+        if tool_parser or reasoning_parser or stack:
+            from tokaudit.roundtrip.choice import ParserChoice, check_choice
+
+            check_choice(ParserChoice((stack or "vllm",), tool_parser, reasoning_parser))
         tokens = read_stream(stream, stream_format.value if stream_format else None)
         prompt_ids: tuple[int, ...] = ()
         if prompt:
             source = read_stream(prompt) if is_existing_file(prompt) else parse_stream(prompt, "--prompt")
             prompt_ids = source.ids
         options = ReplayOptions(names, prompt_ids, tuple(stop or ()), tuple(stop_id or ()), skip_special_tokens, chunk_invariance,
-                                steps=parse_steps(steps), gguf=gguf_option(gguf))
+                                steps=parse_steps(steps), gguf=gguf_option(gguf), stack=(stack or "vllm") if tool_parser or reasoning_parser else None,
+                                tool_parser=tool_parser, reasoning_parser=reasoning_parser)
         result, findings = replay_result(load_model(target, revision), tokens, options)
         emit(Report("replay", [result], findings), fmt, output, fail_on, quiet, color)

@@ -155,3 +155,17 @@ def parse_streamed(deltas: Sequence[tuple[str, Sequence[int]]], tool: ToolParser
         if burst is not None and len(burst) > 1 and end not in burst:
             r = reasoning.start + r  # the whole first delta went to reasoning, marker included
     return Outcome(r, parsed.content, parsed.calls, parsed.error)
+
+
+def stack_skips_special(stack: str, tool: ToolParser | None, reasoning: ReasoningParser | None, with_tools: bool, harmony: bool = False) -> bool:
+    """skip_special_tokens as the stack sets it for a request (with or without tools) and these parsers
+    (``harmony``: the model is gpt-oss, for which SGLang always keeps them)."""
+    info = STACKS[stack]
+    parsers = [p for p in (tool, reasoning) if p is not None]
+    if info.text == "pieces" or any(p.keep_special == "always" for p in parsers) or (harmony and stack == "sglang"):
+        return False
+    if not with_tools:
+        return True
+    if info.keep_special == "tools" and tool is not None:
+        return False
+    return not any(p.keep_special == "tools" for p in parsers)

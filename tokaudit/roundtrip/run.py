@@ -12,7 +12,7 @@ from typing import Any
 
 from tokaudit.parsers.families import STACKS, ReasoningParser, ToolParser, picked_by_template, reasoning_parsers, tool_parsers
 from tokaudit.parsers.grammars import Call
-from tokaudit.parsers.parse import Outcome, enabled, parse_streamed, parse_whole
+from tokaudit.parsers.parse import Outcome, enabled, parse_streamed, parse_whole, stack_skips_special
 from tokaudit.roundtrip.case import Case
 from tokaudit.template.turn import SENTINEL_ARGUMENTS, SENTINEL_NAME, SENTINEL_REASONING, SENTINEL_TOOL
 
@@ -104,20 +104,6 @@ class Decoder:
         return self._cache[key]  # type: ignore[no-any-return]
 
 
-def _skip_for(stack: str, tool: ToolParser | None, reasoning: ReasoningParser | None, with_tools: bool, harmony: bool = False) -> bool:
-    """skip_special_tokens as the stack sets it for a request (with or without tools) and these parsers
-    (``harmony``: the model is gpt-oss, for which SGLang always keeps them)."""
-    info = STACKS[stack]
-    parsers = [p for p in (tool, reasoning) if p is not None]
-    if info.text == "pieces" or any(p.keep_special == "always" for p in parsers) or (harmony and stack == "sglang"):
-        return False
-    if not with_tools:
-        return True
-    if info.keep_special == "tools" and tool is not None:
-        return False
-    return not any(p.keep_special == "tools" for p in parsers)
-
-
 def is_harmony(id_of: Callable[[str], int | None]) -> bool:
     """A gpt-oss (harmony) tokenizer: vLLM then runs its harmony parser whatever the flags say."""
     return id_of("<|channel|>") is not None and id_of("<|constrain|>") is not None
@@ -190,7 +176,7 @@ def evaluate(dec: Decoder, stack: str, tool: ToolParser | None, reasoning: Reaso
     prompt, kwargs = case.turn.prompt, case.turn.kwargs
     refused = _refusal((tool, reasoning), dec.id_of, dec.tokenized, case.turn.kwargs)
     harmony = dec.tokenized and is_harmony(dec.id_of)
-    skip = _skip_for(stack, tool, reasoning, with_tools=True, harmony=harmony)
+    skip = stack_skips_special(stack, tool, reasoning, with_tools=True, harmony=harmony)
     if refused is not None:
         return Row(stack, tool and tool.name, reasoning and reasoning.name, "refused" if tool is not None else None,
                    "refused" if reasoning is not None else None, "startup", skip, reason=refused)
@@ -216,7 +202,7 @@ def evaluate(dec: Decoder, stack: str, tool: ToolParser | None, reasoning: Reaso
     if differs:
         streamed = parse_streamed(dec.steps(skip, differs[0]), tool, reasoning, tools, prompt, dec.id_of, kwargs)
         row.details["streamed"] = outcome_json(streamed)
-    if tv == "ok" and dec.tokenized and not harmony and _skip_for(stack, tool, reasoning, with_tools=False) and not skip:
+    if tv == "ok" and dec.tokenized and not harmony and stack_skips_special(stack, tool, reasoning, with_tools=False) and not skip:
         bare = parse_whole(dec.whole(True), tool, reasoning, tools, prompt, kwargs)
         if not calls_equal(bare.calls):
             row.without_tools = "lost"

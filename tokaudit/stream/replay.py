@@ -58,6 +58,10 @@ class ReplayOptions:
     steps: tuple[int, int | None] | None = None
     #: streams this long or longer are checked for chunk invariance in windows (see invariants)
     full_rechunk_tokens: int = inv.FULL_RECHUNK_TOKENS
+    #: ``--stack`` / ``--tool-parser`` / ``--reasoning-parser``: parse the stream as that stack's parsers do
+    stack: str | None = None
+    tool_parser: str | None = None
+    reasoning_parser: str | None = None
     #: ``--gguf FILE``: the GGUF the llama.cpp-server detokenizer streams with (else the target's own GGUF)
     gguf: Path | None = None
 
@@ -298,6 +302,15 @@ def replay(
         return keep_chars.position(offset)
 
     findings += inv.toolcall_findings(calls, position_of, ids)
+    parser_data = None
+    if options.stack is not None and (options.tool_parser or options.reasoning_parser):
+        from tokaudit.parsers.families import find_reasoning_parser, find_tool_parser
+        from tokaudit.stream.parsing import stack_parse
+
+        tool = find_tool_parser(options.stack, options.tool_parser) if options.tool_parser else None
+        reason = find_reasoning_parser(options.stack, options.reasoning_parser) if options.reasoning_parser else None
+        parser_data, more = stack_parse(tokenizer, ctx.tokens, ids, steps, prompt, options.stack, tool, reason)
+        findings += more
 
     stops: dict[str, Any] | None = None
     if options.stop_strings or options.stop_ids:
@@ -337,6 +350,8 @@ def replay(
     }
     if stops is not None:
         data["stops"] = stops
+    if parser_data is not None:
+        data["parser"] = parser_data
     if isinstance(server, Server):
         data["llama_cpp_server"] = server.info
     rows = Timeline(ctx, steps, runs, findings, options.steps)

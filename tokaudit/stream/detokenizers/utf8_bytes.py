@@ -117,13 +117,16 @@ class BytesDetok(Detokenizer):
         ids, memo, starts = steps.ids, self.memo, self.starts
         skip, get, text = self.ctx.skip_special_tokens, self.ctx.tokens.get, self.ctx.tokens.text
         unmapped = set()
-        for token_id in set(ids).difference(memo):
-            entry = get(token_id)
-            if entry is None:
-                unmapped.add(token_id)
-                continue
-            added = b"" if skip and entry[1] else entry[0] if self.pieces is None else text.cached_piece(token_id)  # type: ignore[union-attr]
-            memo[token_id] = added
+        # ``starts``, not ``memo``: the per-step path fills memo alone, so an id it saw may have no starts yet
+        for token_id in set(ids).difference(starts):
+            added = memo.get(token_id)
+            if added is None:
+                entry = get(token_id)
+                if entry is None:
+                    unmapped.add(token_id)
+                    continue
+                added = b"" if skip and entry[1] else entry[0] if self.pieces is None else text.cached_piece(token_id)  # type: ignore[union-attr]
+                memo[token_id] = added
             starts[token_id] = character_starts(added)
         piece_of, starts_of = memo.__getitem__, starts.__getitem__
         if unmapped:
