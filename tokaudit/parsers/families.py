@@ -126,6 +126,7 @@ _GLM = ("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>",
 _MINIMAX = ("<minimax:tool_call>", "</minimax:tool_call>", "<invoke name=", "</invoke>", "<parameter name=", "</parameter>")
 _DSML = ("<｜DSML｜function_calls>", "</｜DSML｜function_calls>", "<｜DSML｜invoke name=", "</｜DSML｜invoke>",
          "<｜DSML｜parameter name=", "</｜DSML｜parameter>")
+_DSML4 = ("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>", *_DSML[2:])
 _SEED = ("<seed:tool_call>", "</seed:tool_call>")
 _THINK = ("<think>", "</think>")
 
@@ -157,6 +158,7 @@ TOOL_PARSERS: tuple[ToolParser, ...] = (
     ToolParser("vllm", "deepseek_v31", "sep-json", _DS_CALLS, keep_special="never", requires=_DS_CALLS[:4], stream_drops_tail=True,
                source=_V + "deepseekv31_tool_parser.py"),
     ToolParser("vllm", "deepseek_v32", "invoke", _DSML, keep_special="always", source=_VP + "deepseek_v32.py"),
+    ToolParser("vllm", "deepseek_v4", "invoke", _DSML4, keep_special="always", source=_VP + "deepseek_v4.py"),
     ToolParser("vllm", "kimi_k2", "section-calls", _KIMI, source=_V + "kimi_k2_tool_parser.py"),
     ToolParser("vllm", "glm45", "arg-kv", _GLM, keep_special="always", source=_VP + "glm47_moe.py"),
     ToolParser("vllm", "glm47", "arg-kv", _GLM, keep_special="always", source=_VP + "glm47_moe.py"),
@@ -177,6 +179,7 @@ TOOL_PARSERS: tuple[ToolParser, ...] = (
     ToolParser("sglang", "deepseekv3", "sep-fenced", _DS_CALLS, source=_S + "deepseekv3_detector.py"),
     ToolParser("sglang", "deepseekv31", "sep-json", _DS_CALLS, source=_S + "deepseekv31_detector.py"),
     ToolParser("sglang", "deepseekv32", "invoke", _DSML, source=_S + "deepseekv32_detector.py"),
+    ToolParser("sglang", "deepseekv4", "invoke", _DSML4, source=_S + "deepseekv4_detector.py"),
     ToolParser("sglang", "kimi_k2", "section-calls", _KIMI, source=_S + "kimik2_detector.py"),
     ToolParser("sglang", "glm45", "arg-kv", _GLM, source=_S + "glm4_moe_detector.py"),
     ToolParser("sglang", "glm47", "arg-kv", _GLM, source=_S + "glm47_moe_detector.py"),

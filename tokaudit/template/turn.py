@@ -88,6 +88,16 @@ def _context(special: dict[str, str], messages: list[dict[str, Any]], generation
             "add_generation_prompt": generation, **kwargs}
 
 
+def _marker_boundary(text: str, at: int) -> int:
+    """``at``, moved back to the start of a ``<...>`` or ``[...]`` marker it would cut (the generation prompt and the
+    turn can share a marker's first characters: ``<think>`` and ``<TOOLCALL>``)."""
+    for opener, closer in (("<", ">"), ("[", "]")):
+        start = text.rfind(opener, 0, at)
+        if start >= 0 and text.find(closer, start, at) < 0 and at - start <= 32 and text.find(closer, at) >= 0:
+            return start
+    return at
+
+
 def render_turn(prepared: Prepared, special: dict[str, str], kwargs: dict[str, Any] | None = None,
                 arguments_as: str = "dict") -> tuple[Turn | None, str | None]:
     """The turn, or None and the reason (a render error, or a turn that adds nothing)."""
@@ -102,7 +112,7 @@ def render_turn(prepared: Prepared, special: dict[str, str], kwargs: dict[str, A
     assert first.text is not None and second.text is not None
     a, b = first.text, second.text
     n = min(len(a), len(b))
-    common = next((i for i in range(n) if a[i] != b[i]), n)
+    common = _marker_boundary(b, next((i for i in range(n) if a[i] != b[i]), n))
     if common == len(b):
         return None, "the assistant turn adds nothing to the prompt"
     return Turn(a, b, common, kwargs), None
