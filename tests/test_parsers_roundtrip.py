@@ -250,3 +250,15 @@ def test_replay_runs_the_stack_parser_on_the_stream_as_captured(tmp_path: Path) 
     assert parser["streamed"]["calls"][0]["arguments"].endswith('"limit": ')
     assert golden["stream3"]["calls"][0]["arguments"] == parser["streamed"]["calls"][0]["arguments"]
     assert [f["code"] for f in doc["findings"] if f["code"] == "TA507"] == ["TA507", "TA507"]
+
+
+def test_a_template_that_prints_arguments_as_they_come_is_rendered_with_the_json_string() -> None:
+    """The Kimi-K2.5 fixture's template prints ``arguments`` as given: vLLM's dict would come out as Python's repr, so
+    the turn the model learnt is rendered from the JSON string, and kimi_k2 recovers it."""
+    from tokaudit.scan import load_model
+    from tokaudit.template.source import model_templates
+
+    model = load_model(str(ROOT / "fixtures" / "kimi-k2.5"))
+    run = run_template(model, model_templates(model)[0], ParserChoice())
+    assert run.case is not None and '<|tool_call_argument_begin|>{"city": "São Paulo <Centro>"' in run.case.text
+    assert {s: v["tool_parsers"] for s, v in run.summary().items()} == {"vllm": ["kimi_k2"], "sglang": ["kimi_k2"], "llama.cpp": ["kimi-k2"]}

@@ -99,8 +99,17 @@ def _marker_boundary(text: str, at: int) -> int:
 
 
 def render_turn(prepared: Prepared, special: dict[str, str], kwargs: dict[str, Any] | None = None,
-                arguments_as: str = "dict") -> tuple[Turn | None, str | None]:
-    """The turn, or None and the reason (a render error, or a turn that adds nothing)."""
+                arguments_as: str | None = None) -> tuple[Turn | None, str | None]:
+    """The turn, or None and the reason (a render error, or a turn that adds nothing). Arguments go in as a dict (as
+    vLLM and transformers pass them); a template that prints them as they come (Kimi's: Python's repr of a dict)
+    is rendered with the JSON string it was written for, the form the model learnt to generate."""
+    if arguments_as is None:
+        turn, why = render_turn(prepared, special, kwargs, "dict")
+        if turn is not None and SENTINEL_NAME in turn.output and '"city"' not in turn.output and "'city'" in turn.output:
+            as_string, _ = render_turn(prepared, special, kwargs, "string")
+            if as_string is not None and '"city"' in as_string.output:
+                return as_string, None
+        return turn, why
     kwargs = dict(kwargs or {})
     base = [SYSTEM, ASK]
     first = prepared.render(_context(special, base, True, kwargs))
