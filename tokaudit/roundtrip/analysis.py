@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tokaudit.errors import InputError
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.parsers.families import reasoning_parsers, tool_parsers
 from tokaudit.parsers.parse import template_state
@@ -116,7 +117,11 @@ def run_template(model: TokenizerModel | None, template: TemplateSource, choice:
     run.case.extra["template"] = template.text
     if not (run.calls_rendered or run.reasoning_rendered):
         return run
-    dec = _decoder(run.case, model if tokenize and run.case.output_ids is not None else None, encoder and encoder.tokenizer)
+    try:
+        dec = _decoder(run.case, model if tokenize and run.case.output_ids is not None else None, encoder and encoder.tokenizer)
+    except InputError as exc:  # no tokenizer to decode with (a GGUF replay cannot load): the rendered text
+        run.case.tokenizer_note = f"no decoder: {exc}; the output is the rendered text"
+        dec = _decoder(run.case, None, None)
     # named: exactly the deploy's pair (an unnamed kind is no parser); unnamed: every pair
     tools = None if not choice.named else [choice.tool_parser] if choice.tool_parser is not None else []
     reasons = None if not choice.named else [choice.reasoning_parser] if choice.reasoning_parser is not None else []
