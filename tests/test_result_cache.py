@@ -20,10 +20,10 @@ def _scan(target: Path, cache: str) -> tuple[int, str]:
 
 @pytest.mark.parametrize("target, kinds", [
     ("patterns/possessive", {"ta305-probe", "undecodable-ids"}),  # TA305 with a shrunk example and a translation
-    ("templates/named-templates", {"ta305-probe", "template-render", "undecodable-ids"}),  # TA802
-    ("templates/broken", {"ta305-probe", "template-render", "undecodable-ids"}),  # TA801
+    ("templates/named-templates", {"parser-round-trip", "ta305-probe", "template-render", "undecodable-ids"}),  # TA802, TA820
+    ("templates/broken", {"parser-round-trip", "ta305-probe", "template-render", "undecodable-ids"}),  # TA801
     ("fastokens/refused-unigram", {"undecodable-ids"}),  # fastokens refuses the configuration (Dynamo's row says so)
-    ("kimi-k2.5", {"ta305-probe", "template-render", "undecodable-ids"}),  # TA401 on a tiktoken rank file
+    ("kimi-k2.5", {"parser-round-trip", "ta305-probe", "template-render", "undecodable-ids"}),  # TA401 on a tiktoken rank file, TA820
 ])
 def test_cached_scan_says_what_an_uncached_scan_says(tmp_path: Path, target: str, kinds: set[str]) -> None:
     model = FIXTURES / target
@@ -136,7 +136,8 @@ def test_default_directory_is_the_user_cache(tmp_path: Path, monkeypatch: pytest
     result = run_cli("scan", str(FIXTURES / "kimi-k2.5"), "--format", "json")
     assert result.exit_code == 1
     names = {p.name.rsplit("-", 1)[0] for p in (tmp_path / "xdg" / "tokaudit" / "results").iterdir()}
-    assert names == {"ta305-probe", "template-render", "undecodable-ids"}  # no tokenizer.json: no fastokens probe
+    # no tokenizer.json: no fastokens probe; the template teaches a tool call: the parser round trip
+    assert names == {"parser-round-trip", "ta305-probe", "template-render", "undecodable-ids"}
 
 
 def test_unwritable_cache_directory_changes_nothing(tmp_path: Path) -> None:

@@ -39,12 +39,14 @@ def test_kimi_finds_exactly_these_rules(kimi: dict) -> None:
         "TA401": ["partial-utf8-token"],
         # the template writes tools through tojson: MiniJinja (smg serves Kimi with it) escapes "<"
         "TA802": ["template-engine-divergence"],
+        "TA820": ["tool-call-roundtrip"],
+        "TA825": ["reasoning-prefill"],
     }
-    assert kimi["summary"] == {"error": 2, "warning": 5, "note": 1}
+    assert kimi["summary"] == {"error": 2, "warning": 5, "note": 3}
     assert [r["code"] for r in kimi["rules"]] == [
         "TA101", "TA102", "TA103", "TA104", "TA105", "TA201", "TA202", "TA203", "TA204", "TA205", "TA206", "TA207", "TA208",
         "TA209", "TA301", "TA302", "TA303", "TA304", "TA305", "TA307", "TA308", "TA309", "TA310", "TA401", "TA801", "TA802", "TA803", "TA804",
-        "TA805",
+        "TA805", "TA820", "TA821", "TA822", "TA823", "TA824", "TA825",
     ]
 
 
@@ -133,3 +135,15 @@ def test_deep_unreachable_token_on_kimi_with_a_clean_exit(tmp_path: Path) -> Non
     assert found["details"]["checked"] == 163584 - 4832
     assert found["details"]["examples"][0] == {"id": 306, "token": " 1", "encodes_to": [32, 49]}
     assert result.exit_code == 0  # warnings do not fail --fail-on error
+
+
+def test_kimi_parser_round_trip_verdict_and_prefill(kimi: dict) -> None:
+    """TA820's one line: each stack's parsers that recover the template's call; TA825: the prompt opens <think>."""
+    found = by_code(kimi)
+    assert [f["message"] for f in found["TA820"]] == [
+        "tool calls of chat_template.jinja recovered by vllm: kimi_k2 (with reasoning: kimi_k2+deepseek_r1, kimi_k2+qwen3, "
+        "kimi_k2+glm45, kimi_k2+kimi_k2, ...); sglang: kimi_k2 (with reasoning: kimi_k2+deepseek-r1, kimi_k2+deepseek-v3, "
+        "kimi_k2+qwen3, kimi_k2+glm45, ...); llama.cpp: kimi-k2 (with reasoning: kimi-k2+deepseek)"]
+    assert [(f["severity"], f["message"], f["details"]["toggle"]) for f in found["TA825"]] == [
+        ("note", "the generation prompt of chat_template.jinja opens reasoning ('<|im_assistant|>assistant<|im_middle|><think>'): output "
+                 "cut by max_tokens is reasoning, not content; thinking=false turns it off", "thinking=false")]

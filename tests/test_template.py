@@ -105,8 +105,11 @@ def test_qwen_tools_tojson_divergence_and_prose_tags() -> None:
     code, doc = template_json(T / "qwen-tools")
     assert code == 1
     # one cause (the tool description through tojson), one finding naming every conversation it hits
-    assert [(f["code"], f["severity"], f["details"]["conversations"]) for f in doc["findings"]] == [
-        ("TA802", "error", ["tool-call", "tool-call-json-arguments", "tools-offered"])]
+    assert [(f["code"], f["severity"], f["details"].get("conversations")) for f in doc["findings"]] == [
+        ("TA802", "error", ["tool-call", "tool-call-json-arguments", "tools-offered"]), ("TA820", "note", None)]
+    # the parser round trip: which stacks' parsers read back the <tool_call> JSON this template teaches
+    assert doc["findings"][1]["message"] == ("tool calls of chat_template.jinja recovered by vllm: hermes, qwen3_json, granite4; "
+                                             "sglang: hermes, qwen25; llama.cpp: auto")
     f = doc["findings"][0]
     assert f["details"]["position"] == 319 and f["details"]["chars"] == {"jinja2": "<", "minijinja": "\\"}
     assert "\\u003ccelsius" in f["details"]["excerpts"]["minijinja"]
@@ -152,7 +155,9 @@ def test_llama3_double_bos_whole_process() -> None:
 
 def test_deepseek_percent_format_fails_in_minijinja() -> None:
     code, doc = template_json(T / "deepseek-percent")
-    assert code == 0 and codes(doc) == [("TA801", "warning")]  # tool calls are optional: a warning
+    assert code == 0 and codes(doc) == [("TA801", "warning"), ("TA820", "note")]  # tool calls are optional: a warning
+    # the template writes <｜tool▁call▁begin｜> without the <｜tool▁calls▁begin｜> every DeepSeek parser looks for
+    assert doc["findings"][1]["details"]["stacks"] == ["vllm", "sglang", "llama.cpp"]
     f = doc["findings"][0]
     assert f["details"]["engine"] == "minijinja" and f["details"]["conversations"] == ["tool-call", "tool-call-json-arguments"]
     assert "% operator" in f["message"] and "jinja2 renders it" in f["message"]

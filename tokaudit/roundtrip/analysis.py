@@ -21,7 +21,7 @@ from tokaudit.roundtrip.choice import CODES, ParserChoice
 from tokaudit.roundtrip.run import Decoder, Row, evaluate_stack
 from tokaudit.template.renders import Budget
 from tokaudit.template.source import TemplateSource, special_token_context
-from tokaudit.template.turn import SENTINEL_NAME, SENTINEL_REASONING, Turn, generation_suffix, render_turn
+from tokaudit.template.turn import SENTINEL_REASONING, Turn, generation_suffix, render_turn, renders_call
 
 (TOOL_CALL, REASONING, STARTUP, STREAM, MARKER_IN_PROMPT, PREFILL) = CODES.values()
 
@@ -45,7 +45,7 @@ class ParserRun:
 
     @property
     def calls_rendered(self) -> bool:
-        return self.case is not None and SENTINEL_NAME in self.case.text
+        return self.case is not None and renders_call(self.case.text)
 
     @property
     def reasoning_rendered(self) -> bool:

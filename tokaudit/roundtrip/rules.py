@@ -53,14 +53,14 @@ def _vocabulary_digest(model: TokenizerModel) -> list[str]:
 
 def _to_json(f: Finding) -> list[Any]:
     loc = f.location
-    return [f.code, f.severity.value, f.message, f.details, None if loc is None else [loc.file, loc.line]]
+    return [f.code, f.severity.value, f.message, f.details, None if loc is None else [loc.file, loc.line, loc.key]]
 
 
 def _from_json(rows: Any) -> list[Finding] | None:
     try:
         out = []
         for code, severity, message, details, loc in rows:
-            where = None if loc is None else Provenance(loc[0], line=loc[1])
+            where = None if loc is None else Provenance(loc[0], line=loc[1], key=loc[2])
             out.append(CODES[code].finding(message, severity=Severity(severity), details=details, location=where))
         return out
     except (KeyError, TypeError, ValueError):

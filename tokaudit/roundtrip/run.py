@@ -14,7 +14,7 @@ from tokaudit.parsers.families import STACKS, ReasoningParser, ToolParser, picke
 from tokaudit.parsers.grammars import Call
 from tokaudit.parsers.parse import Outcome, enabled, parse_streamed, parse_whole, stack_skips_special
 from tokaudit.roundtrip.case import Case
-from tokaudit.template.turn import SENTINEL_ARGUMENTS, SENTINEL_NAME, SENTINEL_REASONING, SENTINEL_TOOL
+from tokaudit.template.turn import SENTINEL_ARGUMENTS, SENTINEL_NAME, SENTINEL_REASONING, SENTINEL_TOOL, renders_call
 
 #: The step sizes a streamed parse is tried with (1: token by token; 2..8: speculative decoding's bursts).
 STEP_SIZES = (1, 2, 3, 4, 5, 6, 7, 8)
@@ -185,7 +185,7 @@ def evaluate(dec: Decoder, stack: str, tool: ToolParser | None, reasoning: Reaso
     text = dec.whole(False if reads_ids else skip)
     tools = [SENTINEL_TOOL]
     whole = parse_whole(text, tool, reasoning, tools, prompt, kwargs)
-    calls_rendered = SENTINEL_NAME in case.text
+    calls_rendered = renders_call(case.text)
     reasoning_rendered = SENTINEL_REASONING in case.text
     tv = _tool_verdict(case, whole, calls_rendered) if tool is not None else None
     rv = _reasoning_verdict(whole, reasoning_rendered, reasoning)

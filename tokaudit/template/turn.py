@@ -46,6 +46,12 @@ SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
 ASK = {"role": "user", "content": "What is the weather in São Paulo?"}
 
 
+def renders_call(text: str) -> bool:
+    """The text holds the sentinel call: its name and an argument value (a template that writes only the name
+    teaches no call format a parser could read; dropped calls are the template rules' business)."""
+    return SENTINEL_NAME in text and "Centro" in text
+
+
 def assistant_turn(arguments_as: str = "dict") -> dict[str, Any]:
     """The assistant's turn: reasoning, empty content, one call (arguments a dict as vLLM and transformers pass
     them, or the JSON string of the wire format)."""
