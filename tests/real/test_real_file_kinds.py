@@ -182,3 +182,26 @@ def test_meta_tokenizer_py_declares_the_pattern(real_dirs: dict[str, Path], name
     assert "tokenizer.py" in json.loads(result.stdout)["backend_detail"]
     assert realkit.meta_pattern(directory / "tokenizer.py")  # the oracle reads the same class attribute
     assert key in (directory / "tokenizer.py").read_text(encoding="utf-8")
+
+
+def test_meta_llama3_special_tokens_are_named_as_meta_builds_them(real_dirs: dict[str, Path]) -> None:
+    """Meta's Tokenizer.__init__ builds its 256 specials (the named ones, then f"<|reserved_special_token_{2 + i}|>")
+    and numbers them from the rank count: the remote-code profile names 128000 <|begin_of_text|> and 128009
+    <|eot_id|>, and TA105 counts the 246 reserved names, said of Meta's code, not of transformers."""
+    import ast
+
+    directory = real_dirs["llama3-meta"]
+    _, explained = _json("explain", str(directory), "128000", "128009", "128002")
+    texts = [e["sources"][-1]["text"] for e in explained["ids"]]
+    assert texts == ["<|begin_of_text|>", "<|eot_id|>", "<|reserved_special_token_0|>"]
+    tree = ast.parse((directory / "tokenizer.py").read_text(encoding="utf-8"))
+    listed = next(n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.List)
+                  and any(isinstance(t, ast.Name) and t.id == "special_tokens" for t in n.targets))
+    assert [e.value for e in listed.elts][:2] == ["<|begin_of_text|>", "<|end_of_text|>"]
+    assert [e.value for e in listed.elts].index("<|eot_id|>") == 9
+    _, doc = _json("scan", str(directory))
+    (ta105,) = [f for f in doc["findings"] if f["code"] == "TA105"]
+    named = [e.value for e in listed.elts]
+    names = named + [f"<|reserved_special_token_{2 + i}|>" for i in range(256 - len(named))]  # as Meta's __init__ does
+    assert ta105["count"] == sum("reserved" in n for n in names) == 246
+    assert "by the model's own tokenizer code (tokenizer.py)" in ta105["message"]

@@ -64,6 +64,10 @@ class RemoteCode:
     pat_str_unreadable_reason: str | None = None
     #: Assignments the evaluator gave up on because of its budget: (where, what) pairs.
     not_understood: tuple[tuple[Provenance, str], ...] = ()
+    #: A list of special-token texts built inside a function whose length is ``num_reserved_special_tokens``: the
+    #: names of the reserved slots in order (Meta's llama_models Tokenizer.__init__: the specials, then the
+    #: f-string reserved names, given ids from the rank count on).
+    reserved_names: SpecialTokenList | None = None
 
     @property
     def name(self) -> str:
@@ -206,6 +210,8 @@ def _call(node: ast.Call, env: dict[str, Any]) -> Any:
         if len(args) == 3 and args[2] == 0:
             raise _Unknown  # range(a, b, 0) raises
         return _check_size(range(*args))
+    if name == "len" and not kwargs and len(args) == 1 and isinstance(args[0], (str, tuple, list, set, dict, range)):
+        return len(args[0])
     if name in ("tuple", "list", "set") and not kwargs and len(args) <= 1:
         items = args[0] if args else ()
         if not isinstance(items, (tuple, list, set, range, str)):
@@ -378,6 +384,10 @@ def parse_remote_code(path: Path) -> RemoteCode:
             env[name] = value
             if isinstance(value, str):  # a constant that may be passed on as pat_str: remember where it is written
                 defined[name] = (value, Provenance(path.name, line=stmt.lineno, key=name))
+            if not top and "special" in name.lower() and isinstance(value, list) and value:
+                local = _as_special_list(name, value, Provenance(path.name, line=stmt.lineno, key=name))
+                if local is not None and not local.ids:
+                    locals_found.append(local)
             if priority == 2 and top:
                 env[f"self.{name}"] = value
             if not top or priority != 2:
@@ -390,6 +400,7 @@ def parse_remote_code(path: Path) -> RemoteCode:
                 if found is not None:
                     lists[name] = found
 
+    locals_found: list[SpecialTokenList] = []
     try:
         visit_body(tree.body, {_BUDGET_KEY: budget}, True)
     except (RecursionError, MemoryError):
@@ -420,4 +431,5 @@ def parse_remote_code(path: Path) -> RemoteCode:
         pat_str_unreadable=bad[0] if bad else None,
         pat_str_unreadable_reason=bad[1] if bad else None,
         not_understood=tuple(not_understood),
+        reserved_names=next((lst for lst in reversed(locals_found) if reserved and len(lst.tokens) == reserved[0]), None),
     )

@@ -10,7 +10,7 @@ from tokaudit.checks.registry import rule
 from tokaudit.ids import IdRanges
 from tokaudit.model.id_table import Layer
 from tokaudit.model.text import TokenText
-from tokaudit.model.loaders import compacted_added_ids, smg_detects_kimi, tokenizers_added_ids
+from tokaudit.model.loaders import compacted_added_ids, remote_tokenizer_module, smg_detects_kimi, tokenizers_added_ids
 from tokaudit.model.tokenizer_model import REMOTE_CODE, TokenizerModel
 from tokaudit.report.finding import Finding
 from tokaudit.report.text import plural, token_text
@@ -146,8 +146,10 @@ def placeholder_encodable(model: TokenizerModel) -> Iterator[Finding]:
     example_id = ids.first(1)[0]
     example = found[example_id].decode("utf-8", "replace")
     who = []
-    if REMOTE_CODE in by_profile:
+    if REMOTE_CODE in by_profile and remote_tokenizer_module(model):
         who.append("transformers with the remote code (trust_remote_code)")
+    elif REMOTE_CODE in by_profile:  # code no auto_map names (Meta's tokenizer.py): its own Tokenizer class
+        who.append(f"the model's own tokenizer code ({', '.join(rc.name for rc in model.artifacts.remote_code)})")
     if "files" in by_profile:
         who.append("every loader of the data files (HF tokenizers matches added tokens in text)")
     if smg_detects_kimi(model):

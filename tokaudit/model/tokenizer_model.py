@@ -180,9 +180,19 @@ def _remote_code_layers(a: Artifacts, files: IdTable, base_count: int, declared_
             if lst.ids:
                 tokens = {i: t.encode("utf-8") for i, t in zip(lst.ids, lst.tokens)}
                 layers.append(Layer(f"special tokens {lst.name}", rc.name, tokens, True, lambda _i, s=lst.source: s))
-        if rc.num_reserved_special_tokens:
+        if rc.num_reserved_special_tokens and rc.reserved_names is not None:
+            # Meta's llama_models: the N names its __init__ builds (specials, then reserved), ids from the rank count on
+            names = rc.reserved_names
+            stop = base_count + min(len(names.tokens), MAX_RESERVED_FILL)
+            if declared_size is not None:
+                stop = min(stop, declared_size)
+            named = {i: names.tokens[i - base_count].encode("utf-8") for i in range(base_count, stop) if i not in mapped}
+            if named:
+                layers.append(Layer(f"special tokens {names.name} (num_reserved_special_tokens, from the rank count)", rc.name,
+                                    named, True, lambda _i, s=names.source: s))
+        elif rc.num_reserved_special_tokens:
             # Kimi: slots [len(ranks), len(ranks) + N) named from added_tokens_decoder, else placeholders.
-            template = next(iter(rc.reserved_templates), DEFAULT_RESERVED_TEMPLATE)
+            template = next((t for t in rc.reserved_templates if t.count("{}") == 1), DEFAULT_RESERVED_TEMPLATE)
             # materialised only inside the declared size and up to MAX_RESERVED_FILL ids; the rest stays a range
             # (TA104 reports slots past the declared size from the count alone)
             stop = base_count + min(rc.num_reserved_special_tokens, MAX_RESERVED_FILL)
