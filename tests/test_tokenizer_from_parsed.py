@@ -106,7 +106,7 @@ def test_template_with_a_bom_in_tokenizer_json_still_reports_that_tokenizers_ref
 
 def test_template_ids_are_the_files_own(tmp_path: Path) -> None:
     """template tokenizes each render with the tokenizer built from the parsed JSON: the ids from_file gives."""
-    r = run_cli("template", FIXTURES / "templates" / "chatml", "--format", "json", "--engine", "jinja2")
+    r = run_cli("template", FIXTURES / "templates" / "chatml", "--format", "json", "--stack", "transformers")
     doc = json.loads(r.stdout)
     tok = Tokenizer.from_file(str(FIXTURES / "templates" / "chatml" / "tokenizer.json"))
     renders = [x for c in doc["conversations"] for x in c["renders"] if x["text"] is not None]

@@ -5,15 +5,14 @@
 select = ["TA1", "TA2"]          # codes, names or code prefixes (default: every rule)
 ignore = ["partial-utf8-token"]
 baseline = "tokaudit-baseline.json"
+stacks = ["vllm", "smg"]          # the stacks the deploy runs on: template rules and parser round trip (default: all)
+tool-parser = "hermes"            # the deploy's --tool-call-parser: its failures are errors
+reasoning-parser = "qwen3"        # the deploy's --reasoning-parser
 
 [[tool.tokaudit.per-target-ignores]]
 target = "models/kimi-*"          # glob over the TARGET argument
 rules = ["TA101"]
 reason = "the reserved ids are filled by the remote code we deploy with"   # required
-
-stacks = ["vllm"]                 # the stacks the deploy runs on (the parser round trip)
-tool-parser = "hermes"            # the deploy's --tool-call-parser: its failures are errors
-reasoning-parser = "qwen3"        # the deploy's --reasoning-parser
 ```
 """
 

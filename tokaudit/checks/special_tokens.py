@@ -1,4 +1,4 @@
-"""Special tokens and EOS (TA201-TA205)."""
+"""Special tokens and EOS (TA201-TA204; TA205, which needs rendered prompts, is a template rule)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokaudit.artifacts.base import AddedToken, Provenance
-from tokaudit.checks.common import find_content, is_tool_or_reasoning_marker, looks_control, template_markers, turn_terminator
+from tokaudit.checks.common import find_content, is_tool_or_reasoning_marker, looks_control, turn_terminator
 from tokaudit.checks.registry import rule
 from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import REMOTE_CODE, TokenizerModel
@@ -236,27 +236,4 @@ def added_token_flags_mismatch(model: TokenizerModel) -> Iterator[Finding]:
             ids=IdRanges.from_ids([tok.id]) if tok.id is not None else None,
             details={"subject": tok.content, "token": tok.content,
                      "flags": {k: {"tokenizer_config": c, "tokenizer_json": j} for k, (c, j) in diff.items()}},
-        )
-
-
-@rule("TA205")
-def template_token_unregistered(model: TokenizerModel) -> Iterator[Finding]:
-    """The static half of the template family's literal check (TA804 checks rendered prompts with the same
-    classifier, so the two never disagree): bare tags no file registers are prose, not control tokens."""
-    markers = template_markers(model)
-    if not markers:
-        return
-    from tokaudit.checks.literals import LiteralClassifier
-
-    classifier = LiteralClassifier(model)
-    for marker in markers:
-        v = classifier.verdict(marker.text)
-        if not v.control or v.ok:
-            continue
-        yield template_token_unregistered.finding(
-            f"the chat template writes {marker.text}, but {v.why()}{v.encodes()}: the model never sees the control token it was trained with.",
-            location=marker.source,
-            ids=IdRanges.from_ids([v.token_id]) if v.token_id is not None else None,
-            details={"subject": marker.text, "token": marker.text, "registered_by": v.registered_by, "encoded_ids": v.encoded_ids,
-                     "encoder": v.encoder},
         )

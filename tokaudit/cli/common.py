@@ -73,6 +73,12 @@ SelectOpt = Annotated[
 IgnoreOpt = Annotated[
     list[str] | None, typer.Option("--ignore", metavar="RULES", help="Skip these rules: codes, names or code prefixes; comma-separated or repeated.")
 ]
+StackOpt = Annotated[
+    str | None,
+    typer.Option("--stack", help="Only these serving stacks (comma-separated): transformers, vllm, sglang, smg, tgi, mistral.rs, "
+                 "llama.cpp, dynamo; the template findings and the exit code concern them alone (the parser round trip "
+                 "runs for vllm, sglang, llama.cpp among them). Default: every stack, or [tool.tokaudit] stacks."),
+]
 BaselineOpt = Annotated[
     Path | None,
     typer.Option("--baseline", help="A previous --format json report: only findings not in it count.", dir_okay=False),

@@ -24,7 +24,7 @@ OPTIONAL_LIBRARIES = ("transformers", "fastokens", "mistral_common")
 
 #: Placeholders of string options by name, where "TEXT" would not say what they take.
 NAMED_PLACEHOLDERS = {
-    "--backends": "LIST", "--detokenizers": "LIST", "--engine": "LIST", "--backend": "NAME",
+    "--backends": "LIST", "--detokenizers": "LIST", "--stack": "LIST", "--backend": "NAME",
     "--pat-str": "REGEX", "--prompt": "IDS", "--steps": "RANGE",
 }
 

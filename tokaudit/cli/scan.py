@@ -23,6 +23,7 @@ from tokaudit.cli.common import (
     QuietOpt,
     RevisionOpt,
     SelectOpt,
+    StackOpt,
     emit,
     emit_lines,
     handle_errors,
@@ -47,6 +48,7 @@ def scan(
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
     baseline: BaselineOpt = None,
+    stack: StackOpt = None,
     jobs: JobsOpt = 1,
     revision: RevisionOpt = None,
     fmt: FormatOpt = OutputFormat.rich,
@@ -68,12 +70,17 @@ def scan(
         from tokaudit.rules import all_rules
         from tokaudit.scan import load_model, scan_model, scan_targets
 
-        config = load_config()
         from tokaudit.roundtrip.choice import ParserChoice, check_choice
         from tokaudit.roundtrip.rules import configure
+        from tokaudit.template.rules import SELECTED_STACKS
+        from tokaudit.template.stacks import STACK_NAMES, parse_stacks
 
-        choice = ParserChoice(config.stacks or None, config.tool_parser, config.reasoning_parser)
-        check_choice(choice, "tool.tokaudit.stacks")
+        config = load_config()
+        where = "--stack" if stack else "tool.tokaudit.stacks"
+        stacks = parse_stacks(stack) if stack else parse_stacks(config.stacks or None, where, config.name)
+        SELECTED_STACKS.set(stacks)  # the template rules check only these stacks (every scan sets it)
+        choice = ParserChoice(stacks if (stack or config.stacks) else None, config.tool_parser, config.reasoning_parser)
+        check_choice(choice, where, STACK_NAMES)
         configure(choice)  # the parser round trip's rules read the deploy's stacks and parsers (every scan sets it)
         known = [(r.code, r.name) for r in all_rules()] + [(meta.code, meta.name) for meta in META_CODES]
         cli_select, cli_ignore = split_selectors(select), split_selectors(ignore)

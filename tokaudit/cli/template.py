@@ -20,6 +20,7 @@ from tokaudit.cli.common import (
     QuietOpt,
     RevisionOpt,
     SelectOpt,
+    StackOpt,
     TargetArg,
     emit,
     handle_errors,
@@ -35,13 +36,9 @@ def template(
                      "rendered instead of the built-in conversations.", dir_okay=False),
     ] = None,
     tools: Annotated[Path | None, typer.Option("--tools", help="JSON list of tool definitions offered to every conversation.", dir_okay=False)] = None,
-    engine: Annotated[str | None, typer.Option("--engine", help="Comma-separated engines: jinja2, minijinja (default: both).")] = None,
+    stack: StackOpt = None,
     template_file: Annotated[
         Path | None, typer.Option("--template", help="Render this Jinja file instead of the target's chat template.", dir_okay=False)
-    ] = None,
-    stack: Annotated[
-        str | None, typer.Option("--stack", help="Comma-separated stacks for the parser round trip: vllm, sglang, llama.cpp "
-                                 "(default: [tool.tokaudit] stacks, else all).")
     ] = None,
     tool_parser: Annotated[
         str | None, typer.Option("--tool-parser", help="The deploy's tool-call parser as the stack names it (vLLM "
@@ -64,29 +61,32 @@ def template(
     quiet: QuietOpt = False,
     color: ColorOpt = Color.auto,
 ) -> None:
-    """Render the chat template with Jinja2 (transformers, vLLM) and MiniJinja (Rust gateways), then tokenize what they render."""
+    """Render the chat template the way each serving stack does (vLLM, SGLang, smg, TGI, mistral.rs, Dynamo...), then tokenize what they render."""
     with handle_errors(debug):
         from tokaudit.config import load_config
+        from tokaudit.report.finding import catalog_codes
         from tokaudit.report.policy import Selection, split_selectors, validate
         from tokaudit.report.report import Report
-        from tokaudit.roundtrip.choice import CODES as PARSER_CODES
         from tokaudit.roundtrip.analysis import add_round_trip
+        from tokaudit.roundtrip.choice import CODES as PARSER_CODES
         from tokaudit.roundtrip.choice import ParserChoice, check_choice, parse_kwargs
         from tokaudit.scan import load_model
         from tokaudit.template.analysis import CODES
-        from tokaudit.template.run import TemplateOptions, parse_engine_list, template_model, templates_of
+        from tokaudit.template.run import TemplateOptions, template_model, templates_of
+        from tokaudit.template.stacks import STACK_NAMES, parse_stacks
 
         config = load_config()
-        stacks = tuple(s.strip() for s in stack.split(",") if s.strip()) if stack else config.stacks
-        choice = ParserChoice(stacks or None, tool_parser or config.tool_parser, reasoning_parser or config.reasoning_parser,
-                              parse_kwargs(chat_template_kwargs))
-        check_choice(choice, "--stack" if stack else "tool.tokaudit.stacks")
-        known = [(code, meta.name) for code, meta in {**CODES, **PARSER_CODES}.items()]
+        where = "--stack" if stack else "tool.tokaudit.stacks"
+        stacks = parse_stacks(stack) if stack else parse_stacks(config.stacks or None, where, config.name)
+        choice = ParserChoice(stacks if (stack or config.stacks) else None, tool_parser or config.tool_parser,
+                              reasoning_parser or config.reasoning_parser, parse_kwargs(chat_template_kwargs))
+        check_choice(choice, where, STACK_NAMES)
+        known = [(code, meta.name) for code, meta in {**CODES, **PARSER_CODES}.items()] + [(c.code, c.name) for c in catalog_codes("TA808")]
         cli_select, cli_ignore = split_selectors(select), split_selectors(ignore)
         validate(cli_select, known, "--select")
         validate(cli_ignore, known, "--ignore")
         selection = Selection(cli_select, cli_ignore)
-        options = TemplateOptions(engines=parse_engine_list(engine), messages=messages, tools=tools, template=template_file)
+        options = TemplateOptions(stacks=stacks, messages=messages, tools=tools, template=template_file)
         # parsing a large tokenizer.json: see tokaudit.collector (frozen after: the model lives to the end)
         with collector_paused(freeze=True):
             model = load_model(target, revision)

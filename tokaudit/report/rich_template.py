@@ -1,6 +1,7 @@
-"""The ``template`` section of the rich report: the template and engines, then per conversation and
-engine the rendered prompt (control tokens highlighted, invisible characters shown), its token
-count, and the first divergence side by side. Layout only: every value comes from the result."""
+"""The ``template`` section of the rich report: the template and the stacks, then per request the prompts
+the stacks render (stacks with the same prompt together; control tokens highlighted, invisible characters
+shown), their token counts, and where the prompts diverge, side by side. Layout only: every value comes from
+the result."""
 
 from __future__ import annotations
 
@@ -46,8 +47,12 @@ def template_section(console: Console, result: TargetResult) -> None:
     data: dict[str, Any] = result.data
     for t in data["templates"]:
         console.print(Text(f"  template    {t['name']}  ({t['source']})"))
-    engines = " · ".join(f"{e['name']} {e['version'] or 'not installed'}" for e in data["engines"])
-    console.print(Text(f"  engines     {engines}"))
+    for st in data["stacks"]:
+        line = Text(f"  stack       {st['id']:<12} ", style="")
+        line.append(f"{st['version']} · {st['engine']['name']}", style="dim")
+        if st["skipped"]:
+            line.append(f"  (not rendered: {st['skipped']})", style="yellow")
+        console.print(line)
     tok = data["tokenizer"]
     line = Text(f"  tokenizer   {tok['name'] or 'none'}")
     if tok["error"]:
@@ -62,8 +67,13 @@ def template_section(console: Console, result: TargetResult) -> None:
         head.append(f"  {label}{'generation prompt' if conv['add_generation_prompt'] else 'no generation prompt'}"
                     f"{'' if conv['required'] else ' · optional feature'}", style="dim")
         console.print(head)
+        shown: dict[str, list[dict[str, Any]]] = {}
         for r in conv["renders"]:
-            row = Text(f"    {r['engine']:<10} ", style="bold")
+            shown.setdefault(r["text"] if r["text"] is not None else f"\0{r['error']}", []).append(r)
+        for rows in shown.values():
+            r = rows[0]
+            who = ", ".join(x["stack"] for x in rows)
+            row = Text(f"    {who}  ", style="bold")
             if r["text"] is None:
                 row.append(f"✗ {r['error']}", style="red")
                 console.print(row)
@@ -73,14 +83,14 @@ def template_section(console: Console, result: TargetResult) -> None:
             console.print(row)
             console.print(Padding(_shown(r["text"], r["controls"]), (0, 0, 0, 6), expand=False))
         div = conv.get("divergence")
-        if div:
+        for side in (div or {}).get("sides", []):
             table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1), pad_edge=False)
-            for side in div["sides"]:
-                table.add_column(side["engine"])
-            table.add_row(*(Text(visible(side["excerpt"])) for side in div["sides"]))
-            where = f"first divergence at character {div['position']}"
-            if div["token_position"] is not None:
-                where += f", token {div['token_position']}"
+            table.add_column(", ".join(div["base"]))
+            table.add_column(", ".join(side["stacks"]))
+            table.add_row(Text(visible(side["base_excerpt"])), Text(visible(side["excerpt"])))
+            where = f"first divergence at character {side['position']}"
+            if side["token_position"] is not None:
+                where += f", token {side['token_position']}"
             console.print(Padding(Text(where, style="yellow"), (0, 0, 0, 4), expand=False))
             console.print(Padding(table, (0, 0, 0, 6), expand=False))
         console.print()

@@ -94,10 +94,11 @@ def _toggle(prepared: Any, special: dict[str, str], state: str | None) -> str | 
 def run_template(model: TokenizerModel | None, template: TemplateSource, choice: ParserChoice, *, tokenize: bool = True,
                  budget: Budget = Budget()) -> ParserRun:
     """The round trip of one template (``model`` None or ``tokenize`` False: at text level, markers taken as tokens)."""
-    from tokaudit.template.engines import make_engines
+    from tokaudit.template.engines import prepare
+    from tokaudit.template.stacks.engines import JINJA2_TRANSFORMERS
 
     special = special_token_context(model) if model is not None else {}
-    prepared = make_engines(["jinja2"], budget)[0].prepare(template.text)
+    prepared = prepare(JINJA2_TRANSFORMERS, template.text, budget)
     run = ParserRun(template)
     kwargs = dict(choice.kwargs)
     turn, why = render_turn(prepared, special, kwargs)
@@ -256,7 +257,7 @@ def turn_of(run: ParserRun) -> Turn | None:
 def add_round_trip(model: TokenizerModel, templates: list[TemplateSource], choice: ParserChoice, data: dict[str, Any]) -> list[Finding]:
     """The ``template`` command's round trip: ``parser_runs``, ``parsers`` and ``parser_choice`` in its result data,
     and the findings."""
-    runs = model_templates_runs(model, templates, choice)
+    runs = model_templates_runs(model, templates, choice) if choice.chosen_stacks() else []  # no selected stack has parsers
     data["parser_runs"] = [r.to_json() for r in runs]
     data["parsers"] = rows_json(runs)
     data["parser_choice"] = {"stacks": choice.chosen_stacks(), "tool_parser": choice.tool_parser, "chat_template_kwargs": dict(choice.kwargs),

@@ -48,12 +48,16 @@ def parse_kwargs(value: str | None) -> tuple[tuple[str, Any], ...]:
     return tuple(data.items())
 
 
-def check_choice(choice: ParserChoice, where: str = "--stack") -> None:
-    """Exit 2 on a stack or parser name no selected stack has."""
+def check_choice(choice: ParserChoice, where: str = "--stack", known_stacks: tuple[str, ...] = ROUNDTRIP_STACKS) -> None:
+    """Exit 2 on a stack name not in ``known_stacks`` (``template`` and ``scan`` pass every stack profile: a stack without
+    a round trip is rendered, not parsed), or a parser name no selected stack has."""
     for s in choice.stacks or ():
-        if s not in ROUNDTRIP_STACKS:
-            raise InputError(f"unknown stack {s!r} for the parser round trip (choose from {', '.join(ROUNDTRIP_STACKS)})", key=where)
+        if s not in known_stacks:
+            raise InputError(f"unknown stack {s!r} for the parser round trip (choose from {', '.join(known_stacks)})", key=where)
     stacks = choice.chosen_stacks()
+    if choice.named and not stacks:
+        option = "--tool-parser" if choice.tool_parser is not None else "--reasoning-parser"
+        raise InputError(f"no selected stack has a parser round trip (choose from {', '.join(ROUNDTRIP_STACKS)})", key=option)
     if choice.tool_parser is not None:
         known = sorted({p.name for s in stacks for p in tool_parsers(s)})
         if choice.tool_parser not in known:

@@ -30,7 +30,8 @@ _cache: dict[int, tuple[TokenizerModel, list[Finding]]] = {}
 
 _MODULES = ("tokaudit.parsers.families", "tokaudit.parsers.grammars", "tokaudit.parsers.parse", "tokaudit.roundtrip.analysis",
             "tokaudit.roundtrip.case", "tokaudit.roundtrip.decode", "tokaudit.roundtrip.run", "tokaudit.template.turn",
-            "tokaudit.template.serving", "tokaudit.template.engines", "tokaudit.stream.detokenizers.offsets", __name__)
+            "tokaudit.template.serving", "tokaudit.template.engines", "tokaudit.template.stacks.engines", "tokaudit.template.renders",
+            "tokaudit.stream.detokenizers.offsets", __name__)
 
 
 def configure(choice: ParserChoice) -> None:
@@ -76,10 +77,10 @@ def round_trip_findings(model: TokenizerModel) -> list[Finding]:
             return hit[1]
     templates = model_templates(model)
     found: list[Finding] = []
-    if templates and any(k in t.text for t in templates for k in ("tool", "think", "reasoning")):
-        choice = CHOICE
+    choice = CHOICE
+    if templates and choice.chosen_stacks() and any(k in t.text for t in templates for k in ("tool", "think", "reasoning")):
         inputs = {"templates": [[t.name, t.text, str(t.location)] for t in templates], "special": special_token_context(model),
-                  "vocabulary": _vocabulary_digest(model), "choice": [choice.stacks, choice.tool_parser, choice.reasoning_parser]}
+                  "vocabulary": _vocabulary_digest(model), "choice": [choice.chosen_stacks(), choice.tool_parser, choice.reasoning_parser]}
         ck = cache_key("parser-round-trip", inputs, _MODULES)
         cached = _from_json(load(ck))
         if cached is not None:

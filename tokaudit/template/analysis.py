@@ -1,11 +1,17 @@
-"""Render every conversation with every engine, tokenize as the serving stack does, and find TA801-TA805."""
+"""The TA8xx findings of rendered templates, each naming the stacks it is true for (``details.stacks``).
+
+TA801 a stack cannot render a request; TA802 a stack's engine renders its own context other than Jinja2
+(transformers' engine) does; TA803 the prompt starts with the BOS a client's tokenizer adds again; TA804 a
+control-token literal of a rendered prompt does not encode to its id; TA805 the generation prompt is not the
+header of an assistant turn; TA806 a past tool call never reaches the prompt; TA807 turn k's prompt and reply
+are not a prefix of turn k+1's prompt.
+"""
 
 from __future__ import annotations
 
+import json
 import re
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from tokaudit.artifacts.base import Provenance
@@ -13,51 +19,23 @@ from tokaudit.checks.literals import LiteralClassifier, literals_in
 from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Code, Finding, Severity, catalog_codes
-from tokaudit.template.conversations import SENTINEL, Conversation
-from tokaudit.template.renders import SIZE_BOMB, Budget, Engine, Render
+from tokaudit.template.rendering import TOTAL_SPENT, PrefixTurn, RequestRun, TemplateRun
+from tokaudit.template.renders import Render
+from tokaudit.template.requests import TOOL_CALL_MARKS
 from tokaudit.template.serving import ServingEncoder
 from tokaudit.template.source import TemplateSource
-
-#: How the renders skipped after an engine spent its time on one template are told apart.
-TOTAL_SPENT = "this engine may spend on one template"
+from tokaudit.template.stacks import STACK_NAMES, profile
+from tokaudit.template.stacks.facts import template_facts
 
 #: Characters of context on each side of a difference in an excerpt.
 EXCERPT = 40
 
-#: The TA8xx family (names, severities and summaries are the catalog's).
-CODES: dict[str, Code] = {c.code: c for c in catalog_codes("TA801", "TA802", "TA803", "TA804", "TA805")}
+#: The TA8xx family of rendered templates (names, severities and summaries are the catalog's).
+CODES: dict[str, Code] = {c.code: c for c in catalog_codes("TA801", "TA802", "TA803", "TA804", "TA805", "TA806", "TA807")}
 
 
 def finding(code: str, message: str, **kwargs: Any) -> Finding:
     return CODES[code].finding(message, **kwargs)
-
-
-@dataclass
-class ConversationRun:
-    """One conversation rendered by every engine."""
-
-    conversation: Conversation
-    template: TemplateSource
-    renders: list[Render]
-    #: engine -> ids of its rendered text (filled when tokenized)
-    ids: dict[str, list[int] | None] = field(default_factory=dict)
-
-    @property
-    def label(self) -> str:
-        return self.conversation.name
-
-    def render(self, engine: str) -> Render | None:
-        return next((r for r in self.renders if r.engine == engine), None)
-
-
-@dataclass
-class TemplateRun:
-    """One template rendered with every conversation."""
-
-    template: TemplateSource
-    conversations: list[ConversationRun]
-    #: engine -> (conversation name, header the template writes before an assistant turn, generation suffix)
-    headers: dict[str, list[tuple[str, str | None, str | None, str]]] = field(default_factory=dict)
 
 
 def excerpt(text: str, at: int, width: int = EXCERPT) -> str:
@@ -70,114 +48,90 @@ def first_difference(a: str, b: str) -> int:
     return next((i for i in range(n) if a[i] != b[i]), n)
 
 
-def _skipped(engine: str, why: str) -> Render:
-    return Render(engine, None, why, "budget")
+def _first_token_difference(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    return next((i for i in range(n) if a[i] != b[i]), n)
 
 
-def render_template(template: TemplateSource, conversations: list[Conversation], engines: list[Engine],
-                    special: dict[str, str], *, probe_headers: bool = True) -> TemplateRun:
-    """Render each conversation with each engine. After an engine runs out of its budget once, its
-    remaining renders of this template are skipped, so a hostile template costs one budget per engine."""
-    prepared = {e.name: e.prepare(template.text) for e in engines}
-    exhausted: dict[str, str] = {}
-    spent = dict.fromkeys(prepared, 0.0)
-    total = min((getattr(e, "budget", None) or Budget()).total_seconds for e in engines) if engines else 0.0
-
-    def render(engine: str, conv: Conversation) -> Render:
-        if engine in exhausted:
-            return _skipped(engine, f"skipped: {exhausted[engine]} on an earlier conversation")
-        bomb = next((e for e, why in exhausted.items() if why.startswith(SIZE_BOMB)), None)
-        if bomb is not None:
-            # MiniJinja cannot bound one operation's allocation: a repetition Jinja2 refused is not tried
-            exhausted[engine] = f"not rendered: {bomb} found an unbounded repetition ({exhausted[bomb]})"
-            return Render(engine, None, exhausted[engine], "budget")
-        start = time.perf_counter()
-        out = prepared[engine].render(conv.context(special))
-        spent[engine] += time.perf_counter() - start
-        if out.kind == "budget":
-            exhausted[engine] = out.error or "budget"
-        elif spent[engine] > total:
-            exhausted[engine] = f"the {total:g} s {TOTAL_SPENT} ran out"
-        return out
-
-    runs = [ConversationRun(c, template, [render(e.name, c) for e in engines]) for c in conversations]
-    run = TemplateRun(template, runs)
-    if probe_headers:
-        for e in engines:
-            run.headers[e.name] = _headers(lambda c, name=e.name: render(name, c), conversations)
-    return run
+def ordered(stacks: Any) -> list[str]:
+    """Stack ids in report order."""
+    chosen = set(stacks)
+    return [s for s in STACK_NAMES if s in chosen]
 
 
-def _headers(render: Callable[[Conversation], Render],
-             conversations: list[Conversation]) -> list[tuple[str, str | None, str | None, str]]:
-    """For conversations that end on a user turn with a generation prompt: the header the template writes
-    before an assistant turn (from rendering the conversation plus an assistant reply) and the suffix the
-    generation prompt adds. (name, header or None, suffix or None, what went wrong)."""
-    out = []
-    for conv in conversations:
-        if not conv.add_generation_prompt or conv.messages[-1].get("role") != "user" or conv.origin != "built-in":
-            continue
-        if conv.name not in ("system-user", "multi-turn", "user-only"):
-            continue
-        with_gen = render(conv)
-        without = render(replace(conv, add_generation_prompt=False))
-        replied = render(replace(conv, messages=[*conv.messages, {"role": "assistant", "content": SENTINEL}],
-                                 add_generation_prompt=False))
-        if not (with_gen.ok and without.ok and replied.ok):
-            continue
-        assert with_gen.text is not None and without.text is not None and replied.text is not None
-        header = None
-        if replied.text.startswith(without.text) and SENTINEL in replied.text:
-            header = replied.text[len(without.text):replied.text.index(SENTINEL)]
-        suffix = with_gen.text[len(without.text):] if with_gen.text.startswith(without.text) else None
-        out.append((conv.name, header, suffix, with_gen.text))
-    return out
+def concerns(f: Finding, stacks: tuple[str, ...]) -> bool:
+    """A finding concerns a stack selection when it names a selected stack; one that names none (TA803: clients,
+    not stacks) only when every stack is selected."""
+    named = (f.details or {}).get("stacks")
+    if not named:
+        return tuple(stacks) == STACK_NAMES
+    return any(s in stacks for s in named)
 
 
-# --------------------------------------------------------------------------- findings
+def names(items: list[str], most: int = 6) -> str:
+    return ", ".join(items[:most]) + (" …" if len(items) > most else "")
 
 
-def _where(run: ConversationRun | TemplateRun, engine: str | None = None) -> str:
-    template = run.template
-    name = "" if template.name == "default" else f" (template {template.name})"
-    conv = f"conversation {run.label}" if isinstance(run, ConversationRun) else ""
-    return f"{conv}{name}" + (f", engine {engine}" if engine else "")
+def _in_template(template: TemplateSource) -> str:
+    return "" if template.name == "default" else f" with template {template.name}"
+
+
+@dataclass
+class Tokens:
+    """The ids of rendered texts (each text tokenized once): the serving encoder for whole prompts, the
+    classifier's encoder (no special tokens added) for pieces."""
+
+    encoder: ServingEncoder | None
+    classifier: LiteralClassifier | None = None
+    _cache: dict[str, list[int] | None] = field(default_factory=dict)
+
+    def of(self, text: str | None) -> list[int] | None:
+        if self.encoder is None or text is None:
+            return None
+        if text not in self._cache:
+            self._cache[text] = self.encoder.encode(text)
+        return self._cache[text]
+
+
+# --------------------------------------------------------------------------- TA801
 
 
 def render_errors(runs: list[TemplateRun]) -> list[Finding]:
-    """TA801: one finding per template, engine and error message, naming every conversation it hit."""
-    groups: dict[tuple[str, str, str], list[ConversationRun]] = {}
+    """TA801: one finding per template and error, naming the stacks that fail with it and the requests."""
+    groups: dict[tuple[str, str], dict[str, list[RequestRun]]] = {}
+    kinds: dict[tuple[str, str], str | None] = {}
     for trun in runs:
-        # (engine, group) pairs where some variant rendered: the feature works on that engine
-        works = {(r.engine, c.conversation.group) for c in trun.conversations for r in c.renders
-                 if r.ok and c.conversation.group is not None}
-        for crun in trun.conversations:
-            for r in crun.renders:
-                if (r.engine, crun.conversation.group) in works:
+        for rrun in trun.requests:
+            for stack, sr in rrun.stacks.items():
+                r = sr.render
+                if r.ok or r.kind == "skipped" and TOTAL_SPENT not in (r.error or ""):
                     continue
-                if not r.ok and (not (r.error or "").startswith("skipped:") or TOTAL_SPENT in (r.error or "")):
-                    groups.setdefault((trun.template.name, r.engine, r.error or ""), []).append(crun)
+                key = (trun.template.name, r.error or "")
+                groups.setdefault(key, {}).setdefault(stack, []).append(rrun)
+                kinds[key] = r.kind
     out = []
-    for (_, engine, error), cruns in groups.items():
-        crun = cruns[0]
-        names = [c.label for c in cruns]
-        required = [c for c in cruns if c.conversation.required]
-        # a raise_exception in every engine is the template refusing the conversation on purpose
-        deliberate = all(r.kind == "raise" for c in cruns for r in c.renders if not r.ok)
+    for key, by_stack in groups.items():
+        error = key[1]
+        stacks = ordered(by_stack)
+        rruns = list({id(r): r for rs in by_stack.values() for r in rs}.values())
+        template = rruns[0].template
+        requests = [r.label for r in rruns]
+        required = any(r.request.required for r in rruns)
+        # the template refusing a request on purpose: raise_exception, and no stack renders the request
+        rendered_by = ordered(s for s in rruns[0].stacks if all(s in r.stacks and r.stacks[s].render.ok for r in rruns))
+        deliberate = kinds[key] == "raise" and not any(sr.render.ok for r in rruns for sr in r.stacks.values())
         severity = Severity.ERROR if required and not deliberate and TOTAL_SPENT not in error else Severity.WARNING
-        kind = {"raise": "the template raised", "budget": "the render ran out of its budget",
-                "syntax": "the template does not compile"}.get(crun.render(engine).kind or "", "the render failed")  # type: ignore[union-attr]
-        scope = (f"{len(cruns)} conversations ({', '.join(names[:6])}{' …' if len(names) > 6 else ''})"
-                 if len(cruns) > 1 else f"conversation {names[0]}")
-        others = [r.engine for r in crun.renders if r.ok]
-        contrast = f"; {', '.join(others)} renders it" if others else ""
+        kind = {"raise": "the template raised", "budget": "the render ran out of its budget", "syntax": "the template does not compile",
+                "refused": "the stack refuses the request"}.get(kinds[key] or "", "the render failed")
+        scope = f"{len(requests)} requests ({names(requests)})" if len(requests) > 1 else f"request {requests[0]}"
+        contrast = f"; {', '.join(rendered_by)} render{'s' if len(rendered_by) == 1 else ''} {'them' if len(requests) > 1 else 'it'}" if rendered_by else ""
+        engines = {s: rruns[0].stacks[s].render.engine if s in rruns[0].stacks else by_stack[s][0].stacks[s].render.engine for s in stacks}
         out.append(finding(
             "TA801",
-            f"{engine} cannot render {scope}{'' if crun.template.name == 'default' else f' with template {crun.template.name}'}: "
-            f"{kind}: {error.rstrip('.')}{contrast}.",
-            severity=severity, location=_error_location(crun.template, error),
-            details={"subject": f"{crun.template.name}:{engine}:{error[:80]}", "engine": engine, "error": error,
-                     "kind": crun.render(engine).kind, "conversations": names, "template": crun.template.name},  # type: ignore[union-attr]
+            f"{', '.join(stacks)} cannot render {scope}{_in_template(template)}: {kind}: {error.rstrip('.')}{contrast}.",
+            severity=severity, location=_error_location(template, error),
+            details={"subject": f"{template.name}:{error[:80]}", "stacks": stacks, "engines": engines, "error": error,
+                     "kind": kinds[key], "conversations": requests, "template": template.name},
         ))
     return out
 
@@ -193,166 +147,168 @@ def _error_location(template: TemplateSource, error: str) -> Provenance:
     return Provenance(template.location.file, line=int(m.group(1) or m.group(2)))
 
 
-def _first_token_difference(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    return next((i for i in range(n) if a[i] != b[i]), n)
-
+# --------------------------------------------------------------------------- TA802
 
 #: What MiniJinja's own ``tojson`` escapes (HTML-safe JSON), and what transformers' ``tojson`` (json.dumps) writes.
-_MINIJINJA_TOJSON = {"\\u003c": "<", "\\u003e": ">", "\\u0026": "&", "\\u0027": "'"}
-#: Which gateways render with MiniJinja's own tojson. TGI: router/src/infer/chat_template.rs builds its Environment with
-#: pycompat and raise_exception and registers no tojson, so MiniJinja's escaping reaches the prompt. smg (SGLang's
-#: router): crates/tokenizer/src/chat_template.rs registers its own tojson_filter (serde_json, no HTML escaping).
-TOJSON_CAUSE = ("The difference is MiniJinja's own tojson, which escapes < > & ' as \\u003c \\u003e \\u0026 \\u0027 where "
-                "transformers' json.dumps does not: TGI registers no tojson of its own, so it prompts with the minijinja text; "
-                "smg (SGLang's router) overrides tojson and is not hit")
+_ESCAPES = {"\\u003c": "<", "\\u003e": ">", "\\u0026": "&", "\\u0027": "'"}
 
 
-def _tojson_escaping_only(jinja: str, mini: str) -> bool:
-    """The two renders differ only by MiniJinja's tojson escapes."""
-    for escaped, char in _MINIJINJA_TOJSON.items():
-        mini = mini.replace(escaped, char)
-    return mini == jinja
+def _tojson_escaping_only(reference: str, text: str) -> bool:
+    for escaped, char in _ESCAPES.items():
+        text = text.replace(escaped, char)
+    return text == reference
 
 
-def divergences(runs: list[TemplateRun], encoder: ServingEncoder | None, max_findings: int = 12) -> list[Finding]:
-    """TA802: conversations both engines render to different text; error when the ids differ too.
+#: What each engine knob (rendering.KNOBS) does where the stack's engine differs from Jinja2.
+KNOB_CAUSES = {
+    "tojson": "its tojson is not transformers' json.dumps (MiniJinja's escapes < > & ' as \\u003c \\u003e \\u0026 \\u0027; "
+              "serde's is compact)",
+    "sorted_maps": "its maps iterate and serialize in key order (MiniJinja built without preserve_order)",
+    "trim_blocks": "it keeps the newline after a block tag and the indentation before one (no trim_blocks / lstrip_blocks)",
+    "length_of_none_is_zero": "its length filter gives 0 for none",
+    "get_default": "its dict.get takes one argument",
+    "strftime_now": "it has no strftime_now",
+}
 
-    Conversations whose first difference looks the same (the same excerpts around it) share one
-    finding: one cause (a tool description through ``tojson``) is reported once, with every
-    conversation it hits."""
-    groups: dict[tuple[str, str, str, str], list[tuple[ConversationRun, Render, Render, int]]] = {}
+
+def _cause(causes: tuple[str, ...]) -> str:
+    if not causes:
+        return "the engine evaluates the template differently"
+    return "; ".join(KNOB_CAUSES.get(c, c) for c in causes)
+
+
+def divergences(runs: list[TemplateRun], tokens: Tokens, max_findings: int = 12) -> list[Finding]:
+    """TA802: stacks whose engine renders the stack's own context other than Jinja2 does (the same variables,
+    another engine). One finding per template and cause (the engine knobs that change the render), naming every
+    stack and request it hits; differences no knob explains are grouped by how their first difference looks."""
+    groups: dict[tuple[str, str, str], list[tuple[str, RequestRun, str, str, int, tuple[str, ...]]]] = {}
     for trun in runs:
-        for crun in trun.conversations:
-            ok = [r for r in crun.renders if r.ok]
-            if len(ok) < 2:
-                continue
-            a, b = ok[0], ok[1]
-            assert a.text is not None and b.text is not None
-            if a.text == b.text:
-                continue
-            at = first_difference(a.text, b.text)
-            key = (trun.template.name, excerpt(a.text, at, 20), excerpt(b.text, at, 20), f"{at}")
-            groups.setdefault(key, []).append((crun, a, b, at))
+        for rrun in trun.requests:
+            for stack, sr in rrun.stacks.items():
+                ref = sr.reference
+                if ref is None or not (ref.ok and sr.render.ok) or ref.text == sr.render.text:
+                    continue
+                assert ref.text is not None and sr.render.text is not None
+                at = first_difference(ref.text, sr.render.text)
+                key = ((trun.template.name, ",".join(sr.causes), "") if sr.causes else
+                       (trun.template.name, excerpt(ref.text, at, 20), excerpt(sr.render.text, at, 20)))
+                groups.setdefault(key, []).append((stack, rrun, ref.text, sr.render.text, at, sr.causes))
     out: list[Finding] = []
     for members in list(groups.values())[:max_findings]:
-        crun, a, b, at = members[0]
-        assert a.text is not None and b.text is not None
-        ids_a = tokens_of(crun, a, encoder)
-        ids_b = tokens_of(crun, b, encoder)
-        token_at = _first_token_difference(ids_a, ids_b) if ids_a is not None and ids_b is not None else None
-        tokens_differ = ids_a != ids_b or ids_a is None
-        tok = (f"; the token ids first differ at position {token_at} ({len(ids_a)} vs {len(ids_b)} tokens)"  # type: ignore[arg-type]
-               if token_at is not None and ids_a != ids_b else
-               "; the token ids are the same" if ids_a is not None and ids_a == ids_b else "; the ids were not compared")
-        names = [m[0].label for m in members]
-        also = f" (also {', '.join(names[1:])})" if len(names) > 1 else ""
-        renders = {a.engine: a.text, b.engine: b.text}
-        tojson = "jinja2" in renders and "minijinja" in renders and _tojson_escaping_only(renders["jinja2"], renders["minijinja"])
-        cause = f" {TOJSON_CAUSE}." if tojson else ""
+        stack, rrun, ref, text, at, causes = members[0]
+        stacks = ordered({m[0] for m in members})
+        requests = list(dict.fromkeys(m[1].label for m in members))
+        ids_ref, ids = tokens.of(ref), tokens.of(text)
+        token_at = _first_token_difference(ids_ref, ids) if ids_ref is not None and ids is not None and ids_ref != ids else None
+        tokens_differ = ids is None or ids_ref != ids
+        tok = (f"; the token ids first differ at position {token_at} ({len(ids_ref)} vs {len(ids)} tokens)"  # type: ignore[arg-type]
+               if token_at is not None else "; the token ids are the same" if ids is not None else "; the ids were not compared")
+        why = _cause(causes)
+        engine = rrun.stacks[stack].render.engine
+        also = f" (also {names(requests[1:])})" if len(requests) > 1 else ""
         out.append(finding(
             "TA802",
-            f"{_where(crun)}{also}: {a.engine} and {b.engine} render different text from character {at}: "
-            f"{a.engine} {excerpt(a.text, at)!r} vs {b.engine} {excerpt(b.text, at)!r}{tok}.{cause}",
+            f"{', '.join(stacks)}: request {requests[0]}{also}{_in_template(rrun.template)} renders other text than Jinja2 (transformers' "
+            f"engine) makes of the same variables, from character {at}: {excerpt(ref, at)!r} vs {engine} {excerpt(text, at)!r}{tok}. "
+            f"The cause is the engine: {why}.",
             severity=Severity.ERROR if tokens_differ else Severity.WARNING,
-            location=crun.template.location,
-            details={"subject": f"{crun.template.name}:{crun.label}", "conversation": crun.label, "conversations": names,
-                     "template": crun.template.name, "engines": [a.engine, b.engine], "position": at,
-                     "excerpts": {a.engine: excerpt(a.text, at), b.engine: excerpt(b.text, at)},
-                     "chars": {a.engine: a.text[at:at + 1], b.engine: b.text[at:at + 1]},
-                     "token_position": token_at,
-                     **({"cause": "minijinja-tojson-escaping", "stacks_hit": ["TGI"], "stacks_not_hit": ["smg"]} if tojson else {})},
+            location=rrun.template.location,
+            details={"subject": f"{rrun.template.name}:{','.join(causes)}:{excerpt(text, at, 20)}", "stacks": stacks, "conversation": requests[0],
+                     "conversations": requests, "template": rrun.template.name, "engine": engine, "position": at,
+                     "excerpts": {"jinja2": excerpt(ref, at), "stack": excerpt(text, at)},
+                     "chars": {"jinja2": ref[at:at + 1], "stack": text[at:at + 1]}, "token_position": token_at, "causes": list(causes)},
         ))
     return out
 
 
-def tokens_of(crun: ConversationRun, render: Render, encoder: ServingEncoder | None) -> list[int] | None:
-    if encoder is None or render.text is None:
-        return None
-    if render.engine not in crun.ids:
-        crun.ids[render.engine] = encoder.encode(render.text)
-    return crun.ids[render.engine]
-
+# --------------------------------------------------------------------------- TA803
 
 #: Why TA803 is a warning: no serving stack's chat endpoint tokenizes the rendered prompt with special tokens
-#: added. vLLM: ChatCompletionRequest.add_special_tokens defaults to False ("the chat template takes care of adding
-#: the special tokens", vllm/entrypoints/openai/protocol.py). SGLang: serving_chat.py keeps add_special_tokens=False
-#: at the chat-template encode site "to avoid double BOS" (python/sglang/srt/entrypoints/openai/serving_chat.py,
-#: OpenAIServingChat.__init__). TGI: ChatRequest::try_into_generate builds its GenerateRequest with
-#: add_special_tokens: false (router/src/lib.rs). llama.cpp's server: common/chat.cpp strips a leading bos_token
-#: from the rendered text when the vocabulary adds BOS ("To avoid double BOS / EOS tokens"). Hit: a client that
-#: renders the template itself and tokenizes the text with the defaults (transformers' tokenizer(text), a
-#: /v1/completions request, vLLM's LLM.generate).
-DOUBLE_BOS_STACKS = ("vLLM, SGLang and TGI tokenize a chat prompt without special tokens and llama.cpp's server strips the "
-                     "leading BOS, so their chat endpoints are not hit; a client that renders the template and tokenizes the "
-                     "text with the defaults (tokenizer(text), a completions request) is")
+#: added. vLLM: ChatCompletionRequest.add_special_tokens defaults to False. SGLang: serving_chat.py keeps
+#: add_special_tokens=False "to avoid double BOS". TGI: ChatRequest::try_into_generate builds its GenerateRequest
+#: with add_special_tokens: false. transformers: apply_chat_template(tokenize=True) encodes with
+#: add_special_tokens=False. llama.cpp's server: common/chat.cpp strips a leading bos_token from the rendered text
+#: when the vocabulary adds BOS. Hit: a client that renders the template and tokenizes the text with the defaults
+#: (transformers' tokenizer(text), a /v1/completions request, vLLM's LLM.generate).
+DOUBLE_BOS_STACKS = ("no stack's chat endpoint is hit (vLLM, SGLang, TGI and transformers' apply_chat_template tokenize "
+                     "chat prompts without special tokens, llama.cpp's server strips the leading BOS); a client that renders "
+                     "the template and tokenizes the text with the defaults (tokenizer(text), a completions request) is")
 
 
-def double_bos(model: TokenizerModel, runs: list[TemplateRun], encoder: ServingEncoder | None) -> list[Finding]:
-    """TA803: the template writes the token the stack prepends anyway (post-processor / add_bos_token)."""
-    prefix = encoder.prefix if encoder is not None else None
+def double_bos(model: TokenizerModel, runs: list[TemplateRun], tokens: Tokens) -> list[Finding]:
+    """TA803: the template writes the token the tokenizer prepends anyway (post-processor / add_bos_token)."""
+    prefix = tokens.encoder.prefix if tokens.encoder is not None else None
     if prefix is None:
         from tokaudit.template.serving import prepended
 
         prefix = prepended(model)
     if prefix is None:
         return []
-    hits: list[tuple[ConversationRun, Render, list[int] | None]] = []
+    hits: list[tuple[RequestRun, str, Render, list[int] | None]] = []
     for trun in runs:
-        for crun in trun.conversations:
-            for r in crun.renders:
+        for rrun in trun.requests:
+            for stack, sr in rrun.stacks.items():
+                r = sr.render
                 if r.ok and r.text is not None and r.text.startswith(prefix.token):
-                    ids = tokens_of(crun, r, encoder) if encoder is not None else None
+                    ids = tokens.of(r.text)
                     if ids is not None and not (len(ids) >= 2 and ids[0] == ids[1]):
                         continue  # the real tokenization disagrees with the static reading: trust the ids
-                    hits.append((crun, r, ids))
+                    hits.append((rrun, stack, r, ids))
     if not hits:
         return []
-    crun, r, ids = hits[0]
-    convs = sorted({h[0].label for h in hits})
+    rrun, stack, r, ids = hits[0]
+    requests = sorted({h[0].label for h in hits})
     shown = f" The prompt starts with ids {ids[:4]}." if ids is not None else ""
     return [finding(
         "TA803",
-        f"{_where(crun, r.engine)}: the template writes {prefix.token} at the start of the prompt and {prefix.setting} "
-        f"adds {prefix.token} again when the text is tokenized with special tokens, so the model sees two BOS tokens "
-        f"({len(convs)} conversation(s)).{shown} {DOUBLE_BOS_STACKS}. Drop bos_token from the template or tokenize "
+        f"request {rrun.label}{_in_template(rrun.template)}: the template writes {prefix.token} at the start of the prompt and "
+        f"{prefix.setting} adds {prefix.token} again when the text is tokenized with special tokens, so the model sees two BOS "
+        f"tokens ({len(requests)} request(s)).{shown} {DOUBLE_BOS_STACKS}. Drop bos_token from the template or tokenize "
         "rendered prompts with add_special_tokens=False.",
-        location=crun.template.location,
+        location=rrun.template.location,
         ids=IdRanges.from_ids([prefix.token_id]) if prefix.token_id is not None else None,
-        details={"subject": crun.template.name, "conversation": crun.label, "engine": r.engine, "token": prefix.token,
-                 "token_id": prefix.token_id, "added_by": prefix.setting, "conversations": convs,
-                 "first_ids": ids[:4] if ids is not None else None, "excerpt": excerpt(r.text or "", 0),
-                 "stacks_hit": [], "stacks_not_hit": ["vLLM", "SGLang", "TGI", "llama.cpp server"]},
+        details={"subject": rrun.template.name, "stacks": [], "rendered_by": ordered({h[1] for h in hits}),
+                 "conversation": rrun.label, "token": prefix.token, "token_id": prefix.token_id, "added_by": prefix.setting,
+                 "conversations": requests, "first_ids": ids[:4] if ids is not None else None, "excerpt": excerpt(r.text or "", 0)},
     )]
+
+
+# --------------------------------------------------------------------------- TA804
 
 
 def token_splits(runs: list[TemplateRun], classifier: LiteralClassifier) -> list[Finding]:
     """TA804: control-token literals in rendered prompts that do not reach the model as their one id."""
-    seen: dict[str, tuple[ConversationRun, Render, int]] = {}
+    seen: dict[str, tuple[RequestRun, str, int]] = {}
+    stacks_of: dict[str, set[str]] = {}
     for trun in runs:
-        for crun in trun.conversations:
-            for r in crun.renders:
+        for rrun in trun.requests:
+            for stack, sr in rrun.stacks.items():
+                r = sr.render
                 if not r.ok or r.text is None:
                     continue
                 for m in literals_in(r.text):
+                    stacks_of.setdefault(m.group(), set()).add(stack)
                     if m.group() not in seen:
-                        seen[m.group()] = (crun, r, m.start())
+                        seen[m.group()] = (rrun, r.text, m.start())
     out = []
-    for text, (crun, r, at) in seen.items():
+    for text, (rrun, prompt, at) in seen.items():
         v = classifier.verdict(text)
         if not v.control or v.ok:
             continue
+        stacks = ordered(stacks_of[text])
         out.append(finding(
             "TA804",
-            f"{_where(crun, r.engine)}: the rendered prompt holds {text} at character {at} ({excerpt(r.text or '', at, 20)!r}), "
-            f"but {v.why()}{v.encodes()}: the model never sees the control token it was trained with.",
-            location=crun.template.location,
+            f"request {rrun.label}{_in_template(rrun.template)}, {', '.join(stacks)}: the rendered prompt holds {text} at character {at} "
+            f"({excerpt(prompt, at, 20)!r}), but {v.why()}{v.encodes()}: the model never sees the control token it was trained with.",
+            location=rrun.template.location,
             ids=IdRanges.from_ids([v.token_id]) if v.token_id is not None else None,
-            details={"subject": text, "token": text, "conversation": crun.label, "engine": r.engine, "position": at,
+            details={"subject": text, "token": text, "stacks": stacks, "conversation": rrun.label, "position": at,
                      "registered_by": v.registered_by, "encoded_ids": v.encoded_ids, "encoder": v.encoder},
         ))
     return out
 
+
+# --------------------------------------------------------------------------- TA805
 
 _HEADER_MARKERS = ("<think>", "<|channel|>", "<|message|>", "<seed:think>")
 
@@ -363,45 +319,219 @@ def _benign_rest(rest: str) -> bool:
     return (m is not None and m.start() == 0) or rest.startswith(_HEADER_MARKERS)
 
 
+def _header_problem(header: str, suffix: str | None) -> str | None:
+    if suffix is None:
+        return "the prompt with add_generation_prompt does not extend the prompt without it"
+    if not suffix.strip() and header.strip():
+        return f"add_generation_prompt adds nothing ({suffix!r}), so the model must write the assistant header {header!r} itself"
+    if suffix.startswith(header):
+        return None
+    if header.startswith(suffix):
+        rest = header[len(suffix):]
+        return None if _benign_rest(rest) else (
+            f"the prompt ends with {suffix!r} but an assistant turn starts with {header!r}: the model must generate {rest!r} first")
+    at = first_difference(suffix, header)
+    return f"the prompt ends with {suffix!r} but an assistant turn starts with {header!r} (first difference at character {at})"
+
+
 def generation_prompts(runs: list[TemplateRun]) -> list[Finding]:
-    """TA805: the generation prompt should write the assistant header (the model starts right after it)."""
+    """TA805: the generation prompt should write the assistant header (the model starts right after it). One
+    finding per template and problem, naming the stacks it holds for."""
     out = []
     for trun in runs:
-        for engine, rows in trun.headers.items():
+        problems: dict[str, tuple[str, str | None, str | None, str, list[str]]] = {}
+        for stack, rows in trun.headers.items():
             for name, header, suffix, prompt in rows:
                 if header is None:
                     continue
-                problem = None
-                if suffix is None:
-                    problem = "the prompt with add_generation_prompt does not extend the prompt without it"
-                elif not suffix.strip() and header.strip():
-                    problem = f"add_generation_prompt adds nothing ({suffix!r}), so the model must write the assistant header {header!r} itself"
-                elif suffix.startswith(header):
-                    continue
-                elif header.startswith(suffix):
-                    rest = header[len(suffix):]
-                    if _benign_rest(rest):
+                problem = _header_problem(header, suffix)
+                if problem is not None:
+                    problems.setdefault(problem, (name, header, suffix, prompt, []))[4].append(stack)
+                    break  # one per template and stack
+        for problem, (name, header, suffix, prompt, stacks) in problems.items():
+            stacks = ordered(stacks)
+            out.append(finding(
+                "TA805",
+                f"request {name}{_in_template(trun.template)}, {', '.join(stacks)}: {problem}.",
+                location=trun.template.location,
+                details={"subject": f"{trun.template.name}:{problem[:60]}", "stacks": stacks, "conversation": name,
+                         "header": header, "generation_suffix": suffix, "prompt_end": prompt[-EXCERPT:]},
+            ))
+    return out
+
+
+# --------------------------------------------------------------------------- TA806
+
+
+def _call_marks(rrun: RequestRun) -> list[tuple[int, tuple[str, ...], str, str]]:
+    """For each assistant turn with tool calls: (message index, what must appear, text before, text after)."""
+    msgs = rrun.request.messages
+    out = []
+    for i, m in enumerate(msgs):
+        calls = m.get("tool_calls") if m.get("role") == "assistant" else None
+        if not isinstance(calls, list) or not calls or i == 0 or i + 1 >= len(msgs):
+            continue
+        before, after = msgs[i - 1].get("content"), msgs[i + 1].get("content")
+        if not (isinstance(before, str) and before and isinstance(after, str) and after):
+            continue
+        if rrun.request.origin == "built-in":
+            marks = TOOL_CALL_MARKS
+        else:
+            marks = tuple(_marks_of(c) for c in calls[:1] if isinstance(c, dict))
+            marks = marks[0] if marks else ()
+        if marks:
+            out.append((i, marks, before, after))
+    return out
+
+
+def _marks_of(call: dict[str, Any]) -> tuple[str, ...]:
+    """A call's function name and the longest word of its first string argument."""
+    f = call.get("function") if isinstance(call.get("function"), dict) else {}
+    name = f.get("name") if isinstance(f.get("name"), str) else None
+    args = f.get("arguments")
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            pass
+    value = next((v for v in (args.values() if isinstance(args, dict) else []) if isinstance(v, str) and v.strip()), None)
+    word = max(re.findall(r"\w{4,}", value), key=len, default=None) if value else None
+    return tuple(x for x in (name, word) if x)
+
+
+def dropped_tool_calls(runs: list[TemplateRun]) -> list[Finding]:
+    """TA806: a past tool call (its name or an argument) is missing from the prompt between the message before
+    the call and the tool result, although the template reads ``tools``: the template drops a call the stack
+    passed it. (A stack that never passes ``tool_calls``, TGI, loses them whatever the template: its profile says
+    so, and it is not judged here.)"""
+    out = []
+    for trun in runs:
+        variables = template_facts(trun.template.text).variables
+        if variables is not None and not any("tool" in v or v == "functions" for v in variables):
+            continue  # the template offers no tools (tools, xml_tools, python_tools, functions...)
+        missing: dict[tuple[str, ...], tuple[list[str], list[str]]] = {}
+        for rrun in trun.requests:
+            for index, marks, before, after in _call_marks(rrun):
+                for stack, sr in rrun.stacks.items():
+                    text = sr.render.text
+                    if text is None or before not in text or profile(stack).rules.tool_calls != "keep":
                         continue
-                    problem = f"the prompt ends with {suffix!r} but an assistant turn starts with {header!r}: the model must generate {rest!r} first"
-                else:
-                    at = first_difference(suffix, header)
-                    problem = (f"the prompt ends with {suffix!r} but an assistant turn starts with {header!r} "
-                               f"(first difference at character {at})")
-                out.append(finding(
-                    "TA805",
-                    f"conversation {name}{'' if trun.template.name == 'default' else f' (template {trun.template.name})'}, "
-                    f"engine {engine}: {problem}.",
-                    location=trun.template.location,
-                    details={"subject": f"{trun.template.name}:{engine}", "conversation": name, "engine": engine,
-                             "header": header, "generation_suffix": suffix, "prompt_end": prompt[-EXCERPT:]},
-                ))
-                break  # one per template and engine
+                    start = text.rindex(before) + len(before)
+                    end = text.find(after, start)
+                    if end < 0:
+                        continue
+                    lost = tuple(m for m in marks if m not in text[start:end])
+                    if lost:
+                        stacks, requests = missing.setdefault(lost, ([], []))
+                        stacks.append(stack)
+                        requests.append(rrun.label)
+        for lost, (stacks, requests) in missing.items():
+            stacks, requests = ordered(stacks), list(dict.fromkeys(requests))
+            what = "the call (its name and arguments)" if len(lost) > 1 else f"{lost[0]!r}"
+            out.append(finding(
+                "TA806",
+                f"{', '.join(stacks)}: the past tool call of request {requests[0]}"
+                f"{f' (also {names(requests[1:])})' if len(requests) > 1 else ''}{_in_template(trun.template)} never reaches the "
+                f"prompt: {what} is missing between the message before the call and the tool result, although the template offers "
+                "tools. The model sees a tool result it never asked for.",
+                location=trun.template.location,
+                details={"subject": f"{trun.template.name}:{','.join(lost)}", "stacks": stacks, "conversation": requests[0],
+                         "conversations": requests, "missing": list(lost), "template": trun.template.name},
+            ))
+    return out
+
+
+# --------------------------------------------------------------------------- TA807
+
+
+def _prefix_cause(run: TemplateRun, turn: PrefixTurn, expected: str, following: str) -> tuple[str, str | None]:
+    """What makes turn k render differently once turn k+1 follows: (explanation, the request field)."""
+    rrun = next((r for r in run.requests if r.label == turn.request), None)
+    msgs = rrun.request.messages if rrun is not None else []
+    m = msgs[turn.turn] if turn.turn < len(msgs) else {}
+    reasoning = m.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning in expected and reasoning not in following:
+        return "the template keeps the reasoning_content of the last assistant turn and drops it once a later turn follows", "reasoning_content"
+    kwargs = rrun.request.chat_template_kwargs if rrun is not None else {}
+    if kwargs.get("enable_thinking") is False:
+        return "with enable_thinking false the turn is prompted with a closed, empty thinking block that history renders without", "enable_thinking"
+    at = first_difference(expected, following)
+    near_e, near_f = expected[max(0, at - 20):at + 20], following[max(0, at - 20):at + 20]
+    if any(m in near_e and m not in near_f or m in near_f and m not in near_e for m in _THINKING_MARKERS):
+        return ("the template writes a thinking block for the last assistant turn that it removes or closes once a later turn "
+                "follows"), "reasoning"
+    if at < len(expected) and at < len(following) and expected[at].isspace() and following[at].isspace():
+        return "the whitespace between blocks grows with the conversation (the template emits it per message)", None
+    system = next((x.get("content") for x in msgs if x.get("role") == "system" and isinstance(x.get("content"), str)), None)
+    if system and system in expected and expected.find(system) != following.find(system):
+        return "the system prompt moves (it is rendered next to the last user message)", "system"
+    if m.get("tool_calls"):
+        return "the tool-call turn renders differently once its result follows", "tool_calls"
+    return "the template renders the turn differently once a later turn follows", None
+
+
+#: Where a thinking block starts, in the templates that write one.
+_THINKING_MARKERS = ("<think>", "</think>", "<|channel|>analysis", "<seed:think>", "<|START_THINKING|>", "[THINK]")
+
+
+def prefix_instability(runs: list[TemplateRun], tokens: Tokens, max_findings: int = 8) -> list[Finding]:
+    """TA807: turn k's prompt + the reply as the template renders it (to the end of the turn) is not a prefix of
+    turn k+1's prompt: a prefix cache misses, and a token-in/token-out trace no longer matches the prompt. One
+    finding per template and cause, naming every stack and request it holds for, with the first example."""
+    groups: dict[tuple[str, str, str], list[tuple[PrefixTurn, TemplateRun, int, int | None, str, str]]] = {}
+    for trun in runs:
+        for turn in trun.prefixes:
+            if turn.prompt is None or turn.full is None or turn.following is None or not turn.full.startswith(turn.prompt):
+                continue
+            expected = turn.full.rstrip()
+            at: int | None = None
+            token_at: int | None = None
+            if not turn.following.startswith(expected):
+                at = first_difference(expected, turn.following)
+            else:
+                turn_ids, following_ids = tokens.of(expected), tokens.of(turn.following)
+                if turn_ids is not None and following_ids is not None and following_ids[:len(turn_ids)] != turn_ids:
+                    token_at = _first_token_difference(turn_ids, following_ids)
+            if at is None and token_at is None:
+                continue
+            cause, _ = _prefix_cause(trun, turn, expected, turn.following)
+            groups.setdefault((trun.template.name, cause, ""), []).append((turn, trun, at if at is not None else -1, token_at,
+                                                                               expected, turn.following))
+    out = []
+    for members in list(groups.values())[:max_findings]:
+        turn, trun, at, token_at, expected, following = members[0]
+        stacks = ordered({m[0].stack for m in members})
+        requests = list(dict.fromkeys(m[0].request for m in members))
+        cause, field_name = _prefix_cause(trun, turn, expected, following)
+        if at >= 0:
+            where = (f"at character {at}: turn {turn.turn} ends {excerpt(expected, at)!r} but the next prompt has "
+                     f"{excerpt(following, at)!r}")
+            following_ids, expected_ids = tokens.of(following), tokens.of(expected)
+            if following_ids is not None and expected_ids is not None:
+                token_at = _first_token_difference(expected_ids, following_ids)
+                where += f" (first differing token {token_at})"
+        else:
+            where = f"at token {token_at}: the texts agree but the next prompt tokenizes the end of the turn into other ids"
+        out.append(finding(
+            "TA807",
+            f"{', '.join(stacks)}: request {requests[0]}{f' (also {names(requests[1:])})' if len(requests) > 1 else ''}"
+            f"{_in_template(trun.template)}: turn {turn.turn}'s prompt and reply are not a prefix of the next turn's prompt, "
+            f"{where}. Cause: {cause}. A prefix cache misses from there on, and a token-in/token-out trace (RL) no longer "
+            "matches the prompt the next turn is given.",
+            location=trun.template.location,
+            details={"subject": f"{trun.template.name}:{cause[:60]}", "stacks": stacks, "conversation": requests[0],
+                     "conversations": requests, "turn": turn.turn, "position": at if at >= 0 else None, "token_position": token_at,
+                     "cause": cause, "field": field_name,
+                     "excerpts": {"turn": excerpt(expected, max(at, 0)), "next": excerpt(following, max(at, 0))}},
+        ))
     return out
 
 
 def analyse(model: TokenizerModel, runs: list[TemplateRun], encoder: ServingEncoder | None,
             classifier: LiteralClassifier | None = None) -> list[Finding]:
     classifier = classifier or LiteralClassifier(model)
-    return [*render_errors(runs), *divergences(runs, encoder), *double_bos(model, runs, encoder),
-            *token_splits(runs, classifier), *generation_prompts(runs)]
+    tokens = Tokens(encoder, classifier)
+    return [*render_errors(runs), *divergences(runs, tokens), *double_bos(model, runs, tokens),
+            *token_splits(runs, classifier), *generation_prompts(runs), *dropped_tool_calls(runs),
+            *prefix_instability(runs, tokens)]
 

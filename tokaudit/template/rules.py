@@ -1,102 +1,95 @@
-"""The TA8xx rules inside ``scan``: one engine pair, the built-in conversations, a tighter budget.
+"""The TA8xx rules inside ``scan`` (and TA205): the built-in requests for every selected stack profile, a
+tighter budget, and TA808 (the template's sources).
 
-The five rules share one analysis per model (rendering is the cost, not the rules), computed by
-the first of them that runs and kept for that model object.
+The rules share one analysis per model (rendering is the cost, not the rules), computed by the first of them
+that runs and kept for that model object. ``--stack`` / ``stacks = [...]`` reach them through
+:data:`SELECTED_STACKS` (a context variable the command sets).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextvars import ContextVar
 from threading import Lock
-from typing import Any
 
+from tokaudit.checks.common import template_markers
 from tokaudit.checks.literals import LiteralClassifier
 from tokaudit.checks.registry import rule
+from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel
-from tokaudit.report.finding import Finding
+from tokaudit.report.finding import Finding, catalog_code
 from tokaudit.report.report import installed_version
 from tokaudit.result_cache import cache_key, load, store
-from tokaudit.template.analysis import CODES, ConversationRun, TemplateRun, analyse, render_template
-from tokaudit.template.conversations import Conversation, builtin_conversations
-from tokaudit.template.renders import ENGINE_NAMES, Budget, Render
-from tokaudit.template.source import TemplateSource, model_templates, special_token_context
+from tokaudit.template.analysis import CODES, analyse, concerns, ordered
+from tokaudit.template.rendering import TemplateRun, render_template, run_from_json, run_to_json
+from tokaudit.template.renders import Budget
+from tokaudit.template.requests import builtin_requests
+from tokaudit.template.source import TemplateSource, model_templates, source_disagreements, special_token_context
+from tokaudit.template.stacks import STACK_NAMES, profile
 
-#: Inside scan a hostile template costs at most about a second per engine.
+#: Inside scan a hostile template costs at most about a second per engine configuration.
 SCAN_BUDGET = Budget(seconds=1.0, fuel=10_000_000, total_seconds=5.0)
 
+#: The stacks ``scan`` checks (``--stack`` / ``[tool.tokaudit] stacks``); every profile by default.
+SELECTED_STACKS: ContextVar[tuple[str, ...]] = ContextVar("tokaudit_selected_stacks", default=STACK_NAMES)
+
 _lock = Lock()
-_cache: dict[int, tuple[TokenizerModel, list[Finding]]] = {}
+_cache: dict[tuple[int, tuple[str, ...]], tuple[TokenizerModel, list[Finding], list[TemplateRun]]] = {}
 
 
-def template_findings(model: TokenizerModel) -> list[Finding]:
-    """Every TA8xx finding of a model's own templates (cached per model object)."""
-    key = id(model)
+def template_analysis(model: TokenizerModel) -> tuple[list[Finding], list[TemplateRun]]:
+    """Every TA8xx finding of a model's own templates for the selected stacks, and the runs (cached per model object)."""
+    stacks = SELECTED_STACKS.get()
+    key = (id(model), stacks)
     with _lock:
         hit = _cache.get(key)
         if hit is not None and hit[0] is model:
-            return hit[1]
+            return hit[1], hit[2]
     templates = model_templates(model)
     found: list[Finding] = []
+    runs: list[TemplateRun] = []
     if templates:
         special = special_token_context(model)
-        runs = [_render(t, special) for t in templates]
+        runs = [_render(t, special, stacks) for t in templates]
         # no full-prompt tokenization inside scan (loading tokenizer.json again costs more than the whole family):
         # TA802 stays an error without comparing ids, TA803 reads the post-processor statically
-        found = analyse(model, runs, None, LiteralClassifier(model))
+        found = [f for f in analyse(model, runs, None, LiteralClassifier(model)) if concerns(f, stacks)]
     with _lock:
         if len(_cache) > 16:
             _cache.clear()
-        _cache[key] = (model, found)
-    return found
+        _cache[key] = (model, found, runs)
+    return found, runs
 
 
-def _render(template: TemplateSource, special: dict[str, str]) -> TemplateRun:
-    """The built-in conversations rendered by both engines: from the result cache when this template, these
-    special tokens and these engine versions were rendered before, else rendered (and kept when no render came
-    near a time limit: Jinja2's is a clock, MiniJinja's fuel is counted and so part of the result)."""
-    inputs = {"template": template.text, "name": template.name, "special": special, "budget": repr(SCAN_BUDGET),
-              "versions": {name: installed_version(name) for name in ENGINE_NAMES}}
+def _render(template: TemplateSource, special: dict[str, str], stacks: tuple[str, ...]) -> TemplateRun:
+    """The built-in requests rendered for the selected stacks: from the result cache when this template, these
+    special tokens, these stacks and these engine versions were rendered before, else rendered (and kept when the
+    renders took less than a second in all: Jinja2's bound is a clock, MiniJinja's fuel is counted)."""
+    inputs = {"template": template.text, "name": template.name, "special": special, "budget": repr(SCAN_BUDGET), "stacks": stacks,
+              "versions": {name: installed_version(name) for name in ("jinja2", "minijinja")}}
     key = cache_key("template-render", inputs, _MODULES)
-    conversations = builtin_conversations(template.text, template.name)
-    hit = _from_json(template, conversations, load(key))
+    requests = builtin_requests(template.text, template.name)
+    hit = run_from_json(template, requests, load(key))
     if hit is not None:
         return hit
-    from tokaudit.template.engines import make_engines  # only on a miss: the engines cost ~3 ms to import
-
     start = time.perf_counter()
-    run = render_template(template, conversations, make_engines(list(ENGINE_NAMES), SCAN_BUDGET), special)
+    run = render_template(template, requests, [profile(s) for s in stacks], special, SCAN_BUDGET)
     if time.perf_counter() - start < SCAN_BUDGET.seconds:
-        store(key, _to_json(run))
+        store(key, run_to_json(run))
     return run
 
 
 #: The modules whose code decides a template run (a change to any of them misses the cache).
-_MODULES = ("tokaudit.template.engines", "tokaudit.template.renders", "tokaudit.template.analysis", "tokaudit.template.conversations",
+_MODULES = ("tokaudit.template.engines", "tokaudit.template.renders", "tokaudit.template.rendering", "tokaudit.template.requests",
+            "tokaudit.template.stacks", "tokaudit.template.stacks.context", "tokaudit.template.stacks.facts",
+            "tokaudit.template.stacks.rewrites", "tokaudit.template.stacks.profile", "tokaudit.template.stacks.engines",
+            *(f"tokaudit.template.stacks.{m}" for m in ("transformers", "vllm", "sglang", "smg", "tgi", "mistralrs", "llamacpp", "dynamo")),
             __name__)
 
 
-def _to_json(run: TemplateRun) -> dict[str, Any]:
-    return {
-        "conversations": [[c.conversation.name, [[r.engine, r.text, r.error, r.kind] for r in c.renders]]
-                          for c in run.conversations],
-        "headers": {engine: [list(h) for h in rows] for engine, rows in run.headers.items()},
-    }
-
-
-def _from_json(template: TemplateSource, conversations: list[Conversation], data: Any) -> TemplateRun | None:
-    """A cached run, or None when ``data`` is not one for these conversations (a corrupted entry)."""
-    try:
-        rows = data["conversations"]
-        if [name for name, _ in rows] != [c.name for c in conversations]:
-            return None
-        runs = [ConversationRun(c, template, [Render(*r) for r in renders]) for c, (_, renders) in zip(conversations, rows)]
-        headers = {engine: [tuple(h) for h in hs] for engine, hs in data["headers"].items()}
-        if any(len(h) != 4 for hs in headers.values() for h in hs):
-            return None
-        return TemplateRun(template, runs, headers)  # type: ignore[arg-type]
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
+def template_findings(model: TokenizerModel) -> list[Finding]:
+    return template_analysis(model)[0]
 
 
 def _register(code: str) -> None:
@@ -109,3 +102,48 @@ def _register(code: str) -> None:
 
 for _code in CODES:
     _register(_code)
+
+
+@rule("TA205")
+def template_token_unregistered(model: TokenizerModel) -> Iterator[Finding]:
+    """The static half of the template family's literal check (TA804 checks rendered prompts with the same
+    classifier, so the two never disagree): bare tags no file registers are prose, not control tokens; and a
+    literal only counts when it reaches a rendered prompt (functionary's ``<|NONE|>`` is a value its macros
+    compare, never output)."""
+    markers = template_markers(model)
+    if not markers:
+        return
+    classifier = LiteralClassifier(model)
+    bad = [(m, v) for m in markers if (v := classifier.verdict(m.text)).control and not v.ok]
+    if not bad:
+        return
+    _, runs = template_analysis(model)
+    texts: dict[str, set[str]] = {}
+    for trun in runs:
+        for rrun in trun.requests:
+            for stack, sr in rrun.stacks.items():
+                if sr.render.text is not None:
+                    for marker, _ in bad:
+                        if marker.text in sr.render.text:
+                            texts.setdefault(marker.text, set()).add(stack)
+    for marker, v in bad:
+        stacks = ordered(texts.get(marker.text, ()))
+        if not stacks and runs:
+            continue
+        yield template_token_unregistered.finding(  # type: ignore[attr-defined]
+            f"the chat template writes {marker.text}, but {v.why()}{v.encodes()}: the model never sees the control token it was trained with.",
+            location=marker.source,
+            ids=IdRanges.from_ids([v.token_id]) if v.token_id is not None else None,
+            details={"subject": marker.text, "token": marker.text, "registered_by": v.registered_by, "encoded_ids": v.encoded_ids,
+                     "encoder": v.encoder, "stacks": stacks},
+        )
+
+
+_TA808 = catalog_code("TA808")
+
+
+@rule("TA808")
+def template_source_disagreement(model: TokenizerModel) -> Iterator[Finding]:
+    """The template files a target ships disagree: each loader reads another one."""
+    for d in source_disagreements(model):
+        yield _TA808.finding(d.message, location=d.location, details=d.details)

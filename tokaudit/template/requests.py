@@ -1,8 +1,13 @@
-"""The conversations rendered through a template: the built-in set and ``--messages`` / ``--tools`` files."""
+"""The requests rendered through a template, as OpenAI-compatible clients send them to a chat endpoint: the
+built-in set and ``--messages`` / ``--tools`` files.
+
+A request is plain JSON data (what goes over the wire): tool-call arguments are a JSON string, an assistant
+turn that only calls tools has ``content: null``, content may be a list of parts. Each stack profile turns
+a request into the variables its engine renders (:mod:`tokaudit.template.stacks.context`).
+"""
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -14,14 +19,14 @@ from tokaudit.errors import InputError
 #: The assistant text used to find the header a template writes before an assistant turn (TA805).
 SENTINEL = "TOKAUDIT_ASSISTANT_SENTINEL"
 
-#: Most conversations a ``--messages`` file may hold, and most messages in one of them.
+#: Most requests a ``--messages`` file may hold, and most messages in one of them.
 MAX_CONVERSATIONS = 1000
 MAX_MESSAGES = 1000
 
 
 @dataclass(frozen=True)
-class Conversation:
-    """One conversation a chat template is rendered with."""
+class Request:
+    """One chat request as a client sends it (plain JSON data)."""
 
     name: str
     messages: list[dict[str, Any]]
@@ -31,29 +36,24 @@ class Conversation:
     required: bool = True
     #: Where it came from: "built-in" or "FILE:LINE".
     origin: str = "built-in"
-    #: Variants of one feature share a group: the feature works when any of them renders.
-    group: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: vLLM / SGLang / smg / llama.cpp's ``chat_template_kwargs`` (``enable_thinking``...).
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    #: What a RAG request passes as ``documents`` (transformers, vLLM).
+    documents: list[dict[str, Any]] | None = None
 
-    def context(self, special_tokens: dict[str, str]) -> dict[str, Any]:
-        """The variables transformers' apply_chat_template passes (fresh copies: templates may not share state)."""
-        return {
-            **special_tokens,
-            "messages": alias_reasoning(copy.deepcopy(self.messages)),
-            "tools": copy.deepcopy(self.tools),
-            "documents": None,
-            "add_generation_prompt": self.add_generation_prompt,
-            **copy.deepcopy(self.extra),
-        }
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"messages": self.messages, "add_generation_prompt": self.add_generation_prompt}
+        if self.tools is not None:
+            out["tools"] = self.tools
+        if self.chat_template_kwargs:
+            out["chat_template_kwargs"] = self.chat_template_kwargs
+        if self.documents is not None:
+            out["documents"] = self.documents
+        return out
 
-
-def alias_reasoning(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """transformers 5 passes a message's reasoning as ``reasoning_content`` and ``thinking`` whichever name it came in."""
-    out = []
-    for m in messages:
-        reasoning = next((m[k] for k in ("reasoning_content", "thinking", "reasoning") if m.get(k) is not None), None)
-        out.append({"thinking": reasoning, **m, "reasoning_content": reasoning} if reasoning is not None else m)
-    return out
+    @property
+    def has_tool_calls(self) -> bool:
+        return any(m.get("tool_calls") for m in self.messages if isinstance(m, dict))
 
 
 WEATHER_TOOL = {
@@ -74,61 +74,80 @@ WEATHER_TOOL = {
 
 #: Tool-call arguments with ``<``, quotes, non-ASCII and nesting: where tojson implementations differ.
 TOOL_ARGUMENTS = {"city": "São Paulo <Centro>", "units": "celsius", "filter": {"quote": "it's \"fine\" & dry", "days": [1, 2]}}
+#: What a rendered prompt holds when the past call reached it: the function name and an argument value.
+TOOL_CALL_MARKS = ("get_weather", "Centro")
+#: A tool-call id as Mistral's API and vLLM's mistral parser issue them (nine alphanumerics): Mistral's
+#: templates refuse other ids, which is the id's fault, not the template's.
+TOOL_CALL_ID = "a1B2c3D4e"
 
 _LONG = ("日本語のテキストと한국어 문장, ελληνικά, русский текст, emoji 🙂🚀 and ÀÉÎÕÜ. " * 40)[:2000]
-
 
 #: What a RAG template (Command-R's named ``rag``) is given: transformers passes ``documents`` to it.
 DOCUMENTS = [{"title": "Paris", "text": "Paris is the capital and largest city of France."},
              {"title": "Tokyo", "text": "Tokyo is the capital of Japan."}]
 
+SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
+USER = {"role": "user", "content": "What is the capital of France?"}
+ANSWER = {"role": "assistant", "content": "The capital of France is Paris."}
+FOLLOW = {"role": "user", "content": "And of Japan?"}
+ASK = {"role": "user", "content": "Weather in São Paulo?"}
+RESULT = {"role": "tool", "tool_call_id": TOOL_CALL_ID, "name": "get_weather", "content": '{"temperature": 21, "sky": "<clear>"}'}
+REASONING = "The user asks about France; its capital is Paris."
 
-def builtin_conversations(template: str, name: str = "default") -> list[Conversation]:
-    """The built-in set; the reasoning conversation only when the template reads reasoning. A named template
-    gets what a stack selects it for: ``tool_use`` only conversations that offer tools (transformers and
-    llama.cpp's server pick it when tools are passed), ``rag`` the plain ones with ``documents``."""
-    system = {"role": "system", "content": "You are a helpful assistant."}
-    user = {"role": "user", "content": "What is the capital of France?"}
-    answer = {"role": "assistant", "content": "The capital of France is Paris."}
-    follow = {"role": "user", "content": "And of Japan?"}
-    def call(arguments: object, content: dict[str, Any]) -> dict[str, Any]:
-        return {"role": "assistant", **content,
-                "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": arguments}}]}
 
-    ask = {"role": "user", "content": "Weather in São Paulo?"}
-    result = {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": '{"temperature": 21, "sky": "<clear>"}'}
-    convs = [
-        Conversation("system-user", [system, user]),
-        Conversation("system-user-no-generation-prompt", [system, user], add_generation_prompt=False),
-        Conversation("user-only", [user]),
-        Conversation("multi-turn", [system, user, answer, follow]),
-        # arguments as an object with empty content (transformers' convention, Qwen) and as a JSON string with
-        # null content (the OpenAI wire format, DeepSeek): a template that renders either form handles tool calls
-        Conversation("tool-call", [system, ask, call(TOOL_ARGUMENTS, {"content": ""}), result], tools=[WEATHER_TOOL], required=False, group="tool-call"),
-        Conversation("tool-call-json-arguments", [system, ask, call(json.dumps(TOOL_ARGUMENTS, ensure_ascii=False), {"content": None}), result],
-                     tools=[WEATHER_TOOL], required=False, group="tool-call"),
-        Conversation("tools-offered", [system, user], tools=[WEATHER_TOOL], required=False),
-        Conversation("empty-content", [{"role": "user", "content": ""}], required=False),
-        Conversation("content-parts", [{"role": "user", "content": [{"type": "text", "text": "Describe "},
-                                                                     {"type": "text", "text": "this in one line."}]}],
-                     required=False),
-        Conversation("long-non-ascii", [{"role": "user", "content": _LONG}]),
+def tool_call(content: Any) -> dict[str, Any]:
+    """An assistant turn that calls get_weather, arguments as the JSON string the wire format carries."""
+    return {"role": "assistant", "content": content,
+            "tool_calls": [{"id": TOOL_CALL_ID, "type": "function",
+                            "function": {"name": "get_weather", "arguments": json.dumps(TOOL_ARGUMENTS, ensure_ascii=False)}}]}
+
+
+def reads_reasoning(template: str) -> bool:
+    return any(word in template for word in ("reasoning_content", "thinking", "reasoning"))
+
+
+def builtin_requests(template: str, name: str = "default") -> list[Request]:
+    """The built-in set, as OpenAI-compatible clients send them; the reasoning requests only when the template
+    reads reasoning, the thinking-off one only when it reads ``enable_thinking``. A named template gets what a
+    stack selects it for: ``tool_use`` only requests that offer tools (transformers and llama.cpp's server pick
+    it when tools are passed), ``rag`` the plain ones with ``documents``.
+
+    The tool-call turn comes as the OpenAI SDKs replay it (``content: null``) and as other clients do
+    (``content: ""``): TGI drops the calls of the second."""
+    tools = [WEATHER_TOOL]
+    out = [
+        Request("system-user", [SYSTEM, USER]),
+        Request("system-user-no-generation-prompt", [SYSTEM, USER], add_generation_prompt=False),
+        Request("user-only", [USER]),
+        Request("multi-turn", [SYSTEM, USER, ANSWER, FOLLOW]),
+        Request("tools-offered", [SYSTEM, USER], tools=tools, required=False),
+        Request("tool-call", [SYSTEM, ASK, tool_call(None), RESULT], tools=tools, required=False),
+        Request("tool-call-empty-content", [SYSTEM, ASK, tool_call(""), RESULT], tools=tools, required=False),
+        Request("tool-call-multi-turn", [SYSTEM, ASK, tool_call(None), RESULT,
+                                         {"role": "assistant", "content": "It is 21 °C and clear in São Paulo."},
+                                         {"role": "user", "content": "And tomorrow?"}], tools=tools, required=False),
+        Request("empty-content", [{"role": "user", "content": ""}], required=False),
+        Request("content-parts", [{"role": "user", "content": [{"type": "text", "text": "Describe "},
+                                                                {"type": "text", "text": "this in one line."}]}],
+                required=False),
+        Request("long-non-ascii", [{"role": "user", "content": _LONG}]),
     ]
-    if any(word in template for word in ("reasoning_content", "thinking", "reasoning")):
-        convs.append(Conversation(
-            "reasoning", [user, {"role": "assistant", "content": "Paris.", "reasoning_content": "The user asks about France."}, follow],
-            required=False))
+    if reads_reasoning(template):
+        out.append(Request("reasoning", [USER, {**ANSWER, "reasoning_content": REASONING}, FOLLOW], required=False))
+    if "enable_thinking" in template:
+        out.append(Request("thinking-off", [SYSTEM, USER, ANSWER, FOLLOW], required=False,
+                           chat_template_kwargs={"enable_thinking": False}))
     if name == "tool_use":
-        return [c for c in convs if c.tools]
+        return [r for r in out if r.tools]
     if name == "rag":
-        return [replace(c, extra={**c.extra, "documents": DOCUMENTS}) for c in convs if not c.tools]
-    return convs
+        return [replace(r, documents=DOCUMENTS) for r in out if not r.tools]
+    return out
 
 
-def with_tools(conversations: list[Conversation], tools: list[dict[str, Any]]) -> list[Conversation]:
-    """``--tools``: the given tools replace the built-in ones and are offered to every conversation of a
+def with_tools(requests: list[Request], tools: list[dict[str, Any]]) -> list[Request]:
+    """``--tools``: the given tools replace the built-in ones and are offered to every request of a
     ``--messages`` file that brings none of its own."""
-    return [replace(c, tools=tools) if c.origin == "built-in" or c.tools is None else c for c in conversations]
+    return [replace(r, tools=tools) if r.origin == "built-in" or r.tools is None else r for r in requests]
 
 
 def _check_messages(messages: Any, file: str, line: int | None, key: str) -> list[dict[str, Any]]:
@@ -160,10 +179,12 @@ def _check_tools(tools: Any, file: str, line: int | None, key: str) -> list[dict
     return tools
 
 
-def _conversation(item: Any, file: str, line: int | None, key: str, index: int) -> Conversation:
-    """A list of messages, or an object with ``messages`` and optional ``tools`` / ``add_generation_prompt``."""
+def _request(item: Any, file: str, line: int | None, key: str, index: int) -> Request:
+    """A list of messages, or an object with ``messages`` and optional ``tools`` / ``add_generation_prompt`` /
+    ``chat_template_kwargs``."""
     tools = None
     gen: Any = None
+    kwargs: Any = {}
     if isinstance(item, dict):
         if "messages" not in item:
             raise InputError("expected an object with 'messages' (or a list of messages)", file=file, line=line, key=key or None)
@@ -173,22 +194,25 @@ def _conversation(item: Any, file: str, line: int | None, key: str, index: int) 
         gen = item.get("add_generation_prompt")
         if gen is not None and not isinstance(gen, bool):
             raise InputError("expected true or false", file=file, line=line, key=f"{key}.add_generation_prompt" if key else "add_generation_prompt")
+        kwargs = item.get("chat_template_kwargs") or {}
+        if not isinstance(kwargs, dict):
+            raise InputError("expected an object", file=file, line=line, key=f"{key}.chat_template_kwargs" if key else "chat_template_kwargs")
     else:
         messages = _check_messages(item, file, line, key or "messages")
     if gen is None:
         gen = messages[-1].get("role") != "assistant"
     name = str(item.get("name")) if isinstance(item, dict) and item.get("name") else f"messages-{index + 1}"
     origin = f"{Path(file).name}:{line}" if line is not None else Path(file).name
-    return Conversation(name, messages, add_generation_prompt=gen, tools=tools, origin=origin)
+    return Request(name, messages, add_generation_prompt=gen, tools=tools, origin=origin, chat_template_kwargs=kwargs)
 
 
-def load_messages(path: Path) -> list[Conversation]:
+def load_messages(path: Path) -> list[Request]:
     """``--messages FILE``: JSON (a message list, a list of them, or objects with messages/tools) or JSONL."""
     text = read_text(path)
     file = str(path)
     stripped = text.strip()
     if not stripped:
-        raise InputError("the file holds no conversation", file=file)
+        raise InputError("the file holds no request", file=file)
     try:
         data = json.loads(stripped)
         jsonl = False
@@ -205,7 +229,7 @@ def load_messages(path: Path) -> list[Conversation]:
     except RecursionError:
         raise InputError("invalid JSON: nested too deeply", file=file) from None
     if jsonl:
-        out: list[Conversation] = []
+        out: list[Request] = []
         for lineno, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
@@ -215,19 +239,19 @@ def load_messages(path: Path) -> list[Conversation]:
                 raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=file, line=lineno) from None
             except RecursionError:
                 raise InputError("invalid JSON: nested too deeply", file=file, line=lineno) from None
-            out.append(_conversation(item, file, lineno, "", len(out)))
+            out.append(_request(item, file, lineno, "", len(out)))
             if len(out) > MAX_CONVERSATIONS:
                 raise InputError(f"more than {MAX_CONVERSATIONS} conversations", file=file, line=lineno)
         return out
     if isinstance(data, dict):
-        return [_conversation(data, file, None, "", 0)]
+        return [_request(data, file, None, "", 0)]
     if isinstance(data, list) and data and all(isinstance(m, dict) and "role" in m for m in data):
-        return [_conversation(data, file, None, "", 0)]
+        return [_request(data, file, None, "", 0)]
     if not isinstance(data, list) or not data:
         raise InputError("expected a list of messages, a list of conversations, or JSONL", file=file)
     if len(data) > MAX_CONVERSATIONS:
         raise InputError(f"more than {MAX_CONVERSATIONS} conversations", file=file)
-    return [_conversation(item, file, None, f"[{i}]", i) for i, item in enumerate(data)]
+    return [_request(item, file, None, f"[{i}]", i) for i, item in enumerate(data)]
 
 
 def load_tools(path: Path) -> list[dict[str, Any]]:
