@@ -41,8 +41,16 @@ TRUE_ERRORS: dict[str, dict[str, dict[tuple[str, str], str]]] = {
     # gemma3's TA803 (double-bos) is true but a warning: see test_gemma3_double_bos_is_a_warning
     "qwen3": {
         "scan": {
-            ("TA802", "template-engine-divergence"): "the template renders tools with tojson; minijinja's tojson escapes < > as "
-            "\\u003c \\u003e (HTML-safe) where transformers' does not, and TGI renders with it (test_qwen3_tojson_...)",
+            ("TA802", "template-engine-divergence"): "the template renders tools with tojson: TGI's (MiniJinja 2.8's builtin) "
+            "and Dynamo's escape < > as \\u003c \\u003e and are compact, TGI's maps are in key order; smg and mistral.rs "
+            "register json.dumps-like filters and are not named (test_qwen3_tojson_...)",
+        },
+    },
+    "deepseek-v3": {
+        "scan": {
+            ("TA806", "tool-call-dropped"): "the template writes an assistant turn's tool calls only when its content is none: "
+            "vLLM, SGLang, mistral.rs make null content \"\", transformers 5 and Dynamo drop the key (undefined is not none), "
+            "so the calls vanish; smg keeps null but parses the arguments to a dict, which the template concatenates (TA801)",
         },
     },
     "mistral-7b-json": {
@@ -207,26 +215,26 @@ def test_gemma3_double_bos_is_a_warning(real_dirs: dict[str, Path]) -> None:
     found = [f for f in _findings("template", str(real_dirs["gemma3"])) if f["code"] == "TA803"]
     assert [(f["severity"], f["ids"], f["details"]["first_ids"], f["details"]["added_by"]) for f in found] == [
         ("warning", [[2, 2]], [2, 2, 105, 2364], "tokenizer.json post_processor")]
-    assert (found[0]["details"]["stacks_hit"], found[0]["details"]["stacks_not_hit"]) == ([], ["vLLM", "SGLang", "TGI", "llama.cpp server"])
+    assert found[0]["details"]["stacks"] == [] and "no stack's chat endpoint is hit" in found[0]["message"]
     tok = Tokenizer.from_file(str(real_dirs["gemma3"] / "tokenizer.json"))
     prompt = "<bos><start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\n"
     assert tok.encode(prompt).ids[:4] == [2, 2, 105, 2364]
     assert tok.encode(prompt, add_special_tokens=False).ids[:4] == [2, 105, 2364, 107]
 
 
-def test_qwen3_tojson_divergence_is_an_error_tgi_prompts_with(real_dirs: dict[str, Path]) -> None:
-    """True and an error: the tool description "Units are <celsius> ..." goes through tojson; MiniJinja's own
-    tojson writes \\u003ccelsius\\u003e (HTML-safe) where transformers' json.dumps writes <celsius>. TGI
-    (router/src/infer/chat_template.rs) registers no tojson, so it prompts with the escaped text (token ids
-    differ from position 72: 289 vs 325 tokens); smg (crates/tokenizer/src/chat_template.rs) registers its own
-    tojson_filter (serde_json, no escaping) and is not hit."""
+def test_qwen3_tojson_divergence_names_tgi_and_dynamo(real_dirs: dict[str, Path]) -> None:
+    """True and an error: the tool description "Units are <celsius> ..." goes through tojson. TGI registers no tojson
+    (router/src/infer/chat_template.rs), so MiniJinja 2.8's builtin writes the tools compact, escaped and with keys in
+    order (no preserve_order); Dynamo registers its own escaping, compact one (tokcfg.rs). smg and mistral.rs register
+    json.dumps-like filters: not named."""
     found = [f for f in _findings("template", str(real_dirs["qwen3"])) if f["code"] == "TA802"]
-    assert len(found) == 1
-    d = found[0]["details"]
-    assert (found[0]["severity"], d["conversations"], d["position"], d["token_position"], d["chars"]) == (
-        "error", ["tool-call", "tools-offered"], 319, 72, {"jinja2": "<", "minijinja": "\\"})
-    assert (d["cause"], d["stacks_hit"], d["stacks_not_hit"]) == ("minijinja-tojson-escaping", ["TGI"], ["smg"])
-    assert "(289 vs 325 tokens)" in found[0]["message"]
+    assert [(f["severity"], f["details"]["stacks"], f["details"]["causes"]) for f in found] == [
+        ("error", ["tgi"], ["tojson", "sorted_maps"]), ("error", ["dynamo"], ["tojson"])]
+    tgi, dynamo = (f["details"] for f in found)
+    assert (tgi["conversations"], tgi["position"], tgi["token_position"]) == (
+        ["tools-offered", "tool-call", "tool-call-empty-content", "tool-call-multi-turn"], 210, 45)
+    assert dynamo["excerpts"]["stack"].endswith('<tools>\n{"type":"function","function":{"name":"get_weath…')
+    assert "(291 vs 293 tokens)" in found[0]["message"]
 
 
 def test_mistral_7b_space_loss_is_one_finding(real_dirs: dict[str, Path], corpus: Path) -> None:

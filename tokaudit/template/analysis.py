@@ -25,7 +25,6 @@ from tokaudit.template.requests import TOOL_CALL_MARKS
 from tokaudit.template.serving import ServingEncoder
 from tokaudit.template.source import TemplateSource
 from tokaudit.template.stacks import STACK_NAMES, profile
-from tokaudit.template.stacks.facts import template_facts
 
 #: Characters of context on each side of a difference in an excerpt.
 EXCERPT = 40
@@ -401,14 +400,13 @@ def _marks_of(call: dict[str, Any]) -> tuple[str, ...]:
 
 def dropped_tool_calls(runs: list[TemplateRun]) -> list[Finding]:
     """TA806: a past tool call (its name or an argument) is missing from the prompt between the message before
-    the call and the tool result, although the template reads ``tools``: the template drops a call the stack
+    the call and the tool result, although the template offers tools: the template drops a call the stack
     passed it. (A stack that never passes ``tool_calls``, TGI, loses them whatever the template: its profile says
     so, and it is not judged here.)"""
     out = []
     for trun in runs:
-        variables = template_facts(trun.template.text).variables
-        if variables is not None and not any("tool" in v or v == "functions" for v in variables):
-            continue  # the template offers no tools (tools, xml_tools, python_tools, functions...)
+        if not trun.offers_tools:
+            continue
         missing: dict[tuple[str, ...], tuple[list[str], list[str]]] = {}
         for rrun in trun.requests:
             for index, marks, before, after in _call_marks(rrun):
@@ -460,14 +458,38 @@ def _prefix_cause(run: TemplateRun, turn: PrefixTurn, expected: str, following: 
     if any(m in near_e and m not in near_f or m in near_f and m not in near_e for m in _THINKING_MARKERS):
         return ("the template writes a thinking block for the last assistant turn that it removes or closes once a later turn "
                 "follows"), "reasoning"
-    if at < len(expected) and at < len(following) and expected[at].isspace() and following[at].isspace():
-        return "the whitespace between blocks grows with the conversation (the template emits it per message)", None
+    if (expected[at:at + 1].isspace() or following[at:at + 1].isspace()) and \
+            _no_space(following[at:]).startswith(_no_space(expected[at:])[:80]):
+        return ("only whitespace differs: the template writes other whitespace around the turn once a later turn follows "
+                "(or, without trim_blocks, more of it per message)"), None
     system = next((x.get("content") for x in msgs if x.get("role") == "system" and isinstance(x.get("content"), str)), None)
     if system and system in expected and expected.find(system) != following.find(system):
         return "the system prompt moves (it is rendered next to the last user message)", "system"
     if m.get("tool_calls"):
         return "the tool-call turn renders differently once its result follows", "tool_calls"
     return "the template renders the turn differently once a later turn follows", None
+
+
+def _reply(run: TemplateRun, turn: PrefixTurn) -> str | None:
+    """What the model generates for turn k, as the template renders the turn: what the complete turn adds to its
+    prompt; when the complete turn does not start with the prompt (the template renders earlier messages
+    otherwise once the assistant answered), the turn from its content (or its call) to the end."""
+    assert turn.prompt is not None and turn.full is not None
+    if turn.full.startswith(turn.prompt):
+        return turn.full[len(turn.prompt):]
+    rrun = next((r for r in run.requests if r.label == turn.request), None)
+    m = rrun.request.messages[turn.turn] if rrun is not None and turn.turn < len(rrun.request.messages) else {}
+    content = m.get("content") if isinstance(m.get("content"), str) else ""
+    calls = m.get("tool_calls") or []
+    anchor = content or next((c["function"]["name"] for c in calls if isinstance(c, dict) and isinstance(c.get("function"), dict)
+                              and isinstance(c["function"].get("name"), str)), "")
+    if not anchor or anchor not in turn.full:
+        return None
+    return turn.full[turn.full.rindex(anchor):]
+
+
+def _no_space(text: str) -> str:
+    return re.sub(r"\s+", "", text)
 
 
 #: Where a thinking block starts, in the templates that write one.
@@ -481,9 +503,12 @@ def prefix_instability(runs: list[TemplateRun], tokens: Tokens, max_findings: in
     groups: dict[tuple[str, str, str], list[tuple[PrefixTurn, TemplateRun, int, int | None, str, str]]] = {}
     for trun in runs:
         for turn in trun.prefixes:
-            if turn.prompt is None or turn.full is None or turn.following is None or not turn.full.startswith(turn.prompt):
+            if turn.prompt is None or turn.full is None or turn.following is None:
                 continue
-            expected = turn.full.rstrip()
+            reply = _reply(trun, turn)
+            if reply is None:
+                continue
+            expected = (turn.prompt + reply).rstrip()
             at: int | None = None
             token_at: int | None = None
             if not turn.following.startswith(expected):

@@ -86,8 +86,10 @@ class TemplateRun:
     #: stack -> (request name, header before an assistant turn, generation suffix, prompt with it)
     headers: dict[str, list[tuple[str, str | None, str | None, str]]] = field(default_factory=dict)
     prefixes: list[PrefixTurn] = field(default_factory=list)
-    #: What each distinct render cost to compute (count), for the report.
+    #: How many distinct renders there were (for the report).
     distinct_renders: int = 0
+    #: The template offers tools (reads tools, xml_tools, python_tools, functions... or compares a role with "tool").
+    offers_tools: bool = True
 
 
 class Renderer:
@@ -231,7 +233,18 @@ def render_template(template: TemplateSource, requests: list[Request], profiles:
                 if receives(p, request):
                     run.prefixes.extend(_prefix_turns(renderer, p, request))
     run.distinct_renders = renderer.count
+    run.offers_tools = offers_tools(template.text, renderer.facts)
     return run
+
+
+def offers_tools(template: str, facts: TemplateFacts) -> bool:
+    """The template offers tools: it reads a tools variable (tools, xml_tools, python_tools, functions...) or
+    renders tool messages in a way of their own (compares a role with "tool" or "ipython")."""
+    import re
+
+    if facts.variables is None or any("tool" in v or v == "functions" for v in facts.variables):
+        return True
+    return re.search(r"""['"](tool|ipython)['"]""", template) is not None
 
 
 def _headers(renderer: Renderer, profile: StackProfile, requests: list[Request]) -> list[tuple[str, str | None, str | None, str]]:
@@ -297,7 +310,7 @@ def run_to_json(run: TemplateRun) -> dict[str, Any]:
         return table[id(r)]
 
     return {
-        "stacks": run.stacks, "skipped": run.skipped, "distinct": run.distinct_renders,
+        "stacks": run.stacks, "skipped": run.skipped, "distinct": run.distinct_renders, "offers_tools": run.offers_tools,
         "requests": [[r.request.name, {s: [ref(sr.render), ref(sr.reference), list(sr.causes)] for s, sr in r.stacks.items()}]
                      for r in run.requests],
         "renders": renders,
@@ -324,6 +337,6 @@ def run_from_json(template: TemplateSource, requests: list[Request], data: Any) 
             return None
         prefixes = [PrefixTurn(*p) for p in data["prefixes"]]
         return TemplateRun(template, runs, list(data["stacks"]), dict(data["skipped"]), headers, prefixes,  # type: ignore[arg-type]
-                           int(data["distinct"]))
+                           int(data["distinct"]), bool(data["offers_tools"]))
     except (KeyError, TypeError, ValueError, AttributeError, IndexError):
         return None
