@@ -155,6 +155,11 @@ class Renderer:
             # MiniJinja cannot bound one operation's allocation: a repetition Jinja2 refused is not tried
             self._exhausted[name] = f"not rendered: Jinja2 found an unbounded repetition ({bomb})"
             return Render(name, None, self._exhausted[name], "budget")
+        fuel = next((why for why in self._exhausted.values() if "out of fuel" in why), None)
+        if fuel is not None and config.kind == "minijinja":
+            # fuel counts the template's steps: another MiniJinja configuration runs out of it on this template too
+            self._exhausted[name] = fuel
+            return Render(name, None, fuel, "budget")
         if self._spent > self.budget.total_seconds:
             return Render(name, None, f"skipped: the {self.budget.total_seconds:g} s {TOTAL_SPENT} ran out", "skipped")
         prepared = self._prepared.get((config.key(), text))
