@@ -16,6 +16,7 @@ from tokenizers import Tokenizer
 
 from tests.conftest import FIXTURES, ROOT, run_cli
 from tokaudit.template.engines import prepare, rename_get_with_default
+from tokaudit.template.engines import render as render_once
 from tokaudit.template.renders import Budget, EngineConfig, Render
 from tokaudit.template.requests import WEATHER_TOOL, builtin_requests
 from tokaudit.template.stacks import STACK_NAMES, parse_stacks, profile
@@ -40,7 +41,7 @@ def codes(doc: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
 
 
 def render(config: EngineConfig, template: str, **context: Any) -> Render:
-    return prepare(config, template, Budget()).render(context)
+    return render_once(config, template, context)
 
 
 MJ = EngineConfig(kind="minijinja", name="minijinja-test", pins="MiniJinja (test)")

@@ -501,6 +501,11 @@ def prepare(config: EngineConfig, template: str, budget: Budget = Budget(), ast:
     return _Failed(config.name, f"{config.pins} is not available to tokaudit: its renders are not checked", "unavailable")
 
 
+def render(config: EngineConfig, template: str, context: dict[str, Any], budget: Budget = Budget()) -> Render:
+    """One render from plain data (a worker process needs nothing else): compile and render once."""
+    return prepare(config, template, budget).render(context)
+
+
 def engine_version(kind: str) -> str | None:
     """The installed version of the library an engine kind renders with (None: not installed / not wired)."""
     return {"jinja2": installed_version("jinja2"), "minijinja": installed_version("minijinja")}.get(kind)
