@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, run_cli
+from tokaudit import __version__
 
 KIMI = FIXTURES / "kimi-k2.5"
 TINY = FIXTURES / "tiny-tiktoken"
@@ -49,13 +50,14 @@ def test_version_lists_libraries_and_optional_ones() -> None:
     proc = tokaudit("--version")
     lines = proc.stdout.splitlines()
     assert proc.returncode == 0 and proc.stderr == ""
-    assert lines[0] == "tokaudit 0.1.0"
+    assert lines[0] == f"tokaudit {__version__}"
     assert f"tokenizers {version('tokenizers')}" in lines
     assert f"tiktoken {version('tiktoken')}" in lines
     assert f"sentencepiece {version('sentencepiece')}" in lines
     assert f"minijinja {version('minijinja')}" in lines
     assert f"transformers {version('transformers')} (optional: present)" in lines
     assert f"fastokens {version('fastokens')} (optional: present)" in lines
+    assert f"llama-cpp-python {version('llama-cpp-python')} (optional: present)" in lines
 
 
 def test_shell_completion_script_and_completions() -> None:
@@ -68,7 +70,7 @@ def test_shell_completion_script_and_completions() -> None:
     assert words.stdout.split() == ["scan"]
     formats = subprocess.run([exe], env={**env, "COMP_WORDS": "tokaudit scan --format ", "COMP_CWORD": "3"},
                              capture_output=True, text=True)
-    assert formats.stdout.split() == ["rich", "json", "sarif", "junit", "markdown", "github", "jsonl"]
+    assert formats.stdout.split() == ["rich", "json", "sarif", "junit", "markdown", "github", "jsonl", "concise"]
 
 
 # --- usage lines and placeholders ---------------------------------------------------------------
@@ -143,7 +145,7 @@ def test_piped_output_follows_columns_without_trailing_spaces(columns: int) -> N
     else:
         # wrapped lines stay indented: only headings, badges and the verdict start at column 0
         assert [line for line in lines if line and not line.startswith(" ") and not line.startswith(("tokaudit scan", "✗"))] == []
-        assert " ERROR  TA101 vocab-gap" in lines and "  config.json (text_config.vocab_size)" in lines
+        assert " ERROR  TA101 vocab-gap" in lines and "  config.json:17 (text_config.vocab_size)" in lines
         joined = re.sub(r"\n\s+", "", out)
         assert "tokenization_kimi.TikTokenTokenizer" in joined  # folded across lines, not truncated
 
@@ -192,7 +194,7 @@ def test_explain_and_decode_report_without_a_verdict() -> None:
     md = tokaudit("explain", KIMI, "163586", "--backends", "tiktoken", "--format", "markdown").stdout
     assert md.startswith("## tokaudit explain\n") and "PASS" not in md
     github = tokaudit("explain", KIMI, "163586", "--backends", "tiktoken", "--format", "github").stdout
-    assert github.splitlines()[-1].startswith("tokaudit 0.1.0 explain: 0 errors, 0 warnings, 0 notes (python ")
+    assert github.splitlines()[-1].startswith(f"tokaudit {__version__} explain: 0 errors, 0 warnings, 0 notes (python ")
 
 
 def test_suppressed_findings_show_in_verdict_markdown_and_junit(tmp_path: Path) -> None:
@@ -292,3 +294,83 @@ def test_a_long_target_wraps_under_the_heading(tmp_path: Path) -> None:
     assert lines[0].startswith("tokaudit scan  ") and lines[1].startswith(" " * len("tokaudit scan  "))
     assert "".join(line.strip() for line in lines[:4]).startswith(f"tokaudit scan  {target}")  # folded, not cut
     assert [line for line in lines if line and not line.startswith((" ", "tokaudit scan", "✗"))] == []
+
+
+# --- on call: the headline at the end, a status line while backends load, help with examples ---------------------
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_failing_scan_ends_with_its_errors_at_80_columns(quiet: bool) -> None:
+    """The last lines of a failing scan on an 80-column terminal name the errors (they used to scroll away)."""
+    proc = tokaudit("scan", "fixtures/kimi-k2.5", *(["-q"] if quiet else []), env={"COLUMNS": "80"}, cwd=KIMI.parent.parent)
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines()[-3:] == [
+        "  TA101 vocab-gap  fixtures/kimi-k2.5/config.json:17  233 ids",
+        "  TA802 template-engine-divergence  fixtures/kimi-k2.5/chat_template.jinja:1",
+        "✗ FAIL: 2 errors, 5 warnings, 1 note (2 at or above --fail-on error)",
+    ]
+
+
+def test_closing_summary_lists_what_fails_at_fail_on() -> None:
+    lines = tokaudit("scan", "fixtures/tiny-tiktoken", "--fail-on", "warning", env={"COLUMNS": "80"},
+                     cwd=KIMI.parent.parent).stdout.splitlines()
+    assert lines[-8:] == [
+        "  TA101 vocab-gap  fixtures/tiny-tiktoken/config.json:2  19 ids",
+        "  TA103 id-drift  fixtures/tiny-tiktoken/tokenizer_config.json:27  2 ids",
+        "  TA105 placeholder-encodable  fixtures/tiny-tiktoken/tokenization_kimi.py:26",
+        "  11 ids",  # wrapped at 80 columns, indented
+        "  TA202 eos-mismatch  fixtures/tiny-tiktoken/config.json:4  2 ids",
+        "  TA301 slow-fallback-risk  fixtures/tiny-tiktoken/tiktoken.model",
+        "  TA302 remote-code-required  fixtures/tiny-tiktoken/tokenizer_config.json:55",
+        "✗ FAIL: 1 error, 5 warnings, 1 note (6 at or above --fail-on warning)",
+    ]
+
+
+def test_a_status_line_shows_while_backends_load() -> None:
+    """compare on a terminal: "loading backends 2/3: hf" on stderr while they load (it was a blank screen)."""
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "tokaudit", "compare", "fixtures/compare/changed-regex", "--backends",
+                             "tiktoken,hf,reference", "--format", "json"], stdout=subprocess.PIPE, stderr=slave,
+                            cwd=KIMI.parent.parent, env={**os.environ, "TERM": "xterm-256color"})
+    os.close(slave)
+    seen = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed its side
+                break
+            if not chunk:
+                break
+            seen += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    stdout = proc.stdout.read() if proc.stdout else b""
+    assert proc.wait() == 1
+    # drawn at the terminal's refresh rate: a backend that loads in a few ms may never be shown
+    assert re.search(rb"loading backends [123]/3: (tiktoken|hf|reference)", seen), seen[:400]
+    assert json.loads(stdout)["command"] == "compare"  # the status line never reaches stdout
+    piped = tokaudit("compare", "fixtures/compare/changed-regex", "--backends", "tiktoken,hf", "--format", "json")
+    assert "loading" not in piped.stderr  # not a terminal: no status line
+
+
+@pytest.mark.parametrize("command", [*COMMANDS, "rule", "rules"])
+def test_every_command_help_has_examples_within_80_columns(command: str) -> None:
+    out = tokaudit(command, "--help", env={"COLUMNS": "80"}).stdout
+    lines = out.splitlines()
+    examples = lines[lines.index("  Examples:") + 1:]
+    shown = [line for line in examples[:3] if line == f"    tokaudit {command}" or line.startswith(f"    tokaudit {command} ")]
+    assert len(shown) >= 2, out
+    assert max(len(line) for line in lines) <= 80
+
+
+def test_root_help_shows_whole_summaries() -> None:
+    out = tokaudit("--help", env={"COLUMNS": "80"}).stdout
+    commands = out[out.index("Commands:"):]
+    assert "..." not in commands  # click used to cut every summary at 45 characters
+    assert "  scan      Check a tokenizer's id space, special tokens and artifacts for\n            problems that break serving stacks.\n" in out
+    assert "  rule      Show a rule's page:" in out

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+import xmlschema
 
 from tests.conftest import FIXTURES, run_cli
+from tokaudit import REPOSITORY_URL, __version__
 from tokaudit.artifacts.base import Provenance
 from tokaudit.ids import IdRanges
 from tokaudit.report.finding import Finding, Severity
@@ -19,6 +21,7 @@ from tokaudit.report.render_junit import render_junit
 from tokaudit.report.render_markdown import md as md_escape
 from tokaudit.report.render_sarif import sarif_document
 from tokaudit.report.report import Report, TargetResult, versions
+from tokaudit.rule_docs import rule_page
 from tokaudit.rules import all_rules
 
 # CI tools want repository-relative paths: targets are given relative to the repository root
@@ -32,6 +35,7 @@ def _in_repo_root(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(FIXTURES.parent)
 
 _TEXT = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string", "minLength": 1, "maxLength": 1024}}}
+_ANY_TEXT = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string", "minLength": 1}}}
 #: The parts of SARIF 2.1.0 that GitHub code scanning requires (docs: "SARIF support for code scanning"), strictly.
 GITHUB_SARIF = {
     "type": "object",
@@ -51,11 +55,14 @@ GITHUB_SARIF = {
                         "semanticVersion": {"type": "string", "pattern": "^\\d+\\.\\d+\\.\\d+"},
                         "rules": {"type": "array", "items": {
                             "type": "object",
-                            "required": ["id", "name", "shortDescription", "fullDescription", "help"],
+                            "required": ["id", "name", "shortDescription", "fullDescription", "help", "helpUri"],
                             "properties": {
                                 "id": {"type": "string", "pattern": "^TA\\d{3}$"},
                                 "name": {"type": "string", "minLength": 1, "maxLength": 255},
-                                "shortDescription": _TEXT, "fullDescription": _TEXT, "help": _TEXT,
+                                # GitHub limits the short description to 1024 characters; help is the rule's page
+                                "shortDescription": _TEXT, "fullDescription": _ANY_TEXT,
+                                "help": {**_ANY_TEXT, "required": ["text", "markdown"]},
+                                "helpUri": {"type": "string", "pattern": "^https://"},
                                 "defaultConfiguration": {"type": "object", "properties": {
                                     "level": {"enum": ["note", "warning", "error"]}}},
                             },
@@ -77,7 +84,8 @@ GITHUB_SARIF = {
                                     "region": {"type": "object", "required": ["startLine"], "properties": {
                                         "startLine": {"type": "integer", "minimum": 1}}},
                                 }}}}},
-                        "partialFingerprints": {"type": "object", "minProperties": 1,
+                        # GitHub reads primaryLocationLineHash only
+                        "partialFingerprints": {"type": "object", "required": ["primaryLocationLineHash"],
                                                 "additionalProperties": {"type": "string", "minLength": 1}},
                     },
                 }},
@@ -87,30 +95,70 @@ GITHUB_SARIF = {
 }
 
 
+#: The OASIS SARIF 2.1.0 schema (errata 01) and Jenkins' junit-10.xsd, vendored as test data (tests/data/README.md).
+DATA = Path(__file__).parent / "data"
+OASIS_SARIF = json.loads((DATA / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+
+
+def valid_sarif(doc: dict) -> dict:
+    """``doc`` after checking it against the OASIS schema and GitHub's constraints."""
+    jsonschema.Draft4Validator(OASIS_SARIF).validate(doc)
+    jsonschema.validate(doc, GITHUB_SARIF)
+    return doc
+
+
 def test_sarif_of_a_scan_is_valid_and_complete() -> None:
     result = run_cli("scan", TINY, "--format", "sarif")
     assert result.exit_code == 1
-    doc = json.loads(result.stdout)
-    jsonschema.validate(doc, GITHUB_SARIF)
+    doc = valid_sarif(json.loads(result.stdout))
     run = doc["runs"][0]
     rules = run["tool"]["driver"]["rules"]
     assert [r["id"] for r in rules] == ["TA101", "TA103", "TA105", "TA202", "TA301", "TA302", "TA401"]
     assert rules[0]["name"] == "vocab-gap" and rules[0]["defaultConfiguration"]["level"] == "error"
+    # help and helpUri come from the rule's page, docs/rules/TA101.md
+    page = rule_page("TA101")
+    assert rules[0]["help"] == {"text": page.body, "markdown": page.body} and rules[0]["help"]["text"].startswith("Severity: error")
+    assert rules[0]["fullDescription"]["text"] == page.sections["What it finds"]
+    assert rules[0]["helpUri"] == f"{REPOSITORY_URL}/blob/v{__version__}/docs/rules/TA101.md"
     assert run["tool"]["driver"]["properties"]["versions"] == versions()
+    assert run["columnKind"] == "unicodeCodePoints" and run["invocations"] == [{"executionSuccessful": True}]
     gap = run["results"][0]
     assert gap["ruleId"] == "TA101" and rules[gap["ruleIndex"]]["id"] == "TA101"
-    assert gap["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == f"{TINY.as_posix()}/config.json"
+    # the real line and column of "vocab_size" in the fixture's config.json
+    assert gap["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": f"{TINY.as_posix()}/config.json"},
+                                                       "region": {"startLine": 2, "startColumn": 3}}
+    assert (TINY / "config.json").read_text().splitlines()[1].startswith('  "vocab_size":')
     assert gap["locations"][0]["logicalLocations"] == [{"name": "vocab_size", "kind": "member"}]
     assert gap["properties"]["ids"] == [[1003, 1003], [1006, 1023]]
     ph = next(r for r in run["results"] if r["ruleId"] == "TA105")
-    assert ph["locations"][0]["physicalLocation"]["region"] == {"startLine": 26}
+    assert ph["locations"][0]["physicalLocation"]["region"] == {"startLine": 26, "startColumn": 1}
+    # no directory: a finding that names no file points at the vocabulary file
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in run["results"]}
+    assert all(not (FIXTURES.parent / uri).is_dir() for uri in uris)
 
 
-def test_sarif_fingerprints_are_stable_and_line_free() -> None:
+def test_sarif_fingerprints_are_where_github_reads_them_stable_and_line_free(tmp_path: Path) -> None:
     a = json.loads(run_cli("scan", TINY, "--format", "sarif").stdout)["runs"][0]["results"]
     b = json.loads(run_cli("scan", f"{TINY}/", "--format", "sarif").stdout)["runs"][0]["results"]
-    assert [r["partialFingerprints"] for r in a] == [r["partialFingerprints"] for r in b]
-    assert len({r["partialFingerprints"]["tokaudit/v1"] for r in a}) == len(a)
+    # the same target given as an absolute path: the same fingerprints (the target's key is its path from the
+    # project root); its URIs stay relative, since it lies below the working directory
+    c = json.loads(run_cli("scan", TINY.resolve(), "--format", "sarif").stdout)["runs"][0]["results"]
+    assert [r["partialFingerprints"] for r in a] == [r["partialFingerprints"] for r in b] == [r["partialFingerprints"] for r in c]
+    assert [r["locations"] for r in a] == [r["locations"] for r in c]
+    assert len({r["partialFingerprints"]["primaryLocationLineHash"] for r in a}) == len(a)
+    assert all(r["partialFingerprints"]["primaryLocationLineHash"] == r["partialFingerprints"]["tokaudit/v1"] for r in a)
+
+
+def test_sarif_uri_outside_the_working_directory_is_a_file_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    target = tmp_path / "my model"
+    shutil.copytree(TINY, target)
+    monkeypatch.chdir(FIXTURES)  # the target is not below it
+    doc = valid_sarif(json.loads(run_cli("scan", target, "--format", "sarif", "--select", "TA101").stdout))
+    (gap,) = doc["runs"][0]["results"]
+    assert gap["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == (target / "config.json").as_uri()
+    assert "my%20model" in (target / "config.json").as_uri()
 
 
 def _other_command_report() -> Report:
@@ -120,16 +168,48 @@ def _other_command_report() -> Report:
 
 
 def test_sarif_works_for_findings_of_other_commands() -> None:
-    doc = sarif_document(_other_command_report())
-    jsonschema.validate(doc, GITHUB_SARIF)
+    doc = valid_sarif(sarif_document(_other_command_report()))
     (rule,) = doc["runs"][0]["tool"]["driver"]["rules"]
     assert rule["id"] == "TA605" and rule["name"] == "backend-crash" and rule["shortDescription"]["text"] == "An exception or Rust panic inside a backend."
     (res,) = doc["runs"][0]["results"]
-    assert res["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": "models/x/tiktoken.model"}, "region": {"startLine": 3}}
+    assert res["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": "models/x/tiktoken.model"},
+                                                       "region": {"startLine": 3, "startColumn": 1}}
+
+
+def test_sarif_of_compare_points_at_the_vocabulary_file_not_the_directory() -> None:
+    result = run_cli("compare", "fixtures/compare/changed-regex", "--backends", "tiktoken,hf", "--format", "sarif")
+    doc = valid_sarif(json.loads(result.stdout))
+    results = doc["runs"][0]["results"]
+    assert [r["ruleId"] for r in results] == ["TA601", "TA604"]
+    assert {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results} == {
+        "fixtures/compare/changed-regex/tokenizer.json"}
+
+
+def test_sarif_and_junit_of_a_scan_with_an_unreadable_target(tmp_path: Path) -> None:
+    missing = tmp_path / "gone"
+    result = run_cli("scan", TINY, missing, "--format", "sarif")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == f"tokaudit: error: {missing}: no such file or directory"
+    doc = valid_sarif(json.loads(result.stdout))
+    run = doc["runs"][0]
+    assert run["invocations"] == [{"executionSuccessful": False, "toolExecutionNotifications": [
+        {"level": "error", "message": {"text": f"{missing}: no such file or directory"}, "properties": {"target": str(missing)}}]}]
+    assert {r["properties"]["target"] for r in run["results"]} == {str(TINY)}
+    junit = run_cli("scan", TINY, missing, "--format", "junit")
+    assert junit.exit_code == 2
+    root = ET.fromstring(junit.stdout)
+    JUNIT_XSD.validate(junit.stdout)
+    assert root.get("errors") == "1"
+    (case,) = root.findall("testsuite")[1].findall("testcase")
+    assert case.find("error").get("message") == f"{missing}: no such file or directory"
+
+
+JUNIT_XSD = xmlschema.XMLSchema(DATA / "junit-10.xsd")
 
 
 def _junit(*args: object) -> tuple[int, ET.Element]:
     result = run_cli("scan", *args, "--format", "junit")
+    JUNIT_XSD.validate(result.stdout)
     return result.exit_code, ET.fromstring(result.stdout)
 
 
@@ -141,21 +221,35 @@ def test_junit_one_case_per_rule_per_target_failures_at_fail_on() -> None:
     for s in suites:
         cases = s.findall("testcase")
         assert len(cases) == int(s.get("tests")) == len([r for r in all_rules() if not r.deep])
-        assert all(c.get("classname") == f"tokaudit.scan.{s.get('name')}" for c in cases)
+        # the target is in the name: Jenkins splits a classname at its last dot
+        assert all(c.get("classname") == "tokaudit.scan" and c.get("name").endswith(f" ({s.get('name')})") for c in cases)
         assert sum(1 for c in cases if c.find("failure") is not None) == int(s.get("failures"))
     tiny_cases = {c.get("name"): c for c in suites[0].findall("testcase")}
-    assert [n for n, c in tiny_cases.items() if c.find("failure") is not None] == ["TA101 vocab-gap"]
-    assert tiny_cases["TA101 vocab-gap"].find("failure").get("type") == "error"
-    assert "1003, 1006–1023" in tiny_cases["TA101 vocab-gap"].find("failure").text
-    assert tiny_cases["TA202 eos-mismatch"].find("system-out") is not None  # a warning below --fail-on error
+    name = f"TA101 vocab-gap ({TINY})"
+    assert [n for n, c in tiny_cases.items() if c.find("failure") is not None] == [name]
+    assert tiny_cases[name].find("failure").get("type") == "error"
+    assert tiny_cases[name].find("failure").text.startswith(f"[error] {TINY}/config.json:2 (vocab_size)\n19 ids in [0, 1024)")
+    assert "1003, 1006–1023" in tiny_cases[name].find("failure").text
+    assert tiny_cases[f"TA202 eos-mismatch ({TINY})"].find("system-out") is not None  # a warning below --fail-on error
     assert root.get("tests") == str(2 * len([r for r in all_rules() if not r.deep])) and root.get("failures") == "1"
     props = {p.get("name"): p.get("value") for p in suites[0].find("properties")}
-    assert props["tokaudit"] == "0.1.0" and props["version.tiktoken"] == versions()["tiktoken"]
+    assert props["tokaudit"] == __version__ and props["version.tiktoken"] == versions()["tiktoken"]
+
+
+def test_junit_of_kimi_is_valid_with_whole_messages() -> None:
+    code, root = _junit("fixtures/kimi-k2.5")
+    assert code == 1
+    failures = {c.get("name"): c.find("failure") for c in root.iter("testcase") if c.find("failure") is not None}
+    assert sorted(failures) == ["TA101 vocab-gap (fixtures/kimi-k2.5)", "TA802 template-engine-divergence (fixtures/kimi-k2.5)"]
+    message = failures["TA101 vocab-gap (fixtures/kimi-k2.5)"].get("message")
+    # cut at a word, past 300 characters: never inside "(e.g. ..." as a cut at the first ". " was
+    assert message.startswith("233 ids in [0, 163840) have no token for a loader that reads only the data files") and message.endswith(" …")
+    assert len(message) <= 302 and "(e.g. 163589" in message
 
 
 def test_junit_fail_on_warning_and_a_clean_run() -> None:
     _, root = _junit(TINY, "--fail-on", "warning")
-    failed = [c.get("name") for c in root.iter("testcase") if c.find("failure") is not None]
+    failed = [c.get("name").removesuffix(f" ({TINY})") for c in root.iter("testcase") if c.find("failure") is not None]
     assert failed == ["TA101 vocab-gap", "TA103 id-drift", "TA105 placeholder-encodable", "TA202 eos-mismatch",
                       "TA301 slow-fallback-risk", "TA302 remote-code-required"]
     code, root = _junit(CLEAN, "--select", "TA1,TA2")
@@ -165,12 +259,26 @@ def test_junit_fail_on_warning_and_a_clean_run() -> None:
 def test_junit_for_a_command_without_a_rule_list() -> None:
     out = io.StringIO()
     render_junit(Report("replay", [TargetResult("t", {})], []), out)
+    JUNIT_XSD.validate(out.getvalue())
     (case,) = ET.fromstring(out.getvalue()).iter("testcase")
-    assert case.get("name") == "no findings" and list(case) == []
+    assert case.get("name") == "no findings (t)" and case.get("classname") == "tokaudit.replay" and list(case) == []
     out = io.StringIO()
     render_junit(_other_command_report(), out, "error")
+    JUNIT_XSD.validate(out.getvalue())
     (case,) = ET.fromstring(out.getvalue()).iter("testcase")
-    assert case.get("name") == "TA605 backend-crash" and case.find("failure").get("message") == "hf: PanicException: no entry found for key"
+    assert case.get("name") == "TA605 backend-crash (models/x)" and case.find("failure").get("message") == "hf: PanicException: no entry found for key"
+
+
+def test_concise_is_one_clickable_line_per_finding() -> None:
+    result = run_cli("scan", "fixtures/kimi-k2.5", "--format", "concise")
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert [line.split(": ")[0] for line in lines] == [
+        "fixtures/kimi-k2.5/chat_template.jinja:1:1", "fixtures/kimi-k2.5/config.json:13:5", "fixtures/kimi-k2.5/config.json:17:5",
+        "fixtures/kimi-k2.5/tiktoken.model:1:1", "fixtures/kimi-k2.5/tiktoken.model:1:1", "fixtures/kimi-k2.5/tokenization_kimi.py:26:1",
+        "fixtures/kimi-k2.5/tokenizer_config.json:43:5", "fixtures/kimi-k2.5/tokenizer_config.json:206:5"]
+    assert lines[2].startswith("fixtures/kimi-k2.5/config.json:17:5: TA101 vocab-gap 233 ids in [0, 163840) have no token")
+    assert result.stderr == "tokaudit scan: 2 errors, 5 warnings, 1 note\n"
 
 
 def test_markdown_escapes_token_text_and_ends_with_versions() -> None:
@@ -182,7 +290,7 @@ def test_markdown_escapes_token_text_and_ends_with_versions() -> None:
     assert [row.split(" | ")[1] for row in rows] == ["TA205", "TA203", "TA203"]  # errors first
     assert "`fixtures/rules/special-tokens/chat_template.jinja:2`" in rows[0]
     assert "&lt;\\|im\\_middle\\|&gt;" in md and "<|im_middle|>" not in md  # token text is data, not HTML
-    assert md.rstrip().splitlines()[-1] == "<sub>tokaudit 0.1.0 · " + md_escape(", ".join(f"{k} {v}" for k, v in versions().items())) + "</sub>"
+    assert md.rstrip().splitlines()[-1] == f"<sub>tokaudit {__version__} · " + md_escape(", ".join(f"{k} {v}" for k, v in versions().items())) + "</sub>"
 
 
 def test_github_annotation_escaping() -> None:
@@ -197,10 +305,10 @@ def test_github_format_groups_per_target() -> None:
     result = run_cli("scan", TINY, "--format", "github", "--select", "TA101,TA401")
     lines = result.stdout.splitlines()
     assert lines[0] == f"::group::tokaudit scan {TINY}"
-    assert lines[1].startswith(f"::error file={TINY}/config.json,line=1,title=TA101 vocab-gap::19 ids in [0, 1024)")
+    assert lines[1].startswith(f"::error file={TINY}/config.json,line=2,col=3,title=TA101 vocab-gap::19 ids in [0, 1024)")
     assert lines[2].startswith(f"::notice file={TINY}/tiktoken.model,line=1,title=TA401 partial-utf8-token::245 of 1000")
     assert lines[3] == "::endgroup::"
-    assert lines[4].startswith("tokaudit 0.1.0 scan: FAIL: 1 error, 0 warnings, 1 note (python ")
+    assert lines[4].startswith(f"tokaudit {__version__} scan: FAIL: 1 error, 0 warnings, 1 note (python ")
     assert result.exit_code == 1
 
 

@@ -38,6 +38,7 @@ def json_findings(*targets: str) -> list[dict]:
 # --- GitHub Action ------------------------------------------------------------------------------
 
 def _action_env(tmp_path: Path, **inputs: str) -> dict[str, str]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
            "INPUT_SARIF_FILE": str(tmp_path / "tokaudit.sarif"), "INPUT_FAIL_ON": "error", "INPUT_BASELINE": "",
            "INPUT_ARGS": ""}
@@ -76,12 +77,33 @@ def test_action_script_fail_on_never_and_baseline(tmp_path: Path) -> None:
     assert proc.returncode == 0 and (tmp_path / "output.txt").read_text().endswith("exit-code=0\n")
 
 
-def test_action_script_bad_target_is_exit_2_without_sarif(tmp_path: Path) -> None:
-    proc = run(sys.executable, "scripts/github_action.py", env=_action_env(tmp_path, targets=str(tmp_path / "missing")))
+def test_action_script_bad_target_still_writes_sarif_and_summary(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    proc = run(sys.executable, "scripts/github_action.py", env=_action_env(tmp_path, targets=f"{TINY} {missing}"))
     assert proc.returncode == 2
-    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("tokaudit: error: ")
-    assert (tmp_path / "output.txt").read_text() == "exit-code=2\n"  # no sarif-file: the upload step is skipped
-    assert not (tmp_path / "summary.md").exists()
+    assert proc.stderr.splitlines()[0] == f"tokaudit: error: {missing}: no such file or directory"
+    sarif = json.loads((tmp_path / "tokaudit.sarif").read_text())
+    (invocation,) = sarif["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is False
+    assert invocation["toolExecutionNotifications"][0]["message"]["text"] == f"{missing}: no such file or directory"
+    assert {r["properties"]["target"] for r in sarif["runs"][0]["results"]} == {TINY}  # the readable target is there
+    assert f"### `{missing}`\n\n❌ could not be read: " in (tmp_path / "summary.md").read_text()
+    assert (tmp_path / "output.txt").read_text() == f"sarif-file={tmp_path / 'tokaudit.sarif'}\nexit-code=2\n"
+    # a single target that cannot be read: still a SARIF (no results, the notification), so the upload step runs
+    alone = run(sys.executable, "scripts/github_action.py", env=_action_env(tmp_path / "b", targets=str(missing)))
+    assert alone.returncode == 2
+    assert json.loads((tmp_path / "b" / "tokaudit.sarif").read_text())["runs"][0]["results"] == []
+
+
+def test_action_script_scans_once_with_the_category(tmp_path: Path) -> None:
+    script = (ROOT / "scripts" / "github_action.py").read_text()
+    assert script.count("subprocess.run(") == 1  # SARIF and the job summary come from one scan (--also)
+    proc = run(sys.executable, "scripts/github_action.py", env=_action_env(tmp_path, targets=TINY, category="tokenizers/tiny"))
+    assert proc.returncode == 1
+    assert json.loads((tmp_path / "tokaudit.sarif").read_text())["runs"][0]["automationDetails"] == {"id": "tokenizers/tiny/"}
+    default = run(sys.executable, "scripts/github_action.py", env=_action_env(tmp_path / "d", targets=TINY))
+    assert json.loads((tmp_path / "d" / "tokaudit.sarif").read_text())["runs"][0]["automationDetails"] == {"id": "tokaudit/"}
+    assert default.returncode == 1
 
 
 def test_action_yml_wires_inputs_to_the_script() -> None:
@@ -97,8 +119,9 @@ def test_action_yml_wires_inputs_to_the_script() -> None:
         assert var.removeprefix("INPUT_").lower().replace("_", "-") in action["inputs"]
     assert set(action["inputs"]) >= {"targets", "fail-on", "baseline", "args"}
     upload = steps["Upload SARIF to code scanning"]
-    assert upload["uses"].startswith("github/codeql-action/upload-sarif@")
+    assert upload["uses"] == "github/codeql-action/upload-sarif@v4"  # v3 is deprecated
     assert upload["with"]["sarif_file"] == "${{ steps.scan.outputs.sarif-file }}" and "always()" in upload["if"]
+    assert upload["with"]["category"] == "${{ inputs.category }}" and action["inputs"]["category"]["default"] == "tokaudit"
 
 
 # --- pre-commit ---------------------------------------------------------------------------------
@@ -109,7 +132,7 @@ def test_pre_commit_hook_definition() -> None:
     assert scripts[hook["entry"]] == "tokaudit.cli.precommit:main"
     files = re.compile(hook["files"])
     for touched in ("models/kimi/tiktoken.model", "tokenizer.json", "a/b/tokenizer_config.json", "m/cl100k_base.tiktoken",
-                    "m/tokenization_kimi.py", "m/chat_template.jinja", "m/tokenizer.model"):
+                    "m/tokenization_kimi.py", "m/chat_template.jinja", "m/tokenizer.model", "gguf/llama-3-8b.Q4_K_M.gguf"):
         assert files.search(touched), touched
     for untouched in ("README.md", "src/tokenizer.py", "model.safetensors", "m/tiktoken.model.bak"):
         assert not files.search(untouched), untouched
@@ -129,6 +152,24 @@ def test_pre_commit_entry_scans_touched_model_directories(tmp_path: Path) -> Non
     elsewhere.write_text("{}")
     nothing = run(*entry, elsewhere)
     assert (nothing.returncode, nothing.stdout, nothing.stderr) == (0, "", "")
+
+
+def test_pre_commit_entry_with_a_baseline_and_a_staged_gguf(tmp_path: Path) -> None:
+    """``args: [--baseline, FILE]``: FILE is the option's value, not a staged file (it used to be taken for one:
+    exit 2); a staged .gguf is scanned as the model it is."""
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(tokaudit("scan", KIMI, "--format", "json").stdout)
+    entry = (sys.executable, "-m", "tokaudit.cli.precommit")
+    gguf = "fixtures/gguf/never-stops.gguf"
+    proc = run(*entry, "--baseline", baseline, "--format", "json", f"{KIMI}/config.json", gguf)
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [t["target"] for t in doc["targets"]] == [KIMI, gguf]
+    assert {f["target"] for f in doc["findings"]} == {gguf}  # Kimi's are all in the baseline
+    assert "TA207" in {f["code"] for f in doc["findings"]}
+    assert doc["targets"][0]["policy"]["baselined"] == len(json.loads(baseline.read_text())["findings"])
+    same = run(*entry, f"--baseline={baseline}", "-q", f"{KIMI}/tiktoken.model")
+    assert same.returncode == 0 and same.stdout.splitlines()[-1].startswith("✓ PASS:")
 
 
 # --- fleet scans --------------------------------------------------------------------------------
@@ -233,11 +274,15 @@ def test_report_layer_does_not_import_the_rules() -> None:
     assert rule_summary("TA999") is None
 
 
-def test_readme_rules_table_agrees_with_the_catalog() -> None:
+def test_rules_table_agrees_with_the_catalog() -> None:
+    """The table of docs/rules/README.md (each code linked to its page) lists exactly the catalog's codes."""
     from tokaudit.catalog import CATALOG
 
-    rows = re.findall(r"^\| (TA\d{3}) \| ([a-z0-9-]+) \| (error|warning|note) \|", (ROOT / "README.md").read_text(), re.M)
-    assert rows == [(code, info.name, info.severity) for code, info in sorted(CATALOG.items())]
+    text = (ROOT / "docs" / "rules" / "README.md").read_text()
+    rows = re.findall(r"^\| \[(TA\d{3})\]\((TA\d{3})\.md\) \| ([a-z0-9-]+) \| (error|warning|note) \|", text, re.M)
+    assert [(code, name, severity) for code, _, name, severity in rows] == [
+        (code, info.name, info.severity) for code, info in sorted(CATALOG.items())]
+    assert all(code == page for code, page, _, _ in rows)
 
 
 # --- transformers without --trust-remote-code (what the README states) --------------------------

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, run_cli, tree_snapshot
+from tokaudit import __version__
 
 KIMI = FIXTURES / "kimi-k2.5"
 TINY = FIXTURES / "tiny-tiktoken"
@@ -34,7 +35,8 @@ def test_kimi_vocab_gap_is_exactly_the_233_reserved_ids() -> None:
     assert gap["code"] == "TA101" and gap["severity"] == "error"
     assert gap["ids"] == [[163589, 163589], [163592, 163592], [163600, 163600], [163608, 163837]]
     assert gap["count"] == 233
-    assert gap["location"] == {"file": "config.json", "key": "text_config.vocab_size"}
+    # the line and column of the key in config.json (the JSON source map)
+    assert gap["location"] == {"file": "config.json", "line": 17, "column": 5, "key": "text_config.vocab_size"}
     assert gap["details"]["filled_by_profile"] == {"remote-code": 233}
     assert gap["details"]["decoder_behaviour"]["tiktoken (Python)"].startswith("KeyError")
     assert "163600 = <|reserved_token_163600|>" not in gap["message"]  # the example is the first gap id
@@ -55,7 +57,7 @@ def test_kimi_vocab_summary_reports_the_five_sizes() -> None:
         "embedding_rows": None,
     }
     assert vocab["profiles"]["remote-code"]["unmapped"] == 0
-    assert doc["command"] == "scan" and doc["tokaudit"] == "0.1.0"
+    assert doc["command"] == "scan" and doc["tokaudit"] == __version__
     assert set(doc["versions"]) >= {"python", "tokenizers", "tiktoken"}
     kinds = {a["file"]: (a["kind"], a["entries"]) for a in doc["artifacts"]}
     assert kinds["tiktoken.model"] == ("tiktoken", 163584)
@@ -67,7 +69,7 @@ def test_kimi_rich_output_shows_ranges_and_verdict() -> None:
     result = run_cli("scan", KIMI)
     assert result.exit_code == 1
     out = result.stdout
-    assert "TA101 vocab-gap  config.json (text_config.vocab_size)" in out
+    assert "TA101 vocab-gap  config.json:17 (text_config.vocab_size)" in out
     assert "ids: 163589, 163592, 163600, 163608–163837  (count 233)" in out
     assert "entries 163584 · max rank+1 163584 · max added id+1 163840 · config vocab_size 163840" in out
     assert out.rstrip().splitlines()[-1].startswith("✗ FAIL:")
@@ -231,7 +233,7 @@ def test_scan_never_runs_remote_code(tmp_path: Path) -> None:
 
 def test_python_dash_m_and_version() -> None:
     proc = subprocess.run([sys.executable, "-m", "tokaudit", "--version"], capture_output=True, text=True)
-    assert proc.returncode == 0 and proc.stdout.splitlines()[0] == "tokaudit 0.1.0"
+    assert proc.returncode == 0 and proc.stdout.splitlines()[0] == f"tokaudit {__version__}"
 
 
 @pytest.mark.parametrize("fmt", ["rich", "json"])

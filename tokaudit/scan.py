@@ -10,6 +10,7 @@ from typing import Any
 from tokaudit.artifacts.load import Artifacts, load_artifacts
 from tokaudit.checks.registry import Rule, run_rules
 from tokaudit.collector import collector_paused
+from tokaudit.errors import InputError
 from tokaudit.model.loaders import loader_views
 from tokaudit.model.tokenizer_model import TokenizerModel, build_model
 from tokaudit.report.finding import Finding
@@ -25,7 +26,7 @@ def load_model(target: str, revision: str | None = None, pat_str: str | None = N
     # re-scan them (a third of a Gemma 3 load); frozen out of later collections (see tokaudit.collector)
     with collector_paused(freeze=True):
         model = build_model(load_artifacts(source.path), source.display)
-    return replace(model, pat_str=pat_str) if pat_str else model
+    return replace(model, pat_str=pat_str, source=replace(source, primary=model.vocab_artifact or None))
 
 
 def scan_model(model: TokenizerModel, rules: Iterable[Rule] | None = None) -> tuple[TargetResult, list[Finding]]:
@@ -40,19 +41,29 @@ def scan_model(model: TokenizerModel, rules: Iterable[Rule] | None = None) -> tu
     gguf = gguf_summary(model)
     if gguf is not None:
         data["gguf"] = gguf
-    return TargetResult(model.target, data), findings
+    return TargetResult(model.target, data, source=model.source), findings
 
 
 def scan_targets(
-    targets: Sequence[str], revision: str | None, rules: Sequence[Rule], jobs: int = 1, pat_str: str | None = None
-) -> tuple[list[TargetResult], list[Finding]]:
-    """Scan several targets (``jobs`` threads); results and findings in the order the targets were given.
+    targets: Sequence[str], revision: str | None, rules: Sequence[Rule], jobs: int = 1, pat_str: str | None = None,
+    keep_going: bool | None = None,
+) -> tuple[list[TargetResult], list[Finding], dict[str, str]]:
+    """Scan several targets (``jobs`` threads); results and findings in the order the targets were given, and
+    the targets that could not be read (target -> error line): the others are scanned all the same, so a CI
+    report (SARIF, JUnit) still covers them.
 
-    The first target that cannot be read raises its InputError, as a single target would.
+    Without ``keep_going`` (default: when there are several targets), a target that cannot be read raises its
+    InputError.
     """
+    going_on = len(targets) > 1 if keep_going is None else keep_going
 
-    def one(target: str) -> tuple[TargetResult, list[Finding]]:
-        return scan_model(load_model(target, revision, pat_str), rules)
+    def one(target: str) -> tuple[TargetResult, list[Finding]] | InputError:
+        try:
+            return scan_model(load_model(target, revision, pat_str), rules)
+        except InputError as exc:
+            if not going_on:
+                raise
+            return exc
 
     if jobs <= 1 or len(targets) <= 1:
         outcomes = [one(t) for t in targets]
@@ -62,9 +73,10 @@ def scan_targets(
         with ThreadPoolExecutor(max_workers=min(jobs, len(targets))) as pool:
             futures = [pool.submit(contextvars.copy_context().run, one, t) for t in targets]
             outcomes = [f.result() for f in futures]
-    results = [r for r, _ in outcomes]
-    findings = [f for _, found in outcomes for f in found]
-    return results, findings
+    results = [o[0] for o in outcomes if not isinstance(o, InputError)]
+    findings = [f for o in outcomes if not isinstance(o, InputError) for f in o[1]]
+    unreadable = {t: str(o) for t, o in zip(targets, outcomes) if isinstance(o, InputError)}
+    return results, findings, unreadable
 
 
 def artifact_summary(a: Artifacts) -> list[dict[str, Any]]:

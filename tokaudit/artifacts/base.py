@@ -28,11 +28,13 @@ MAX_ID = 2**63 - 1
 
 @dataclass(frozen=True)
 class Provenance:
-    """Where a fact came from: a file and, when known, a 1-based line or a JSON key path."""
+    """Where a fact came from: a file and, when known, a 1-based line (and column) or a JSON key path."""
 
     file: str
     line: int | None = None
     key: str | None = None
+    #: 1-based, in characters; set with the line of a JSON key (see :mod:`tokaudit.artifacts.json_positions`).
+    column: int | None = None
 
     def __str__(self) -> str:
         if self.line is not None:
@@ -45,6 +47,8 @@ class Provenance:
         out: dict[str, Any] = {"file": self.file}
         if self.line is not None:
             out["line"] = self.line
+        if self.column is not None:
+            out["column"] = self.column
         if self.key is not None:
             out["key"] = self.key
         return out

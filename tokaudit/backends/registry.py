@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,6 +120,21 @@ def parse_backend_list(value: str | None) -> list[str]:
     return chosen_names(value, BACKEND_NAMES, "backend", "--backends")
 
 
+#: ``watcher(name, index, total)`` before each backend loads, and ``watcher("", total, total)`` when all have (the
+#: CLI's status line); None: nobody watches.
+_LOADING: ContextVar[Callable[[str, int, int], None] | None] = ContextVar("tokaudit_backend_loading", default=None)
+
+
+@contextmanager
+def watching_loads(watcher: Callable[[str, int, int], None] | None) -> Iterator[None]:
+    """Tell ``watcher`` about each backend :func:`load_backends` starts to load, in this context."""
+    token = _LOADING.set(watcher)
+    try:
+        yield
+    finally:
+        _LOADING.reset(token)
+
+
 def load_backends(
     model: TokenizerModel, names: list[str], pat_str: str | None = None, *, trust_remote_code: bool = False,
     decode_only: bool = False, for_ids: Collection[int] | None = None, for_text: str | None = None,
@@ -214,7 +231,10 @@ def load_backends(
         raise InputError(f"unknown backend {name!r}", key="--backends")
 
     out = []
-    for name in names:
+    watcher = _LOADING.get()
+    for i, name in enumerate(names):
+        if watcher is not None:
+            watcher(name, i, len(names))
         start = time.perf_counter()
         try:
             backend: Backend | None = build(name)
@@ -232,6 +252,8 @@ def load_backends(
         if backend is not None and subsets.get("s") is not None and _built_from_ranks(backend):
             loaded.subset = subsets["s"].describe()
         out.append(loaded)
+    if watcher is not None:
+        watcher("", len(names), len(names))  # done
     return out
 
 

@@ -30,6 +30,8 @@ COMMANDS = {
     "fuzz": ("tokaudit.cli.fuzz", "fuzz"),
     "diff": ("tokaudit.cli.diff", "diff"),
     "template": ("tokaudit.cli.template", "template"),
+    "rule": ("tokaudit.cli.rule", "rule"),
+    "rules": ("tokaudit.cli.rule", "rules"),
 }
 
 

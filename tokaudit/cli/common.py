@@ -28,6 +28,8 @@ class OutputFormat(str, Enum):
     github = "github"
     #: one JSON object per line: per target for scan (written as each finishes), else the json report
     jsonl = "jsonl"
+    #: one line per finding, ``path:line:col: CODE name message`` (as ruff's concise output)
+    concise = "concise"
 
 
 class Color(str, Enum):
@@ -95,6 +97,11 @@ GgufOpt = Annotated[
                                 "or the one GGUF beside the HF files)."),
 ]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Targets checked in parallel (threads).", min=1)]
+AlsoOpt = Annotated[
+    list[str] | None,
+    typer.Option("--also", metavar="FORMAT=FILE", help="Also write the report in FORMAT to FILE (repeatable): one run, "
+                 "several reports, e.g. --format sarif -o tokaudit.sarif --also markdown=summary.md --also junit=junit.xml."),
+]
 
 
 #: Upper bounds of numeric options: beyond them a run cannot end in reasonable time or memory.
@@ -271,35 +278,24 @@ def _open_output(output: Path | None) -> Iterator[TextIO]:
 
 
 def emit(
-    report: Report, fmt: OutputFormat, output: Path | None, fail_on: FailOn, quiet: bool, color: Color = Color.auto
+    report: Report, fmt: OutputFormat, output: Path | None, fail_on: FailOn, quiet: bool, color: Color = Color.auto,
+    also: Iterable[tuple[OutputFormat, Path]] = (),
 ) -> None:
-    """Render the report and exit with the policy's code."""
+    """Render the report (and, for ``--also FORMAT=FILE``, the same report in other formats to files) and exit
+    with the policy's code."""
+    from tokaudit.report.locations import with_key_positions
+
+    warn_about_sources(report, quiet)
+    report = with_key_positions(report)
+    for extra_fmt, path in also:
+        try:
+            with _open_output(path) as stream:
+                _render(report, extra_fmt, stream, fail_on, quiet, Color.never)
+        except OSError as exc:
+            raise InputError(f"cannot write report: {exc.strerror or exc}", file=str(path)) from None
     try:
         with _open_output(output) as stream:
-            if fmt in (OutputFormat.json, OutputFormat.jsonl):
-                from tokaudit.report.render_json import render_json
-
-                render_json(report, stream)
-            elif fmt is OutputFormat.sarif:
-                from tokaudit.report.render_sarif import render_sarif
-
-                render_sarif(report, stream)
-            elif fmt is OutputFormat.junit:
-                from tokaudit.report.render_junit import render_junit
-
-                render_junit(report, stream, fail_on.value)
-            elif fmt is OutputFormat.markdown:
-                from tokaudit.report.render_markdown import render_markdown
-
-                render_markdown(report, stream, fail_on.value)
-            elif fmt is OutputFormat.github:
-                from tokaudit.report.render_github import render_github
-
-                render_github(report, stream, fail_on.value)
-            else:
-                from tokaudit.report.render_rich import render_rich
-
-                render_rich(report, stream, fail_on.value, color=color.value, quiet=quiet)
+            _render(report, fmt, stream, fail_on, quiet, color)
             stream.flush()  # a closed pipe must surface here, not at exit (where it would become exit 1)
     except BrokenPipeError:  # e.g. piped into `head`: stop writing, keep the exit code
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -308,8 +304,69 @@ def emit(
         raise InputError(f"cannot write report: {exc.strerror or exc}", file="<stdout>") from None
     if not quiet and (fmt is not OutputFormat.rich or not to_stdout(output)):
         s = report.summary()
-        err(f"tokaudit {report.command}: {severity_counts(s)}")
+        unreadable = f" ({plural(len(report.unreadable), 'target')} unreadable)" if report.unreadable else ""
+        err(f"tokaudit {report.command}: {severity_counts(s)}{unreadable}")
     raise typer.Exit(report.exit_code(fail_on.value))
+
+
+def _render(report: Report, fmt: OutputFormat, stream: TextIO, fail_on: FailOn, quiet: bool, color: Color) -> None:
+    if fmt in (OutputFormat.json, OutputFormat.jsonl):
+        from tokaudit.report.render_json import render_json
+
+        render_json(report, stream)
+    elif fmt is OutputFormat.sarif:
+        from tokaudit.report.render_sarif import render_sarif
+
+        render_sarif(report, stream)
+    elif fmt is OutputFormat.junit:
+        from tokaudit.report.render_junit import render_junit
+
+        render_junit(report, stream, fail_on.value)
+    elif fmt is OutputFormat.markdown:
+        from tokaudit.report.render_markdown import render_markdown
+
+        render_markdown(report, stream, fail_on.value)
+    elif fmt is OutputFormat.concise:
+        from tokaudit.report.render_concise import render_concise
+
+        render_concise(report, stream)
+    elif fmt is OutputFormat.github:
+        from tokaudit.report.render_github import render_github
+
+        render_github(report, stream, fail_on.value)
+    else:
+        from tokaudit.report.render_rich import render_rich
+
+        render_rich(report, stream, fail_on.value, color=color.value, quiet=quiet)
+
+
+def parse_also(values: Iterable[str] | None) -> list[tuple[OutputFormat, Path]]:
+    """``--also sarif=tokaudit.sarif --also markdown=summary.md`` -> [(sarif, path), (markdown, path)]."""
+    out = []
+    for value in values or ():
+        name, sep, path = value.partition("=")
+        choices = [f.value for f in OutputFormat if f is not OutputFormat.jsonl]
+        if not sep or not path or name.lower() not in choices:
+            raise InputError(f"expected FORMAT=FILE with FORMAT one of {', '.join(choices)}, got {value!r}", key="--also")
+        out.append((OutputFormat(name.lower()), Path(path)))
+    return out
+
+
+def warn_about_sources(report: Report, quiet: bool = False) -> None:
+    """On stderr, how each Hub target resolved (``tokaudit: acme/tiny: main resolved to commit 0123...``, not with
+    --quiet) and a ``tokaudit: warning:`` line for each thing the user should know (``--revision`` given for a local
+    path; shown with --quiet too: it changes what was audited)."""
+    seen: set[str] = set()
+    for result in report.results:
+        source = result.source
+        if source is None:
+            continue
+        if source.repo_id is not None and source.commit is not None and not quiet:
+            err(f"tokaudit: {source.repo_id}: {source.revision or 'main'} resolved to commit {source.commit}")
+        for warning in source.warnings:
+            if warning not in seen:
+                seen.add(warning)
+                err(f"tokaudit: warning: {warning}")
 
 
 def _drop_stdout() -> None:
@@ -341,7 +398,10 @@ def emit_lines(command: str, outcomes: Iterable[Any], output: Path | None, fail_
                     doc: dict[str, Any] = {"tokaudit": __version__, "command": command, "target": outcome.target,
                                            "error": str(outcome.error)}
                 else:
-                    doc = report_document(outcome.value)
+                    from tokaudit.report.locations import with_key_positions
+
+                    warn_about_sources(outcome.value, quiet)
+                    doc = report_document(with_key_positions(outcome.value))
                     code = max(code, outcome.value.exit_code(fail_on.value))
                     for severity, n in outcome.value.summary().items():
                         totals[severity] += n
@@ -374,6 +434,34 @@ class ProgressBar:
         if label not in self.tasks:
             self.tasks[label] = self.progress.add_task(label, total=total)
         self.progress.update(self.tasks[label], completed=done, total=total)
+
+
+@contextmanager
+def loading_status(quiet: bool) -> Iterator[None]:
+    """A transient status line on stderr while backends load (``loading backends 2/6: hf``): loading Gemma 3's
+    six backends takes ~25 s, which would otherwise be a blank screen. Only on a terminal, not with --quiet."""
+    from tokaudit.backends.registry import watching_loads
+
+    if quiet or sys.stderr is None or not sys.stderr.isatty():
+        yield
+        return
+    from rich.console import Console
+
+    console = Console(file=sys.stderr, markup=False, highlight=False)
+    status = console.status("loading backends")
+
+    def show(name: str, index: int, total: int) -> None:
+        if index >= total:  # all loaded: the command's own progress bar (if any) takes over
+            status.stop()
+            return
+        status.update(f"loading backends {index + 1}/{total}: {name}")
+        status.start()
+
+    try:
+        with watching_loads(show):
+            yield
+    finally:
+        status.stop()
 
 
 @contextmanager

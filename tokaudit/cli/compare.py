@@ -22,6 +22,7 @@ from tokaudit.cli.common import (
     RevisionOpt,
     emit,
     handle_errors,
+    loading_status,
     progress_bar,
     within_limit,
 )
@@ -78,7 +79,14 @@ def compare(
     quiet: QuietOpt = False,
     color: ColorOpt = Color.auto,
 ) -> None:
-    """Encode and decode the same text with every backend; report where they disagree."""
+    """Encode and decode the same text with every backend; report where they disagree.
+
+    \b
+    Examples:
+      tokaudit compare models/llama3
+      tokaudit compare models/llama3 --backends hf,tiktoken --corpus prompts/
+      tokaudit compare models/llama3 --golden golden.jsonl    # expected ids
+    """
     with handle_errors(debug):
         from tokaudit.backends.registry import gguf_option, parse_backend_list
         from tokaudit.compare.run import CompareOptions, compare_model
@@ -101,6 +109,6 @@ def compare(
             gguf=gguf_option(gguf),
         )
         model = load_model(target, revision)
-        with progress_bar(quiet) as bar:
+        with loading_status(quiet), progress_bar(quiet) as bar:
             result, findings = compare_model(model, options, bar)
         emit(Report("compare", [result], findings), fmt, output, fail_on, quiet, color)

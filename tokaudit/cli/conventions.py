@@ -19,7 +19,7 @@ CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
 #: Libraries whose versions ``--version`` prints; the optional ones are reported present or absent.
 CORE_LIBRARIES = ("tokenizers", "tiktoken", "sentencepiece", "jinja2", "minijinja", "huggingface_hub", "typer", "rich")
-OPTIONAL_LIBRARIES = ("transformers", "fastokens", "mistral_common")
+OPTIONAL_LIBRARIES = ("transformers", "fastokens", "mistral_common", "llama_cpp_python")
 
 
 #: Placeholders of string options by name, where "TEXT" would not say what they take.
@@ -64,6 +64,12 @@ class TokauditCommand(TyperCommand):
             elif not getattr(param, "is_flag", False) and not getattr(param, "count", False):
                 param.metavar = _placeholder(param)
 
+    def get_short_help_str(self, limit: int = 45) -> str:
+        """The whole first sentence of the help for the root help's command list (click cuts it at ``limit``
+        characters with "..."; the list wraps it instead)."""
+        first = (self.help or "").strip().split("\n\n")[0]
+        return " ".join(first.split())
+
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
         for param in self.get_params(ctx):
@@ -92,5 +98,6 @@ def version_text() -> str:
         lines.append(f"{dist} {installed_version(dist) or 'not installed'}")
     for dist in OPTIONAL_LIBRARIES:
         version = installed_version(dist)
-        lines.append(f"{dist} {version} (optional: present)" if version else f"{dist} not installed (optional)")
+        shown = dist.replace("_", "-") if dist == "llama_cpp_python" else dist
+        lines.append(f"{shown} {version} (optional: present)" if version else f"{shown} not installed (optional)")
     return "\n".join(lines)

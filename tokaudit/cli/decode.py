@@ -71,7 +71,14 @@ def decode(
     quiet: QuietOpt = False,
     color: ColorOpt = Color.auto,
 ) -> None:
-    """Decode ids with one backend, showing each token's boundaries and id."""
+    """Decode ids with one backend, showing each token's boundaries and id.
+
+    \b
+    Examples:
+      tokaudit decode models/kimi-k2.5 163585,163586
+      tokaudit decode models/llama3 128000 9906 1917 --backend tiktoken
+      jq -c .ids response.json | tokaudit decode models/llama3 -
+    """
     with handle_errors(debug):
         from tokaudit.backends.registry import gguf_option
         from tokaudit.oncall.codec import decode_ids, pick_backend
@@ -102,7 +109,14 @@ def encode(
     quiet: QuietOpt = False,
     color: ColorOpt = Color.auto,
 ) -> None:
-    """Encode text with one backend (special-token strings become their ids), showing each token."""
+    """Encode text with one backend (special-token strings become their ids), showing each token.
+
+    \b
+    Examples:
+      tokaudit encode models/llama3 'Hello, world!'
+      tokaudit encode models/kimi-k2.5 '<|im_end|>' --backend tiktoken
+      tokaudit encode models/llama3 - < prompt.txt --format json
+    """
     with handle_errors(debug):
         from tokaudit.backends.registry import gguf_option
         from tokaudit.oncall.codec import encode_text, pick_backend

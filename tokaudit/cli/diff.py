@@ -17,6 +17,7 @@ from tokaudit.cli.common import (
     OutputOpt,
     QuietOpt,
     emit,
+    err,
     handle_errors,
 )
 
@@ -45,14 +46,28 @@ def diff(
 
     With HF files on one side and a GGUF on the other (either order), check the conversion instead: per-id
     bytes, token types against the special flags, special ids, add_bos, merges, the pre-tokenizer and the
-    chat template (faithful or drifted)."""
+    chat template (faithful or drifted).
+
+    \b
+    Examples:
+      tokaudit diff models/eagle3-draft models/llama3
+      tokaudit diff org/model org/model --revision v1 --target-revision v2
+      tokaudit diff models/llama3 llama3-q4_k_m.gguf
+    """
     with handle_errors(debug):
         from tokaudit.oncall.diff import diff_models
         from tokaudit.oncall.gguf_diff import conversion_diff, is_conversion_pair
         from tokaudit.report.report import Report
         from tokaudit.scan import load_model
+        from tokaudit.source.resolve import same_files
 
         a, b = load_model(draft, revision), load_model(target, target_revision or revision)
+        same = same_files(a.source, b.source)
+        if same is not None:  # e.g. diff org/m org/m --revision old: old against old
+            err(f"tokaudit: warning: both sides are the same files ({same}): every id matches itself; "
+                "give the other side's revision with --target-revision")
+        for warning in b.source.warnings:  # the draft's are shown with the report
+            err(f"tokaudit: warning: {warning}")
         if is_conversion_pair(a, b):  # HF files and a GGUF: the conversion's drift, in either order
             hf, gguf = (b, a) if a.artifacts.gguf_only else (a, b)
             result, findings = conversion_diff(hf, gguf, a.target)

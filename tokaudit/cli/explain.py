@@ -21,6 +21,7 @@ from tokaudit.cli.common import (
     RevisionOpt,
     emit,
     handle_errors,
+    loading_status,
 )
 
 BackendsOpt = Annotated[
@@ -55,7 +56,14 @@ def explain(
     quiet: QuietOpt = False,
     color: ColorOpt = Color.auto,
 ) -> None:
-    """What an id is: declared range, which profile and file map it, its bytes, what each backend does with it."""
+    """What an id is: declared range, which profile and file map it, its bytes, what each backend does with it.
+
+    \b
+    Examples:
+      tokaudit explain models/kimi-k2.5 163600
+      tokaudit explain models/kimi-k2.5 '<|im_end|>'
+      tokaudit explain models/kimi-k2.5 163600 --all-backends --format json
+    """
     with handle_errors(debug):
         from tokaudit.backends.registry import gguf_option, load_backends
         from tokaudit.oncall.explain import backend_names, resolve
@@ -68,6 +76,7 @@ def explain(
         pairs = resolve(model, queries)
         # explain only decodes these ids: backends rebuilt from ranks skip the merges (decode never reads
         # them) and hold only the entries these ids read (the same answers, in milliseconds)
-        loaded = load_backends(model, names, pat_str, trust_remote_code=trust_remote_code, decode_only=True,
-                               for_ids=[i for _, i in pairs], gguf=gguf_option(gguf))
+        with loading_status(quiet):
+            loaded = load_backends(model, names, pat_str, trust_remote_code=trust_remote_code, decode_only=True,
+                                   for_ids=[i for _, i in pairs], gguf=gguf_option(gguf))
         emit(Report("explain", [explain_ids(model, loaded, pairs)], []), fmt, output, fail_on, quiet, color)

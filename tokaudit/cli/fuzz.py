@@ -21,6 +21,7 @@ from tokaudit.cli.common import (
     RevisionOpt,
     emit,
     handle_errors,
+    loading_status,
     progress_bar,
     within_limit,
 )
@@ -44,7 +45,14 @@ def fuzz(
     quiet: QuietOpt = False,
     color: ColorOpt = Color.auto,
 ) -> None:
-    """Decode seeded random id sequences, weighted toward edge ids, with every backend; shrink each crash."""
+    """Decode seeded random id sequences, weighted toward edge ids, with every backend; shrink each crash.
+
+    \b
+    Examples:
+      tokaudit fuzz models/kimi-k2.5
+      tokaudit fuzz models/kimi-k2.5 --iterations 10000 --seed 7
+      tokaudit fuzz models/llama3 --backends hf,tiktoken --format json
+    """
     with handle_errors(debug):
         from tokaudit.backends.registry import gguf_option, load_backends, parse_backend_list
         from tokaudit.oncall.fuzz import FuzzOptions
@@ -56,8 +64,9 @@ def fuzz(
         within_limit(iterations, "--iterations")
         names = parse_backend_list(backends)
         model = load_model(target, revision)
-        loaded = load_backends(model, names, pat_str, trust_remote_code=trust_remote_code, decode_only=True,  # fuzz only decodes
-                               gguf=gguf_option(gguf))
+        with loading_status(quiet):
+            loaded = load_backends(model, names, pat_str, trust_remote_code=trust_remote_code, decode_only=True,  # fuzz only decodes
+                                   gguf=gguf_option(gguf))
         with progress_bar(quiet) as bar:
             result, findings = run_fuzz(model, loaded, FuzzOptions(iterations, seed, max_length), bar)
         emit(Report("fuzz", [result], findings), fmt, output, fail_on, quiet, color)

@@ -76,7 +76,14 @@ def replay(
     quiet: QuietOpt = False,
     color: ColorOpt = Color.auto,
 ) -> None:
-    """Replay recorded token ids through incremental detokenizers and show where each one breaks."""
+    """Replay recorded token ids through incremental detokenizers and show where each one breaks.
+
+    \b
+    Examples:
+      tokaudit replay models/kimi-k2.5 ids.json
+      tokaudit replay models/kimi-k2.5 capture.sse --stop "</answer>"
+      tokaudit replay models/kimi ids.jsonl --detokenizers offsets,decodestream
+    """
     with handle_errors(debug):
         from tokaudit.artifacts.base import is_existing_file
         from tokaudit.backends.registry import gguf_option

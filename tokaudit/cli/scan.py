@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from tokaudit.cli.common import (
+    AlsoOpt,
     Color,
     ColorOpt,
     BaselineOpt,
@@ -26,8 +27,11 @@ from tokaudit.cli.common import (
     StackOpt,
     emit,
     emit_lines,
+    err,
     handle_errors,
+    parse_also,
     progress_bar,
+    to_stdout,
 )
 
 
@@ -57,8 +61,16 @@ def scan(
     debug: DebugOpt = False,
     quiet: QuietOpt = False,
     color: ColorOpt = Color.auto,
+    also: AlsoOpt = None,
 ) -> None:
-    """Check a tokenizer's id space, special tokens and artifacts for problems that break serving stacks."""
+    """Check a tokenizer's id space, special tokens and artifacts for problems that break serving stacks.
+
+    \b
+    Examples:
+      tokaudit scan models/kimi-k2.5                       # a model directory
+      tokaudit scan Qwen/Qwen3-8B --revision main
+      tokaudit scan models/* -f sarif -o scan.sarif --also markdown=summary.md
+    """
     with handle_errors(debug):
         from tokaudit.checks.progress import reporting_to
         from tokaudit.config import load_config
@@ -70,6 +82,7 @@ def scan(
         from tokaudit.rules import all_rules
         from tokaudit.scan import load_model, scan_model, scan_targets
 
+        extra_reports = parse_also(also)
         from tokaudit.roundtrip.choice import ParserChoice, check_choice
         from tokaudit.roundtrip.rules import configure
         from tokaudit.template.rules import SELECTED_STACKS
@@ -96,7 +109,7 @@ def scan(
         if not rules:
             raise InputError("no rule is selected", key="--select/--ignore")
         baseline_path = baseline or config.baseline
-        fingerprints = load_baseline(baseline_path) if baseline_path else None
+        loaded_baseline = load_baseline(baseline_path) if baseline_path else None
         all_targets = list(targets or [])
         if targets_from:
             from tokaudit.fleet import read_target_list  # only for a target list (~0.5 ms of every other scan)
@@ -105,9 +118,12 @@ def scan(
         if not all_targets:
             raise InputError("no target: give TARGET... or --targets-from FILE", key="TARGET")
 
-        def report(results: list[TargetResult], findings: list[Finding]) -> Report:
+        def report(results: list[TargetResult], findings: list[Finding], whole_run: bool = True) -> Report:
             outcome = apply_policy(findings, [r.target for r in results], selection=selection, config=config,
-                                   baseline=fingerprints, rules_run=[(r.code, r.name) for r in rules])
+                                   baseline=loaded_baseline, rules_run=[(r.code, r.name) for r in rules],
+                                   target_keys={r.target: r.source.key for r in results if r.source is not None})
+            if whole_run and outcome.stale_baseline is not None:  # a jsonl line is one target of the run
+                err(f"tokaudit: warning: {outcome.stale_baseline}")
             for result in results:
                 result.data["policy"] = {
                     **outcome.counts.get(result.target, {"suppressed": 0, "baselined": 0}),
@@ -121,9 +137,15 @@ def scan(
 
             def one(target: str) -> Report:
                 result, found = scan_model(load_model(target, revision, pat_str), rules)
-                return report([result], found)
+                return report([result], found, whole_run=False)
 
             emit_lines("scan", as_completed(all_targets, one, jobs), output, fail_on, quiet)
         with progress_bar(quiet) as sink, reporting_to(sink):
-            results, findings = scan_targets(all_targets, revision, rules, jobs, pat_str)
-        emit(report(results, findings), fmt, output, fail_on, quiet, color)
+            # a report written to a file is written even when a target cannot be read: a CI step uploads it either way
+            results, findings, unreadable = scan_targets(all_targets, revision, rules, jobs, pat_str,
+                                                         keep_going=len(all_targets) > 1 or not to_stdout(output))
+        for target, error in unreadable.items():  # the others are reported; the exit code is 2
+            err(f"tokaudit: error: {error}")
+        full = report(results, findings)
+        full.unreadable = unreadable
+        emit(full, fmt, output, fail_on, quiet, color, also=extra_reports)

@@ -61,7 +61,14 @@ def template(
     quiet: QuietOpt = False,
     color: ColorOpt = Color.auto,
 ) -> None:
-    """Render the chat template the way each serving stack does (vLLM, SGLang, smg, TGI, mistral.rs, Dynamo...), then tokenize what they render."""
+    """Render the chat template the way each serving stack does (vLLM, SGLang, smg, TGI, mistral.rs, Dynamo...), then tokenize what they render.
+
+    \b
+    Examples:
+      tokaudit template models/qwen3
+      tokaudit template models/qwen3 --stack vllm,tgi --messages chat.json
+      tokaudit template models/qwen3 --stack vllm --tool-parser hermes
+    """
     with handle_errors(debug):
         from tokaudit.config import load_config
         from tokaudit.report.finding import catalog_codes

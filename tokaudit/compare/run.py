@@ -432,4 +432,4 @@ def compare_model(model: TokenizerModel, options: CompareOptions, progress: Prog
     findings += special_addition_findings(model, c.loaded)
     if c.golden is not None:
         findings += golden_findings(c.golden, c.golden_results, t)
-    return TargetResult(t, result_data(c)), findings
+    return TargetResult(t, result_data(c), source=model.source), findings

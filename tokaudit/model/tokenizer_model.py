@@ -68,6 +68,8 @@ class TokenizerModel:
     base: Layer
     #: A pre-tokenizer regex the user gave (--pat-str) for the encoders tokaudit builds; the model itself declares none.
     pat_str: str | None = None
+    #: Where the files came from (a :class:`tokaudit.source.resolve.Source`: the path, the Hub repo and resolved commit).
+    source: Any = None
 
     @property
     def files(self) -> IdTable:

@@ -90,7 +90,7 @@ def decode_ids(
     }
     if not outcome.ok:
         findings.append(_crash(model, lb, ids, skip_special_tokens, failure_class(outcome) or "unknown", outcome.describe()))
-    return TargetResult(model.target, data), findings
+    return TargetResult(model.target, data, source=model.source), findings
 
 
 def _crash(model: TokenizerModel, lb: LoadedBackend, ids: list[int], skip: bool, cls: str, described: str) -> Finding:
@@ -145,4 +145,4 @@ def encode_text(model: TokenizerModel, lb: LoadedBackend, text: str) -> tuple[Ta
                 target=model.target,
             )
         )
-    return TargetResult(model.target, data), findings
+    return TargetResult(model.target, data, source=model.source), findings

@@ -85,7 +85,7 @@ def diff_models(draft: TokenizerModel, target: TokenizerModel) -> tuple[TargetRe
             "examples": [_example(i, a.get(i), b.get(i)) for i in differ[:EXAMPLES]],
         }
     }
-    return TargetResult(draft.target, data), [f.with_target(draft.target) for f in findings]
+    return TargetResult(draft.target, data, source=draft.source), [f.with_target(draft.target) for f in findings]
 
 
 def _findings(

@@ -118,7 +118,8 @@ def explain(model: TokenizerModel, backends: list[LoadedBackend], pairs: list[tu
     """``pairs`` come from :func:`resolve` (called before the backends are loaded, so bad input fails fast)."""
     return TargetResult(
         model.target,
-        {
+        source=model.source,
+        data={
             "declared_size": model.declared.size,
             "declared_by": model.declared.basis,
             "checked_size": model.checked_size,

@@ -292,4 +292,4 @@ def fuzz(
         },
         "backends": rows,
     }
-    return TargetResult(model.target, data), findings
+    return TargetResult(model.target, data, source=model.source), findings

@@ -122,7 +122,7 @@ def conversion_diff(hf: TokenizerModel, gguf: TokenizerModel, display: str) -> t
         "examples": [_example(i, a.get(i), b.get(i)) for i in differ[:EXAMPLES]],
         "type_flag_mismatches": len(types), "specials": specials, "merges": merges, "pre": pre, "template": template,
     }}
-    return TargetResult(display, data), [f.with_target(display) for f in findings]
+    return TargetResult(display, data, source=hf.source), [f.with_target(display) for f in findings]
 
 
 def _example(i: int, a: bytes | None, b: bytes | None) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from tokaudit.artifacts.base import Provenance
 from tokaudit.config import Config, TargetIgnore
 from tokaudit.errors import InputError
-from tokaudit.report.baseline import fingerprint, normalize_target
+from tokaudit.report.baseline import Baseline, normalize_target
 from tokaudit.report.finding import Finding, catalog_code
 
 #: The TA001 finding: a per-target ignore that matched nothing.
@@ -78,6 +78,8 @@ class PolicyOutcome:
     findings: list[Finding]
     #: target -> {"suppressed": n, "baselined": n}
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: What is wrong with the baseline (see :meth:`Baseline.stale`), for a warning line; None when nothing is.
+    stale_baseline: str | None = None
 
 
 def _target_matches(entry: TargetIgnore, target: str, config_dir: Path | None) -> bool:
@@ -99,10 +101,13 @@ def apply_policy(
     *,
     selection: Selection,
     config: Config,
-    baseline: set[str] | None,
+    baseline: Baseline | None,
     rules_run: Sequence[tuple[str, str]],
+    target_keys: dict[str, str] | None = None,
 ) -> PolicyOutcome:
-    """Drop unselected, suppressed and baselined findings; add TA001 for suppressions that matched nothing."""
+    """Drop unselected, suppressed and baselined findings; add TA001 for suppressions that matched nothing.
+    ``target_keys``: each target's key (``Source.key``), which baselines match on."""
+    target_keys = target_keys or {}
     config_dir = config.path.parent if config.path else None
     counts = {t: {"suppressed": 0, "baselined": 0} for t in targets}
     used: set[int] = set()
@@ -137,12 +142,14 @@ def apply_policy(
             target=hit[0],
         ))
 
+    stale = None
     if baseline is not None:
         fresh = []
         for f in kept:
-            if fingerprint(f) in baseline:
+            if baseline.match(f, target_keys.get(f.target)):
                 counts.setdefault(f.target, {"suppressed": 0, "baselined": 0})["baselined"] += 1
             else:
                 fresh.append(f)
         kept = fresh
-    return PolicyOutcome(kept, counts)
+        stale = baseline.stale([target_keys.get(t, t) for t in targets] + list(targets))
+    return PolicyOutcome(kept, counts, stale)

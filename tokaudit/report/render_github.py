@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from tokaudit.report.finding import Finding
-from tokaudit.report.locations import finding_line, finding_path
+from tokaudit.report.locations import finding_line, finding_path, with_file
 from tokaudit.report.report import Report, tool_version, versions
 from tokaudit.report.text import severity_counts
 
@@ -25,18 +25,26 @@ def escape_property(text: str) -> str:
 
 
 def annotation(f: Finding) -> str:
-    props = {"file": finding_path(f), "line": str(finding_line(f)), "title": f"{f.code} {f.name}"}
+    props = {"file": finding_path(f), "line": str(finding_line(f))}
+    if f.location is not None and f.location.column is not None:
+        props["col"] = str(f.location.column)
+    props["title"] = f"{f.code} {f.name}"
     joined = ",".join(f"{k}={escape_property(v)}" for k, v in props.items())
     return f"::{_COMMAND[f.severity.value]} {joined}::{escape_data(f.message)}"
 
 
 def render_github(report: Report, stream: TextIO, fail_on: str = "error") -> None:
     for result in report.results:
-        findings = sorted((f for f in report.findings if f.target == result.target), key=lambda f: (-f.severity.rank, f.code))
-        stream.write(f"::group::{escape_data(f'tokaudit {report.command} {result.target}')}\n")
+        findings = sorted((with_file(f, result) for f in report.findings if f.target == result.target),
+                          key=lambda f: (-f.severity.rank, f.code))
+        commit = result.source.commit if result.source is not None and result.source.repo_id is not None else None
+        title = f"tokaudit {report.command} {result.target}" + (f" @ {commit}" if commit else "")
+        stream.write(f"::group::{escape_data(title)}\n")
         for f in findings:
             stream.write(annotation(f) + "\n")
         stream.write("::endgroup::\n")
+    for target, error in report.unreadable.items():
+        stream.write(f"::error title={escape_property('tokaudit: unreadable target')}::{escape_data(error)}\n")
     s = report.summary()
     lib = ", ".join(f"{k} {v}" for k, v in versions().items())
     verdict = ("FAIL: " if report.failing(fail_on) else "PASS: ") if report.judged else ""  # explain/decode only report

@@ -5,12 +5,17 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from tokaudit.report.report import Report, tool_version, versions
+from tokaudit.report.report import Report, TargetResult, tool_version, versions
+
+#: Version of the document's shape, described by ``tokaudit/report/report.schema.json``: raised when a key
+#: changes meaning or goes away (new keys do not raise it).
+SCHEMA_VERSION = 1
 
 
 def report_document(report: Report) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "tokaudit": tool_version(),
+        "schema_version": SCHEMA_VERSION,
         "command": report.command,
         "target": report.targets[0] if len(report.targets) == 1 else None,
         "versions": versions(),
@@ -18,9 +23,18 @@ def report_document(report: Report) -> dict[str, Any]:
         "summary": report.summary(),
     }
     if len(report.results) == 1:
+        doc["origin"] = _origin(report.results[0])
         doc.update(report.results[0].data)
-    doc["targets"] = [{"target": r.target, **r.data} for r in report.results]
+    doc["targets"] = [{"target": r.target, "origin": _origin(r), **r.data} for r in report.results]
+    if report.unreadable:
+        doc["unreadable"] = [{"target": t, "error": e} for t, e in report.unreadable.items()]
     return doc
+
+
+def _origin(result: TargetResult) -> dict[str, Any] | None:
+    """Where the target's files came from: the key baselines know it by and, for a Hub repo id, the revision
+    asked for, the commit it resolved to and its web address."""
+    return result.source.to_json() if result.source is not None else None
 
 
 def render_json(report: Report, stream: TextIO) -> None:

@@ -7,7 +7,7 @@ import re
 from typing import TextIO
 
 from tokaudit.report.finding import Finding
-from tokaudit.report.locations import finding_path
+from tokaudit.report.locations import location_text
 from tokaudit.report.report import Report, tool_version, versions
 from tokaudit.report.text import severity_counts
 
@@ -23,12 +23,7 @@ def md(text: str) -> str:
 
 
 def _location(f: Finding) -> str:
-    where = finding_path(f)
-    if f.location is not None and f.location.line is not None:
-        where += f":{f.location.line}"
-    elif f.location is not None and f.location.key:
-        where += f" ({f.location.key})"
-    return f"`{where.replace('`', '')}`"
+    return f"`{location_text(f).replace('`', '')}`"
 
 
 def render_markdown(report: Report, stream: TextIO, fail_on: str = "error") -> None:
@@ -46,6 +41,9 @@ def render_markdown(report: Report, stream: TextIO, fail_on: str = "error") -> N
         findings = sorted((f for f in report.findings if f.target == result.target), key=lambda f: (-f.severity.rank, f.code))
         out.append(f"### `{result.target.replace('`', '')}`")
         out.append("")
+        source = result.source
+        if source is not None and source.repo_id is not None and source.commit is not None:
+            out += [f"Hugging Face commit `{source.commit}` ({md(source.revision or 'main')})", ""]
         if not findings:
             out += ["No findings.", ""]
             continue
@@ -54,6 +52,8 @@ def render_markdown(report: Report, stream: TextIO, fail_on: str = "error") -> N
             ids = "" if f.ids is None else md(f"{f.ids.describe(limit=4)} ({f.ids.count})")
             out.append(f"| {_ICON[f.severity.value]} | {f.code} | `{f.name}` | {_location(f)} | {md(f.message)} | {ids} |")
         out.append("")
+    for target, error in report.unreadable.items():
+        out += [f"### `{target.replace('`', '')}`", "", f"❌ could not be read: {md(error)}", ""]
     lib = ", ".join(f"{k} {v}" for k, v in versions().items())
     out += ["---", f"<sub>tokaudit {tool_version()} · {md(lib)}</sub>", ""]
     stream.write("\n".join(out))

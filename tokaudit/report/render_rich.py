@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tokaudit.report.finding import Finding, Severity
+from tokaudit.report.locations import finding_path
 from tokaudit.report.report import Report, TargetResult
 from tokaudit.report.rich_layout import key_value
 from tokaudit.report.text import severity_counts, visible
@@ -225,7 +226,7 @@ def _finding(console: Console, f: Finding) -> None:
     head = Text()
     head.append(f" {f.severity.value.upper()} ", style=SEVERITY_STYLE[f.severity])
     head.append(f" {f.code} {f.name}", style="bold")
-    location = Text(str(f.location), style="dim") if f.location else None
+    location = Text(_where(f), style="dim") if f.location else None
     if location is not None and head.cell_len + 2 + location.cell_len <= console.width:
         head.append("  ")
         head.append(location)
@@ -236,6 +237,46 @@ def _finding(console: Console, f: Finding) -> None:
     console.print(Padding(Text(f.message), (0, 0, 0, 2), expand=False))
     if f.ids is not None and f.ids:
         console.print(Padding(Text(f"ids: {f.ids.describe(limit=12)}  (count {f.ids.count})", style="cyan"), (0, 0, 0, 2), expand=False))
+
+
+def _where(f: Finding) -> str:
+    """``config.json:17 (text_config.vocab_size)``: the file, its line when known, the key."""
+    loc = f.location
+    if loc is None:
+        return ""
+    where = loc.file if loc.line is None else f"{loc.file}:{loc.line}"
+    return f"{where} ({loc.key})" if loc.key else where
+
+
+#: Lines of the closing summary; past this, one line says how many more.
+SUMMARY_LINES = 10
+
+
+def closing_summary(report: Report, fail_on: str) -> list[Text]:
+    """One line per finding at or above ``--fail-on`` (``TA101 vocab-gap  fixtures/kimi-k2.5/config.json:17  233
+    ids``), after the findings and just above the verdict: the last screen of a failing run names what failed."""
+    failing = sorted(report.failing(fail_on), key=lambda f: (-f.severity.rank, f.code))
+    lines = []
+    for f in failing[:SUMMARY_LINES]:
+        line = Text(f"{f.code} {f.name}", style=_SUMMARY_STYLE[f.severity])
+        line.append("  " + finding_path(f) + (f":{f.location.line}" if f.location is not None and f.location.line is not None else ""))
+        if f.ids is not None and f.ids:
+            line.append(f"  {f.ids.count} id" + ("" if f.ids.count == 1 else "s"), style="cyan")
+        lines.append(line)
+    if len(failing) > SUMMARY_LINES:
+        lines.append(Text(f"… and {len(failing) - SUMMARY_LINES} more"))
+    return lines
+
+
+_SUMMARY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow", Severity.NOTE: "bold blue"}
+
+
+def _at_commit(result: TargetResult) -> str:
+    """`` @ 0123456789ab (main)`` for a Hub target: the commit it resolved to and the revision asked for."""
+    source = result.source
+    if source is None or source.repo_id is None or source.commit is None:
+        return ""
+    return f" @ {source.commit[:12]} ({source.revision or 'main'})"
 
 
 def _heading(command: str, target: str) -> Table:
@@ -272,7 +313,7 @@ def render_rich(report: Report, stream: TextIO, fail_on: str = "error", *, color
     for result in report.results:
         findings = [f for f in report.findings if f.target == result.target]
         if not quiet or (len(report.results) > 1 and findings):
-            console.print(_heading(report.command, result.target))
+            console.print(_heading(report.command, result.target + _at_commit(result)))
         section = SECTIONS.get(report.command)
         if section and not quiet:
             section(console, result)
@@ -281,5 +322,7 @@ def render_rich(report: Report, stream: TextIO, fail_on: str = "error", *, color
             _finding(console, f)
             console.print()
     if report.judged:
+        for line in closing_summary(report, fail_on):
+            console.print(Padding(line, (0, 0, 0, 2), expand=False))
         console.print(verdict(report, fail_on))
     out.flush()

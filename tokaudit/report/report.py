@@ -23,6 +23,9 @@ class TargetResult:
 
     target: str
     data: dict[str, Any] = field(default_factory=dict)
+    #: Where the target's files came from (``TokenizerModel.source``, a :class:`tokaudit.source.resolve.Source`):
+    #: its path, Hub repo and resolved commit, the key baselines know it by. None when a core built no model.
+    source: Any = None
 
 
 @dataclass
@@ -32,6 +35,8 @@ class Report:
     command: str
     results: list[TargetResult]
     findings: list[Finding]
+    #: Targets that could not be read (a scan of several goes on without them): target -> the error line.
+    unreadable: dict[str, str] = field(default_factory=dict)
 
     @property
     def targets(self) -> list[str]:
@@ -50,6 +55,9 @@ class Report:
         return [f for f in self.findings if f.severity.rank >= threshold]
 
     def exit_code(self, fail_on: str) -> int:
+        """2 when a target could not be read, else 1 when a finding is at or above ``fail_on``, else 0."""
+        if self.unreadable:
+            return 2
         return 1 if self.failing(fail_on) else 0
 
     @property
@@ -68,15 +76,22 @@ class Report:
         return out
 
 
+#: Libraries whose behaviour a finding can depend on (tokenizers, tiktoken, sentencepiece: ids; jinja2 and
+#: minijinja: TA8xx renders), named in every report: their version or "not installed".
+REPORT_LIBRARIES = ("tokenizers", "tiktoken", "sentencepiece", "jinja2", "minijinja")
+#: Optional backends, named only when installed (dist-info names: ``llama_cpp_python``).
+OPTIONAL_REPORT_LIBRARIES = ("transformers", "fastokens", "llama_cpp_python")
+
+
 def versions() -> dict[str, str]:
-    """Versions of Python and the tokenizer libraries that produced a report."""
+    """Versions of Python and the libraries that produced a report."""
     out = {"python": platform.python_version()}
-    for dist in ("tokenizers", "tiktoken", "transformers"):
+    for dist in REPORT_LIBRARIES:
+        out[dist] = installed_version(dist) or "not installed"
+    for dist in OPTIONAL_REPORT_LIBRARIES:
         version = installed_version(dist)
         if version is not None:
-            out[dist] = version
-        elif dist != "transformers":
-            out[dist] = "not installed"
+            out[dist.replace("_", "-")] = version
     return out
 
 

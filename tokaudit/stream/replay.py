@@ -494,4 +494,4 @@ class Timeline(LazyRows):
 def replay_result(model: TokenizerModel, stream: Stream, options: ReplayOptions) -> tuple[TargetResult, list[Finding]]:
     result = replay(model, stream, options)
     findings = [f.with_target(model.target) for f in result.findings]
-    return TargetResult(model.target, result.data), findings
+    return TargetResult(model.target, result.data, source=model.source), findings

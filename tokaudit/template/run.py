@@ -73,7 +73,7 @@ def template_model(model: TokenizerModel, options: TemplateOptions) -> tuple[Tar
         code = catalog_code("TA808")
         found += [code.finding(d.message, location=d.location, details=d.details) for d in source_disagreements(model)]
     findings = [f.with_target(model.target) for f in found if concerns(f, options.stacks)]
-    return TargetResult(model.target, result_data(runs, encoder, tokens, classifier, options.stacks)), findings
+    return TargetResult(model.target, result_data(runs, encoder, tokens, classifier, options.stacks), source=model.source), findings
 
 
 def result_data(runs: list[TemplateRun], encoder: ServingEncoder, tokens: Tokens, classifier: LiteralClassifier,
