@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
+from pathlib import Path
 
 from tests.conftest import ROOT
 from tokaudit.cli.app import COMMANDS
@@ -41,14 +42,25 @@ def test_the_readme_is_short_and_starts_with_the_kimi_headline() -> None:
     assert "## Contents" in text and "## Releasing" in text
 
 
-def test_relative_links_lead_to_files() -> None:
+def _anchors(path: Path) -> set[str]:
+    """GitHub's anchors of a Markdown file's headings: lower case, punctuation dropped, spaces as hyphens."""
+    out = set()
+    for heading in re.findall(r"^#{1,6} (.+)$", path.read_text(encoding="utf-8"), re.M):
+        out.add(re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-"))
+    return out
+
+
+def test_relative_links_lead_to_files_and_headings() -> None:
     broken = []
     for path in [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").rglob("*.md"))]:
-        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", path.read_text(encoding="utf-8")):
+        for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)", path.read_text(encoding="utf-8")):
             if re.match(r"[a-z]+:", target):
                 continue  # https:, mailto:
-            if not (path.parent / target).exists():
+            linked = (path.parent / target) if target else path
+            if not linked.exists():
                 broken.append(f"{path.relative_to(ROOT)}: {target}")
+            elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
+                broken.append(f"{path.relative_to(ROOT)}: {target}#{anchor}")
     assert broken == []
 
 

@@ -341,3 +341,18 @@ def test_json_report_is_byte_identical_to_json_dumps() -> None:
     out = io.StringIO()
     write_json(synthetic, out)
     assert out.getvalue() == json.dumps(synthetic, ensure_ascii=False) + "\n"
+
+
+def test_also_writes_more_formats_from_one_run(tmp_path: Path) -> None:
+    sarif, junit, md = tmp_path / "r.sarif", tmp_path / "r.xml", tmp_path / "r.md"
+    result = run_cli("scan", TINY, "--format", "json", "--also", f"sarif={sarif}", "--also", f"junit={junit}", "--also", f"markdown={md}")
+    assert result.exit_code == 1
+    codes = [f["code"] for f in json.loads(result.stdout)["findings"]]
+    assert [r["ruleId"] for r in valid_sarif(json.loads(sarif.read_text()))["runs"][0]["results"]] == codes
+    JUNIT_XSD.validate(junit.read_text())
+    assert md.read_text().startswith("## tokaudit scan: ❌ FAIL\n")
+    bad = run_cli("scan", TINY, "--also", "pdf=x.pdf")
+    assert (bad.exit_code, bad.stderr.splitlines()[0]) == (2, "tokaudit: error: key --also: expected FORMAT=FILE with FORMAT one of "
+                                                               "rich, json, sarif, junit, markdown, github, concise, got 'pdf=x.pdf'")
+    lines = run_cli("scan", TINY, "--format", "jsonl", "--also", f"sarif={sarif}")
+    assert lines.exit_code == 2 and "--format jsonl writes one per target" in lines.stderr

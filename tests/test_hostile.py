@@ -76,7 +76,9 @@ def test_empty_added_token_is_ta206_and_kept_out_of_tiktoken(tmp_path: Path) -> 
     out = run(Run(["scan", str(target), "--format", "json", "--select", "TA206"]), 20)
     assert out.exit_code == 1
     [finding] = json.loads(out.stdout)["findings"]
-    assert finding["location"] == {"file": "tokenizer_config.json", "key": "added_tokens_decoder.1010"}
+    # the key's line and column in the file (one line of JSON)
+    assert finding["location"] == {"file": "tokenizer_config.json", "line": 1, "column": 669, "key": "added_tokens_decoder.1010"}
+    assert (target / "tokenizer_config.json").read_text()[668:].startswith('"1010": {"content": ""')
     assert finding["ids"] == [[1010, 1010]] and finding["severity"] == "error"
     encoded = {}
     for name, model in (("with-empty", target), ("fixture", FIXTURES / "tiny-tiktoken")):

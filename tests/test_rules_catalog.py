@@ -36,7 +36,7 @@ def test_id_collision_matches_what_tokenizers_really_does() -> None:
     # the real library: the added token's declared id 258 is ignored, and 260 already holds "hello"
     assert tok.token_to_id("<|endoftext|>") == tok.token_to_id("hello") == 260
     assert f["ids"] == [[260, 260]] and f["severity"] == "error"
-    assert f["location"] == {"file": "tokenizer.json", "key": "model.vocab[260]"}
+    assert f["location"] == {"file": "tokenizer.json", "line": 48, "column": 5, "key": "model.vocab[260]"}
     assert [c["token"] for c in f["details"]["examples"][0]["claims"]] == ["<|endoftext|>", "hello"]
     assert "declared id 258, tokenizers assigns 260" in f["message"]
 
@@ -77,9 +77,9 @@ def test_placeholders_from_tiny_remote_code_are_user_encodable() -> None:
 def test_special_token_missing() -> None:
     found = only(RULES / "special-tokens", "TA201")
     assert [(f["location"], f.get("ids")) for f in found] == [
-        ({"file": "tokenizer_config.json", "key": "unk_token"}, None),
-        ({"file": "config.json", "key": "bos_token_id"}, [[300, 300]]),
-        ({"file": "config.json", "key": "pad_token_id"}, [[266, 266]]),
+        ({"file": "tokenizer_config.json", "line": 45, "column": 3, "key": "unk_token"}, None),
+        ({"file": "config.json", "line": 5, "column": 3, "key": "bos_token_id"}, [[300, 300]]),
+        ({"file": "config.json", "line": 4, "column": 3, "key": "pad_token_id"}, [[266, 266]]),
     ]
     assert "unk_token <unk> (tokenizer_config.json) is not a token" in found[0]["message"]
     assert "at or beyond the declared size 270" in found[1]["message"]
@@ -88,7 +88,7 @@ def test_special_token_missing() -> None:
 
 def test_special_token_only_in_remote_code() -> None:
     (f,) = only(FIXTURES / "qwen-remote", "TA201")
-    assert f["ids"] == [[500, 500]] and f["location"] == {"file": "config.json", "key": "eos_token_id"}
+    assert f["ids"] == [[500, 500]] and f["location"] == {"file": "config.json", "line": 9, "column": 3, "key": "eos_token_id"}
     assert "only the remote code maps it" in f["message"]
 
 
@@ -121,7 +121,7 @@ def test_control_token_not_special() -> None:
 
 def test_added_token_flags_mismatch() -> None:
     (f,) = only(RULES / "special-tokens", "TA204")
-    assert f["ids"] == [[262, 262]] and f["location"] == {"file": "tokenizer_config.json", "key": "added_tokens_decoder.262"}
+    assert f["ids"] == [[262, 262]] and f["location"] == {"file": "tokenizer_config.json", "line": 19, "column": 5, "key": "added_tokens_decoder.262"}
     assert f["details"]["flags"] == {"special": {"tokenizer_config": False, "tokenizer_json": True},
                                      "rstrip": {"tokenizer_config": True, "tokenizer_json": False}}
     assert only(CLEAN, "TA204") == []

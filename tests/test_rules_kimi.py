@@ -55,7 +55,7 @@ def test_kimi_finds_exactly_these_rules(kimi: dict) -> None:
 def test_kimi_eos_mismatch_names_every_set_and_the_template_terminator(kimi: dict) -> None:
     (eos,) = by_code(kimi)["TA202"]
     assert eos["severity"] == "warning"  # generation_config.json does list <|im_end|>: some stacks stop
-    assert eos["location"] == {"file": "config.json", "key": "text_config.eos_token_id"}
+    assert eos["location"] == {"file": "config.json", "line": 13, "column": 5, "key": "text_config.eos_token_id"}
     assert eos["details"]["sets"] == [
         {"source": "config.json text_config.eos_token_id", "ids": [163585], "tokens": ["[EOS]"]},
         {"source": "generation_config.json eos_token_id", "ids": [163586], "tokens": ["<|im_end|>"]},
@@ -81,7 +81,7 @@ def test_kimi_id_drift_under_transformers_v5_conversion(kimi: dict) -> None:
     assert moved["[UNK]"] == (163838, 163605) and moved["[PAD]"] == (163839, 163606)
     named_shifts = {d - n for t, (d, n) in moved.items() if t not in ("[UNK]", "[PAD]")}
     assert named_shifts == {1, 2, 3}
-    assert drift["location"] == {"file": "tokenizer_config.json", "key": "added_tokens_decoder.163590"}
+    assert drift["location"] == {"file": "tokenizer_config.json", "line": 43, "column": 5, "key": "added_tokens_decoder.163590"}
 
 
 def test_kimi_placeholders_are_the_233_gap_ids(kimi: dict) -> None:

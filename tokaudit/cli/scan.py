@@ -81,13 +81,14 @@ def scan(
         from tokaudit.report.report import Report, TargetResult
         from tokaudit.rules import all_rules
         from tokaudit.scan import load_model, scan_model, scan_targets
-
-        extra_reports = parse_also(also)
         from tokaudit.roundtrip.choice import ParserChoice, check_choice
         from tokaudit.roundtrip.rules import configure
         from tokaudit.template.rules import SELECTED_STACKS
         from tokaudit.template.stacks import STACK_NAMES, parse_stacks
 
+        extra_reports = parse_also(also)
+        if extra_reports and fmt is OutputFormat.jsonl:
+            raise InputError("--also needs one report of the whole run; --format jsonl writes one per target", key="--also")
         config = load_config()
         where = "--stack" if stack else "tool.tokaudit.stacks"
         stacks = parse_stacks(stack) if stack else parse_stacks(config.stacks or None, where, config.name)
