@@ -1,6 +1,7 @@
 """Keep the documentation's examples what tokaudit prints: every ```console block of README.md and
 docs/commands/*.md whose first line is ``$ tokaudit ...`` is run (80 columns, no colour, offline, from the
-repository root) and its output written under it.
+repository root) and its output written under it. In a rule page (docs/rules/TAxxx.md) only the output lines
+of that rule's code are kept, as many as the page shows (one at least), cut at 140 characters.
 
     python scripts/update_docs.py           # rewrite the blocks whose output changed
     python scripts/update_docs.py --check   # list them and exit 1 (tests/test_docs.py runs this check)
@@ -23,8 +24,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 #: Where the checked examples are.
 DOCUMENTS = ("README.md", "docs/commands/*.md")
+#: Rule pages: only their code's lines are shown (tests/test_rule_docs.py checks them by prefix).
+RULE_PAGES = "docs/rules/TA*.md"
 #: Longest output line shown; longer ones are cut at a word and end with " …".
 MAX_LINE = 100
+MAX_RULE_LINE = 140
 ELIDED = "…"
 _BLOCK = re.compile(r"```console\n\$ tokaudit (?P<command>[^\n]*)\n(?P<output>.*?)```", re.S)
 
@@ -40,7 +44,7 @@ class Example:
 
 def documents() -> list[Path]:
     out: list[Path] = []
-    for pattern in DOCUMENTS:
+    for pattern in (*DOCUMENTS, RULE_PAGES):
         out += sorted(ROOT.glob(pattern))
     return out
 
@@ -51,21 +55,23 @@ def examples(path: Path) -> list[Example]:
             for m in _BLOCK.finditer(text)]
 
 
-def run(command: str) -> list[str]:
-    """The command's stdout as the documentation shows it."""
+def run(command: str, code: str | None = None) -> list[str]:
+    """The command's stdout as the documentation shows it (only ``code``'s lines for a rule page)."""
     env = {**os.environ, "COLUMNS": "80", "TERM": "dumb", "NO_COLOR": "1", "HF_HUB_OFFLINE": "1", "TOKAUDIT_CACHE": "off"}
     for name in ("FORCE_COLOR", "GITHUB_ACTIONS", "CI"):
         env.pop(name, None)
     proc = subprocess.run([sys.executable, "-m", "tokaudit", *shlex.split(command)], capture_output=True, text=True,
                           env=env, cwd=ROOT, timeout=600)
+    if code is not None:
+        return [shorten(line, MAX_RULE_LINE) for line in proc.stdout.splitlines() if f": {code} " in line]
     return [shorten(line) for line in proc.stdout.splitlines()]
 
 
-def shorten(line: str) -> str:
-    if len(line) <= MAX_LINE:
+def shorten(line: str, width: int = MAX_LINE) -> str:
+    if len(line) <= width:
         return line
-    cut = line.rfind(" ", 0, MAX_LINE - 2)
-    return line[: cut if cut > MAX_LINE // 2 else MAX_LINE - 2].rstrip() + " " + ELIDED
+    cut = line.rfind(" ", 0, width - 2)
+    return line[: cut if cut > width // 2 else width - 2].rstrip() + " " + ELIDED
 
 
 def expected(example: Example, printed: list[str]) -> list[str]:
@@ -84,8 +90,12 @@ def stale() -> list[tuple[Example, list[str]]]:
     """Every example whose block differs from what the command prints, with what it should hold."""
     out = []
     for path in documents():
+        rule = path.stem if path.match(RULE_PAGES) else None
         for example in examples(path):
-            want = expected(example, run(example.command))
+            if rule is not None:
+                want = run(example.command, rule)[: max(1, len(example.shown))]
+            else:
+                want = expected(example, run(example.command))
             if want != example.shown:
                 out.append((example, want))
     return out

@@ -65,7 +65,7 @@ def test_example_output_is_what_tokaudit_prints(code: str, command: str, shown: 
     if command not in _RUNS:
         _RUNS[command] = run_cli(*args).stdout
     printed = _RUNS[command].splitlines()
-    for line in shown:
+    for line in shown:  # `python scripts/update_docs.py` rewrites a page's example when this fails
         assert f": {code} " in line
         if line.endswith(" …"):
             assert any(p.startswith(line[:-2]) for p in printed), line

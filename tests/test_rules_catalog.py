@@ -262,7 +262,7 @@ def test_loader_rebuild_is_what_transformers_really_builds() -> None:
     assert AutoTokenizer.from_pretrained(str(RULES / "loader-rebuild")).encode("Hello world", add_special_tokens=False) == rebuilt
     assert Tokenizer.from_file(str(RULES / "loader-rebuild" / "tokenizer.json")).encode("Hello world").ids == [
         72, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100]
-    assert (f["severity"], f["location"]) == ("error", {"file": "tokenizer_config.json", "key": "tokenizer_class"})
+    assert (f["severity"], f["location"]) == ("error", {"file": "tokenizer_config.json", "line": 13, "column": 3, "key": "tokenizer_class"})
     assert f["details"]["example"] == {"text": "Hello world", "tokenizer_json": [72, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100],
                                        "rebuilt": rebuilt}
     assert f["message"] == (
@@ -284,7 +284,7 @@ def test_decoder_mismatch_is_what_tokenizers_decodes() -> None:
     tok = Tokenizer.from_file(str(RULES / "decoder-mismatch" / "tokenizer.json"))
     assert tok.decode(tok.encode(" hello").ids) == "Ġ hello"  # the spelled bytes, joined with spaces
     assert (f["severity"], f["location"], f["details"]) == (
-        "error", {"file": "tokenizer.json", "key": "decoder"}, {"pre_tokenizer": ["ByteLevel"], "decoder": None})
+        "error", {"file": "tokenizer.json", "line": 24, "column": 3, "key": "decoder"}, {"pre_tokenizer": ["ByteLevel"], "decoder": None})
     assert f["message"] == (
         "tokenizer.json decodes to the wrong text: its pre-tokenizer is ByteLevel (bytes spelled as printable characters) "
         "but its decoder is null, so tokenizers, transformers and every Rust gateway decode ids to the spelled-out token "
