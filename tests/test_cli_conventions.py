@@ -306,7 +306,7 @@ def test_failing_scan_ends_with_its_errors_at_80_columns(quiet: bool) -> None:
     assert proc.stdout.splitlines()[-3:] == [
         "  TA101 vocab-gap  fixtures/kimi-k2.5/config.json:17  233 ids",
         "  TA802 template-engine-divergence  fixtures/kimi-k2.5/chat_template.jinja:1",
-        "✗ FAIL: 2 errors, 5 warnings, 1 note (2 at or above --fail-on error)",
+        "✗ FAIL: 2 errors, 5 warnings, 3 notes (2 at or above --fail-on error)",
     ]
 
 
