@@ -275,11 +275,11 @@ def test_concise_is_one_clickable_line_per_finding() -> None:
     lines = result.stdout.splitlines()
     assert [line.split(": ")[0] for line in lines] == [
         "fixtures/kimi-k2.5/chat_template.jinja:1:1", "fixtures/kimi-k2.5/chat_template.jinja:1:1",
-        "fixtures/kimi-k2.5/chat_template.jinja:1:1", "fixtures/kimi-k2.5/config.json:13:5", "fixtures/kimi-k2.5/config.json:17:5",
+        "fixtures/kimi-k2.5/chat_template.jinja:1:1", "fixtures/kimi-k2.5/chat_template.jinja:1:1", "fixtures/kimi-k2.5/config.json:13:5", "fixtures/kimi-k2.5/config.json:17:5",
         "fixtures/kimi-k2.5/tiktoken.model:1:1", "fixtures/kimi-k2.5/tiktoken.model:1:1", "fixtures/kimi-k2.5/tokenization_kimi.py:26:1",
         "fixtures/kimi-k2.5/tokenizer_config.json:43:5", "fixtures/kimi-k2.5/tokenizer_config.json:206:5"]
-    assert lines[4].startswith("fixtures/kimi-k2.5/config.json:17:5: TA101 vocab-gap 233 ids in [0, 163840) have no token")
-    assert result.stderr == "tokaudit scan: 2 errors, 5 warnings, 3 notes\n"
+    assert lines[5].startswith("fixtures/kimi-k2.5/config.json:17:5: TA101 vocab-gap 233 ids in [0, 163840) have no token")
+    assert result.stderr == "tokaudit scan: 3 errors, 5 warnings, 3 notes\n"
 
 
 def test_markdown_escapes_token_text_and_ends_with_versions() -> None:

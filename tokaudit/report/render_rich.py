@@ -254,17 +254,25 @@ SUMMARY_LINES = 10
 
 def closing_summary(report: Report, fail_on: str) -> list[Text]:
     """One line per finding at or above ``--fail-on`` (``TA101 vocab-gap  fixtures/kimi-k2.5/config.json:17  233
-    ids``), after the findings and just above the verdict: the last screen of a failing run names what failed."""
+    ids``), after the findings and just above the verdict: the last screen of a failing run names what failed.
+    Findings that would give the same line (TA802 for two stacks) share it, counted: ``×2``."""
     failing = sorted(report.failing(fail_on), key=lambda f: (-f.severity.rank, f.code))
+    rows: dict[tuple[str, str, str], list[Finding]] = {}
+    for f in failing:
+        where = finding_path(f) + (f":{f.location.line}" if f.location is not None and f.location.line is not None else "")
+        ids = "" if f.ids is None or not f.ids else f"{f.ids.count} id" + ("" if f.ids.count == 1 else "s")
+        rows.setdefault((f"{f.code} {f.name}", where, ids), []).append(f)
     lines = []
-    for f in failing[:SUMMARY_LINES]:
-        line = Text(f"{f.code} {f.name}", style=_SUMMARY_STYLE[f.severity])
-        line.append("  " + finding_path(f) + (f":{f.location.line}" if f.location is not None and f.location.line is not None else ""))
-        if f.ids is not None and f.ids:
-            line.append(f"  {f.ids.count} id" + ("" if f.ids.count == 1 else "s"), style="cyan")
+    for (title, where, ids), found in list(rows.items())[:SUMMARY_LINES]:
+        line = Text(title, style=_SUMMARY_STYLE[found[0].severity])
+        line.append(f"  {where}")
+        if ids:
+            line.append(f"  {ids}", style="cyan")
+        if len(found) > 1:
+            line.append(f"  ×{len(found)}")
         lines.append(line)
-    if len(failing) > SUMMARY_LINES:
-        lines.append(Text(f"… and {len(failing) - SUMMARY_LINES} more"))
+    if len(rows) > SUMMARY_LINES:
+        lines.append(Text(f"… and {len(rows) - SUMMARY_LINES} more"))
     return lines
 
 
