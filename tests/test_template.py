@@ -430,7 +430,7 @@ def test_template_source_disagreement() -> None:
                                      "sglang": "chat_template.jinja", "smg": "chat_template.jinja", "tgi": "tokenizer_config.json"}
     assert "transformers, vllm, sglang, smg read chat_template.jinja; tgi reads tokenizer_config.json" in f["message"]
     scan = json.loads(run_cli("scan", str(T / "two-sources"), "--format", "json", "--select", "TA808").stdout)
-    assert [(x["code"], x["location"]) for x in scan["findings"]] == [("TA808", {"file": "tokenizer_config.json", "key": "chat_template"})]
+    assert [(x["code"], x["location"]) for x in scan["findings"]] == [("TA808", {"file": "tokenizer_config.json", "line": 46, "column": 3, "key": "chat_template"})]
 
 
 def test_hostile_template_ends_within_the_bound() -> None:
