@@ -63,12 +63,15 @@ def _data() -> Any:
 
 def make_cases(tokenizers: Path) -> None:
     sys.path.insert(0, str(ROOT))
+    from tokaudit.artifacts.base import Provenance
+    from tokaudit.roundtrip.analysis import profile_render
     from tokaudit.roundtrip.case import build_case
     from tokaudit.scan import load_model
-    from tokaudit.template.engines import prepare
+    from tokaudit.template.renders import Budget
+    from tokaudit.template.rendering import Renderer
     from tokaudit.template.serving import ServingEncoder
-    from tokaudit.template.source import special_token_context
-    from tokaudit.template.stacks.engines import JINJA2_TRANSFORMERS
+    from tokaudit.template.source import TemplateSource, special_token_context
+    from tokaudit.template.stacks import profile
     from tokaudit.template.turn import SENTINEL_ARGUMENTS, SENTINEL_NAME, SENTINEL_REASONING, SENTINEL_TOOL, render_turn
 
     data = _data()
@@ -85,7 +88,9 @@ def make_cases(tokenizers: Path) -> None:
             (dest / "config.json").write_text(json.dumps({"model_type": model_type}), encoding="utf-8")
         model = load_model(str(dest))
         special = special_token_context(model)
-        turn, why = render_turn(prepare(JINJA2_TRANSFORMERS, data.llamacpp_template(template)), special, kwargs)
+        # the turn as vLLM's profile renders it (SGLang's renders the same for these templates)
+        source = TemplateSource("default", data.llamacpp_template(template), Provenance(template, line=1))
+        turn, why = render_turn(profile_render(Renderer(source, special, Budget()), profile("vllm")), kwargs)
         if turn is None:
             raise SystemExit(f"{name}: {why}")
         case = build_case(name, turn, model, ServingEncoder(model), special)

@@ -18,6 +18,7 @@ from tokaudit.parsers.grammars import GRAMMARS, Call
 from tokaudit.parsers.parse import parse_whole
 from tokaudit.roundtrip.analysis import ParserChoice, ParserRun, parser_findings, run_template
 from tokaudit.template.source import TemplateSource
+from tokaudit.template.stacks import profile
 from tokaudit.template.turn import SENTINEL_ARGUMENTS, SENTINEL_NAME, SENTINEL_TOOL
 
 
@@ -56,11 +57,21 @@ def test_qwen3_coder_needs_an_xml_parser_hermes_returns_the_call_as_text() -> No
     assert summary["vllm"]["tool_parsers"] == ["qwen3_coder", "qwen3_xml", "seed_oss"]
     assert summary["sglang"]["tool_parsers"] == ["qwen3_coder", "step3p5"]
     assert summary["llama.cpp"]["tool_parsers"] == ["qwen3-coder"]
+    # smg and Dynamo parse in Rust, under their own names; Dynamo's MiniJinja writes the nested argument compactly
+    assert (summary["smg"]["tool_parsers"], summary["dynamo"]["tool_parsers"]) == (["qwen_xml", "qwen_coder", "nemotron"],
+                                                                                   ["qwen3_coder", "nemotron_nano"])
+    assert '<parameter=filter>\n{"units":"celsius","days":[1,2],"strict":true}\n' in run.renders["dynamo"]
+    # TGI passes no tool_calls (a null content becomes the calls serialized, arguments encoded twice), and holds a tool
+    # request to its own JSON grammar
+    assert run.renders["tgi"].startswith('its own turn: [{"id":"tokaudit1","type":"function","function":{"description":null,'
+                                         '"name":"tokaudit_probe","arguments":"\\"{')
+    assert _row(run, "tgi", "grammar", None).tool_calls == "constrained"
     hermes = _row(run, "vllm", "hermes", None)
     assert (hermes.tool_calls, hermes.stage) == ("lost", "format")
     assert hermes.outcome.content.startswith("<tool_call>\n<function=tokaudit_probe>\n<parameter=city>\nSão Paulo <Centro>\n")
     assert _findings(run) == [("TA820", "note", "tool calls of chat_template.jinja recovered by vllm: qwen3_coder, qwen3_xml, seed_oss; "
-                                               "sglang: qwen3_coder, step3p5; llama.cpp: qwen3-coder")]
+                                               "sglang: qwen3_coder, step3p5; smg: qwen_xml, qwen_coder, nemotron; tgi: its own JSON grammar, not the "
+                                               "template's format; llama.cpp: qwen3-coder; dynamo: qwen3_coder, nemotron_nano")]
 
 
 def test_qwen3_0_6b_hermes_and_qwen3_recover_call_and_reasoning_qwen3_coder_loses_the_call() -> None:
@@ -157,9 +168,10 @@ def test_unknown_parser_or_stack_is_exit_2_naming_the_option(tmp_path: Path) -> 
     out = run_cli("template", str(model), "--stack", "tgx,vllm")
     assert (out.exit_code, out.stderr.splitlines()[0]) == (
         2, "tokaudit: error: key --stack: unknown stack 'tgx' (choose from transformers, vllm, sglang, smg, tgi, mistral.rs, llama.cpp, dynamo)")
-    out = run_cli("template", str(model), "--stack", "smg,tgi", "--reasoning-parser", "qwen3")  # stacks without parsers
+    out = run_cli("template", str(model), "--stack", "transformers,mistral.rs", "--reasoning-parser", "qwen3")  # no parsers
     assert (out.exit_code, out.stderr.splitlines()[0]) == (
-        2, "tokaudit: error: key --reasoning-parser: no selected stack has a parser round trip (choose from vllm, sglang, llama.cpp)")
+        2, "tokaudit: error: key --reasoning-parser: no selected stack has a parser round trip (choose from vllm, sglang, smg, tgi, "
+           "llama.cpp, dynamo)")
     out = run_cli("template", str(model), "--chat-template-kwargs", "[1]")
     assert (out.exit_code, out.stderr.splitlines()[0]) == (2, "tokaudit: error: key --chat-template-kwargs: expected a JSON object")
 
@@ -227,8 +239,20 @@ def test_reasoning_split_follows_each_stack() -> None:
     assert parse_whole(text, hermes, vq, [SENTINEL_TOOL], "<|im_start|>assistant\n", {"enable_thinking": False}).reasoning is None
 
 
+def test_tgi_grammar_reads_its_function_json_and_no_tool_as_content() -> None:
+    parsed = GRAMMARS["tgi-json"]('{"function": {"_name": "f", "q": "a \\"b\\" <c> ü", "n": {"x": [1, null]}}}', (), None)
+    assert (parsed.calls, parsed.content) == ((Call("f", ARGS),), None)
+    parsed = GRAMMARS["tgi-json"]('{"function": {"_name": "no_tool", "content": "Hi."}}', (), None)
+    assert (parsed.calls, parsed.content) == ((), "Hi.")
+
+
 def test_every_parser_row_names_a_known_grammar_stack_and_source() -> None:
     assert all(p.grammar in GRAMMARS and p.stack in STACKS and p.source for p in TOOL_PARSERS)
+    # one source of truth per stack: a profile names its parser data; every stack with a profile is named by one
+    from tokaudit.template.stacks import PROFILES
+
+    assert {p.id: p.parsers for p in PROFILES if p.parsers} == {s: s for s in STACKS if s != "ollama"}
+    assert profile("smg").tool_parsers[:3] == ("json", "mistral", "qwen") and profile("tgi").tool_parsers == ("grammar",)
     vllm = {p.name for p in TOOL_PARSERS if p.stack == "vllm"}
     assert {"hermes", "qwen3_coder", "qwen3_xml", "llama3_json", "llama4_json", "pythonic", "mistral", "deepseek_v3", "deepseek_v31",
             "deepseek_v32", "kimi_k2", "glm45", "glm47", "openai", "minimax_m2", "granite", "seed_oss"} <= vllm
@@ -264,4 +288,5 @@ def test_a_template_that_prints_arguments_as_they_come_is_rendered_with_the_json
     model = load_model(str(ROOT / "fixtures" / "kimi-k2.5"))
     run = run_template(model, model_templates(model)[0], ParserChoice())
     assert run.case is not None and '<|tool_call_argument_begin|>{"city": "São Paulo <Centro>"' in run.case.text
-    assert {s: v["tool_parsers"] for s, v in run.summary().items()} == {"vllm": ["kimi_k2"], "sglang": ["kimi_k2"], "llama.cpp": ["kimi-k2"]}
+    assert {s: v["tool_parsers"] for s, v in run.summary().items()} == {"vllm": ["kimi_k2"], "sglang": ["kimi_k2"], "smg": ["kimik2"],
+                                                                             "tgi": [], "llama.cpp": ["kimi-k2"], "dynamo": ["kimi_k2"]}

@@ -145,7 +145,9 @@ def test_kimi_parser_round_trip_verdict_and_prefill(kimi: dict) -> None:
     assert [f["message"] for f in found["TA820"]] == [
         "tool calls of chat_template.jinja recovered by vllm: kimi_k2 (with reasoning: kimi_k2+deepseek_r1, kimi_k2+qwen3, "
         "kimi_k2+glm45, kimi_k2+kimi_k2, ...); sglang: kimi_k2 (with reasoning: kimi_k2+deepseek-r1, kimi_k2+deepseek-v3, "
-        "kimi_k2+qwen3, kimi_k2+glm45, ...); llama.cpp: kimi-k2 (with reasoning: kimi-k2+deepseek)"]
+        "kimi_k2+qwen3, kimi_k2+glm45, ...); smg: kimik2 (with reasoning: kimik2+deepseek_r1, kimik2+qwen3, kimik2+qwen3_thinking, "
+        "kimik2+glm45, ...); tgi: its own JSON grammar, not the template's format; llama.cpp: kimi-k2 (with reasoning: "
+        "kimi-k2+deepseek); dynamo: kimi_k2"]
     assert [(f["severity"], f["message"], f["details"]["toggle"]) for f in found["TA825"]] == [
         ("note", "the generation prompt of chat_template.jinja opens reasoning ('<|im_assistant|>assistant<|im_middle|><think>'): output "
                  "cut by max_tokens is reasoning, not content; thinking=false turns it off", "thinking=false")]

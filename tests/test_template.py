@@ -246,8 +246,10 @@ def test_qwen_tools_names_the_stacks_whose_prompts_differ() -> None:
     assert [(f["code"], f["details"]["stacks"], f["details"].get("causes")) for f in doc["findings"]] == [
         ("TA802", ["tgi"], ["tojson", "sorted_maps"]), ("TA802", ["dynamo"], ["tojson"]), ("TA820", [], None)]
     # the parser round trip: which stacks' parsers read back the <tool_call> JSON this template teaches
+    # (Dynamo's llama3_json reads the bare JSON left once skip_special_tokens deleted the special <tool_call> markers)
     assert doc["findings"][2]["message"] == ("tool calls of chat_template.jinja recovered by vllm: hermes, qwen3_json, granite4; "
-                                             "sglang: hermes, qwen25; llama.cpp: auto")
+                                             "sglang: hermes, qwen25; smg: qwen; tgi: its own JSON grammar, not the template's format; "
+                                             "llama.cpp: auto; dynamo: hermes, qwen25, llama3_json")
     tgi, dynamo = doc["findings"][:2]
     assert tgi["details"]["conversations"] == ["tools-offered", "tool-call", "tool-call-empty-content", "tool-call-multi-turn"]
     assert "MiniJinja's escapes < > & '" in tgi["message"] and "its maps iterate and serialize in key order" in tgi["message"]
@@ -266,19 +268,24 @@ def test_stack_option_limits_findings_and_exit_code() -> None:
     code, doc = template_json(T / "qwen-tools", "--stack", "vllm,smg")
     assert code == 0 and [s["id"] for s in doc["stacks"]] == ["vllm", "smg"]
     assert [r["stack"] for r in doc["conversations"][0]["renders"]] == ["vllm", "smg"]
-    # the parser round trip runs for the selected stacks that have parsers: vllm here
+    # the parser round trip runs for the selected stacks that have parsers (smg reads the <tool_call> JSON as qwen)
     assert [(f["code"], f["message"]) for f in doc["findings"]] == [
-        ("TA820", "tool calls of chat_template.jinja recovered by vllm: hermes, qwen3_json, granite4")]
+        ("TA820", "tool calls of chat_template.jinja recovered by vllm: hermes, qwen3_json, granite4; smg: qwen")]
     code, doc = template_json(T / "qwen-tools", "--stack", "tgi")
-    assert code == 1 and [f["code"] for f in doc["findings"]] == ["TA802"]
+    assert code == 1 and [f["code"] for f in doc["findings"]] == ["TA802", "TA820"]
+    assert doc["findings"][1]["message"] == ("tool calls of chat_template.jinja recovered by tgi: its own JSON grammar, not the "
+                                             "template's format")
     bad = run_cli("template", str(T / "qwen-tools"), "--stack", "tgi", "--tool-parser", "hermes")
+    assert (bad.exit_code, bad.stderr) == (2, "tokaudit: error: key --tool-parser: unknown tool parser 'hermes' for tgi (choose from "
+                                              "grammar)\n")
+    bad = run_cli("template", str(T / "qwen-tools"), "--stack", "mistral.rs", "--tool-parser", "hermes")
     assert (bad.exit_code, bad.stderr) == (2, "tokaudit: error: key --tool-parser: no selected stack has a parser round trip "
-                                              "(choose from vllm, sglang, llama.cpp)\n")
+                                              "(choose from vllm, sglang, smg, tgi, llama.cpp, dynamo)\n")
     bad = run_cli("template", str(T / "chatml"), "--stack", "vllm,tgx")
     assert bad.exit_code == 2 and bad.stdout == ""
     assert bad.stderr == ("tokaudit: error: key --stack: unknown stack 'tgx' (choose from transformers, vllm, sglang, smg, tgi, "
                           "mistral.rs, llama.cpp, dynamo)\n")
-    scan = run_cli("scan", str(T / "qwen-tools"), "--format", "json", "--stack", "smg")
+    scan = run_cli("scan", str(T / "qwen-tools"), "--format", "json", "--stack", "mistral.rs")
     assert scan.exit_code == 0 and [f["code"] for f in json.loads(scan.stdout)["findings"] if f["code"].startswith("TA8")] == []
     assert run_cli("scan", str(T / "qwen-tools"), "--stack", "dynamo").exit_code == 1
 

@@ -32,6 +32,8 @@ class Stack:
     prompt_check: str = "parser"
     #: the stack picks the tool parser from the template (llama.cpp's server) instead of a flag
     picks_parser: bool = False
+    #: the files its parsers and its skip_special_tokens rule were read from
+    source: str = ""
 
 
 STACKS: dict[str, Stack] = {
@@ -42,6 +44,21 @@ STACKS: dict[str, Stack] = {
     "llama.cpp": Stack("llama.cpp", "llama-cpp-python 0.3.36", "ggml-org/llama.cpp", "tools", "pieces", "template", True),
     # model/parsers/ at fb307609 (2026-08-21): chosen by the Modelfile's PARSER, not by a flag
     "ollama": Stack("ollama", "fb307609", "ollama/ollama", "tools", "pieces", "template"),
+    # smg (the SGLang model gateway) parses in Rust: crates/tool_parser, crates/reasoning_parser; skip_special_tokens is
+    # off for a request with tools unless tool_choice is none (model_gateway/.../chat/preparation.rs). It marks
+    # reasoning started from the template's thinking toggle (chat_template.rs detect_thinking_toggle), stood for
+    # here by the generation prompt's think marker
+    "smg": Stack("smg", "f8daa88", "smg-project/smg", "tools", "decoded", "template",
+                 source="crates/tool_parser/src/factory.rs, crates/reasoning_parser/src/factory.rs"),
+    # TGI constrains a tool request's generation with a JSON grammar of its own (router/src/infer/tool_grammar.rs)
+    # and reads that JSON back (router/src/chat.rs parse_output): the template's call format is never generated
+    "tgi": Stack("tgi", "db931fc", "huggingface/text-generation-inference", "never", "decoded", "template",
+                 source="router/src/infer/tool_grammar.rs, router/src/chat.rs"),
+    # Dynamo's frontend parses in Rust (lib/parsers, tool_calling/parsers.rs get_tool_parser_map, reasoning/mod.rs);
+    # it detokenizes with skip_special_tokens on unless a parser is in parser_requires_special_tokens()
+    # (lib/llm/src/preprocessor.rs: harmony, gemma4, kimi_k2 / gpt_oss, kimi_k25, gemma4; PRs 9227, 10225)
+    "dynamo": Stack("dynamo", "lib/parsers @0436586e", "ai-dynamo/dynamo", "parser", "decoded", "template",
+                    source="lib/parsers/src/tool_calling/parsers.rs, lib/parsers/src/reasoning/mod.rs, lib/llm/src/preprocessor.rs"),
 }
 
 
@@ -68,6 +85,9 @@ class ToolParser:
     stream_drops_tail: bool = False
     #: llama.cpp: the texts a template must hold for the server to pick this parser (it takes no flag)
     detect: tuple[str, ...] = ()
+    #: the stack constrains a tool request's generation to this parser's own format with a grammar (TGI): what the
+    #: template teaches is not what the model is made to generate
+    constrained: bool = False
     source: str = ""
     note: str = ""
 
@@ -137,6 +157,10 @@ _S = "python/sglang/srt/function_call/"
 _SR = "python/sglang/srt/parser/reasoning_parser.py"
 _L = "common/parsers/"
 _O = "model/parsers/"
+_M = "crates/tool_parser/src/parsers/"
+_MR = "crates/reasoning_parser/src/parsers/"
+_D = "lib/parsers/src/tool_calling/"
+_DR = "lib/parsers/src/reasoning/"
 
 TOOL_PARSERS: tuple[ToolParser, ...] = (
     # vLLM 0.33.0 (vllm/tool_parsers/__init__.py names them)
@@ -210,6 +234,45 @@ TOOL_PARSERS: tuple[ToolParser, ...] = (
     ToolParser("ollama", "glm-4.7", "arg-kv", _GLM, source=_O + "glm47.go"),
     ToolParser("ollama", "harmony", "harmony", ("<|message|>", "<|call|>"), source="harmony/harmonyparser.go"),
     ToolParser("ollama", "ministral", "name-args", ("[TOOL_CALLS]", "[ARGS]"), source=_O + "ministral.go"),
+    # smg f8daa88 (crates/tool_parser/src/factory.rs register_parser); cohere, step3, kimi_k3, sarashina, inkling have
+    # formats no grammar here reads yet
+    ToolParser("smg", "json", "bare-json", (), source=_M + "json.rs", note="a bare JSON object or array"),
+    ToolParser("smg", "mistral", "json-array", ("[TOOL_CALLS]",), source=_M + "mistral.rs", note="the [TOOL_CALLS] [ array form"),
+    ToolParser("smg", "qwen", "json-tags", _HERMES, source=_M + "qwen.rs"),
+    ToolParser("smg", "qwen_xml", "xml-function", _HERMES, source=_M + "qwen_xml.rs"),
+    ToolParser("smg", "qwen_coder", "xml-function", _HERMES, source=_M + "qwen_xml.rs", note="the qwen_xml parser"),
+    ToolParser("smg", "nemotron", "xml-function", _HERMES, source=_M + "qwen_xml.rs", note="the qwen_xml parser"),
+    ToolParser("smg", "pythonic", "pythonic", (), source=_M + "pythonic.rs"),
+    ToolParser("smg", "llama", "bare-json", ("<|python_tag|>",), source=_M + "llama.rs"),
+    ToolParser("smg", "deepseek", "sep-fenced", _DS_CALLS, source=_M + "deepseek.rs"),
+    ToolParser("smg", "deepseek31", "sep-json", _DS_CALLS, source=_M + "deepseek31.rs"),
+    ToolParser("smg", "deepseek32", "invoke", _DSML, source=_M + "deepseek_dsml.rs"),
+    ToolParser("smg", "deepseek_v4", "invoke", _DSML4, source=_M + "deepseek_dsml.rs"),
+    ToolParser("smg", "glm45_moe", "arg-kv", _GLM, source=_M + "glm4_moe.rs"),
+    ToolParser("smg", "glm47_moe", "arg-kv", _GLM, source=_M + "glm4_moe.rs"),
+    ToolParser("smg", "kimik2", "section-calls", _KIMI, source=_M + "kimik2.rs"),
+    ToolParser("smg", "minimax_m2", "invoke", _MINIMAX, source=_M + "minimax_m2.rs"),
+    # TGI db931fc: no parser flag; with tools, generation is held to {"function": {"_name": N, ...arguments}}
+    ToolParser("tgi", "grammar", "tgi-json", (), keep_special="never", constrained=True, source="router/src/infer/tool_grammar.rs",
+               note='generation constrained to {"function": {"_name": NAME, ...arguments}} (a no_tool function for auto)'),
+    # Dynamo (lib/parsers/src/tool_calling/parsers.rs get_tool_parser_map); phi4, jamba, nemotron_deci and gemma4 have
+    # formats no grammar here reads yet
+    ToolParser("dynamo", "hermes", "json-tags", _HERMES, keep_special="never", source=_D + "json/base_json_parser.rs"),
+    ToolParser("dynamo", "qwen25", "json-tags", _HERMES, keep_special="never", source=_D + "parsers.rs", note="the hermes configuration"),
+    ToolParser("dynamo", "llama3_json", "bare-json", ("<|python_tag|>",), keep_special="never", source=_D + "json/base_json_parser.rs"),
+    ToolParser("dynamo", "mistral", "json-array", ("[TOOL_CALLS]",), keep_special="never", source=_D + "json/base_json_parser.rs"),
+    ToolParser("dynamo", "pythonic", "pythonic", (), keep_special="never", source=_D + "pythonic/pythonic_parser.rs"),
+    ToolParser("dynamo", "harmony", "harmony", ("<|message|>", "<|call|>"), keep_special="always", source=_D + "harmony/harmony_parser.rs"),
+    ToolParser("dynamo", "deepseek_v3", "sep-fenced", _DS_CALLS, keep_special="never", source=_D + "json/deepseek_v3_parser.rs"),
+    ToolParser("dynamo", "deepseek_v3_1", "sep-json", _DS_CALLS, keep_special="never", source=_D + "json/deepseek_v3_1_parser.rs"),
+    ToolParser("dynamo", "deepseek_v3_2", "invoke", _DSML, keep_special="never", source=_D + "dsml/parser.rs"),
+    ToolParser("dynamo", "deepseek_v4", "invoke", _DSML4, keep_special="never", source=_D + "dsml/parser.rs"),
+    ToolParser("dynamo", "qwen3_coder", "xml-function", _HERMES, keep_special="never", source=_D + "xml/parser.rs"),
+    ToolParser("dynamo", "nemotron_nano", "xml-function", _HERMES, keep_special="never", source=_D + "parsers.rs",
+               note="the qwen3_coder configuration"),
+    ToolParser("dynamo", "minimax_m2", "invoke", _MINIMAX, keep_special="never", source=_D + "xml/parser.rs"),
+    ToolParser("dynamo", "glm47", "arg-kv", _GLM, keep_special="never", source=_D + "xml/glm47_parser.rs"),
+    ToolParser("dynamo", "kimi_k2", "section-calls", _KIMI, keep_special="always", source=_D + "xml/kimi_k2_parser.rs"),
 )
 
 REASONING_PARSERS: tuple[ReasoningParser, ...] = (
@@ -251,6 +314,26 @@ REASONING_PARSERS: tuple[ReasoningParser, ...] = (
     ReasoningParser("llama.cpp", "deepseek", *_THINK, no_start="prompt", source="common/chat.cpp"),
     # Ollama: the thinking half of the qwen3 / qwen3.5 / deepseek3 / glm-4.7 parsers
     ReasoningParser("ollama", "qwen3-thinking", *_THINK, no_start="prompt", source=_O + "qwen3.go"),
+    # smg f8daa88 (crates/reasoning_parser/src/factory.rs): always_in_reasoning → text before <think> is reasoning
+    ReasoningParser("smg", "deepseek_r1", *_THINK, no_start="reasoning", source=_MR + "deepseek_r1.rs"),
+    ReasoningParser("smg", "qwen3", *_THINK, no_start="prompt", source=_MR + "qwen3.rs"),
+    ReasoningParser("smg", "qwen3_thinking", *_THINK, no_start="reasoning", source=_MR + "qwen3.rs"),
+    ReasoningParser("smg", "glm45", *_THINK, no_start="prompt", source=_MR + "glm45.rs"),
+    ReasoningParser("smg", "step3", *_THINK, no_start="reasoning", source=_MR + "step3.rs"),
+    ReasoningParser("smg", "minimax", *_THINK, no_start="reasoning", source=_MR + "minimax.rs"),
+    ReasoningParser("smg", "kimi", "◁think▷", "◁/think▷", no_start="prompt", source=_MR + "kimi.rs"),
+    ReasoningParser("smg", "cohere_cmd", "<|START_THINKING|>", "<|END_THINKING|>", no_start="prompt", source=_MR + "cohere_cmd.rs"),
+    ReasoningParser("smg", "nano_v3", *_THINK, no_start="prompt", source=_MR + "nano_v3.rs"),
+    # Dynamo (lib/parsers/src/reasoning/mod.rs); kimi_k25 and gpt_oss keep special tokens (preprocessor.rs)
+    ReasoningParser("dynamo", "deepseek_r1", *_THINK, no_start="reasoning", source=_DR + "deepseek_r1_parser.rs"),
+    ReasoningParser("dynamo", "basic", *_THINK, no_start="prompt", source=_DR + "base_parser.rs"),
+    ReasoningParser("dynamo", "qwen3", *_THINK, no_start="prompt", source=_DR + "mod.rs", note="the basic parser"),
+    ReasoningParser("dynamo", "kimi_k25", *_THINK, no_start="prompt", keep_special="always", source=_DR + "mod.rs"),
+    ReasoningParser("dynamo", "minimax_append_think", *_THINK, no_start="reasoning", source=_DR + "minimax_append_think_parser.rs"),
+    ReasoningParser("dynamo", "granite", "Here is my thought process:", "Here is my response:", no_end="content",
+                    source=_DR + "granite_parser.rs"),
+    ReasoningParser("dynamo", "gpt_oss", "<|channel|>analysis<|message|>", "<|end|>", no_start="dropped", keep_special="always",
+                    source=_DR + "gpt_oss_parser.rs"),
 )
 
 

@@ -459,6 +459,19 @@ _ANY = (("json-tags", ("<tool_call>", "</tool_call>")), ("arg-kv", ("<tool_call>
         ("pythonic", ()))
 
 
+def tgi_json(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
+    """TGI's grammar-held output: ``{"function": {"_name": N, ...arguments}}`` (router/src/chat.rs); ``no_tool``
+    is its answer without a call (content)."""
+    ok, value = _loads(text.strip())
+    fn = value.get("function") if ok and isinstance(value, dict) else None
+    if not isinstance(fn, dict) or not isinstance(fn.get("_name"), str):
+        return Parsed(content=_content(text), error=None if not text.strip().startswith("{") else "not TGI's function JSON")
+    args = {k: v for k, v in fn.items() if k != "_name"}
+    if fn["_name"] == "no_tool":
+        return Parsed(content=_content(str(args.get("content", ""))))
+    return Parsed((Call(fn["_name"], args),), None)
+
+
 def any_format(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
     """The first of the known formats that recovers a call (llama.cpp's auto-parser derives its parser from the
     template, so it reads whatever format the template writes)."""
@@ -483,4 +496,5 @@ GRAMMARS: dict[str, Callable[[str, Sequence[str], Any], Parsed]] = {
     "sep-json": sep_json,
     "section-calls": section_calls,
     "harmony": harmony,
+    "tgi-json": tgi_json,
 }

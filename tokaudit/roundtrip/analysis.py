@@ -8,7 +8,7 @@ in ``[tool.tokaudit]``) its failures are errors; without one, a note says which 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tokaudit.errors import InputError
@@ -21,7 +21,9 @@ from tokaudit.roundtrip.choice import CODES, ParserChoice
 from tokaudit.roundtrip.run import Decoder, Row, evaluate_stack
 from tokaudit.template.renders import Budget
 from tokaudit.template.source import TemplateSource, special_token_context
-from tokaudit.template.turn import SENTINEL_REASONING, Turn, generation_suffix, render_turn, renders_call
+from tokaudit.template.stacks import profile as stack_profile
+from tokaudit.template.stacks.profile import StackProfile
+from tokaudit.template.turn import SENTINEL_REASONING, RenderRequest, Turn, generation_suffix, render_turn, renders_call
 
 (TOOL_CALL, REASONING, STARTUP, STREAM, MARKER_IN_PROMPT, PREFILL) = CODES.values()
 
@@ -42,6 +44,8 @@ class ParserRun:
     state: str | None = None
     #: the chat-template kwarg whose false value changes what the generation prompt does to reasoning
     toggle: str | None = None
+    #: per stack whose turn is not the run's case: why it renders none, or its own turn
+    renders: dict[str, str] = field(default_factory=dict)
 
     @property
     def calls_rendered(self) -> bool:
@@ -57,6 +61,8 @@ class ParserRun:
         out: dict[str, dict[str, Any]] = {}
         for row in self.rows:
             s = out.setdefault(row.stack, {"tool_parsers": [], "reasoning_parsers": [], "pairs": []})
+            if row.tool_calls == "constrained":
+                s["constrained"] = row.tool_parser
             if row.tool_calls == "ok" and row.tool_parser not in s["tool_parsers"]:
                 s["tool_parsers"].append(row.tool_parser)
             if row.reasoning == "ok" and row.reasoning_parser not in s["reasoning_parsers"] and row.tool_calls in ("ok", None):
@@ -72,7 +78,7 @@ class ParserRun:
                 "output_ids": None if self.case is None else self.case.output_ids,
                 "calls_rendered": self.calls_rendered, "reasoning_rendered": self.reasoning_rendered,
                 "generation_prompt": {"text": self.generation, "reasoning": self.state, "toggle": self.toggle},
-                "summary": self.summary()}
+                "summary": self.summary(), "stack_renders": self.renders}
 
 
 def _decoder(case: Case, model: TokenizerModel | None, tokenizer: Any) -> Decoder:
@@ -81,56 +87,94 @@ def _decoder(case: Case, model: TokenizerModel | None, tokenizer: Any) -> Decode
     return text_decoder(case) if model is None else model_decoder(case, model, tokenizer)
 
 
-def _toggle(prepared: Any, special: dict[str, str], state: str | None) -> str | None:
+def _toggle(render: RenderRequest, state: str | None) -> str | None:
     """``kwarg=value`` that changes what the generation prompt does to reasoning, or None."""
     for kwarg in TOGGLES:
         for value in (False, True):
-            suffix = generation_suffix(prepared, special, {kwarg: value})
+            suffix = generation_suffix(render, {kwarg: value})
             if suffix is not None and template_state(suffix) != state:
                 return f"{kwarg}={str(value).lower()}"
     return None
 
 
+def profile_render(renderer: Any, profile: StackProfile) -> RenderRequest:
+    """Renders a probe request as ``profile``'s stack does: its request->context rules and engine configuration (a
+    stack whose own engine is not wired, llama.cpp's, renders as transformers does)."""
+    if not profile.renders:  # llama.cpp's own engine is not wired: transformers' render stands for it
+        profile = stack_profile("transformers")
+    engine = profile.engine
+    as_sent = replace(profile, rules=replace(profile.rules, arguments="as-sent"))
+    text = renderer.text_for(profile)
+
+    def render(request: dict[str, Any], as_string: bool) -> Any:
+        reply = bool(request["messages"]) and request["messages"][-1].get("role") == "assistant"
+        ctx = renderer.context(as_sent if as_string else profile, request, request["add_generation_prompt"], reply=reply)
+        return renderer.render(engine, text, ctx)
+
+    return render
+
+
 def run_template(model: TokenizerModel | None, template: TemplateSource, choice: ParserChoice, *, tokenize: bool = True,
                  budget: Budget = Budget()) -> ParserRun:
-    """The round trip of one template (``model`` None or ``tokenize`` False: at text level, markers taken as tokens)."""
-    from tokaudit.template.engines import prepare
-    from tokaudit.template.stacks.engines import JINJA2_TRANSFORMERS
+    """The round trip of one template (``model`` None or ``tokenize`` False: at text level, markers taken as tokens):
+    each stack's assistant turn rendered through its own profile, decoded and parsed by its parsers. Stacks whose
+    turns come out the same share one case."""
+    from tokaudit.template.rendering import Renderer
 
     special = special_token_context(model) if model is not None else {}
-    prepared = prepare(JINJA2_TRANSFORMERS, template.text, budget)
+    renderer = Renderer(template, special, budget)
     run = ParserRun(template)
     kwargs = dict(choice.kwargs)
-    turn, why = render_turn(prepared, special, kwargs)
-    if turn is None:
-        run.error = why
-        return run
-    run.generation = generation_suffix(prepared, special, kwargs) or ""
-    run.state = template_state(run.generation)
-    if run.state is not None:
-        run.toggle = _toggle(prepared, special, run.state)
+    stacks = [s for s in choice.chosen_stacks() if not choice.named or _offers(s, choice)]
     encoder = None
     if model is not None and tokenize:
         from tokaudit.template.serving import ServingEncoder
 
         encoder = ServingEncoder(model)
-    run.case = build_case(template.name, turn, model if tokenize else None, encoder, special)
-    run.case.extra["template"] = template.text
-    if not (run.calls_rendered or run.reasoning_rendered):
-        return run
-    try:
-        dec = _decoder(run.case, model if tokenize and run.case.output_ids is not None else None, encoder and encoder.tokenizer)
-    except InputError as exc:  # no tokenizer to decode with (a GGUF replay cannot load): the rendered text
-        run.case.tokenizer_note = f"no decoder: {exc}; the output is the rendered text"
-        dec = _decoder(run.case, None, None)
-    # named: exactly the deploy's pair (an unnamed kind is no parser); unnamed: every pair
-    tools = None if not choice.named else [choice.tool_parser] if choice.tool_parser is not None else []
-    reasons = None if not choice.named else [choice.reasoning_parser] if choice.reasoning_parser is not None else []
-    for stack in choice.chosen_stacks():
-        if choice.named and not _offers(stack, choice):
+    decoders: dict[tuple[str, str], Decoder] = {}
+    for stack in stacks:
+        render = profile_render(renderer, stack_profile(stack))
+        turn, why = render_turn(render, kwargs)
+        if turn is None:
+            run.renders[stack] = why
             continue
-        run.rows += evaluate_stack(dec, stack, tools, reasons)
+        if run.case is None:  # the first stack that renders the turn: the run's case and generation prompt
+            run.generation = generation_suffix(render, kwargs) or ""
+            run.state = template_state(run.generation)
+            if run.state is not None:
+                run.toggle = _toggle(render, run.state)
+        key = (turn.prompt, turn.full)
+        dec = decoders.get(key)
+        if dec is None:
+            case = build_case(template.name, turn, model if tokenize else None, encoder, special)
+            case.extra["template"] = template.text
+            dec = decoders[key] = _case_decoder(case, model if tokenize else None, encoder)
+        if run.case is None:
+            run.case = dec.case
+        elif dec.case is not run.case:
+            run.renders[stack] = "its own turn: " + dec.case.text
+        parsers = stack_profile(stack).parsers or stack
+        if renders_call(dec.case.text) or SENTINEL_REASONING in dec.case.text or any(p.constrained for p in tool_parsers(parsers)):
+            run.rows += evaluate_stack(dec, parsers, *_named(choice))
+    if run.case is None:
+        run.error = next(iter(run.renders.values()), "no stack renders the turn")
     return run
+
+
+def _case_decoder(case: Case, model: TokenizerModel | None, encoder: Any) -> Decoder:
+    try:
+        return _decoder(case, model if case.output_ids is not None else None, encoder and encoder.tokenizer)
+    except InputError as exc:  # no tokenizer to decode with (a GGUF replay cannot load): the rendered text
+        case.tokenizer_note = f"no decoder: {exc}; the output is the rendered text"
+        return _decoder(case, None, None)
+
+
+def _named(choice: ParserChoice) -> tuple[list[str] | None, list[str] | None]:
+    """Named: exactly the deploy's pair (an unnamed kind is no parser); unnamed: every pair."""
+    if not choice.named:
+        return None, None
+    return ([choice.tool_parser] if choice.tool_parser is not None else []), \
+        ([choice.reasoning_parser] if choice.reasoning_parser is not None else [])
 
 
 def _offers(stack: str, choice: ParserChoice) -> bool:
@@ -187,7 +231,7 @@ def verdict(run: ParserRun) -> str:
     """One line: per stack, the tool parsers (and pairs) that recover this template's calls and reasoning."""
     parts = []
     for stack, s in run.summary().items():
-        tools = ", ".join(s["tool_parsers"]) or "none"
+        tools = ", ".join(s["tool_parsers"]) or ("its own JSON grammar, not the template's format" if s.get("constrained") else "none")
         pairs = f" (with reasoning: {', '.join(s['pairs'][:4])}{', ...' if len(s['pairs']) > 4 else ''})" if s["pairs"] and run.reasoning_rendered else ""
         parts.append(f"{stack}: {tools}{pairs}")
     return "; ".join(parts)
@@ -199,7 +243,7 @@ def unnamed_findings(run: ParserRun) -> list[Finding]:
     if not run.calls_rendered:
         return out
     summary = run.summary()
-    lost = [s for s, v in summary.items() if not v["tool_parsers"]]
+    lost = [s for s, v in summary.items() if not v["tool_parsers"] and not v.get("constrained")]
     message = f"tool calls of {run.template.file} recovered by {verdict(run)}"
     if lost:
         message = f"no parser of {', '.join(lost)} recovers the tool call {run.template.file} teaches; " + message

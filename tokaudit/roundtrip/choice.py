@@ -9,9 +9,11 @@ from typing import Any
 from tokaudit.errors import InputError
 from tokaudit.parsers.families import reasoning_parsers, tool_parsers
 from tokaudit.report.finding import Code, catalog_codes
+from tokaudit.template.stacks import PROFILES
 
-#: The stacks whose round trip is computed (Ollama's rows are data: its renderer is not a Jinja template).
-ROUNDTRIP_STACKS = ("vllm", "sglang", "llama.cpp")
+#: The stacks whose round trip is computed: the profiles that name parser data (Ollama's rows are data only: its
+#: renderer is a Go template, no profile renders it).
+ROUNDTRIP_STACKS = tuple(p.id for p in PROFILES if p.parsers)
 
 CODES: dict[str, Code] = {c.code: c for c in catalog_codes("TA820", "TA821", "TA822", "TA823", "TA824", "TA825")}
 @dataclass(frozen=True)

@@ -28,9 +28,13 @@ SCAN_BUDGET = Budget(seconds=1.0, fuel=10_000_000, total_seconds=5.0)
 _lock = Lock()
 _cache: dict[int, tuple[TokenizerModel, list[Finding]]] = {}
 
+#: the profile modules: each stack's turn renders through its profile
+_PROFILE_MODULES = ("transformers", "vllm", "sglang", "smg", "tgi", "mistralrs", "llamacpp", "dynamo")
 _MODULES = ("tokaudit.parsers.families", "tokaudit.parsers.grammars", "tokaudit.parsers.parse", "tokaudit.roundtrip.analysis",
             "tokaudit.roundtrip.case", "tokaudit.roundtrip.decode", "tokaudit.roundtrip.run", "tokaudit.template.turn",
             "tokaudit.template.serving", "tokaudit.template.engines", "tokaudit.template.stacks.engines", "tokaudit.template.renders",
+            "tokaudit.template.rendering", "tokaudit.template.stacks.context", "tokaudit.template.stacks.profile",
+            "tokaudit.template.stacks.rewrites", *(f"tokaudit.template.stacks.{m}" for m in _PROFILE_MODULES),
             "tokaudit.stream.detokenizers.offsets", __name__)
 
 

@@ -27,7 +27,8 @@ class Row:
     stack: str
     tool_parser: str | None
     reasoning_parser: str | None
-    #: ok, lost, refused, not-rendered (the template does not write the call), or None (no tool parser)
+    #: ok, lost, refused, not-rendered (the template does not write the call), constrained (the stack generates its
+    #: own format under a grammar: TGI), or None (no tool parser)
     tool_calls: str | None
     #: ok, leaked (reasoning in content), overran (content or the call in reasoning), lost, not-rendered, or None
     reasoning: str | None
@@ -177,6 +178,10 @@ def evaluate(dec: Decoder, stack: str, tool: ToolParser | None, reasoning: Reaso
     refused = _refusal((tool, reasoning), dec.id_of, dec.tokenized, case.turn.kwargs)
     harmony = dec.tokenized and is_harmony(dec.id_of)
     skip = stack_skips_special(stack, tool, reasoning, with_tools=True, harmony=harmony)
+    if tool is not None and tool.constrained:
+        return Row(stack, tool.name, reasoning and reasoning.name, "constrained", None, "constrained", skip,
+                   reason=f"{stack} constrains a tool request's generation to its own format ({tool.note}): the call format "
+                          "the template teaches is not what the model is made to write")
     if refused is not None:
         return Row(stack, tool and tool.name, reasoning and reasoning.name, "refused" if tool is not None else None,
                    "refused" if reasoning is not None else None, "startup", skip, reason=refused)

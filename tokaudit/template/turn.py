@@ -2,20 +2,22 @@
 when it reasons and calls a tool (the input of the parser round trip).
 
 Two renders: the request (system, user, tools; generation prompt on) and the same conversation with the
-assistant's turn appended (reasoning, an empty content and one tool call to a sentinel tool whose arguments
+assistant's turn appended (reasoning, content null and one tool call to a sentinel tool whose arguments
 hold quotes, ``<``, non-ASCII text and nested values; no generation prompt). The turn is what the second adds
-after their common prefix; ``prefill`` is what the generation prompt has that the turn does not (a ``<think>``
-the prompt opens, or a closed ``<think></think>``).
+after their common prefix. Both go through a stack's profile (its request->context rules and engine:
+``RenderRequest``), so each stack's turn is the one it renders. ``prefill`` is what the generation prompt has
+that the turn does not (a ``<think>`` the prompt opens, or a closed ``<think></think>``).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tokaudit.template.renders import Prepared
+from tokaudit.template.renders import Render
 
 SENTINEL_NAME = "tokaudit_probe"
 SENTINEL_ARGUMENTS: dict[str, Any] = {
@@ -52,14 +54,26 @@ def renders_call(text: str) -> bool:
     return SENTINEL_NAME in text and "Centro" in text
 
 
-def assistant_turn(arguments_as: str = "dict") -> dict[str, Any]:
-    """The assistant's turn: reasoning, empty content, one call (arguments a dict as vLLM and transformers pass
-    them, or the JSON string of the wire format)."""
-    args: Any = copy.deepcopy(SENTINEL_ARGUMENTS)
-    if arguments_as == "string":
-        args = json.dumps(args, ensure_ascii=False)
-    return {"role": "assistant", "content": "", "reasoning_content": SENTINEL_REASONING,
+def assistant_turn() -> dict[str, Any]:
+    """The assistant's turn as a client sends it back: reasoning (under ``reasoning``, vLLM's response field, and
+    ``reasoning_content``, SGLang's and DeepSeek's), content null (as an OpenAI-style API returns a call), one call
+    with the arguments a JSON string (the wire format; each stack's profile turns it into what it passes the template)."""
+    args = json.dumps(SENTINEL_ARGUMENTS, ensure_ascii=False)
+    return {"role": "assistant", "content": None, "reasoning": SENTINEL_REASONING, "reasoning_content": SENTINEL_REASONING,
             "tool_calls": [{"id": "tokaudit1", "type": "function", "function": {"name": SENTINEL_NAME, "arguments": args}}]}
+
+
+def turn_request(messages: list[dict[str, Any]], generation: bool, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The request (``Request.to_json()`` shape) the probe renders: the sentinel tool, the deploy's kwargs."""
+    out: dict[str, Any] = {"messages": copy.deepcopy(messages), "tools": [copy.deepcopy(SENTINEL_TOOL)], "add_generation_prompt": generation}
+    if kwargs:
+        out["chat_template_kwargs"] = dict(kwargs)
+    return out
+
+
+#: Renders a request (``turn_request``) for one stack: ``as_string`` asks that tool-call arguments reach the template
+#: as the JSON string they were sent as; returns the engine's result (``ok``, ``text``, ``error``).
+RenderRequest = Callable[[dict[str, Any], bool], Render]
 
 
 @dataclass(frozen=True)
@@ -83,17 +97,6 @@ class Turn:
         return self.prompt[self.common:]
 
 
-def _context(special: dict[str, str], messages: list[dict[str, Any]], generation: bool, kwargs: dict[str, Any]) -> dict[str, Any]:
-    # reasoning under the three names transformers 5 passes it
-    msgs = []
-    for m in copy.deepcopy(messages):
-        if m.get("reasoning_content") is not None:
-            m = {**m, "thinking": m["reasoning_content"], "reasoning": m["reasoning_content"]}
-        msgs.append(m)
-    return {**special, "messages": msgs, "tools": [copy.deepcopy(SENTINEL_TOOL)], "documents": None,
-            "add_generation_prompt": generation, **kwargs}
-
-
 def _marker_boundary(text: str, at: int) -> int:
     """``at``, moved back to the start of a ``<...>`` or ``[...]`` marker it would cut (the generation prompt and the
     turn can share a marker's first characters: ``<think>`` and ``<TOOLCALL>``)."""
@@ -104,24 +107,24 @@ def _marker_boundary(text: str, at: int) -> int:
     return at
 
 
-def render_turn(prepared: Prepared, special: dict[str, str], kwargs: dict[str, Any] | None = None,
-                arguments_as: str | None = None) -> tuple[Turn | None, str | None]:
-    """The turn, or None and the reason (a render error, or a turn that adds nothing). Arguments go in as a dict (as
-    vLLM and transformers pass them); a template that prints them as they come (Kimi's: Python's repr of a dict)
-    is rendered with the JSON string it was written for, the form the model learnt to generate."""
-    if arguments_as is None:
-        turn, why = render_turn(prepared, special, kwargs, "dict")
+def render_turn(render: RenderRequest, kwargs: dict[str, Any] | None = None,
+                as_string: bool | None = None) -> tuple[Turn | None, str | None]:
+    """The turn, or None and the reason (a render error, or a turn that adds nothing). Arguments go in as the stack
+    passes them (vLLM, SGLang and transformers: a dict); a template that prints them as they come (Kimi's: Python's
+    repr of a dict) is rendered with the JSON string it was written for, the form the model learnt to generate."""
+    if as_string is None:
+        turn, why = render_turn(render, kwargs, False)
         if turn is not None and SENTINEL_NAME in turn.output and '"city"' not in turn.output and "'city'" in turn.output:
-            as_string, _ = render_turn(prepared, special, kwargs, "string")
-            if as_string is not None and '"city"' in as_string.output:
-                return as_string, None
+            with_string, _ = render_turn(render, kwargs, True)
+            if with_string is not None and '"city"' in with_string.output:
+                return with_string, None
         return turn, why
     kwargs = dict(kwargs or {})
     base = [SYSTEM, ASK]
-    first = prepared.render(_context(special, base, True, kwargs))
+    first = render(turn_request(base, True, kwargs), as_string)
     if not first.ok:
         return None, f"the request does not render: {first.error}"
-    second = prepared.render(_context(special, [*base, assistant_turn(arguments_as)], False, kwargs))
+    second = render(turn_request([*base, assistant_turn()], False, kwargs), as_string)
     if not second.ok:
         return None, f"the assistant turn does not render: {second.error}"
     assert first.text is not None and second.text is not None
@@ -133,12 +136,12 @@ def render_turn(prepared: Prepared, special: dict[str, str], kwargs: dict[str, A
     return Turn(a, b, common, kwargs), None
 
 
-def generation_suffix(prepared: Prepared, special: dict[str, str], kwargs: dict[str, Any]) -> str | None:
+def generation_suffix(render: RenderRequest, kwargs: dict[str, Any]) -> str | None:
     """What add_generation_prompt adds after the request's messages (None when a render fails or the prompt does
     not start with the render without it)."""
     base = [SYSTEM, ASK]
-    with_prompt = prepared.render(_context(special, base, True, kwargs))
-    without = prepared.render(_context(special, base, False, kwargs))
+    with_prompt = render(turn_request(base, True, kwargs), False)
+    without = render(turn_request(base, False, kwargs), False)
     if not (with_prompt.ok and without.ok):
         return None
     assert with_prompt.text is not None and without.text is not None

@@ -42,4 +42,5 @@ PROFILE = StackProfile(
     rewrites=("dynamo",),
     differs=("MiniJinja with an HTML-escaping, compact tojson", "length of none is 0", "content null absent",
              "a tool message's name dropped", "reasoning_content not passed"),
+    parsers="dynamo",
 )

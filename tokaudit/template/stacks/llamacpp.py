@@ -35,4 +35,5 @@ PROFILE = StackProfile(
     differs=("its own Jinja engine (not rendered by tokaudit yet)", "tools absent without tools",
              "enable_thinking always set", "a leading BOS cut from the prompt"),
     prompt_tokens=PromptTokens(add_special_tokens=True, strips_leading_bos=True, source="common/chat.cpp:959-961"),
+    parsers="llama.cpp",
 )

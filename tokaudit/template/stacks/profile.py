@@ -9,8 +9,9 @@ plain data, and :mod:`tokaudit.template.stacks.rewrites` the named text rewrites
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from tokaudit.parsers.families import reasoning_parsers, tool_parsers
 from tokaudit.template.renders import EngineConfig
 
 #: Special-token variables, in the order transformers' ``special_tokens_map`` lists them.
@@ -105,11 +106,18 @@ class StackProfile:
     #: Template markers of code paths the profile does not emulate: such a template is not rendered for the stack.
     not_emulated: tuple[tuple[str, str], ...] = ()
     prompt_tokens: PromptTokens = PromptTokens()
-    # Issue 30: how output is detokenized (skip_special_tokens with and without tools) and the stack's tool-call
-    # and reasoning parsers, by the stack's own names.
-    output_decoding: dict[str, object] = field(default_factory=dict)
-    tool_parsers: tuple[str, ...] = ()
-    reasoning_parsers: tuple[str, ...] = ()
+    #: The stack's tool-call and reasoning parsers and how it decodes output for them: a key of
+    #: :data:`tokaudit.parsers.families.STACKS` (None: the stack parses no tool calls; transformers, mistral.rs).
+    parsers: str | None = None
+
+    @property
+    def tool_parsers(self) -> tuple[str, ...]:
+        """The stack's tool-call parsers, by its own names."""
+        return tuple(p.name for p in tool_parsers(self.parsers)) if self.parsers else ()
+
+    @property
+    def reasoning_parsers(self) -> tuple[str, ...]:
+        return tuple(p.name for p in reasoning_parsers(self.parsers)) if self.parsers else ()
 
     @property
     def renders(self) -> bool:

@@ -39,4 +39,5 @@ PROFILE = StackProfile(
              "a user message's name dropped", "no None-key dropping or reasoning aliases (transformers 5.19)"),
     prompt_tokens=PromptTokens(add_special_tokens=False,
                                source="serving_chat.py: add_special_tokens=False when encode('') returns special tokens"),
+    parsers="sglang",
 )

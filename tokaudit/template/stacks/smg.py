@@ -41,4 +41,5 @@ PROFILE = StackProfile(
                        special_tokens=("bos_token", "eos_token", "unk_token", "pad_token"), documents=False),
     differs=("content null kept, with arguments parsed to dicts", "tools undefined without tools", "no strftime_now",
              "{% generation %} does not compile", "a tool message's name dropped"),
+    parsers="smg",
 )

@@ -49,4 +49,5 @@ PROFILE = StackProfile(
              "dict.get(key, default) fails", "no reasoning_content, tool_call_id or name",
              "the tool prompt goes to whichever message is last: it moves every turn (prefix caches miss)"),
     prompt_tokens=PromptTokens(add_special_tokens=False, source="router/src/lib.rs ChatRequest::try_into_generate"),
+    parsers="tgi",
 )

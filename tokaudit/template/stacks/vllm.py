@@ -36,4 +36,5 @@ PROFILE = StackProfile(
              'text parts joined with "\\n" (string format); every content a list of parts (openai format)',
              "a client's reasoning_content dropped (only `reasoning` is read)"),
     prompt_tokens=PromptTokens(add_special_tokens=False, source="ChatCompletionRequest.add_special_tokens defaults to False"),
+    parsers="vllm",
 )
