@@ -62,8 +62,8 @@ def main() -> None:
         print(f"{name}: {rows[-1]['seconds']} s", file=sys.stderr)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1, ensure_ascii=False), encoding="utf-8")
-    print("| template | tokenizer | vllm | sglang | llama.cpp |")
-    print("|---|---|---|---|---|")
+    print("| template | tokenizer | " + " | ".join(ROUNDTRIP_STACKS) + " |")
+    print("|---|---|" + "---|" * len(ROUNDTRIP_STACKS))
     for r in rows:
         if r["error"]:
             print(f"| {r['template']} | {r['tokenizer'] or 'text'} | render error: {r['error'][:80]} | | |")
@@ -71,13 +71,18 @@ def main() -> None:
         if not r["calls_rendered"]:
             print(f"| {r['template']} | {r['tokenizer'] or 'text'} | no tool call rendered | | |")
             continue
-        cells = [", ".join(r["stacks"][s]["tool_parsers"]) or "**none**" for s in ROUNDTRIP_STACKS]
+        cells = [", ".join(r["stacks"][s]["tool_parsers"]) or ("constrained" if r["stacks"][s].get("constrained") else "**none**")
+                 for s in ROUNDTRIP_STACKS]
         print(f"| {r['template']} | {r['tokenizer'] or 'text'} | " + " | ".join(cells) + " |")
     print()
     rendered = [r for r in rows if r["calls_rendered"] and not r["error"]]
     print(f"{len(rows)} templates; {sum(1 for r in rows if r['error'])} do not render the turn; "
           f"{sum(1 for r in rows if not r['error'] and not r['calls_rendered'])} render no tool call; {len(rendered)} render one.")
     for s in ROUNDTRIP_STACKS:
+        held = [r["template"] for r in rendered if r["stacks"][s].get("constrained")]
+        if held:  # TGI: a tool request is held to its own JSON grammar, whatever the template teaches
+            print(f"- {s}: {len(held)} of {len(rendered)} constrained to the stack's own tool-call grammar")
+            continue
         lost = [r["template"] for r in rendered if not r["stacks"][s]["tool_parsers"]]
         print(f"- {s}: no parser recovers the call of {len(lost)} of {len(rendered)}: {', '.join(lost)}")
 

@@ -72,20 +72,27 @@ def model_dir(tokenizer: Path, template: str, dest: Path) -> Path:
 
 
 def glm_tokenizer(dest: Path) -> Path | None:
-    """Qwen3's real tokenizer.json with GLM-4.6's markers as special added tokens, a tokenizer_config.json naming
-    <|endoftext|> as eos, and a config.json with GLM-4.6's model type (None without the real Qwen3 files)."""
+    """Qwen3's real tokenizer.json with GLM-4.6's markers as special added tokens, <|endoftext|> as eos, GLM-4.6's
+    model type (None without the real Qwen3 files)."""
+    return marker_tokenizer(dest, GLM_MARKERS, "<|endoftext|>", "glm4_moe")
+
+
+def marker_tokenizer(dest: Path, markers: tuple[str, ...], eos: str, model_type: str, config: dict[str, str] | None = None) -> Path | None:
+    """Qwen3's real tokenizer.json with a model family's markers as special added tokens (as that family's own
+    tokenizer declares them), ``eos`` as the end of turn, and a config.json naming ``model_type`` (None without the
+    real Qwen3 files). The project caches no tokenizer of these families; their markers are what the parsers read."""
     qwen = real_model("qwen3")
     if qwen is None:
         return None
     from tokenizers import AddedToken, Tokenizer
 
     tok = Tokenizer.from_file(str(qwen / "tokenizer.json"))
-    tok.add_special_tokens([AddedToken(m, special=True, normalized=False) for m in GLM_MARKERS])
+    tok.add_special_tokens([AddedToken(m, special=True, normalized=False) for m in dict.fromkeys((*markers, eos))])
     dest.mkdir(parents=True, exist_ok=True)
     tok.save(str(dest / "tokenizer.json"))
-    (dest / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|endoftext|>",
-                                                            "pad_token": "<|endoftext|>"}), encoding="utf-8")
-    (dest / "config.json").write_text(json.dumps({"model_type": "glm4_moe"}), encoding="utf-8")
+    (dest / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": eos,
+                                                            "pad_token": eos, **(config or {})}), encoding="utf-8")
+    (dest / "config.json").write_text(json.dumps({"model_type": model_type}), encoding="utf-8")
     return dest
 
 
@@ -102,3 +109,51 @@ def kimi_tokenizer(dest: Path) -> Path:
                                                 encoding="utf-8")
     (dest / "config.json").write_text(json.dumps({"model_type": "kimi_k2"}), encoding="utf-8")
     return dest
+
+
+#: Families the real-tokenizer cache holds no tokenizer of: the markers their own tokenizers declare special (as the
+#: templates write them), the end of turn, and the model type a deployed config.json names. Built by
+#: :func:`family_tokenizer` on Qwen3's real vocabulary.
+MARKER_FAMILIES: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "apertus": (("<|system_start|>", "<|system_end|>", "<|developer_start|>", "<|developer_end|>", "<|user_start|>", "<|user_end|>",
+                 "<|assistant_start|>", "<|assistant_end|>", "<|inner_prefix|>", "<|inner_suffix|>", "<|tools_prefix|>",
+                 "<|tools_suffix|>"), "<|assistant_end|>", "apertus"),
+    "apriel": (("<|begin_system|>", "<|begin_user|>", "<|begin_assistant|>", "<|begin_content|>", "<|begin_tool_result|>", "<|end|>"),
+               "<|end|>", "mistral"),
+    "cohere": (("<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>", "<|SYSTEM_TOKEN|>", "<|USER_TOKEN|>", "<|CHATBOT_TOKEN|>",
+                "<|START_THINKING|>", "<|END_THINKING|>", "<|START_ACTION|>", "<|END_ACTION|>", "<|START_RESPONSE|>", "<|END_RESPONSE|>",
+                "<|START_TEXT|>", "<|END_TEXT|>", "<|START_TOOL_RESULT|>", "<|END_TOOL_RESULT|>"), "<|END_OF_TURN_TOKEN|>", "cohere2"),
+    "gigachat": (("<|message_sep|>", "<|role_sep|>", "<|function_call|>"), "</s>", "deepseek_v3"),
+    "kimi-k3": (("<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>"), "<|end_of_msg|>", "kimi_k3"),
+    "lfm2": (("<|im_start|>", "<|im_end|>", "<|tool_call_start|>", "<|tool_call_end|>", "<think>", "</think>"), "<|im_end|>", "lfm2_moe"),
+    "minimax-m1": (("<beginning_of_sentence>", "<end_of_sentence>"), "<end_of_sentence>", "minimax_m1"),
+    "minimax-m3": (("]<]minimax[>[", "[e~[", "]~b]", "<mm:think>", "</mm:think>"), "[e~[", "minimax_m3"),
+    "mistral": (("<s>", "</s>", "[INST]", "[/INST]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
+                 "[TOOL_CALLS]", "[CALL_ID]", "[ARGS]", "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CONTENT]", "[THINK]", "[/THINK]"),
+                "</s>", "mistral3"),
+    "nemotron-nano-v2": (("<SPECIAL_10>", "<SPECIAL_11>", "<SPECIAL_12>", "<TOOLCALL>", "</TOOLCALL>", "<think>", "</think>"), "<SPECIAL_12>",
+                         "nemotron_h"),
+    "gemma4": (("<bos>", "<|turn>", "<turn|>", "<|think|>", "<|channel>", "<channel|>", "<|tool>", "<tool|>", "<|tool_call>", "<tool_call|>",
+                "<|tool_response>", "<tool_response|>", '<|"|>'), "<turn|>", "gemma4"),
+    "muse": (("<|start|>", "<|message|>", "<|eom|>", "<|eot|>"), "<|eot|>", "muse_glimmer"),
+    "minicpm5": (("<|im_start|>", "<|im_end|>", "<think>", "</think>"), "<|im_end|>", "minicpm5"),
+    "hy3": (("<｜hy_begin_of_sentence:opensource｜>", "<｜hy_User:opensource｜>", "<｜hy_Assistant:opensource｜>", "<｜hy_eos:opensource｜>",
+             "<think:opensource>", "</think:opensource>", "<tool_calls:opensource>", "</tool_calls:opensource>", "<tool_call:opensource>",
+             "</tool_call:opensource>", "<tool_sep:opensource>", "<arg_key:opensource>", "</arg_key:opensource>", "<arg_value:opensource>",
+             "</arg_value:opensource>"), "<｜hy_eos:opensource｜>", "hy_v3"),
+    "solar": (("<|begin|>", "<|end|>", "<|content|>", "<|think|>", "<|calls|>", "<|tool_calls|>", "<|tool_call:begin|>", "<|tool_call:name|>",
+               "<|tool_call:args|>", "<|tool_call:end|>", "<|tools:begin|>", "<|tools:end|>"), "<|endoftext|>", "solar_open"),
+    "seed-oss": (("<seed:bos>", "<seed:eos>", "<seed:think>", "</seed:think>", "<seed:tool_call>", "</seed:tool_call>"), "<seed:eos>",
+                 "seed_oss"),
+}
+
+
+#: tokenizer_config.json keys a family's own tokenizer sets that its parsers read (Hy3's marker suffix, read by vLLM's
+#: hy_v3 parser from the tokenizer's init kwargs)
+FAMILY_CONFIG: dict[str, dict[str, str]] = {"hy3": {"token_suffix": ":opensource"}}
+
+
+def family_tokenizer(family: str, dest: Path) -> Path | None:
+    """The tokenizer of one of :data:`MARKER_FAMILIES` (None without the real Qwen3 files)."""
+    markers, eos, model_type = MARKER_FAMILIES[family]
+    return marker_tokenizer(dest, markers, eos, model_type, FAMILY_CONFIG.get(family))

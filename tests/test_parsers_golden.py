@@ -47,6 +47,14 @@ KNOWN: dict[tuple[str, str, str | None, str | None], tuple[str, str]] = {
     ("glm-4.6", "sglang", "glm47", None): ("whole", "SGLang's glm47 detector does not read GLM-4.6's newline between name and arguments"),
     ("glm-4.6", "sglang", "glm47", "glm45"): ("whole", "SGLang's glm47 detector does not read GLM-4.6's newline between name and arguments"),
     ("glm-4.6", "sglang", "glm45", None): ("stream", "SGLang's glm45 detector in steps of 8 drops a piece of the text before <tool_call>"),
+    # the formats added in part B: streaming paths that differ from their own whole parse
+    **{(case, "vllm", "muse_glimmer", None): ("stream", "vLLM's muse_glimmer, streamed, returns none of the text when it finds no "
+                                                      "call (the whole parse returns it as content)")
+       for case in ("qwen3-0.6b", "qwen3.5", "glm-4.6", "muse-glimmer")},
+    ("kimi-k3", "vllm", "kimi_k3", None): ("stream", "vLLM's kimi_k3, streamed, returns the think section as content"),
+    ("kimi-k3", "sglang", "kimi_k3", None): ("stream", "SGLang's kimi_k3, streamed, returns the think section as content"),
+    ("mistral-small-3.2", "vllm", "mistral", None): ("stream", "vLLM's mistral, streamed, returns the [CALL_ID] call as reasoning "
+                                                               "text (its whole parse returns it as content)"),
 }
 
 
@@ -74,6 +82,8 @@ def _model(tokenizer: str) -> Any:
 
     if tokenizer in _BUILT:
         path = _BUILT[tokenizer](Path(tempfile.mkdtemp(prefix="tokaudit-golden-")) / tokenizer)
+    elif tokenizer.startswith("markers-"):  # a family's markers made special in Qwen3's real vocabulary
+        path = parser_data.family_tokenizer(tokenizer[len("markers-"):], Path(tempfile.mkdtemp(prefix="tokaudit-golden-")) / tokenizer)
     else:
         path = REAL / tokenizer if (REAL / tokenizer).is_dir() else None
     if path is None:

@@ -164,7 +164,7 @@ def test_unknown_parser_or_stack_is_exit_2_naming_the_option(tmp_path: Path) -> 
     model = parser_data.model_dir(_tokenizer("qwen3"), _template("Qwen-QwQ-32B.jinja"), tmp_path / "qwq")
     out = run_cli("template", str(model), "--stack", "vllm", "--tool-parser", "hermez")
     assert out.exit_code == 2 and out.stdout == ""
-    assert out.stderr.startswith("tokaudit: error: key --tool-parser: unknown tool parser 'hermez' for vllm (choose from deepseek_v3, ")
+    assert out.stderr.startswith("tokaudit: error: key --tool-parser: unknown tool parser 'hermez' for vllm (choose from apertus, cohere_command3, ")
     out = run_cli("template", str(model), "--stack", "tgx,vllm")
     assert (out.exit_code, out.stderr.splitlines()[0]) == (
         2, "tokaudit: error: key --stack: unknown stack 'tgx' (choose from transformers, vllm, sglang, smg, tgi, mistral.rs, llama.cpp, dynamo)")
@@ -211,6 +211,21 @@ ARGS = {"q": "a \"b\" <c> ü", "n": {"x": [1, None]}}
                                                       '<parameter=n>\n{"x": [1, null]}\n</parameter>\n</function>\n</tool_call>'),
     ("invoke", ("<m>", "</m>", "<invoke name=", "</invoke>", "<parameter name=", "</parameter>"),
      '<m>\n<invoke name="f">\n<parameter name="q">a "b" <c> ü</parameter>\n<parameter name="n">{"x": [1, null]}</parameter>\n</invoke>\n</m>'),
+    ("json-block", ("<|START_ACTION|>", "<|END_ACTION|>"), '<|START_ACTION|>[\n {"tool_call_id": "0", "tool_name": "f", "parameters": '
+                                                          '{"q": "a \\"b\\" <c> ü", "n": {"x": [1, null]}}}\n]<|END_ACTION|>'),
+    ("json-block", ("<|tools_prefix|>", "<|tools_suffix|>"), '<|tools_prefix|>[{"f": {"q": "a \\"b\\" <c> ü", "n": {"x": [1, null]}}}]'
+                                                            '<|tools_suffix|>'),
+    ("gemma4", ("<|tool_call>", "<tool_call|>", '<|"|>'), '<|tool_call>call:f{n:{x:[1,null]},q:<|"|>a "b" <c> ü<|"|>}<tool_call|>'),
+    ("xtml", ("<|open|>", "<|close|>", "<|sep|>"), '<|open|>tools<|sep|><|open|>call tool="f" index="1"<|sep|><|open|>argument key="q" '
+                                                   'type="string"<|sep|>a "b" <c> ü<|close|>argument<|sep|><|open|>argument key="n" '
+                                                   'type="object"<|sep|>{"x": [1, null]}<|close|>argument<|sep|><|close|>call<|sep|>'
+                                                   '<|close|>tools<|sep|>'),
+    ("minimax-m3", ("]<]minimax[>[", "<tool_call>", "</tool_call>"), ']<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="f">]<]minimax[>[<q>'
+                                                                     'a "b" <c> ü]<]minimax[>[</q>]<]minimax[>[<n>]<]minimax[>[<x>]<]minimax[>['
+                                                                     '<item>1]<]minimax[>[</item>]<]minimax[>[<item>null]<]minimax[>[</item>'
+                                                                     ']<]minimax[>[</x>]<]minimax[>[</n>]<]minimax[>[</invoke>\n]<]minimax[>['
+                                                                     '</tool_call>'),
+    ("lfm2", ("<|tool_call_start|>", "<|tool_call_end|>"), '<|tool_call_start|>[f(q=\'a "b" <c> ü\', n={"x": [1, null]})]<|tool_call_end|>'),
 ])
 def test_each_grammar_reads_its_format_with_quotes_angle_brackets_non_ascii_and_nesting(grammar: str, markers: tuple[str, ...], text: str) -> None:
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"q": {"type": "string"},

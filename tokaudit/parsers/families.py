@@ -88,6 +88,8 @@ class ToolParser:
     #: the stack constrains a tool request's generation to this parser's own format with a grammar (TGI): what the
     #: template teaches is not what the model is made to generate
     constrained: bool = False
+    #: the reasoning parser this tool parser brings and runs itself (vLLM's Cohere parsers): no other may be named
+    reasoning: str | None = None
     source: str = ""
     note: str = ""
 
@@ -148,6 +150,21 @@ _DSML = ("<｜DSML｜function_calls>", "</｜DSML｜function_calls>", "<｜DSML�
          "<｜DSML｜parameter name=", "</｜DSML｜parameter>")
 _DSML4 = ("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>", *_DSML[2:])
 _SEED = ("<seed:tool_call>", "</seed:tool_call>")
+#: Gemma 4: the call block and the string delimiter of its argument syntax
+_GEMMA4 = ("<|tool_call>", "<tool_call|>", '<|"|>')
+#: Kimi K3's XTML: open, close, separator
+_KIMI_K3 = ("<|open|>", "<|close|>", "<|sep|>")
+#: MiniMax-M3: the separator token between elements, the call block
+_MINIMAX_M3 = ("]<]minimax[>[", "<tool_call>", "</tool_call>")
+_COHERE = ("<|START_ACTION|>", "<|END_ACTION|>")
+_GIGACHAT = ("function call<|role_sep|>", "<|message_sep|>")
+_APERTUS = ("<|tools_prefix|>", "<|tools_suffix|>")
+_LFM2 = ("<|tool_call_start|>", "<|tool_call_end|>")
+#: Hy3: call block, key and value tags, the separator after the name (all with the :opensource suffix)
+_HY3 = ("<tool_call:opensource>", "</tool_call:opensource>", "<arg_key:opensource>", "</arg_key:opensource>",
+        "<arg_value:opensource>", "</arg_value:opensource>", "<tool_sep:opensource>")
+_MUSE = ("<atem:function_calls>", "</atem:function_calls>", "<atem:invoke name=", "</atem:invoke>", "<atem:parameter name=",
+         "</atem:parameter>")
 _THINK = ("<think>", "</think>")
 
 _V = "vllm/tool_parsers/"
@@ -175,7 +192,7 @@ TOOL_PARSERS: tuple[ToolParser, ...] = (
     ToolParser("vllm", "pythonic", "pythonic", (), keep_special="never", source=_V + "pythonic_tool_parser.py"),
     ToolParser("vllm", "llama4_pythonic", "pythonic", ("<|python_start|>", "<|python_end|>"), keep_special="never",
                source=_V + "llama4_pythonic_tool_parser.py"),
-    ToolParser("vllm", "mistral", "name-args", ("[TOOL_CALLS]", "[ARGS]"), by_id=("[TOOL_CALLS]",), keep_special="never", requires=("[TOOL_CALLS]",),
+    ToolParser("vllm", "mistral", "name-args", ("[TOOL_CALLS]", "[ARGS]"), by_id=("[TOOL_CALLS]",), requires=("[TOOL_CALLS]",),
                source=_VP + "mistral.py"),
     ToolParser("vllm", "deepseek_v3", "sep-fenced", _DS_CALLS, keep_special="never", requires=_DS_CALLS[:4],
                source=_V + "deepseekv3_tool_parser.py"),
@@ -193,6 +210,20 @@ TOOL_PARSERS: tuple[ToolParser, ...] = (
     ToolParser("vllm", "granite4", "json-tags", _HERMES, source=_V + "granite4_tool_parser.py"),
     ToolParser("vllm", "seed_oss", "xml-function", ("<function=", "</function>"), keep_special="always", source=_VP + "seed_oss.py",
                note="reads <function=...> blocks whatever wraps them (<seed:tool_call> or <tool_call>)"),
+    # the Cohere parsers are tool and reasoning parser in one (DelegatingParser): no other reasoning parser with them
+    ToolParser("vllm", "cohere_command3", "json-block", _COHERE, keep_special="always", reasoning="cohere_command3",
+               source=_VP + "cohere_command.py"),
+    ToolParser("vllm", "cohere_command4", "json-block", _COHERE, keep_special="always", reasoning="cohere_command4",
+               source=_VP + "cohere_command.py"),
+    ToolParser("vllm", "gigachat3", "json-block-at-start", _GIGACHAT, source=_V + "gigachat3_tool_parser.py"),
+    ToolParser("vllm", "apertus", "json-block", _APERTUS, source=_V + "apertus_tool_parser.py"),
+    ToolParser("vllm", "gemma4", "gemma4-nested-text", _GEMMA4, keep_special="always", source=_VP + "gemma4.py"),
+    ToolParser("vllm", "kimi_k3", "xtml", _KIMI_K3, source=_V + "kimi_k3_tool_parser.py"),
+    ToolParser("vllm", "minimax_m3", "minimax-m3", _MINIMAX_M3, keep_special="never", source=_VP + "minimax_m3.py"),
+    # needs the tokenizer's token_suffix (":opensource") to find its markers
+    ToolParser("vllm", "hy_v3", "arg-kv", _HY3, keep_special="never", requires=("<tool_calls:opensource>", "</tool_calls:opensource>"), source=_V + "hy_v3_tool_parser.py"),
+    ToolParser("vllm", "muse_glimmer", "invoke-no-prefix", _MUSE, source=_V + "muse_tool_parser.py"),
+    ToolParser("vllm", "lfm2", "lfm2", _LFM2, requires=_LFM2, source=_V + "lfm2_tool_parser.py"),
     # SGLang 0.5.23 (FunctionCallParser.ToolCallParserEnum)
     ToolParser("sglang", "hermes", "json-tags", _HERMES, source=_S + "hermes_detector.py"),
     ToolParser("sglang", "qwen25", "json-tags", _HERMES, source=_S + "qwen25_detector.py"),
@@ -211,14 +242,27 @@ TOOL_PARSERS: tuple[ToolParser, ...] = (
                note="expects the recipient after the commentary channel, not in the role header as the gpt-oss template writes it"),
     ToolParser("sglang", "minimax-m2", "invoke", _MINIMAX, source=_S + "minimax_m2.py"),
     ToolParser("sglang", "step3p5", "xml-function", _HERMES, source=_S + "function_call_parser.py", note="the qwen3_coder detector"),
+    ToolParser("sglang", "cohere_command4", "json-block", _COHERE, source=_S + "cohere_command4_detector.py"),
+    ToolParser("sglang", "gigachat3", "json-block-at-start", _GIGACHAT, source=_S + "gigachat3_detector.py"),
+    ToolParser("sglang", "apertus2509", "json-block", _APERTUS, source=_S + "apertus2509_detector.py"),
+    ToolParser("sglang", "gemma4", "gemma4", _GEMMA4, source=_S + "gemma4_detector.py"),
+    ToolParser("sglang", "kimi_k3", "xtml", _KIMI_K3, source=_S + "kimi_k3_detector.py"),
+    ToolParser("sglang", "minimax-m3", "minimax-m3-items-text", _MINIMAX_M3, source=_S + "minimax_m3_detector.py"),
+    ToolParser("sglang", "hunyuan", "arg-kv", _HY3, source=_S + "hunyuan_detector.py"),
+    ToolParser("sglang", "muse", "invoke", _MUSE, source=_S + "muse_glimmer_detector.py"),
+    ToolParser("sglang", "lfm2", "lfm2", _LFM2, source=_S + "lfm2_detector.py"),
     # llama.cpp's server takes no parser flag: common/chat.cpp picks a specialised parser by markers in the template
     # (common_chat_try_specialized_template, in this order), else its auto-parser derives one from the template
     # itself (chat-auto-parser-generator.cpp), stood for here by every grammar in turn
     ToolParser("llama.cpp", "ministral3", "name-args", ("[TOOL_CALLS]", "[ARGS]"), detect=("[SYSTEM_PROMPT]", "[TOOL_CALLS]", "[ARGS]"),
                source=_L + "ministral3.cpp"),
     ToolParser("llama.cpp", "gpt-oss", "harmony", ("<|message|>", "<|call|>"), detect=("<|channel|>",), source=_L + "gpt-oss.cpp"),
+    ToolParser("llama.cpp", "muse-glimmer", "invoke", _MUSE, detect=("<atem:function_calls>", "<|eom|>"), source=_L + "muse-glimmer.cpp"),
     ToolParser("llama.cpp", "kimi-k2", "section-calls", _KIMI, detect=("<|tool_calls_section_begin|>", "<|tool_call_begin|>"),
                source=_L + "kimi-k2.cpp"),
+    ToolParser("llama.cpp", "kimi-k3", "xtml", _KIMI_K3, detect=("<|open|>", "<|close|>", "<|end_of_msg|>"), source=_L + "kimi-k3.cpp"),
+    ToolParser("llama.cpp", "cohere2moe", "json-block", _COHERE, detect=("<|START_TEXT|>", "<|START_ACTION|>"), source=_L + "cohere2moe.cpp"),
+    ToolParser("llama.cpp", "lfm2", "lfm2", _LFM2, detect=("<|tool_call_start|>", "<|tool_list_start|>"), source=_L + "lfm2.cpp"),
     ToolParser("llama.cpp", "deepseek-v3.2", "invoke", _DSML, detect=("dsml_token", "DSML", "function_calls"), source=_L + "deepseek.cpp"),
     ToolParser("llama.cpp", "deepseek-v4", "invoke", _DSML4, detect=("dsml_token", "DSML"), source=_L + "deepseek.cpp",
                note="the deepseek-v3.2 parser with a tool_calls block, when the template has no function_calls"),
@@ -234,8 +278,8 @@ TOOL_PARSERS: tuple[ToolParser, ...] = (
     ToolParser("ollama", "glm-4.7", "arg-kv", _GLM, source=_O + "glm47.go"),
     ToolParser("ollama", "harmony", "harmony", ("<|message|>", "<|call|>"), source="harmony/harmonyparser.go"),
     ToolParser("ollama", "ministral", "name-args", ("[TOOL_CALLS]", "[ARGS]"), source=_O + "ministral.go"),
-    # smg f8daa88 (crates/tool_parser/src/factory.rs register_parser); cohere, step3, kimi_k3, sarashina, inkling have
-    # formats no grammar here reads yet
+    # smg f8daa88 (crates/tool_parser/src/factory.rs register_parser); step3, sarashina, inkling have formats no
+    # grammar here reads yet
     ToolParser("smg", "json", "bare-json", (), source=_M + "json.rs", note="a bare JSON object or array"),
     ToolParser("smg", "mistral", "json-array", ("[TOOL_CALLS]",), source=_M + "mistral.rs", note="the [TOOL_CALLS] [ array form"),
     ToolParser("smg", "qwen", "json-tags", _HERMES, source=_M + "qwen.rs"),
@@ -252,11 +296,13 @@ TOOL_PARSERS: tuple[ToolParser, ...] = (
     ToolParser("smg", "glm47_moe", "arg-kv", _GLM, source=_M + "glm4_moe.rs"),
     ToolParser("smg", "kimik2", "section-calls", _KIMI, source=_M + "kimik2.rs"),
     ToolParser("smg", "minimax_m2", "invoke", _MINIMAX, source=_M + "minimax_m2.rs"),
+    ToolParser("smg", "cohere", "json-block", _COHERE, source=_M + "cohere.rs"),
+    ToolParser("smg", "kimi_k3", "xtml", _KIMI_K3, source=_M + "kimi_k3.rs"),
     # TGI db931fc: no parser flag; with tools, generation is held to {"function": {"_name": N, ...arguments}}
     ToolParser("tgi", "grammar", "tgi-json", (), keep_special="never", constrained=True, source="router/src/infer/tool_grammar.rs",
                note='generation constrained to {"function": {"_name": NAME, ...arguments}} (a no_tool function for auto)'),
-    # Dynamo (lib/parsers/src/tool_calling/parsers.rs get_tool_parser_map); phi4, jamba, nemotron_deci and gemma4 have
-    # formats no grammar here reads yet
+    # Dynamo (lib/parsers/src/tool_calling/parsers.rs get_tool_parser_map); phi4, jamba and nemotron_deci have formats
+    # no grammar here reads yet
     ToolParser("dynamo", "hermes", "json-tags", _HERMES, keep_special="never", source=_D + "json/base_json_parser.rs"),
     ToolParser("dynamo", "qwen25", "json-tags", _HERMES, keep_special="never", source=_D + "parsers.rs", note="the hermes configuration"),
     ToolParser("dynamo", "llama3_json", "bare-json", ("<|python_tag|>",), keep_special="never", source=_D + "json/base_json_parser.rs"),
@@ -273,6 +319,7 @@ TOOL_PARSERS: tuple[ToolParser, ...] = (
     ToolParser("dynamo", "minimax_m2", "invoke", _MINIMAX, keep_special="never", source=_D + "xml/parser.rs"),
     ToolParser("dynamo", "glm47", "arg-kv", _GLM, keep_special="never", source=_D + "xml/glm47_parser.rs"),
     ToolParser("dynamo", "kimi_k2", "section-calls", _KIMI, keep_special="always", source=_D + "xml/kimi_k2_parser.rs"),
+    ToolParser("dynamo", "gemma4", "gemma4", _GEMMA4, keep_special="always", source=_D + "gemma4/parser.rs"),
 )
 
 REASONING_PARSERS: tuple[ReasoningParser, ...] = (
@@ -293,6 +340,10 @@ REASONING_PARSERS: tuple[ReasoningParser, ...] = (
                     harmony_only=True, source=_VR + "gptoss_reasoning_parser.py", note="only inside vLLM's harmony path (gpt-oss)"),
     ReasoningParser("vllm", "mistral", "[THINK]", "[/THINK]", by_id=("[THINK]", "[/THINK]"), requires=("[THINK]", "[/THINK]"),
                     keep_special="tools", stream_reads_prompt=True, source=_VP + "mistral.py"),
+    ReasoningParser("vllm", "cohere_command3", "<|START_THINKING|>", "<|END_THINKING|>", no_start="content", keep_special="always",
+                    source=_VP + "cohere_command.py"),
+    ReasoningParser("vllm", "cohere_command4", "<|START_THINKING|>", "<|END_THINKING|>", no_start="reasoning", keep_special="always",
+                    source=_VP + "cohere_command.py", note="starts in reasoning: the prompt opened <|START_THINKING|>"),
     ReasoningParser("vllm", "granite", "Here is my thought process:", "Here is my response:", no_end="content", stream_reads_prompt=True,
                     source=_VR + "granite_reasoning_parser.py"),
     ReasoningParser("vllm", "minimax_m2", *_THINK, no_start="reasoning", ends_at=("<minimax:tool_call>",), keep_special="always",

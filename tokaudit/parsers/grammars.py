@@ -188,8 +188,8 @@ def invoke(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
 
 
 def arg_kv(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
-    """``START N <arg_key>K</arg_key><arg_value>V</arg_value>... END`` (GLM-4.5/4.6/4.7). Markers: start, end,
-    key open, key close, value open, value close."""
+    """``START N <arg_key>K</arg_key><arg_value>V</arg_value>... END`` (GLM-4.5/4.6/4.7; Hy3 with its :opensource
+    tags). Markers: start, end, key open, key close, value open, value close, and a separator after the name."""
     start, end, ko, kc, vo, vc = markers[:6]
     first = text.find(start)
     if first < 0:
@@ -202,6 +202,8 @@ def arg_kv(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
         block = text[pos + len(start):stop if stop >= 0 else len(text)]
         k = block.find(ko)
         name = (block if k < 0 else block[:k]).strip()
+        if len(markers) > 6 and name.endswith(markers[6]):  # Hy3 writes a separator after the name
+            name = name[:-len(markers[6])].strip()
         if not name:
             return Parsed(content=_content(text), error=f"no function name after {start}")
         schema = schema_of(tools, name)
@@ -234,6 +236,8 @@ def _json_objects(text: str, at: int) -> tuple[list[Any], int, str | None]:
 
 
 def _named(obj: Any) -> Call | None:
+    if isinstance(obj, dict) and isinstance(obj.get("tool_name"), str) and "name" not in obj:  # Cohere's keys
+        obj = {"name": obj["tool_name"], "parameters": obj.get("parameters")}
     if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
         return None
     args = obj.get("arguments", obj.get("parameters"))
@@ -282,7 +286,8 @@ def json_array(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
 
 
 def name_args(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
-    """``[TOOL_CALLS]N[ARGS]{...}`` repeated (Mistral v11+); an older ``[TOOL_CALLS][{...}]`` array is read too."""
+    """``[TOOL_CALLS]N[ARGS]{...}`` repeated (Mistral v11+); an older ``[TOOL_CALLS][{...}]`` array is read too (a
+    ``[CALL_ID]`` before ``[ARGS]`` stays in the name, as vLLM 0.33's parser leaves it)."""
     start, args_marker = markers[0], markers[1]
     first = text.find(start)
     if first < 0:
@@ -459,6 +464,233 @@ _ANY = (("json-tags", ("<tool_call>", "</tool_call>")), ("arg-kv", ("<tool_call>
         ("pythonic", ()))
 
 
+def json_block(text: str, markers: Sequence[str], tools: Any = None, at_start: bool = False) -> Parsed:
+    """``START <JSON> END``: one call object or an array of them, each ``{"name", "arguments"|"parameters"}``,
+    Cohere's ``{"tool_name", "parameters"}`` or Apertus' ``{NAME: {arguments}}`` (Command R7B / A, GigaChat 3,
+    Apertus). Markers: start, end (an unclosed block runs to the end of the text). ``at_start``: the block must open
+    the output (GigaChat 3's parsers: a separator before it leaves the call as content)."""
+    start, end = markers[0], markers[1]
+    first = text.find(start)
+    if first < 0 or (at_start and text[:first].strip()):
+        return Parsed(content=_content(text))
+    body = text[first + len(start):]
+    stop = body.find(end) if end else -1
+    body = (body if stop < 0 else body[:stop]).strip()
+    ok, value = _loads(body)
+    if not ok:
+        return Parsed(content=_content(text), error=f"the text after {start} is not JSON")
+    items = value if isinstance(value, list) else [value]
+    calls = []
+    for item in items[:MAX_CALLS]:
+        call = _named(item)
+        if call is None and isinstance(item, dict) and len(item) == 1:  # {NAME: {arguments}}
+            name, args = next(iter(item.items()))
+            call = Call(name, args) if isinstance(args, dict) else None
+        if call is None:
+            return Parsed(content=_content(text), error="a call without name and arguments")
+        calls.append(call)
+    return Parsed(tuple(calls), _content(text[:first].strip()))
+
+
+_G4_CALL = re.compile(r"<\|tool_call>call:(\w+)\{(.*?)\}(?:<tool_call\|>|<turn\|>)", re.S)
+
+
+def _g4_value(s: str, i: int, q: str, depth: int = 0, nested_text: bool = False) -> tuple[Any, int]:
+    """One Gemma 4 value at ``s[i]``: a ``q``-quoted string, {k:v,...}, [v,...], or a bare number / true / false /
+    null / word; returns (value, end)."""
+    if depth > 32:
+        raise ValueError("nested too deep")
+    if s.startswith(q, i):
+        j = s.find(q, i + len(q))
+        if j < 0:
+            raise ValueError("unterminated string")
+        return s[i + len(q):j], j + len(q)
+    if i < len(s) and s[i] in "{[":
+        close = "}" if s[i] == "{" else "]"
+        out: Any = {} if close == "}" else []
+        i += 1
+        while i < len(s) and s[i] != close:
+            if close == "}":
+                k = s.index(":", i)
+                key = s[i:k].strip()
+                value, i = _g4_value(s, k + 1, q, depth + 1, nested_text)
+                out[key] = value
+            else:
+                value, i = _g4_value(s, i, q, depth + 1, nested_text)
+                out.append(value)
+            if i < len(s) and s[i] == ",":
+                i += 1
+        return out, i + 1
+    j = i
+    while j < len(s) and s[j] not in ",}]":
+        j += 1
+    word = s[i:j].strip()
+    if nested_text and depth > 1:  # vLLM's gemma4 parser returns bare values inside {} and [] as text
+        return word, j
+    ok, value = _loads(word)
+    return (value if ok else word), j
+
+
+def gemma4(text: str, markers: Sequence[str], tools: Any = None, nested_text: bool = False) -> Parsed:
+    """Gemma 4: ``<|tool_call>call:N{k:V,...}<tool_call|>``, strings between ``<|"|>`` delimiters, other values
+    bare (numbers, true/false, nested {} and []). Markers: call open, call close, string delimiter. ``nested_text``:
+    bare values inside nested {} and [] stay text (vLLM 0.33's parser)."""
+    q = markers[2] if len(markers) > 2 else '<|"|>'
+    calls: list[Call] = []
+    first = -1
+    for m in _G4_CALL.finditer(text):
+        if len(calls) >= MAX_CALLS:
+            break
+        try:
+            args, _ = _g4_value("{" + m.group(2) + "}", 0, q, 0, nested_text)
+        except (ValueError, IndexError):
+            return Parsed(content=_content(text), error="the arguments of call:" + m.group(1) + " do not parse")
+        first = m.start() if first < 0 else first
+        calls.append(Call(m.group(1), args))
+    if not calls:
+        return Parsed(content=_content(text))
+    return Parsed(tuple(calls), _content(text[:first]))
+
+
+_XTML_CALL = re.compile(r'<\|open\|>call tool="([^"]+)"[^<]*<\|sep\|>(.*?)<\|close\|>call<\|sep\|>', re.S)
+_XTML_ARG = re.compile(r'<\|open\|>argument key="([^"]+)"(?: type="([^"]*)")?<\|sep\|>(.*?)<\|close\|>argument<\|sep\|>', re.S)
+
+
+def xtml(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
+    """Kimi K3's XTML: ``<|open|>tools<|sep|><|open|>call tool="N" index="I"<|sep|><|open|>argument key="K"
+    type="T"<|sep|>V<|close|>argument<|sep|>...<|close|>call<|sep|><|close|>tools<|sep|>``; a ``string`` value is
+    the text, any other is JSON. The content is the response section's text (the think section is not content)."""
+    first = text.find(markers[0] + "tools" + markers[2])
+    if first < 0:
+        return Parsed(content=_content(text))
+    calls = []
+    for m in _XTML_CALL.finditer(text, first):
+        if len(calls) >= MAX_CALLS:
+            break
+        args: dict[str, Any] = {}
+        for a in _XTML_ARG.finditer(m.group(2)):
+            key, kind, value = a.group(1), a.group(2), a.group(3)
+            if kind == "string":
+                args[key] = value
+            else:
+                ok, parsed = _loads(value)
+                args[key] = parsed if ok else value
+        calls.append(Call(m.group(1), args))
+    if not calls:
+        return Parsed(content=_content(text), error="no call in the tools section")
+    response = re.search(r"<\|open\|>response<\|sep\|>(.*?)<\|close\|>response<\|sep\|>", text[:first], re.S)
+    return Parsed(tuple(calls), _content(response.group(1)) if response else None)
+
+
+_MM3_TAG = re.compile(r"<([A-Za-z_][\w.-]*)>")
+
+
+def _mm3_elements(s: str, i: int, close: str, depth: int = 0, items_text: bool = False) -> tuple[list[tuple[str, Any]], int]:
+    """The elements from ``s[i]`` up to ``close``: (tag, value) pairs, a value nested when its text starts with an
+    element, else the text up to its closing tag."""
+    if depth > 32:
+        raise ValueError("nested too deep")
+    out: list[tuple[str, Any]] = []
+    while len(out) < 256:
+        while i < len(s) and s[i] in " \t\r\n":
+            i += 1
+        if s.startswith(close, i) or i >= len(s):
+            return out, i + len(close)
+        m = _MM3_TAG.match(s, i)
+        if m is None:
+            raise ValueError("not an element")
+        tag, j = m.group(1), m.end()
+        end = f"</{tag}>"
+        if _MM3_TAG.match(s, len(s) - len(s[j:].lstrip())):
+            children, i = _mm3_elements(s, j, end, depth + 1, items_text)
+            value: Any = [v for _, v in children] if children and all(t == "item" for t, _ in children) else dict(children)
+        else:
+            k = s.find(end, j)
+            if k < 0:
+                raise ValueError(f"no {end}")
+            text = s[j:k]
+            ok, parsed = _loads(text)
+            value = parsed if ok and not isinstance(parsed, str) and not (items_text and tag == "item") else text
+            i = k + len(end)
+        out.append((tag, value))
+    raise ValueError("too many elements")
+
+
+def minimax_m3(text: str, markers: Sequence[str], tools: Any = None, items_text: bool = False) -> Parsed:
+    """MiniMax-M3: ``<tool_call><invoke name="N"><K>V</K>...</invoke></tool_call>`` with a separator token between
+    elements (``]<]minimax[>[``), nested objects as elements and arrays as ``<item>``. Markers: separator, block
+    open, block close. ``items_text``: array items stay text (SGLang 0.5.23's detector)."""
+    sep, start, end = markers[0], markers[1], markers[2]
+    if sep + start not in text:  # the parsers find the block by the separator token before it
+        return Parsed(content=_content(text))
+    flat = text.replace(sep, "")
+    first = flat.find(start)
+    if first < 0:
+        return Parsed(content=_content(text))
+    stop = flat.find(end, first)
+    block = flat[first + len(start):stop if stop >= 0 else len(flat)]
+    calls = []
+    for m in re.finditer(r'<invoke name="([^"]+)">', block):
+        if len(calls) >= MAX_CALLS:
+            break
+        schema = schema_of(tools, m.group(1))
+        try:
+            elements, _ = _mm3_elements(block, m.end(), "</invoke>", 0, items_text)
+        except ValueError as exc:
+            return Parsed(content=_content(text), error=f"the arguments do not parse: {exc}")
+        args = {k: _typed(v, k, schema) if isinstance(v, str) else v for k, v in elements}
+        calls.append(Call(m.group(1), args))
+    if not calls:
+        return Parsed(content=_content(text), error="no invoke in the tool call")
+    return Parsed(tuple(calls), _content(flat[:first]))
+
+
+_KW = re.compile(r"(?:^|,\s*)([A-Za-z_]\w*)=")
+
+
+def _loose_value(raw: str) -> Any:
+    raw = raw.strip()
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+        return raw[1:-1]
+    ok, value = _loads(raw)
+    if ok:
+        return value
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError):
+        return raw
+
+
+def lfm2(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
+    """LFM2: ``START[N(k=V, ...), ...]END``, Python-style calls read leniently as vLLM's and SGLang's lfm2 parsers
+    do: a value runs to the next ``, key=`` (a quoted string keeps an unescaped quote inside), JSON or a literal
+    otherwise. Markers: start, end."""
+    first = text.find(markers[0])
+    if first < 0:
+        return Parsed(content=_content(text))
+    stop = text.find(markers[1], first)
+    body = text[first + len(markers[0]):stop if stop >= 0 else len(text)].strip()
+    if not (body.startswith("[") and body.endswith("]")):
+        return Parsed(content=_content(text), error="not a list of calls")
+    calls = []
+    for m in re.finditer(r"([A-Za-z_][\w.-]*)\((.*?)\)(?=\s*(?:,\s*[A-Za-z_][\w.-]*\(|\]$))", body[1:-1] + "]", re.S):
+        if len(calls) >= MAX_CALLS:
+            break
+        inner = m.group(2)
+        keys = list(_KW.finditer(inner))
+        args = {k.group(1): _loose_value(inner[k.end():keys[n + 1].start() if n + 1 < len(keys) else len(inner)])
+                for n, k in enumerate(keys)}
+        calls.append(Call(m.group(1), args))
+    if not calls:
+        return Parsed(content=_content(text), error="not a list of calls")
+    return Parsed(tuple(calls), _content(text[:first]))
+
+
+def _no_prefix(parsed: Parsed) -> Parsed:
+    """The calls without the text before them (vLLM's muse_glimmer returns no content around its calls)."""
+    return Parsed(parsed.calls, None, parsed.error) if parsed.calls else parsed
+
+
 def tgi_json(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
     """TGI's grammar-held output: ``{"function": {"_name": N, ...arguments}}`` (router/src/chat.rs); ``no_tool``
     is its answer without a call (content)."""
@@ -497,4 +729,13 @@ GRAMMARS: dict[str, Callable[[str, Sequence[str], Any], Parsed]] = {
     "section-calls": section_calls,
     "harmony": harmony,
     "tgi-json": tgi_json,
+    "json-block": json_block,
+    "json-block-at-start": lambda text, markers, tools=None: json_block(text, markers, tools, at_start=True),
+    "gemma4": gemma4,
+    "gemma4-nested-text": lambda text, markers, tools=None: gemma4(text, markers, tools, nested_text=True),
+    "xtml": xtml,
+    "minimax-m3": minimax_m3,
+    "minimax-m3-items-text": lambda text, markers, tools=None: minimax_m3(text, markers, tools, items_text=True),
+    "lfm2": lfm2,
+    "invoke-no-prefix": lambda text, markers, tools=None: _no_prefix(invoke(text, markers, tools)),
 }

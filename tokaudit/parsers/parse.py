@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tokaudit.parsers.families import STACKS, ReasoningParser, ToolParser
+from tokaudit.parsers.families import REASONING_PARSERS, STACKS, ReasoningParser, ToolParser
 from tokaudit.parsers.grammars import GRAMMARS, Call, Parsed
 
 
@@ -107,8 +107,16 @@ def parse_tools(text: str | None, parser: ToolParser | None, tools: Sequence[dic
     return GRAMMARS[parser.grammar](text, parser.markers, tools)
 
 
+def _own(tool: ToolParser | None, reasoning: ReasoningParser | None) -> ReasoningParser | None:
+    """The reasoning parser that runs: the named one, or the one a tool parser brings (vLLM's Cohere parsers)."""
+    if reasoning is None and tool is not None and tool.reasoning is not None:
+        return next((p for p in REASONING_PARSERS if p.stack == tool.stack and p.name == tool.reasoning), None)
+    return reasoning
+
+
 def parse_whole(text: str, tool: ToolParser | None, reasoning: ReasoningParser | None, tools: Sequence[dict[str, Any]] | None,
                 prompt: str, kwargs: dict[str, Any] | None = None) -> Outcome:
+    reasoning = _own(tool, reasoning)
     r, content = split_reasoning(text, reasoning, prompt, kwargs)
     parsed = parse_tools(content, tool, tools)
     return Outcome(r, parsed.content, parsed.calls, parsed.error)
@@ -119,6 +127,7 @@ def parse_streamed(deltas: Sequence[tuple[str, Sequence[int]]], tool: ToolParser
                    kwargs: dict[str, Any] | None = None) -> Outcome:
     """The outcome of the streamed deltas (text, ids): the text joined as the client receives it, with by-id
     markers seen only when their id arrived."""
+    reasoning = _own(tool, reasoning)
     arrived = {i for _, ids in deltas for i in ids}
     # a parser that finds its reasoning markers by id sees them even when skip_special_tokens deleted their text
     on = reasoning is not None and enabled(reasoning, kwargs or {})

@@ -115,6 +115,10 @@ def _refusal(parsers: Sequence[ToolParser | ReasoningParser | None], id_of: Call
     if not tokenized:
         return None
     harmony = is_harmony(id_of)
+    tool = next((p for p in parsers if isinstance(p, ToolParser)), None)
+    other = next((p for p in parsers if isinstance(p, ReasoningParser)), None)
+    if tool is not None and tool.reasoning is not None and other is not None:
+        return f"{tool.stack} refuses {tool.name} with the reasoning parser {other.name}: the tool parser brings its own ({tool.reasoning})"
     for p in parsers:
         if p is None:
             continue
