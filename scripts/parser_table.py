@@ -37,6 +37,7 @@ def main() -> None:
     from tokaudit.artifacts.base import Provenance
     from tokaudit.roundtrip.analysis import ParserChoice, run_template
     from tokaudit.roundtrip.choice import ROUNDTRIP_STACKS
+    from tokaudit.template.turn import renders_call
     from tokaudit.scan import load_model
     from tokaudit.template.source import TemplateSource
 
@@ -58,6 +59,9 @@ def main() -> None:
                      "calls_rendered": run.calls_rendered, "reasoning_rendered": run.reasoning_rendered,
                      "generation_prompt": run.state, "toggle": run.toggle,
                      "stacks": {s: summary.get(s, {"tool_parsers": [], "pairs": []}) for s in ROUNDTRIP_STACKS},
+                     # the stacks whose own turn does not render (their profile's render fails) or writes no call
+                     "unrendered": {s: why for s, why in run.renders.items() if not why.startswith("its own turn: ")
+                                    or not renders_call(why)},
                      "seconds": round(time.perf_counter() - start, 2)})
         print(f"{name}: {rows[-1]['seconds']} s", file=sys.stderr)
     if args.json:
@@ -71,7 +75,8 @@ def main() -> None:
         if not r["calls_rendered"]:
             print(f"| {r['template']} | {r['tokenizer'] or 'text'} | no tool call rendered | | |")
             continue
-        cells = [", ".join(r["stacks"][s]["tool_parsers"]) or ("constrained" if r["stacks"][s].get("constrained") else "**none**")
+        cells = [", ".join(r["stacks"][s]["tool_parsers"]) or ("constrained" if r["stacks"][s].get("constrained") else
+                                                               "not rendered" if s in r["unrendered"] else "**none**")
                  for s in ROUNDTRIP_STACKS]
         print(f"| {r['template']} | {r['tokenizer'] or 'text'} | " + " | ".join(cells) + " |")
     print()
@@ -83,8 +88,10 @@ def main() -> None:
         if held:  # TGI: a tool request is held to its own JSON grammar, whatever the template teaches
             print(f"- {s}: {len(held)} of {len(rendered)} constrained to the stack's own tool-call grammar")
             continue
-        lost = [r["template"] for r in rendered if not r["stacks"][s]["tool_parsers"]]
-        print(f"- {s}: no parser recovers the call of {len(lost)} of {len(rendered)}: {', '.join(lost)}")
+        mine = [r for r in rendered if s not in r["unrendered"]]
+        lost = [r["template"] for r in mine if not r["stacks"][s]["tool_parsers"]]
+        print(f"- {s}: no parser recovers the call of {len(lost)} of the {len(mine)} whose turn it renders with a call: "
+              f"{', '.join(lost)}")
 
 
 if __name__ == "__main__":
