@@ -9,7 +9,7 @@ from conftest import ROOT
 
 #: Lowest first; a package may import the ones in the layers below its own.
 LAYERS = (
-    {"__init__", "errors", "ids", "catalog", "collector", "result_cache"},
+    {"__init__", "errors", "ids", "catalog", "collector", "result_cache", "worker"},
     {"rule_docs"},  # the rule pages (docs/rules): read by the SARIF renderer and `tokaudit rule`
     {"artifacts", "fleet", "parsers"},  # parsers: the stacks' tool-call/reasoning grammars, plain text in and out
     {"source", "config", "model"},

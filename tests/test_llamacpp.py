@@ -336,7 +336,7 @@ def test_a_gguf_llamacpp_aborts_on_is_loaded_in_a_child_first() -> None:
         LlamaCppBackend.load(FIXTURES / "llamacpp" / "clean-bpe-duplicate-token.gguf")
     assert str(err.value) == (
         "llama.cpp aborts the process loading clean-bpe-duplicate-token.gguf (SIGABRT: llama-vocab.cpp:2544: "
-        "GGML_ASSERT(id_to_token.size() == token_to_id.size()) failed); tokaudit loaded it in a child process first, so only that one died")
+        "GGML_ASSERT(id_to_token.size() == token_to_id.size()) failed); tokaudit loaded it in a worker process, so only that one died")
     with pytest.raises(BackendUnavailable) as err:
         LlamaCppBackend.load(FIXTURES / "llamacpp" / "clean-bpe-no-merges.gguf")
     assert str(err.value) == ("llama.cpp cannot load clean-bpe-no-merges.gguf: llama_model_load: error loading model: "

@@ -27,6 +27,10 @@ ESCAPED_BPE_PRE = frozenset({"gemma4", "granite-embed-multi-311m", "sarvam-moe"}
 SPACE_MARK = "\u2581".encode()
 
 
+#: Vocabulary types whose pieces llama.cpp makes its own way (not emulated here).
+OWN_PIECES = ("RWKV", "PLAMO2")
+
+
 class NotEmulated(ValueError):
     """A piece llama.cpp makes in a way tokaudit does not emulate (RWKV, PLaMo-2 vocabularies)."""
 
@@ -114,7 +118,7 @@ def token_piece(rules: PieceRules, token_id: int, special: bool) -> bytes:
         return b""
     text = rules.tokens[token_id] or b"[EMPTY_%d]" % token_id  # llama.cpp renames an empty token at load
     kind = rules.vocab_type
-    if kind in ("RWKV", "PLAMO2"):
+    if kind in OWN_PIECES:
         raise NotEmulated(f"{kind} vocabularies make pieces their own way")
     if attr & (ATTR_UNKNOWN | ATTR_CONTROL | ATTR_USER_DEFINED):
         return text

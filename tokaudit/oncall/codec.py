@@ -129,20 +129,23 @@ def encode_text(model: TokenizerModel, lb: LoadedBackend, text: str) -> tuple[Ta
         "tokens": _tokens(model, ids, False),
     }
     prompt = getattr(backend, "encode_prompt", None)
+    failed = [("this text", outcome)] if not outcome.ok else []
     if prompt is not None and outcome.ok and lb.name == "llama.cpp":  # what llama.cpp's server sends the model for this prompt
         server = call(prompt, text)
         if server.ok:
             data["server_prompt_ids"] = list(server.value)
-    findings = []
-    if not outcome.ok:
-        findings.append(
-            Finding(
-                BACKEND_CRASH.code,
-                BACKEND_CRASH.name,
-                BACKEND_CRASH.severity,
-                f"{lb.name} cannot encode this text: {visible(outcome.describe())}",
-                details={"backend": lb.name, "class": failure_class(outcome)},
-                target=model.target,
-            )
+        else:  # the special tokens it adds (a WordPiece vocabulary without SEP: llama.cpp aborts)
+            data["server_prompt_error"] = {"exception": server.error_type, "message": server.error, "panic": server.panic}
+            failed.append(("this text as its server's prompt (specials added)", server))
+    findings = [
+        Finding(
+            BACKEND_CRASH.code,
+            BACKEND_CRASH.name,
+            BACKEND_CRASH.severity,
+            f"{lb.name} cannot encode {what}: {visible(failure.describe())}",
+            details={"backend": lb.name, "class": failure_class(failure)},
+            target=model.target,
         )
+        for what, failure in failed
+    ]
     return TargetResult(model.target, data, source=model.source), findings

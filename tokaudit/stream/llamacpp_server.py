@@ -27,8 +27,9 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokaudit.model.llamacpp_vocab import NotEmulated, PieceAbort, PieceRules, piece_rules, token_piece
+from tokaudit.model.llamacpp_vocab import OWN_PIECES, NotEmulated, PieceAbort, PieceRules, piece_rules, token_piece
 from tokaudit.stream.detokenizers import DecodeContext, Detokenizer, StepError
+from tokaudit.worker import WorkerFailure
 
 # -- the server's streaming ---------------------------------------------------------------------
 
@@ -188,9 +189,19 @@ def _emulated_rules(model: Any, path: Any) -> PieceRules | None:
     if record is None or getattr(record, "path", None) != path:
         return None
     try:
-        return piece_rules(record)
+        rules = piece_rules(record)
     except (NotEmulated, AttributeError):
         return None
+    return None if rules.vocab_type in OWN_PIECES else rules
+
+
+def _real_pieces(real: Any, ids: list[int], special: bool) -> list[bytes | None]:
+    """llama.cpp's own piece of each id, in one batch; None for every id when its worker died (the emulated
+    pieces, or the detokenizer's errors, stand)."""
+    try:
+        return list(real.pieces(ids, special))
+    except WorkerFailure:
+        return [None] * len(ids)
 
 
 def build_server(model: Any, gguf: Any, ctx: DecodeContext, ids: Sequence[int], stop_ids: Collection[int]) -> Server | str:
@@ -223,17 +234,24 @@ def build_server(model: Any, gguf: Any, ctx: DecodeContext, ids: Sequence[int], 
 
         info["pieces"] = "emulated from the GGUF"
         if real is not None:
-            distinct = sorted({i for i in ids if 0 <= i < n_vocab})
-            differ = [i for i in distinct if piece(i) != real.piece(i, special)]
+            distinct = sorted({i for i in ids if 0 <= i < min(n_vocab, real.n_vocab)})
+            differ = [i for i, p in zip(distinct, _real_pieces(real, distinct, special)) if p is not None and piece(i) != p]
             info["checked"] = {"against": real.describe(), "ids": len(distinct), "differ": differ[:20], "differing": len(differ)}
     else:
+        distinct = sorted({i for i in ids if 0 <= i < n_vocab})
+        known = dict(zip(distinct, _real_pieces(real, distinct, special)))  # type: ignore[arg-type]
+
         def piece(token_id: int) -> bytes:
-            return real.piece(token_id, special)  # type: ignore[union-attr]
+            found = known.get(token_id)
+            return found if found is not None else real.piece(token_id, special)  # type: ignore[union-attr]
 
         info["pieces"] = f"llama_token_to_piece ({real.describe()})"  # type: ignore[union-attr]
     eog = set(stop_ids)
     if real is not None:
-        eog |= {i for i in set(ids) if 0 <= i < real.n_vocab and real.is_eog(i)}
+        try:
+            eog |= set(real.eog_ids(sorted({i for i in ids if 0 <= i < real.n_vocab})))
+        except WorkerFailure:
+            pass  # the stop ids given, and the detokenizer reports the pieces it could not make
     info["eog_in_stream"] = sorted(eog & set(ids))[:20]
     failed: dict[int, str] = {}
 
@@ -244,7 +262,7 @@ def build_server(model: Any, gguf: Any, ctx: DecodeContext, ids: Sequence[int], 
             return b""
         try:
             return piece(token_id)
-        except (PieceAbort, NotEmulated) as exc:
+        except (PieceAbort, NotEmulated, WorkerFailure) as exc:
             failed.setdefault(token_id, str(exc))
             return b""
 
