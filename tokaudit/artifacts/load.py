@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from tokaudit.artifacts.base import read_bytes, read_bytes_head, regular_file_error
 from tokaudit.errors import InputError
+from tokaudit.result_cache import exclude
 
 if TYPE_CHECKING:  # each parser module is imported when a file of its kind is found (a scan needs a few)
     from tokaudit.artifacts.added_tokens import AddedTokensJson
@@ -220,6 +221,7 @@ def load_artifacts(path: Path) -> Artifacts:
             files = sorted(p for p in path.iterdir() if p.is_file() or _tokenizer_name(p.name))
         except OSError as exc:
             raise InputError(f"cannot list directory: {exc.strerror or exc}", file=str(path)) from None
+        exclude(path)  # the result cache is never inside a target (nothing in a target is ever written)
         for file in files:  # a FIFO, device or looping symlink named like a tokenizer file: say so, never block on it
             problem = regular_file_error(file) if _tokenizer_name(file.name) else None
             if problem is not None:

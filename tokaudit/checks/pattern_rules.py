@@ -13,7 +13,7 @@ from tokaudit.checks.registry import rule
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.text import visible
-from tokaudit.result_cache import cache_key, load, store
+from tokaudit.result_cache import cache_key, conforms, load, store
 
 #: Longest pattern probed (real ones are under 2 KB); longer ones are reported as not probed.
 MAX_PATTERN_CHARS = 20_000
@@ -49,8 +49,8 @@ def probe_pattern(regex: str) -> dict[str, Any]:
     inputs = {"regex": regex, "budget": BUDGET_SECONDS,
               "versions": {dist: installed_version(dist) for dist in ("tiktoken", "tokenizers", "regex")}}
     key = cache_key("ta305-probe", inputs, (__name__, "tokaudit.backends.pattern"))
-    hit = load(key)
-    if isinstance(hit, dict) and {"found", "rejected", "complete"} <= hit.keys() and (not hit["found"] or "example" in hit):
+    hit = load(key, lambda v: conforms(v, _PROBE) and (not v["found"] or "example" in v))
+    if hit is not None:
         return hit
     import regex as _regex, tiktoken as _tiktoken, tokenizers as _tokenizers  # noqa: F401, E401 - loaded before the clock starts
 
@@ -68,6 +68,12 @@ def probe_pattern(regex: str) -> dict[str, Any]:
     if complete and time.perf_counter() - start < 0.5:
         store(key, out)
     return out
+
+
+#: A cached probe: each divergence is a text and each engine's pieces of it.
+_DIVERGENCE = (str, {str: [str]})
+_PROBE = {"found": [_DIVERGENCE], "rejected": {str: str}, "complete": bool, "example?": _DIVERGENCE, "translated?": str,
+          "fixed?": bool}
 
 
 @rule("TA305")

@@ -101,13 +101,13 @@ def _rebuilt_differs(tj: TokenizerJson, rebuilt: dict[str, Any]) -> tuple[str, l
     ids). One tokenizer is built from the parsed file; the probes are encoded, its normalizer and pre-tokenizer
     swapped for the class's (taken from a vocabulary-less shell), and encoded again. The answer is kept in the
     result cache under the file's hash and the rebuilt components."""
-    from tokaudit.result_cache import cache_key, load, store, installed_version
+    from tokaudit.result_cache import cache_key, conforms, installed_version, load, store
 
     key = cache_key("loader-rebuild", {"file": tj.digest, "rebuilt": rebuilt, "tokenizers": installed_version("tokenizers"),
                                        "probes": PROBES}, ("tokaudit.checks.pipeline_rules",))
-    hit = load(key)
-    if isinstance(hit, dict):
-        return (hit["text"], hit["file"], hit["rebuilt"]) if hit.get("text") is not None else None
+    hit = load(key, lambda v: conforms(v, {"text": None}) or conforms(v, {"text": str, "file": [int], "rebuilt": [int]}))
+    if hit is not None:
+        return (hit["text"], hit["file"], hit["rebuilt"]) if hit["text"] is not None else None
     found = _encode_both(tj, rebuilt)
     store(key, {"text": found[0], "file": found[1], "rebuilt": found[2]} if found else {"text": None})
     return found

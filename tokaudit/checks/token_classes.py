@@ -39,14 +39,15 @@ def partial_utf8_ids(layer: Layer) -> list[int]:
 
 
 def _undecodable(layer: Layer) -> list[int]:
-    from tokaudit.result_cache import cache_dir, cache_key, load, store
+    from tokaudit.result_cache import cache_dir, cache_key, conforms, load, store
 
     if layer.digest is None or cache_dir() is None:
         return undecodable_ids(layer.tokens)
     key = cache_key("undecodable-ids", {"file": layer.digest(), "layer": layer.rule}, _PARTIAL_MODULES)
-    hit = load(key)
-    if isinstance(hit, list) and all(type(i) is int for i in hit) and hit == sorted(set(hit)):
-        return hit
+    n = len(layer.tokens)
+    hit = load(key, lambda v: conforms(v, [int]) and v == sorted(set(v)) and (not v or (v[0] >= 0 and v[-1] < n)))
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
     bad = undecodable_ids(layer.tokens)
     store(key, bad)
     return bad

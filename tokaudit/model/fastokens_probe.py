@@ -128,12 +128,12 @@ def config_refusal(raw: dict[str, Any], file_digest: str | None = None) -> str |
         return cache_key("fastokens-config", {**inputs, "version": installed_version("fastokens")}, (__name__,))
 
     key = key_of({"file": file_digest}) if file_digest is not None else None
-    if key is not None and (hit := _stored_refusal(load(key))) is not None:
+    if key is not None and (hit := _stored_refusal(load(key, _refusal_entry))) is not None:
         return hit[0]
     probe = _probe_text(raw)
     if key is None:
         key = key_of({"config": digest(probe.encode("utf-8", "surrogatepass"))})
-        if (hit := _stored_refusal(load(key))) is not None:
+        if (hit := _stored_refusal(load(key, _refusal_entry))) is not None:
             return hit[0]
     try:
         import fastokens
@@ -153,9 +153,14 @@ def config_refusal(raw: dict[str, Any], file_digest: str | None = None) -> str |
 
 def _stored_refusal(entry: Any) -> tuple[str | None] | None:
     """A cache entry's refusal in a 1-tuple (the refusal itself may be None); None when it holds none."""
-    if isinstance(entry, dict) and isinstance(entry.get("refusal", 0), (str, type(None))):
-        return (entry["refusal"],)
-    return None
+    return None if entry is None else (entry["refusal"],)
+
+
+def _refusal_entry(value: Any) -> bool:
+    """What a cached answer is: a refusal of at most 300 characters, or none."""
+    from tokaudit.result_cache import conforms
+
+    return conforms(value, {"refusal": {str, None}}) and len(value["refusal"] or "") <= 300
 
 
 def _probe_text(raw: dict[str, Any]) -> str:

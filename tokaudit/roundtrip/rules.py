@@ -16,7 +16,7 @@ from tokaudit.artifacts.base import Provenance
 from tokaudit.checks.registry import rule
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, Severity
-from tokaudit.result_cache import cache_key, digest, load, store
+from tokaudit.result_cache import OneOf, cache_key, conforms, digest, load, store
 from tokaudit.roundtrip.choice import CODES, ParserChoice
 from tokaudit.template.renders import Budget
 from tokaudit.template.source import model_templates, special_token_context
@@ -56,6 +56,10 @@ def _vocabulary_digest(model: TokenizerModel) -> list[str]:
     return out
 
 
+#: A cached finding: code, severity, message, details, and its location (file, line, key) or None.
+_FINDING = (str, str, str, {str: object}, OneOf(None, (str, {int, None}, {str, None})))
+
+
 def _to_json(f: Finding) -> list[Any]:
     loc = f.location
     return [f.code, f.severity.value, f.message, f.details, None if loc is None else [loc.file, loc.line, loc.key]]
@@ -86,7 +90,7 @@ def round_trip_findings(model: TokenizerModel) -> list[Finding]:
         inputs = {"templates": [[t.name, t.text, str(t.location)] for t in templates], "special": special_token_context(model),
                   "vocabulary": _vocabulary_digest(model), "choice": [choice.chosen_stacks(), choice.tool_parser, choice.reasoning_parser]}
         ck = cache_key("parser-round-trip", inputs, _MODULES)
-        cached = _from_json(load(ck))
+        cached = _from_json(load(ck, lambda v: conforms(v, [_FINDING]) and all(row[0] in CODES for row in v)))
         if cached is not None:
             found = cached
         else:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 from threading import Lock
+from typing import Any
 
 from tokaudit.checks.common import template_markers
 from tokaudit.checks.literals import LiteralClassifier
@@ -20,7 +21,7 @@ from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, catalog_code
 from tokaudit.report.report import installed_version
-from tokaudit.result_cache import cache_key, load, store
+from tokaudit.result_cache import cache_key, conforms, load, store
 from tokaudit.template.analysis import CODES, analyse, concerns, ordered
 from tokaudit.template.rendering import TemplateRun, render_template, run_from_json, run_to_json
 from tokaudit.template.renders import Budget
@@ -70,7 +71,7 @@ def _render(template: TemplateSource, special: dict[str, str], stacks: tuple[str
               "versions": {name: installed_version(name) for name in ("jinja2", "minijinja")}}
     key = cache_key("template-render", inputs, _MODULES)
     requests = builtin_requests(template.text, template.name)
-    hit = run_from_json(template, requests, load(key))
+    hit = run_from_json(template, requests, load(key, _conforms))
     if hit is not None:
         return hit
     start = time.perf_counter()
@@ -90,6 +91,23 @@ _MODULES = ("tokaudit.template.engines", "tokaudit.template.renders", "tokaudit.
 
 def template_findings(model: TokenizerModel) -> list[Finding]:
     return template_analysis(model)[0]
+
+
+_TEXT = {str, None}
+#: A cached run (rendering.run_to_json): each distinct render once, requests and headers refer to them by index.
+_RUN = {"stacks": [str], "skipped": {str: str}, "distinct": int, "offers_tools": bool,
+        "requests": [(str, {str: (int, {int, None}, [str])})],
+        "renders": [(str, _TEXT, _TEXT, _TEXT)],
+        "headers": {str: [(str, _TEXT, _TEXT, _TEXT)]},
+        "prefixes": [(str, str, int, _TEXT, _TEXT, _TEXT)]}
+
+
+def _conforms(value: Any) -> bool:
+    """A cached run has the shape of one and every render index it holds is one of its renders."""
+    if not conforms(value, _RUN):
+        return False
+    count = len(value["renders"])
+    return all(0 <= i < count for _, stacks in value["requests"] for row in stacks.values() for i in row[:2] if i is not None)
 
 
 def _register(code: str) -> None:
