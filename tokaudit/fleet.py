@@ -4,10 +4,11 @@ as each finishes, so that a scan of hundreds of Hub repos can be piped and resum
 from __future__ import annotations
 
 import contextvars
+import os
+import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TypeVar
 
 from tokaudit.errors import InputError
@@ -27,8 +28,7 @@ def read_target_list(path: str) -> list[str]:
         if path == "-":
             data = sys.stdin.buffer.read(MAX_TARGETS_BYTES + 1)
         else:
-            with Path(path).open("rb") as fh:
-                data = fh.read(MAX_TARGETS_BYTES + 1)
+            data = _read_regular(path)
     except OSError as exc:
         raise InputError(f"cannot read targets file: {exc.strerror or exc}", file=name) from None
     if len(data) > MAX_TARGETS_BYTES:
@@ -49,6 +49,19 @@ def read_target_list(path: str) -> list[str]:
         if len(targets) > MAX_TARGETS:
             raise InputError(f"more than {MAX_TARGETS:,} targets", file=name, line=number)
     return targets
+
+
+def _read_regular(path: str) -> bytes:
+    """A targets file's bytes (at most one past the budget); a FIFO, device or socket is refused before it is
+    read: opening does not wait for a writer (O_NONBLOCK), and reading one would block or never end."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError("cannot read targets file: not a regular file (a FIFO, device or socket)", file=path)
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read(MAX_TARGETS_BYTES + 1)
+    finally:
+        os.close(fd)
 
 
 @dataclass

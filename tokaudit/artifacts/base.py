@@ -151,6 +151,29 @@ def regular_file_error(path: Path) -> InputError | None:
     return None
 
 
+def outside_error(path: Path, root: Path) -> InputError | None:
+    """Why a file of the target directory ``root`` is refused: it resolves outside it (``vocab.txt ->
+    /etc/passwd`` would be scanned, and decoded or quoted into a report). None when it stays inside, or is one
+    of the Hugging Face cache's links: ``<repo>/snapshots/<rev>/file -> ../../blobs/<hash>`` resolves inside
+    that repo's own ``blobs`` folder."""
+    try:
+        real = os.path.realpath(path)
+        inside = os.path.realpath(root)
+    except (OSError, ValueError):
+        return None  # reading it gives the clear error
+    if _within(real, inside):
+        return None
+    snapshots = os.path.dirname(inside)
+    if os.path.basename(snapshots) == "snapshots" and _within(real, os.path.join(os.path.dirname(snapshots), "blobs")):
+        return None
+    return InputError(f"refused: a symlink to {real}, outside the target directory (tokaudit reads a target's own files only)",
+                      file=str(path))
+
+
+def _within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
 def _open_regular(path: Path) -> int:
     """A descriptor of ``path`` opened for reading, once it is checked to be a regular file (see
     :func:`regular_file_error`). Non-blocking: a /proc or /sys file that would block (``/proc/kmsg``)

@@ -10,7 +10,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tokaudit.artifacts.base import read_bytes, read_bytes_head, regular_file_error
+from tokaudit.artifacts.base import outside_error, read_bytes, read_bytes_head, regular_file_error
 from tokaudit.errors import InputError
 from tokaudit.result_cache import exclude
 
@@ -222,10 +222,11 @@ def load_artifacts(path: Path) -> Artifacts:
         except OSError as exc:
             raise InputError(f"cannot list directory: {exc.strerror or exc}", file=str(path)) from None
         exclude(path)  # the result cache is never inside a target (nothing in a target is ever written)
-        for file in files:  # a FIFO, device or looping symlink named like a tokenizer file: say so, never block on it
-            problem = regular_file_error(file) if _tokenizer_name(file.name) else None
-            if problem is not None:
-                raise problem
+        for file in files:  # a FIFO, device, looping symlink or link out of the target named like a tokenizer file:
+            if _tokenizer_name(file.name) or file.name.endswith(".gguf"):  # say so, never block on it or read it
+                problem = regular_file_error(file) or outside_error(file, path)
+                if problem is not None:
+                    raise problem
         root = path
     elif path.is_file():
         if kind_of(path.name) not in VOCAB_KINDS and not any(fnmatch.fnmatchcase(path.name, g) for g in MODEL_FILE_GLOBS):
