@@ -40,12 +40,18 @@ STRING, ARRAY = 8, 9
 _ARRAY = {"B": "B", "b": "b", "H": "H", "h": "h", "I": "I", "i": "i", "f": "f", "?": "B", "Q": "Q", "q": "q", "d": "d"}
 assert all(array(code).itemsize == struct.calcsize(fmt) for fmt, code in _ARRAY.items())
 
-#: Budgets: a key/value section or tensor-info table beyond these is not a tokenizer we can audit.
+#: Budgets: a key/value section or tensor-info table beyond these is not a tokenizer we can audit. Each is
+#: checked against the count a file declares before anything is allocated for it (issue 34: a 400 MB array of
+#: bools cost 3.8 GB as Python objects, 10^7 tensor headers 94 s): real GGUFs hold ~50 keys, up to ~3,000 tensor
+#: infos (a few 10^4 in old files that kept each expert apart), a 262k-token vocabulary (~1 MB per numeric array).
 MAX_METADATA_BYTES = 512 * 1024 * 1024
-MAX_KEYS = 1_000_000
-MAX_TENSORS = 10_000_000
+MAX_KEYS = 100_000
+MAX_TENSORS = 1_000_000
 MAX_KEY_BYTES = 65_536
 MAX_DIMS = 16
+#: Elements of one array: strings (tokens, merges), and bytes of a numeric array.
+MAX_ARRAY_STRINGS = 4_000_000
+MAX_ARRAY_BYTES = 64 * 1024 * 1024
 _CHUNK = 1 << 20
 
 #: tokenizer.ggml.token_type values (llama.h llama_token_type).
@@ -88,9 +94,14 @@ class TensorInfo:
     offset: int  # of the tensor-info record in the file
 
 
+#: The tensor infos kept (the others are walked, not kept): the embedding and output matrices, whose row counts
+#: are the model's real vocabulary size.
+KEPT_TENSORS = frozenset({b"token_embd.weight", b"output.weight"})
+
+
 @dataclass(frozen=True)
 class GGUFFile:
-    """What the reader found: header fields, every key/value in file order, the tensor infos."""
+    """What the reader found: header fields, every key/value in file order, the tensor infos of KEPT_TENSORS."""
 
     path: Path
     version: int
@@ -263,6 +274,48 @@ class _Reader:
             i += 1
         return tuple(out)
 
+    def tensor_infos(self, n: int, kept: frozenset[bytes]) -> list[TensorInfo]:
+        """Walk ``n`` tensor-info records (name, dimension count, dimensions, type, data offset), keeping those
+        named in ``kept``. Records the buffer holds whole are read in a loop on locals; one that is cut off by
+        the buffer's end is read with the checked readers (which refill it, and name what is cut off)."""
+        out: list[TensorInfo] = []
+        unpack_q = struct.Struct(self.order + "Q").unpack_from
+        unpack_i = struct.Struct(self.order + "I").unpack_from
+        i = 0
+        while i < n:
+            buf, pos, limit = self.buf, self.pos, len(self.buf)
+            while i < n and pos + 8 <= limit:
+                dims_at = pos + 8 + unpack_q(buf, pos)[0]
+                if dims_at + 4 > limit:
+                    break
+                n_dims = unpack_i(buf, dims_at)[0]
+                end = dims_at + 4 + 8 * n_dims + 12
+                if n_dims > MAX_DIMS or end > limit:
+                    break
+                name = buf[pos + 8:dims_at]
+                if name in kept:
+                    dims = struct.unpack_from(f"{self.order}{n_dims}Q", buf, dims_at + 4)
+                    out.append(TensorInfo(name.decode("utf-8", "replace"), dims, self.base + pos))
+                pos = end
+                i += 1
+            self.pos = pos
+            if i == n:
+                break
+            at = self.offset
+            self.key = f"tensor #{i}"
+            name_text = self.text("tensor name")
+            self.key = f"tensor {name_text}"
+            n_dims = self.u32("tensor dimension count")
+            if n_dims > MAX_DIMS:
+                raise self.fail(f"{n_dims} dimensions (at most {MAX_DIMS})", self.offset - 4)
+            dims = tuple(self.u64("tensor dimension") for _ in range(n_dims))
+            self.u32("tensor type")
+            self.u64("tensor data offset")
+            if name_text.encode() in kept:
+                out.append(TensorInfo(name_text, dims, at))
+            i += 1
+        return out
+
     def value(self, vtype: int, at: int) -> GGUFValue:
         if vtype in _SCALARS:
             name, fmt, size = _SCALARS[vtype]
@@ -274,18 +327,18 @@ class _Reader:
             if etype == ARRAY:
                 raise self.fail("nested arrays are not supported by GGUF readers (llama.cpp refuses them)", self.offset - 4)
             if etype == STRING:
-                n = self.count("array count", 8)
+                n = self.count("array count", 8, MAX_ARRAY_STRINGS)
                 return GGUFValue("ARRAY[STRING]", self.string_array(n), at)
             if etype not in _SCALARS:
                 raise self.fail(f"unknown array element type {etype}", self.offset - 4)
             name, fmt, size = _SCALARS[etype]
-            n = self.count("array count", size)
+            n = self.count("array count", size, MAX_ARRAY_BYTES // size)
             self.need(n * size, f"ARRAY[{name}] of {n}")
-            arr = array(_ARRAY[fmt], self.buf[self.pos:self.pos + n * size])
+            arr = array(_ARRAY[fmt], self.buf[self.pos:self.pos + n * size])  # bools as bytes 0/1, not Python objects
             if (self.order == ">") != (sys.byteorder == "big") and size > 1:
                 arr.byteswap()
             self.pos += n * size
-            return GGUFValue(f"ARRAY[{name}]", [bool(x) for x in arr] if fmt == "?" else arr, at)
+            return GGUFValue(f"ARRAY[{name}]", arr, at)
         raise self.fail(f"unknown value type {vtype}", self.offset - 4)
 
 
@@ -327,19 +380,8 @@ def read_gguf(path: Path) -> GGUFFile:
             vtype = r.u32("value type")
             values[key] = r.value(vtype, at)
         r.key = None
-        tensors = []
-        for i in range(n_tensors):
-            at = r.offset
-            r.key = f"tensor #{i}"
-            name = r.text("tensor name")
-            r.key = f"tensor {name}"
-            n_dims = r.u32("tensor dimension count")
-            if n_dims > MAX_DIMS:
-                raise r.fail(f"{n_dims} dimensions (at most {MAX_DIMS})", r.offset - 4)
-            dims = tuple(r.u64("tensor dimension") for _ in range(n_dims))
-            r.u32("tensor type")
-            r.u64("tensor data offset")
-            tensors.append(TensorInfo(name, dims, at))
+        tensors = r.tensor_infos(n_tensors, KEPT_TENSORS)
+        r.key = None
         return GGUFFile(path, version, "little" if r.order == "<" else "big", values, tuple(tensors), r.offset, r.read)
 
 

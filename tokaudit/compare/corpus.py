@@ -192,7 +192,8 @@ def builtin_corpus(specials: Iterable[str], seed: int = 0, generated: int = 64, 
 #: Text a --corpus (a file, or all files of a directory) may hold: 8 MB of lines took 13.6 s and
 #: 478 MiB through four backends, so 16 MiB stays inside a minute and 1.5 GB.
 MAX_CORPUS_BYTES = 16 * 1024 * 1024
-#: A --whole-file case is encoded whole by every backend (the reference one is pure Python): at most this.
+#: A case (a --whole-file file, or a line) is encoded whole by every backend (the reference one is pure Python): at
+#: most this (issue 34: a 15 MB line took 24 s and 2.5 GB before a backend aborted).
 MAX_WHOLE_FILE_BYTES = 1024 * 1024
 #: Names a --corpus directory walk looks at, at most (a corpus given as ``~`` or ``/`` by mistake is said so
 #: at once, not walked for minutes).
@@ -253,6 +254,9 @@ def user_corpus(path: Path, whole_file: bool = False) -> list[Case]:
             cases.append(Case(str(file), text))
             continue
         for number, line in enumerate(text.splitlines(), start=1):
+            if len(line) > MAX_WHOLE_FILE_BYTES // 4 and len(line.encode("utf-8", "surrogatepass")) > MAX_WHOLE_FILE_BYTES:
+                raise InputError(f"a line over {MAX_WHOLE_FILE_BYTES >> 20} MiB: a case is encoded whole by every backend, so "
+                                 f"it is at most {MAX_WHOLE_FILE_BYTES >> 20} MiB (split the line)", file=str(file), line=number)
             if line:
                 cases.append(Case(f"{file}:{number}", line))
     return cases

@@ -44,6 +44,9 @@ MAX_STREAM_BYTES = 16 * 1024 * 1024
 #: A larger capture file in a line format (SSE, JSONL, ids) is read line by line, up to this: an SSE capture
 #: spends ~190 bytes per token, so 1M tokens is ~190 MB (the id budget below stops it sooner).
 MAX_CAPTURE_BYTES = 512 * 1024 * 1024
+#: Longest line of a capture read line by line: a JSONL or ids line of 2M ids (the limit below) is ~16 MB. Checked
+#: before the line is held whole (issue 34: a 300 MB line cost 3.3 GB before the id limit stopped it).
+MAX_LINE_BYTES = 32 * 1024 * 1024
 #: What format detection reads of a large capture.
 _HEAD_BYTES = 1 << 20
 #: Ids in one stream: replay is linear in time and memory (issue 11: a 1M-token agent transcript
@@ -196,10 +199,13 @@ def _file_lines(path: Path, source: str, limit: int) -> Iterator[str]:
     error naming its line and offset, as for a file read whole."""
     offset = number = 0
     with open_regular(path) as f:
-        while raw := f.readline(limit - offset + 1):  # never more than the limit, even in one line
+        while raw := f.readline(min(limit - offset, MAX_LINE_BYTES) + 1):  # never more than a limit, even in one line
             number += 1
             if offset + len(raw) > limit:
                 raise InputError(f"file is over the limit of {limit >> 20} MiB", file=source, line=number)
+            if len(raw) > MAX_LINE_BYTES:
+                raise InputError(f"a line longer than {MAX_LINE_BYTES >> 20} MiB (one response's ids fit in half of that)",
+                                 file=source, line=number)
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
