@@ -299,7 +299,12 @@ def test_github_annotation_escaping() -> None:
     assert escape_property("a:b,c%d\ne") == "a%3Ab%2Cc%25d%0Ae"
     f = Finding("TA202", "eos-mismatch", Severity.NOTE, "line one\nline: two, 50%", location=Provenance("x,y:z.json", key="k"),
                 target="dir")
-    assert annotation(f) == "::notice file=dir/x%2Cy%3Az.json,line=1,title=TA202 eos-mismatch::line one%0Aline: two, 50%25"
+    # what a finding quotes from a target is shown, never a line break (issue 34): the annotation is one line
+    assert annotation(f) == "::notice file=dir/x%2Cy%3Az.json,line=1,title=TA202 eos-mismatch::line one\\nline: two, 50%25"
+    hostile = Finding("TA202", "eos-mismatch", Severity.NOTE, "eos <|end|>\r\n::error file=pwned.py::x \x1b[2J\u202e ##[error]y",
+                      location=Provenance("a\nb.json", key="k"), target="dir")
+    assert annotation(hostile) == ("::notice file=dir/a\\nb.json,line=1,title=TA202 eos-mismatch::"
+                                   "eos <|end|>\\r\\n::error file=pwned.py::x \\u{001B}[2J\\u{202E} ##\\u{5B}error]y")
 
 
 def test_github_format_groups_per_target() -> None:
@@ -357,3 +362,68 @@ def test_also_writes_more_formats_from_one_run(tmp_path: Path) -> None:
                                                                "rich, json, sarif, junit, markdown, github, concise, got 'pdf=x.pdf'")
     lines = run_cli("scan", TINY, "--format", "jsonl", "--also", f"sarif={sarif}")
     assert lines.exit_code == 2 and "--format jsonl writes one per target" in lines.stderr
+
+
+HOSTILE = "eos\x1b]0;pwned\x07\x1b[2J\x9b31m\u202e\u2066\u200b\x7f\r\n::error file=pwned.py::x ##[error]y"
+
+
+def test_safe_shows_every_control_format_and_separator_character() -> None:
+    """issue 34: the one function every renderer and error line applies to untrusted text."""
+    from tokaudit.report.text import safe
+
+    assert safe(HOSTILE) == ("eos\\u{001B}]0;pwned\\u{0007}\\u{001B}[2J\\u{009B}31m\\u{202E}\\u{2066}\\u{200B}\\u{007F}\\r\\n"
+                             "::error file=pwned.py::x ##\\u{5B}error]y")
+    assert safe("plain text, été 東京 🚀 <|im_end|> std::vector") == "plain text, été 東京 🚀 <|im_end|> std::vector"
+    assert safe("\x00\t\u2028\u2029\ud800") == "\\0\\t\\u{2028}\\u{2029}\\u{D800}"
+
+
+def test_the_report_stream_guard_keeps_json_meaning_and_breaks_workflow_commands() -> None:
+    from tokaudit.report.text import guard_output
+
+    doc = json.dumps({"eos": HOSTILE}, ensure_ascii=False)
+    guarded = guard_output(doc, "json", True)
+    assert json.loads(guarded) == {"eos": HOSTILE}  # the same document
+    assert guarded.isascii() and "##[" not in guarded
+    text = "report\n  ::error file=pwned.py::x\n\x1b[1mbold\x1b[0m \x1b]0;t\x07 ##[warning]w\n"
+    assert guard_output(text, "text", True) == (
+        "report\n  \\u{3A}:error file=pwned.py::x\n\x1b[1mbold\x1b[0m \\u{001B}]0;t\\u{0007} ##\\u{5B}warning]w\n")
+    assert guard_output("::x", "text", True) == "\\u{3A}:x" and guard_output("::x", "text", False) == "::x"
+    assert guard_output("::error file=a::m\n", "commands", True) == "::error file=a::m\n"  # --format github's own
+
+
+@pytest.mark.parametrize("fmt", ["rich", "markdown", "github", "junit", "sarif", "json"])
+def test_no_format_writes_a_raw_control_character_or_a_workflow_command(fmt: str) -> None:
+    """Each renderer through the report stream (its guard), on a finding whose message and key are hostile."""
+    from tokaudit.cli.common import _ValidText
+    from tokaudit.report.render_github import render_github
+    from tokaudit.report.render_markdown import render_markdown
+    from tokaudit.report.render_rich import render_rich
+
+    f = Finding("TA202", "eos-mismatch", Severity.ERROR, HOSTILE, location=Provenance("x.json", key=HOSTILE), target="t")
+    report = Report("scan", [TargetResult("t", {})], [f])
+    buf = io.StringIO()
+    stream = _ValidText(buf, {"json": "json", "sarif": "json", "github": "commands"}.get(fmt, "text"))
+    if fmt == "rich":
+        render_rich(report, stream, color="never", quiet=True)
+    elif fmt == "markdown":
+        render_markdown(report, stream)
+    elif fmt == "github":
+        render_github(report, stream)
+    elif fmt == "junit":
+        render_junit(report, stream)
+    elif fmt == "sarif":
+        json.dump(sarif_document(report), stream, ensure_ascii=False)
+    else:
+        json.dump({"message": f.message}, stream, ensure_ascii=False)
+    stream.flush()
+    written = buf.getvalue()
+    assert not any(c in written for c in "\x07\x1b\x7f\x9b\u202e\u2066\u200b\r") and "##[" not in written
+    for line in written.splitlines():
+        if line.lstrip().startswith("::"):
+            assert fmt == "github" and "pwned" not in line.lstrip()[2:].split("::", 1)[0], line
+    if fmt == "json":
+        assert json.loads(written) == {"message": HOSTILE}  # data stays data
+    elif fmt == "sarif":
+        from tokaudit.report.text import safe
+
+        assert json.loads(written)["runs"][0]["results"][0]["message"]["text"] == safe(HOSTILE)  # shown to people

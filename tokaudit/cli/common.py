@@ -16,7 +16,7 @@ import typer
 
 from tokaudit.errors import InputError
 from tokaudit.report.report import Report
-from tokaudit.report.text import plural, severity_counts
+from tokaudit.report.text import guard_output, plural, safe, severity_counts
 
 
 class OutputFormat(str, Enum):
@@ -145,7 +145,7 @@ def err(message: str) -> None:
     if sys.stderr is None:
         return
     try:
-        sys.stderr.write(printable(message) + "\n")
+        sys.stderr.write(safe(printable(message)) + "\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
@@ -189,14 +189,17 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 
 class _ValidText:
     """The report stream with lone surrogates replaced by U+FFFD: every format stays valid UTF-8
-    (and valid JSON/XML) whatever bytes a path or a token holds. Writes are gathered up to 64 KiB
-    until :meth:`flush`: renderers write in small pieces, and with PYTHONUNBUFFERED=1 (usual in
-    containers) each would be a system call (~600 for one scan's JSON)."""
+    (and valid JSON/XML) whatever bytes a path or a token holds; and guarded (:func:`guard_output`, ``kind``
+    as it says) against what a renderer left unescaped. Writes are gathered up to 64 KiB until :meth:`flush`:
+    renderers write in small pieces, and with PYTHONUNBUFFERED=1 (usual in containers) each would be a system
+    call (~600 for one scan's JSON)."""
 
     _LIMIT = 1 << 16
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, kind: str = "text") -> None:
         self._stream = stream
+        self._kind = kind
+        self._line_start = True
         self._pending: list[str] = []
         self._size = 0
 
@@ -213,8 +216,11 @@ class _ValidText:
 
     def _write_pending(self) -> None:
         if self._pending:
-            text = "".join(self._pending)
+            text = guard_output("".join(self._pending), self._kind, self._line_start)
             self._pending, self._size = [], 0
+            if text:
+                tail = text[text.rfind("\n") + 1:]
+                self._line_start = ("\n" in text or self._line_start) and not tail.strip(" \t")
             self._stream.write(text)
 
     def __getattr__(self, name: str) -> Any:
@@ -254,11 +260,11 @@ def to_stdout(output: Path | None) -> bool:
 
 
 @contextmanager
-def _open_output(output: Path | None) -> Iterator[TextIO]:
+def _open_output(output: Path | None, kind: str = "text") -> Iterator[TextIO]:
     if output is None or to_stdout(output):
         if sys.stdout is None:  # started with stdout closed (>&-)
             raise InputError("cannot write report: stdout is closed", file="<stdout>")
-        stream = _ValidText(sys.stdout)
+        stream = _ValidText(sys.stdout, kind)
         yield stream  # type: ignore[misc]
         stream.flush()
         return
@@ -268,7 +274,7 @@ def _open_output(output: Path | None) -> Iterator[TextIO]:
         raise InputError(f"cannot write report: {exc.strerror or exc}", file=str(output)) from None
     try:
         with fh:
-            stream = _ValidText(fh)
+            stream = _ValidText(fh, kind)
             yield stream  # type: ignore[misc]
             stream.flush()
     except OSError as exc:  # /dev/full, /proc files: the write or the close fails
@@ -289,12 +295,12 @@ def emit(
     report = with_key_positions(report)
     for extra_fmt, path in also:
         try:
-            with _open_output(path) as stream:
+            with _open_output(path, _stream_kind(extra_fmt)) as stream:
                 _render(report, extra_fmt, stream, fail_on, quiet, Color.never)
         except OSError as exc:
             raise InputError(f"cannot write report: {exc.strerror or exc}", file=str(path)) from None
     try:
-        with _open_output(output) as stream:
+        with _open_output(output, _stream_kind(fmt)) as stream:
             _render(report, fmt, stream, fail_on, quiet, color)
             stream.flush()  # a closed pipe must surface here, not at exit (where it would become exit 1)
     except BrokenPipeError:  # e.g. piped into `head`: stop writing, keep the exit code
@@ -307,6 +313,13 @@ def emit(
         unreadable = f" ({plural(len(report.unreadable), 'target')} unreadable)" if report.unreadable else ""
         err(f"tokaudit {report.command}: {severity_counts(s)}{unreadable}")
     raise typer.Exit(report.exit_code(fail_on.value))
+
+
+def _stream_kind(fmt: OutputFormat) -> str:
+    """What the report stream guards (:class:`_ValidText`): a JSON document, GitHub's commands, or text."""
+    if fmt in (OutputFormat.json, OutputFormat.jsonl, OutputFormat.sarif):
+        return "json"
+    return "commands" if fmt is OutputFormat.github else "text"
 
 
 def _render(report: Report, fmt: OutputFormat, stream: TextIO, fail_on: FailOn, quiet: bool, color: Color) -> None:
@@ -388,7 +401,7 @@ def emit_lines(command: str, outcomes: Iterable[Any], output: Path | None, fail_
     code, done, unreadable = 0, 0, 0
     totals = {"error": 0, "warning": 0, "note": 0}
     try:
-        with _open_output(output) as stream:
+        with _open_output(output, "json") as stream:
             for outcome in outcomes:
                 done += 1
                 if outcome.error is not None:

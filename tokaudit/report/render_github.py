@@ -1,7 +1,8 @@
 """``--format github``: GitHub Actions workflow commands, one annotation per finding, grouped per target.
 
 Escaping follows actions/toolkit ``command.ts``: in the message ``%``, CR and LF; in property values
-also ``:`` and ``,``.
+also ``:`` and ``,``; before that, what a finding quotes from the target is made visible (:func:`safe`), so
+that it cannot end the command's line.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import TextIO
 from tokaudit.report.finding import Finding
 from tokaudit.report.locations import finding_line, finding_path, with_file
 from tokaudit.report.report import Report, tool_version, versions
-from tokaudit.report.text import severity_counts
+from tokaudit.report.text import safe, severity_counts
 
 _COMMAND = {"error": "error", "warning": "warning", "note": "notice"}
 
@@ -29,8 +30,8 @@ def annotation(f: Finding) -> str:
     if f.location is not None and f.location.column is not None:
         props["col"] = str(f.location.column)
     props["title"] = f"{f.code} {f.name}"
-    joined = ",".join(f"{k}={escape_property(v)}" for k, v in props.items())
-    return f"::{_COMMAND[f.severity.value]} {joined}::{escape_data(f.message)}"
+    joined = ",".join(f"{k}={escape_property(safe(v))}" for k, v in props.items())
+    return f"::{_COMMAND[f.severity.value]} {joined}::{escape_data(safe(f.message))}"
 
 
 def render_github(report: Report, stream: TextIO, fail_on: str = "error") -> None:
@@ -39,7 +40,7 @@ def render_github(report: Report, stream: TextIO, fail_on: str = "error") -> Non
                           key=lambda f: (-f.severity.rank, f.code))
         commit = result.source.commit if result.source is not None and result.source.repo_id is not None else None
         title = f"tokaudit {report.command} {result.target}" + (f" @ {commit}" if commit else "")
-        stream.write(f"::group::{escape_data(title)}\n")
+        stream.write(f"::group::{escape_data(safe(title))}\n")
         for f in findings:
             stream.write(annotation(f) + "\n")
         stream.write("::endgroup::\n")

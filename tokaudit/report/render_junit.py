@@ -17,14 +17,16 @@ from typing import TextIO
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.locations import location_text
 from tokaudit.report.report import Report, tool_version, versions
+from tokaudit.report.text import safe
 
 
 _INVALID_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def _xml(text: str) -> str:
-    """Text XML 1.0 can carry: characters it forbids become ``\\uXXXX``."""
-    return _INVALID_XML.sub(lambda m: f"\\u{ord(m.group()):04X}", text)
+    """Untrusted text made visible (:func:`safe`), then what XML 1.0 can carry: characters it forbids become
+    ``\\uXXXX``."""
+    return _INVALID_XML.sub(lambda m: f"\\u{ord(m.group()):04X}", safe(text))
 
 
 #: Longest ``message`` attribute: CI lists show it on one line; the whole text is the element's content.
@@ -76,7 +78,8 @@ def junit_tree(report: Report, fail_on: str) -> ET.Element:
             case = ET.SubElement(suite, "testcase", name=_xml(f"{title} ({result.target})"),
                                  classname=f"tokaudit.{report.command}", time="0")
             failing = [f for f in found if f.severity.rank >= threshold]
-            body = _xml("\n\n".join(f"[{f.severity.value}] {location_text(f)}\n{f.message}" for f in found))
+            # each untrusted part made visible, the lines between them kept
+            body = "\n\n".join(f"[{f.severity.value}] {_xml(location_text(f))}\n{_xml(f.message)}" for f in found)
             if failing:
                 suite_failed += 1
                 worst = max(failing, key=lambda f: f.severity.rank)

@@ -9,21 +9,22 @@ from typing import TextIO
 from tokaudit.report.finding import Finding
 from tokaudit.report.locations import location_text
 from tokaudit.report.report import Report, tool_version, versions
-from tokaudit.report.text import severity_counts
+from tokaudit.report.text import safe, severity_counts
 
 _ICON = {"error": "❌", "warning": "⚠️", "note": "ℹ️"}
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
 
 
 def md(text: str) -> str:
-    """Escape text for a markdown table cell: HTML entities, markdown punctuation, no line breaks."""
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Escape text for a markdown table cell: control characters shown (:func:`safe`), HTML entities, markdown
+    punctuation, no line breaks."""
+    text = safe(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MD_SPECIAL.sub(r"\\\1", text)
     return text.replace("\r", " ").replace("\n", "<br>")
 
 
 def _location(f: Finding) -> str:
-    return f"`{location_text(f).replace('`', '')}`"
+    return f"`{safe(location_text(f)).replace('`', '')}`"
 
 
 def render_markdown(report: Report, stream: TextIO, fail_on: str = "error") -> None:
@@ -39,7 +40,7 @@ def render_markdown(report: Report, stream: TextIO, fail_on: str = "error") -> N
         out = [f"## tokaudit {report.command}", ""]
     for result in report.results:
         findings = sorted((f for f in report.findings if f.target == result.target), key=lambda f: (-f.severity.rank, f.code))
-        out.append(f"### `{result.target.replace('`', '')}`")
+        out.append(f"### `{safe(result.target).replace('`', '')}`")
         out.append("")
         source = result.source
         if source is not None and source.repo_id is not None and source.commit is not None:

@@ -17,7 +17,7 @@ from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.locations import finding_path
 from tokaudit.report.report import Report, TargetResult
 from tokaudit.report.rich_layout import key_value
-from tokaudit.report.text import severity_counts, visible
+from tokaudit.report.text import safe, severity_counts, visible
 
 SEVERITY_STYLE = {Severity.ERROR: "bold white on red", Severity.WARNING: "bold black on yellow", Severity.NOTE: "bold white on blue"}
 
@@ -114,7 +114,7 @@ def scan_section(console: Console, result: TargetResult) -> None:
     _kv(console, "id tables", profiles)
     files = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
     for row in result.data["artifacts"]:
-        files.add_row(Text(row["file"]), Text(row["kind"], style="dim"), Text("" if row["entries"] is None else str(row["entries"])))
+        files.add_row(Text(safe(row["file"])), Text(row["kind"], style="dim"), Text("" if row["entries"] is None else str(row["entries"])))
     console.print(Text("  artifacts", style="bold"))
     console.print(Padding(files, (0, 0, 0, 4), expand=False))
     if result.data.get("loaders"):
@@ -160,7 +160,7 @@ def _gguf_section(console: Console, g: dict[str, Any]) -> None:
     flags = " · ".join(f"{k} {str(v['value']).lower()}" for k, v in g["flags"].items())
     key_value(console, "flags", flags, indent=4, key_width=9)
     if g["load_error"]:
-        key_value(console, "load", Text(f"llama.cpp refuses this file: {g['load_error']}", style="red"), indent=4, key_width=9)
+        key_value(console, "load", Text(safe(f"llama.cpp refuses this file: {g['load_error']}"), style="red"), indent=4, key_width=9)
     table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1), pad_edge=False)
     for col in ("who stops", "on"):
         table.add_column(col, overflow="fold")
@@ -226,7 +226,7 @@ def _finding(console: Console, f: Finding) -> None:
     head = Text()
     head.append(f" {f.severity.value.upper()} ", style=SEVERITY_STYLE[f.severity])
     head.append(f" {f.code} {f.name}", style="bold")
-    location = Text(_where(f), style="dim") if f.location else None
+    location = Text(safe(_where(f)), style="dim") if f.location else None
     if location is not None and head.cell_len + 2 + location.cell_len <= console.width:
         head.append("  ")
         head.append(location)
@@ -234,7 +234,7 @@ def _finding(console: Console, f: Finding) -> None:
     console.print(head)
     if location is not None:  # too long for the heading line: its own line, indented like the message
         console.print(Padding(location, (0, 0, 0, 2), expand=False))
-    console.print(Padding(Text(f.message), (0, 0, 0, 2), expand=False))
+    console.print(Padding(Text(safe(f.message)), (0, 0, 0, 2), expand=False))
     if f.ids is not None and f.ids:
         console.print(Padding(Text(f"ids: {f.ids.describe(limit=12)}  (count {f.ids.count})", style="cyan"), (0, 0, 0, 2), expand=False))
 
@@ -292,7 +292,7 @@ def _heading(command: str, target: str) -> Table:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")
-    grid.add_row(Text(f"tokaudit {command}", style="bold underline"), Text(target, style="bold underline"))
+    grid.add_row(Text(f"tokaudit {command}", style="bold underline"), Text(safe(target), style="bold underline"))
     return grid
 
 

@@ -20,6 +20,7 @@ from tokaudit.report.finding import Finding
 from tokaudit.report.locations import finding_column, finding_line, finding_path, rule_summary, with_file
 from tokaudit.report.report import Report, TargetResult, tool_version, versions
 from tokaudit.rule_docs import rule_page, rule_url
+from tokaudit.report.text import safe
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://pypi.org/project/tokaudit/"
@@ -78,7 +79,7 @@ def sarif_document(report: Report) -> dict[str, Any]:
             "ruleId": f.code,
             "ruleIndex": index[f.code],
             "level": f.severity.value,
-            "message": {"text": f.message},
+            "message": {"text": safe(f.message)},  # shown to people (code scanning, PR annotations)
             "locations": [{"physicalLocation": {"artifactLocation": {"uri": artifact_uri(shown, result_of)}, "region": region}}],
             # GitHub matches alerts across runs by primaryLocationLineHash alone (upload-sarif fills it from the
             # line's text when absent, which would make every finding on one line one alert)
@@ -86,7 +87,7 @@ def sarif_document(report: Report) -> dict[str, Any]:
             "properties": {"target": f.target, "name": f.name},
         }
         if f.location is not None and f.location.key:
-            result["locations"][0]["logicalLocations"] = [{"name": f.location.key, "kind": "member"}]
+            result["locations"][0]["logicalLocations"] = [{"name": safe(f.location.key), "kind": "member"}]
         if f.ids is not None:
             result["properties"]["ids"] = f.ids.to_json()[:100]
             result["properties"]["count"] = f.ids.count

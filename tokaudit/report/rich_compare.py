@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tokaudit.report.report import TargetResult
+from tokaudit.report.text import safe
 
 KIND_STYLE = {"text": "green", "dropped": "yellow", "error": "magenta", "panic": "bold red"}
 
@@ -26,13 +27,13 @@ def _backends(console: Console, rows: list[dict[str, Any]]) -> None:
         table.add_column(col, justify="right" if col not in ("backend", "what") else "left")
     for row in rows:
         if not row["available"]:
-            table.add_row(Text(row["name"], style="dim"), Text(f"unavailable: {row['reason']}", style="dim"), _num(None), _num(None), _num(None), _num(None))
+            table.add_row(Text(row["name"], style="dim"), Text(safe(f"unavailable: {row['reason']}"), style="dim"), _num(None), _num(None), _num(None), _num(None))
             continue
         tp = row["throughput"] or {}
         tokens_per_s = tp.get("encode_tokens_per_s")
         table.add_row(
             Text(row["name"], style="bold"),
-            Text(row["detail"] or ""),
+            Text(safe(row["detail"] or "")),
             _num(round(row["load_seconds"], 3)),
             _num(tp.get("encode_mb_per_s")),
             _num(None if tokens_per_s is None else int(tokens_per_s)),

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from tokaudit.report.report import TargetResult
 from tokaudit.report.rich_layout import key_value
-from tokaudit.report.text import visible
+from tokaudit.report.text import safe, visible
 
 KIND_STYLE = {"text": "green", "dropped": "yellow", "error": "magenta", "panic": "bold red"}
 #: Alternating backgrounds that make token boundaries visible on a terminal.
@@ -82,13 +82,13 @@ def explain_section(console: Console, result: TargetResult) -> None:
         table.add_column("decode([id])")
         for name, a in entry["backends"].items():
             if not a["available"]:
-                table.add_row(Text(name, style="dim"), Text(f"unavailable: {a['reason']}", style="dim"))
+                table.add_row(Text(name, style="dim"), Text(safe(f"unavailable: {a['reason']}"), style="dim"))
             elif a["kind"] in ("text", "dropped"):
                 shown = Text(visible(a["text"]), style="reverse") if a["text"] else Text("dropped (empty string)", style="yellow")
                 table.add_row(Text(name), shown)
             else:
                 what = "panic" if a["panic"] else a["exception"]
-                table.add_row(Text(name), Text(f"{what}: {a['message']}", style=KIND_STYLE[a["kind"]]))
+                table.add_row(Text(name), Text(safe(f"{what}: {a['message']}"), style=KIND_STYLE[a["kind"]]))
         console.print(Padding(table, (0, 0, 0, 4), expand=False))
 
 
@@ -137,7 +137,7 @@ def _codec(console: Console, d: dict[str, Any], decoding: bool) -> None:
         _kv(console, "ids", f"{len(d['ids'])} from {d['source']}" + ("  (specials skipped)" if d["skip_special_tokens"] else "  (specials kept)"))
     if d.get("error"):
         e = d["error"]
-        _kv(console, "error", Text(f"{'panic' if e['panic'] else e['exception']}: {e['message']}", style="bold red"))
+        _kv(console, "error", Text(safe(f"{'panic' if e['panic'] else e['exception']}: {e['message']}"), style="bold red"))
     else:
         _kv(console, "text", Text(visible(d["text"])))
     if d["tokens"]:

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tokaudit.report.report import TargetResult
-from tokaudit.report.text import visible
+from tokaudit.report.text import safe, visible
 
 #: Longest rendered prompt shown in full; longer ones show their start and end.
 SHOWN = 600
@@ -46,12 +46,12 @@ def _shown(text: str, controls: list[list[int]]) -> Text:
 def template_section(console: Console, result: TargetResult) -> None:
     data: dict[str, Any] = result.data
     for t in data["templates"]:
-        console.print(Text(f"  template    {t['name']}  ({t['source']})"))
+        console.print(Text(safe(f"  template    {t['name']}  ({t['source']})")))
     for st in data["stacks"]:
         line = Text(f"  stack       {st['id']:<12} ", style="")
         line.append(f"{st['version']} · {st['engine']['name']}", style="dim")
         if st["skipped"]:
-            line.append(f"  (not rendered: {st['skipped']})", style="yellow")
+            line.append(f"  (not rendered: {safe(st['skipped'])})", style="yellow")
         console.print(line)
     tok = data["tokenizer"]
     line = Text(f"  tokenizer   {tok['name'] or 'none'}")
@@ -75,7 +75,7 @@ def template_section(console: Console, result: TargetResult) -> None:
             who = ", ".join(x["stack"] for x in rows)
             row = Text(f"    {who}  ", style="bold")
             if r["text"] is None:
-                row.append(f"✗ {r['error']}", style="red")
+                row.append(f"✗ {safe(r['error'])}", style="red")
                 console.print(row)
                 continue
             count = "—" if r["ids"] is None else f"{len(r['ids']):,}"
