@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import fnmatch
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from tokaudit.artifacts.base import path_exists
+from tokaudit.artifacts.base import MAX_FILE_BYTES, path_exists
 from tokaudit.errors import InputError
 
 #: huggingface_hub's limit on a repo id (namespace/name).
@@ -111,20 +114,97 @@ def resolve(target: str, revision: str | None = None) -> Source:
     return Source(target, snapshot, repo_id=target, revision=revision, commit=commit)
 
 
+#: The Hub: each request's connect/read timeout, and the deadline of a whole resolution (listing, downloads).
+HUB_REQUEST_SECONDS = 10.0
+HUB_DEADLINE_SECONDS = 30.0
+
+
 def _snapshot(repo_id: str, revision: str | None) -> Path:
     """A local snapshot of the repo's tokenizer and config files only (never weights).
 
-    Honours ``HF_HUB_OFFLINE`` and the HF cache (``HF_HOME`` / ``HF_HUB_CACHE``).
+    Honours ``HF_HUB_OFFLINE`` and the HF cache (``HF_HOME`` / ``HF_HUB_CACHE``). Online, the repo's file list
+    (with sizes) comes first, and a file over the read budget is refused before anything is downloaded; then
+    the download runs in a thread the caller stops waiting for at :data:`HUB_DEADLINE_SECONDS` (an endpoint that
+    accepts and never answers hung tokaudit forever), or when a file being written grows past the budget.
     """
-    from huggingface_hub import snapshot_download
+    import threading
 
-    from tokaudit.artifacts.load import TOKENIZER_FILE_PATTERNS
+    done: dict[str, Any] = {}
 
-    try:
-        return Path(snapshot_download(repo_id=repo_id, revision=revision, allow_patterns=TOKENIZER_FILE_PATTERNS))
-    except Exception as exc:  # huggingface-hub raises many types (offline, 404, gated, HTTP, OS)
+    def work() -> None:
+        try:
+            done["path"] = _download(repo_id, revision)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            done["error"] = exc
+
+    thread = threading.Thread(target=work, name="tokaudit-hub", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + HUB_DEADLINE_SECONDS
+    while thread.is_alive():
+        thread.join(0.2)
+        if thread.is_alive() and (time.monotonic() > deadline or _partial_over_budget(repo_id)):
+            reason = (f"no answer within {HUB_DEADLINE_SECONDS:g} s from {_endpoint()}" if time.monotonic() > deadline
+                      else f"a file grew past the limit of {MAX_FILE_BYTES >> 20} MiB while downloading")
+            _stop_downloads()
+            raise InputError(f"not a local path, and the Hugging Face repo could not be resolved: {reason}", file=repo_id)
+    if "error" in done:
+        exc = done["error"]
+        if isinstance(exc, InputError):
+            raise exc
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if type(exc).__name__.endswith("Timeout"):  # httpx's ConnectTimeout, ReadTimeout, ...
+            reason = f"no answer from {_endpoint()} within {HUB_REQUEST_SECONDS:g} s"
         raise InputError(
             f"not a local path, and the Hugging Face repo could not be resolved ({type(exc).__name__}: {reason})",
             file=repo_id,
         ) from None
+    return Path(done["path"])
+
+
+def _download(repo_id: str, revision: str | None) -> str:
+    from huggingface_hub import HfApi, snapshot_download
+    from huggingface_hub.constants import HF_HUB_OFFLINE
+    from huggingface_hub.utils import disable_progress_bars
+
+    disable_progress_bars()  # tqdm's bars would write to stderr, which carries one line
+
+    from tokaudit.artifacts.load import TOKENIZER_FILE_PATTERNS
+
+    if not HF_HUB_OFFLINE:
+        info = HfApi().model_info(repo_id, revision=revision, files_metadata=True, timeout=HUB_REQUEST_SECONDS)
+        for sibling in info.siblings or ():
+            size = getattr(sibling, "size", None) or 0
+            if size > MAX_FILE_BYTES and any(fnmatch.fnmatchcase(sibling.rfilename, g) for g in TOKENIZER_FILE_PATTERNS):
+                raise InputError(f"{sibling.rfilename} is {size / 2**20:.1f} MiB on the Hub; the limit is {MAX_FILE_BYTES >> 20} MiB "
+                                 "(not downloaded)", file=repo_id)
+        revision = info.sha or revision
+    return snapshot_download(repo_id=repo_id, revision=revision, allow_patterns=TOKENIZER_FILE_PATTERNS,  # type: ignore[no-any-return]
+                             etag_timeout=HUB_REQUEST_SECONDS)
+
+
+def _endpoint() -> str:
+    from huggingface_hub.constants import ENDPOINT
+
+    return str(ENDPOINT)
+
+
+def _partial_over_budget(repo_id: str) -> bool:
+    """Whether a file the Hub client is writing for this repo (``blobs/*.incomplete`` in the HF cache) is past
+    the read budget: a server that announced a small file and sends more."""
+    from huggingface_hub.constants import HF_HUB_CACHE
+
+    blobs = Path(HF_HUB_CACHE) / ("models--" + repo_id.replace("/", "--")) / "blobs"
+    try:
+        return any(p.stat().st_size > MAX_FILE_BYTES for p in blobs.glob("*.incomplete"))
+    except OSError:
+        return False
+
+
+def _stop_downloads() -> None:
+    """Close the Hub client's connections (a download in flight fails at its next read)."""
+    try:
+        from huggingface_hub import close_session
+
+        close_session()
+    except Exception:  # noqa: BLE001 - older huggingface-hub, or nothing open
+        pass
