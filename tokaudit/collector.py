@@ -19,6 +19,11 @@ def collector_paused(freeze: bool = False) -> Iterator[None]:
     collection (never scanned again) instead of being left as one large young generation. The collector's
     previous state is restored."""
     was = gc.isenabled()
+    if freeze and gc.get_freeze_count():
+        # a fleet: what the previous target left in cycles was frozen with it; collect it before freezing again
+        # (frozen, it was never freed: 29 real models peaked at 1 GB where the largest alone takes 313 MB)
+        gc.unfreeze()
+        gc.collect()
     gc.disable()
     try:
         yield

@@ -48,6 +48,8 @@ class FastokensProbe:
 
 _lock = Lock()
 _cache: dict[tuple[str, int, int], FastokensProbe] = {}
+#: Probes kept (a probe holds the loaded tokenizer: ~100 MB for a 262k vocabulary).
+MAX_KEPT = 2
 
 
 def installed() -> bool:
@@ -103,8 +105,8 @@ def probe_fastokens(path: Path) -> FastokensProbe:
         first = (str(exc).strip().splitlines() or [""])[0][:300] or type(exc).__name__
         result = FastokensProbe(True, first, _version(), None, time.perf_counter() - start)
     with _lock:
-        if len(_cache) > 16:
-            _cache.clear()
+        while len(_cache) >= MAX_KEPT:  # a loaded tokenizer is big: a fleet keeps the last files' only
+            _cache.pop(next(iter(_cache)))
         _cache[key] = result
     return result
 

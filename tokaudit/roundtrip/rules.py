@@ -9,11 +9,11 @@ templates, the tokenizer files' content and the modules' source, so a rescan rea
 from __future__ import annotations
 
 from collections.abc import Iterator
-from threading import Lock
 from typing import Any
 
 from tokaudit.artifacts.base import Provenance
 from tokaudit.checks.registry import rule
+from tokaudit.model.memo import ModelMemo
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.result_cache import OneOf, cache_key, conforms, digest, load, store
@@ -25,8 +25,8 @@ from tokaudit.template.source import model_templates, special_token_context
 CHOICE = ParserChoice()
 SCAN_BUDGET = Budget(seconds=1.0, fuel=10_000_000, total_seconds=5.0)
 
-_lock = Lock()
-_cache: dict[int, tuple[TokenizerModel, list[Finding]]] = {}
+#: The rules share one round trip per live model (held weakly: a fleet scan must not keep its models alive).
+_memo: ModelMemo[list[Finding]] = ModelMemo()
 
 #: the profile modules: each stack's turn renders through its profile
 _PROFILE_MODULES = ("transformers", "vllm", "sglang", "smg", "tgi", "mistralrs", "llamacpp", "dynamo")
@@ -77,12 +77,11 @@ def _from_json(rows: Any) -> list[Finding] | None:
 
 
 def round_trip_findings(model: TokenizerModel) -> list[Finding]:
-    """The TA82x findings of a model's own templates (per model object, and in the result cache)."""
-    key = id(model)
-    with _lock:
-        hit = _cache.get(key)
-        if hit is not None and hit[0] is model:
-            return hit[1]
+    """The TA82x findings of a model's own templates (per live model object, and in the result cache)."""
+    return _memo.get(model, lambda: _round_trip_findings(model))
+
+
+def _round_trip_findings(model: TokenizerModel) -> list[Finding]:
     templates = model_templates(model)
     found: list[Finding] = []
     choice = CHOICE
@@ -98,10 +97,6 @@ def round_trip_findings(model: TokenizerModel) -> list[Finding]:
 
             found = parser_findings(model_templates_runs(model, templates, choice, budget=SCAN_BUDGET), choice)
             store(ck, [_to_json(f) for f in found])
-    with _lock:
-        if len(_cache) > 16:
-            _cache.clear()
-        _cache[key] = (model, found)
     return found
 
 

@@ -18,6 +18,7 @@ from tokaudit.checks.common import template_markers
 from tokaudit.checks.literals import LiteralClassifier
 from tokaudit.checks.registry import rule
 from tokaudit.ids import IdRanges
+from tokaudit.model.memo import ModelMemo
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, catalog_code
 from tokaudit.report.report import installed_version
@@ -35,18 +36,26 @@ SCAN_BUDGET = Budget(seconds=1.0, fuel=10_000_000, total_seconds=5.0)
 #: The stacks ``scan`` checks (``--stack`` / ``[tool.tokaudit] stacks``); every profile by default.
 SELECTED_STACKS: ContextVar[tuple[str, ...]] = ContextVar("tokaudit_selected_stacks", default=STACK_NAMES)
 
+#: The five rules share one run per live model and stack selection (a fleet scan kept 16 models alive: ~300 MB).
+_memo: ModelMemo[dict[tuple[str, ...], tuple[list[Finding], list[TemplateRun]]]] = ModelMemo()
 _lock = Lock()
-_cache: dict[tuple[int, tuple[str, ...]], tuple[TokenizerModel, list[Finding], list[TemplateRun]]] = {}
 
 
 def template_analysis(model: TokenizerModel) -> tuple[list[Finding], list[TemplateRun]]:
-    """Every TA8xx finding of a model's own templates for the selected stacks, and the runs (cached per model object)."""
+    """Every TA8xx finding of a model's own templates for the selected stacks, and the runs (computed once per live
+    model object and stack selection)."""
     stacks = SELECTED_STACKS.get()
-    key = (id(model), stacks)
+    per_selection = _memo.get(model, dict)
     with _lock:
-        hit = _cache.get(key)
-        if hit is not None and hit[0] is model:
-            return hit[1], hit[2]
+        hit = per_selection.get(stacks)
+    if hit is None:
+        hit = _template_analysis(model, stacks)
+        with _lock:
+            per_selection[stacks] = hit
+    return hit
+
+
+def _template_analysis(model: TokenizerModel, stacks: tuple[str, ...]) -> tuple[list[Finding], list[TemplateRun]]:
     templates = model_templates(model)
     found: list[Finding] = []
     runs: list[TemplateRun] = []
@@ -56,10 +65,6 @@ def template_analysis(model: TokenizerModel) -> tuple[list[Finding], list[Templa
         # no full-prompt tokenization inside scan (loading tokenizer.json again costs more than the whole family):
         # TA802 stays an error without comparing ids, TA803 reads the post-processor statically
         found = [f for f in analyse(model, runs, None, LiteralClassifier(model)) if concerns(f, stacks)]
-    with _lock:
-        if len(_cache) > 16:
-            _cache.clear()
-        _cache[key] = (model, found, runs)
     return found, runs
 
 
