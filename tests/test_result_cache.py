@@ -145,3 +145,99 @@ def test_unwritable_cache_directory_changes_nothing(tmp_path: Path) -> None:
     blocker.write_text("not a directory", encoding="utf-8")
     model = FIXTURES / "kimi-k2.5"
     assert _scan(model, str(blocker / "cache")) == _scan(model, "off")
+
+
+# -- a cache that cannot lie (issue 34) -----------------------------------------------------------------------
+
+
+def test_the_directory_is_made_private(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    cache = tmp_path / "cache"
+    _scan(FIXTURES / "clean-bpe", str(cache))
+    assert stat.S_IMODE(os.stat(cache).st_mode) == 0o700 and any(cache.iterdir())
+    for entry in cache.iterdir():
+        assert stat.S_IMODE(entry.stat().st_mode) == 0o600
+
+
+def test_a_directory_others_can_write_is_not_used(tmp_path: Path) -> None:
+    """Entries may have been planted there: the scan computes everything and writes nothing."""
+    import os
+
+    model = FIXTURES / "kimi-k2.5"
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    assert _scan(model, str(shared)) == _scan(model, "off")
+    assert list(shared.iterdir()) == []
+    # nor one under a parent others can write (without the sticky bit, as /tmp has): they could swap the name
+    os.chmod(shared, 0o700)
+    parent = tmp_path / "open"
+    parent.mkdir()
+    os.chmod(parent, 0o777)
+    assert _scan(model, str(parent / "cache")) == _scan(model, "off")
+    assert not (parent / "cache").exists() or list((parent / "cache").iterdir()) == []
+
+
+def test_the_cache_is_never_inside_a_target(tmp_path: Path) -> None:
+    import shutil
+
+    target = tmp_path / "model"
+    shutil.copytree(FIXTURES / "clean-bpe", target)
+    before = tree_snapshot(target)
+    assert _scan(target, str(target / "cache")) == _scan(target, "off")
+    (tmp_path / "link").symlink_to(target)  # the cache's path is a link into the target
+    assert _scan(target, str(tmp_path / "link")) == _scan(target, "off")
+    assert tree_snapshot(target) == before
+
+
+def test_an_entry_that_is_not_a_plain_file_of_ours_is_a_miss(tmp_path: Path) -> None:
+    import os
+
+    model = FIXTURES / "clean-bpe"
+    cache = tmp_path / "cache"
+    expected = _scan(model, "off")
+    _scan(model, str(cache))
+    entries = sorted(cache.iterdir())
+    os.chmod(entries[0], 0o666)  # writable by others
+    os.link(entries[1], tmp_path / "second-name")  # two links: someone else may hold the other
+    entries[2].unlink()
+    entries[2].symlink_to("/dev/zero")
+    assert _scan(model, str(cache)) == expected
+
+
+def test_conforms_checks_types_keys_and_items() -> None:
+    from tokaudit.result_cache import conforms
+
+    shape = {"found": [(str, {str: [str]})], "complete": bool, "note?": {str, None}}
+    assert conforms({"found": [["a", {"x": ["a"]}]], "complete": True}, shape)
+    assert conforms({"found": [], "complete": False, "note": None}, shape)
+    assert not conforms({"found": [["a", {"x": ["a", 1]}]], "complete": True}, shape)  # an item of the wrong type
+    assert not conforms({"found": [["a"]], "complete": True}, shape)  # a pair of one
+    assert not conforms({"found": [], "complete": 1}, shape)  # 1 is not a bool
+    assert not conforms({"found": [], "complete": True, "extra": 0}, shape)  # a key it does not know
+    assert not conforms({"complete": True}, shape)  # a key it needs
+    assert conforms([1, 2], [int]) and not conforms([1, True], [int]) and not conforms((1,), [int])
+
+
+def test_eviction_removes_what_was_used_longest_ago(tmp_path: Path) -> None:
+    import os
+
+    from tokaudit.result_cache import evict
+
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    for i in range(10):
+        entry = cache / f"kind-{i}.json"
+        entry.write_bytes(b"x" * 1000)
+        os.utime(entry, (1_000_000 + i, 1_000_000 + i))  # entry 0 used longest ago
+    (cache / ".tmp-1-old").write_bytes(b"x")
+    os.utime(cache / ".tmp-1-old", (1, 1))
+    fd = os.open(cache, os.O_RDONLY)
+    try:
+        assert evict(fd, limit=20_000) == 1  # under the limit: only the stale temporary file goes
+        assert evict(fd, limit=8_000) == 4  # over it: down to three quarters (6,000 bytes), oldest first
+    finally:
+        os.close(fd)
+    assert sorted(p.name for p in cache.iterdir()) == [f"kind-{i}.json" for i in range(4, 10)]
