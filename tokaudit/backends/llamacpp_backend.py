@@ -42,9 +42,10 @@ from tokaudit.backends.base import BackendUnavailable
 from tokaudit.model.llamacpp_vocab import clean_spaces
 from tokaudit.worker import Limits, WorkerFailure, shared_worker
 
-#: The worker's limits: a vocabulary-only load of the largest real GGUF (256k tokens) needs ~300 MB; a batch of
-#: corpus texts is tokenized in well under a second.
-LIMITS = Limits(memory_bytes=2 * 1024**3, cpu_seconds=20, wall_seconds=20.0)
+#: The worker's limits: with a vocabulary-only load of the largest real GGUFs (Gemma 4, 262k tokens; Llama 3) it
+#: reaches ~330 MB of address space (~200 MB is the interpreter and llama.cpp's libraries); a batch of corpus
+#: texts is tokenized in well under a second.
+LIMITS = Limits(memory_bytes=1024**3, cpu_seconds=20, wall_seconds=20.0)
 #: After this many worker deaths or limits, the backend raises at once instead of starting another worker.
 MAX_FAILURES = 3
 _CALLS = "tokaudit.backends.llamacpp_calls"

@@ -20,8 +20,10 @@ LOG_LEVELS = {0: "none", 1: "debug", 2: "info", 3: "warn", 4: "error", 5: "cont"
 MAX_LOG_LINES = 2000
 
 _state: dict[str, Any] = {}
-#: path -> ((size, mtime), model, vocab)
+#: path -> ((size, mtime), model, vocab), the most recently loaded last
 _models: dict[str, tuple[tuple[int, int], Any, Any]] = {}
+#: Vocabularies kept loaded in one worker (a 262k-token one takes ~130 MB; a process may meet many GGUFs).
+MAX_LOADED = 2
 
 
 def _bindings() -> Any:
@@ -68,9 +70,11 @@ def load(path: str) -> dict[str, Any]:
     if not model:
         _models.pop(path, None)
         return {"ok": False, "log": log}
-    old = _models.get(path)
+    old = _models.pop(path, None)
     if old is not None:
         C.llama_model_free(old[1])
+    while len(_models) >= MAX_LOADED:  # the one used longest ago goes
+        C.llama_model_free(_models.pop(next(iter(_models)))[1])
     vocab = C.llama_model_get_vocab(model)
     _models[path] = (stamp, model, vocab)
     n = int(C.llama_vocab_n_tokens(vocab))
@@ -91,11 +95,15 @@ def load(path: str) -> dict[str, Any]:
 def _vocab(path: str) -> Any:
     """The loaded vocabulary of ``path`` (loaded now when this worker has not yet, or the file changed)."""
     st = os.stat(path)
-    found = _models.get(path)
+    found = _models.pop(path, None)
     if found is None or found[0] != (st.st_size, st.st_mtime_ns):
+        if found is not None:
+            _models[path] = found  # load() frees it
         if not load(path)["ok"]:
             raise ValueError(f"llama.cpp cannot load {os.path.basename(path)}")
         found = _models[path]
+    else:
+        _models[path] = found  # used now: the most recent
     return found[2]
 
 
