@@ -13,9 +13,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path[0] = str(Path(__file__).resolve().parent.parent / "tests")  # not bench/, whose gguf.py is not the gguf package
 
-from hostile_cases import CASES, run  # noqa: E402
+from hostile_cases import CASES, run, unsafe_output  # noqa: E402
 
 
 def main() -> None:
@@ -23,7 +23,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("names", nargs="*")
     opts = parser.parse_args()
-    print(f"{'case':36} {'exit':>6} {'seconds':>8} {'peak MiB':>9}  stderr (first line, 100 chars)")
+    print(f"{'case':36} {'exit':>6} {'seconds':>8} {'peak MiB':>9} {'unsafe':>6}  stderr (first line, 100 chars)")
     for case in CASES:
         if opts.names and case.name not in opts.names:
             continue
@@ -33,7 +33,9 @@ def main() -> None:
         code = "killed" if out.exit_code is None else str(out.exit_code)
         lines = out.stderr.decode("utf-8", "replace").splitlines()
         first = (lines[0][:100] if lines else "") + (f" (+{len(lines) - 1} lines)" if len(lines) > 1 else "")
-        print(f"{case.name:36} {code:>6} {out.seconds:8.2f} {out.peak_mib:9.0f}  {first}", flush=True)
+        github = "github" in r.args
+        unsafe = len(unsafe_output(out.stdout, github)) + len(unsafe_output(out.stderr))
+        print(f"{case.name:36} {code:>6} {out.seconds:8.2f} {out.peak_mib:9.0f} {unsafe:>6}  {first!r}", flush=True)
 
 
 if __name__ == "__main__":

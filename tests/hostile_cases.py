@@ -42,6 +42,10 @@ class Run:
     close_stderr: bool = False
     #: the directory that must be left unchanged.
     target: Path | None = None
+    #: environment variables set (or, with None, removed) for this run
+    env: dict[str, str | None] = field(default_factory=dict)
+    #: objects that must live while the run does (a listening socket)
+    keep: tuple[Any, ...] = ()
 
 
 @dataclass
@@ -69,6 +73,13 @@ class Case:
     codes: tuple[str, ...] = field(default=())
     #: a substring stderr must not contain (an option the user never passed, a double escape)
     stderr_lacks: str | None = None
+    #: what the case needs to run ("llama.cpp": llama-cpp-python; "chown": root, to plant another user's files)
+    requires: str = ""
+    #: the JSON report must equal that of the same command with the result cache off (a poisoned or corrupt
+    #: cache entry is recomputed)
+    same_as_uncached: bool = False
+    #: lines on stderr (--format jsonl: one per unreadable target, then the summary)
+    stderr_lines: int = 1
 
 
 def run(r: Run, timeout: float) -> Outcome:
@@ -77,6 +88,11 @@ def run(r: Run, timeout: float) -> Outcome:
     for name in ("FORCE_COLOR", "NO_COLOR", "GITHUB_ACTIONS", "CI", "TOKAUDIT_DEBUG"):
         env.pop(name, None)
     env["PYTHONPATH"] = str(ROOT)
+    for name, value in r.env.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
 
     # A small launcher forks the run and reports its peak RSS on fd 3: ru_maxrss of a process forked
     # straight from this (big) one would carry this process's peak across exec (Linux keeps it).
@@ -603,4 +619,518 @@ CASES: list[Case] = [
     Case("serde-error-names-key", with_target(config_edit("tokenizer.json", lambda d: d.__setitem__("normalizer", {"type": "Nope"}),
                                                           base="clean-bpe"), "encode", "{T}", "hello", "--format", "json"),
          (2,), "tokenizer.json (key normalizer.type): data did not match any variant of untagged enum NormalizerUntagged"),
+]
+
+
+# ---------------------------------------------------------------- issue 34: hostile repositories
+
+#: Text that would act on a terminal or a CI log if printed raw: ESC (a title change, a screen clear), BEL,
+#: a C1 CSI, RLO, and a CR/LF followed by a GitHub workflow command and a v1 command.
+HOSTILE_TEXT = "\x1b]0;pwned\x07\x1b[2J\x9b31m\u202e\r\n::error file=pwned.py,line=1::owned ##[error]owned"
+
+
+def _cache_env(tmp: Path) -> dict[str, str | None]:
+    return {"TOKAUDIT_CACHE": str(tmp / "cache")}
+
+
+def _fill_cache(target: Path, tmp: Path, *extra: str) -> list[Path]:
+    """Scan ``target`` once with the result cache in ``tmp/cache``; the entries it wrote."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TOKAUDIT_CACHE=str(tmp / "cache"))
+    subprocess.run([sys.executable, "-m", "tokaudit", "scan", str(target), "--format", "json", *extra], env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300, check=False)
+    return sorted((tmp / "cache").rglob("*.json"))
+
+
+def cache_entries(edit: Callable[[Path, Path], None], base: str = "clean-bpe") -> Callable[[Path], Run]:
+    """Scan ``base`` once to fill the cache, apply ``edit(entry, tmp)`` to every entry, then scan again."""
+    def build(tmp: Path) -> Run:
+        target = _copy(base, tmp)
+        entries = _fill_cache(target, tmp)
+        assert entries, "the first scan wrote no cache entry"
+        for entry in entries:
+            edit(entry, tmp)
+        return Run(["scan", str(target), "--format", "json"], target=target, env=_cache_env(tmp))
+    return build
+
+
+def _entry_kind(entry: Path) -> str:
+    return entry.name.rsplit("-", 1)[0]
+
+
+def entry_fifo(entry: Path, tmp: Path) -> None:
+    entry.unlink()
+    os.mkfifo(entry)
+
+
+def entry_dev_zero(entry: Path, tmp: Path) -> None:
+    entry.unlink()
+    entry.symlink_to("/dev/zero")
+
+
+def entry_3gb(entry: Path, tmp: Path) -> None:
+    with entry.open("r+b") as fh:
+        fh.truncate(3 * 1024**3)  # sparse: no disk space
+
+
+def entry_deep(entry: Path, tmp: Path) -> None:
+    entry.write_text('{"key": ' + json.dumps(entry.stem) + ', "value": ' + nested(100_000, "[", "]") + "}")
+
+
+def _rewrite_value(edit: Callable[[str, Any], Any]) -> Callable[[Path, Path], None]:
+    def apply(entry: Path, tmp: Path) -> None:
+        data = json.loads(entry.read_text(encoding="utf-8"))
+        data["value"] = edit(_entry_kind(entry), data["value"])
+        entry.write_text(json.dumps(data), encoding="utf-8")
+    return apply
+
+
+def _wrong_types(kind: str, value: Any) -> Any:
+    """Every kind's value with the wrong types where the readers look: a number for a string, a dict for a list."""
+    if kind == "ta305-probe":
+        return {"found": [[1, {"a": 2}]], "rejected": "x", "complete": True, "example": [3, 4]}
+    if kind == "template-render":
+        return {"conversations": [[0, [[1, 2, 3, 4]]]], "headers": {"jinja2": [[1, 2]]}}
+    if kind == "fastokens-config":
+        return {"refusal": ["not", "a", "string"]}
+    return [{"id": 1}, "2", None]
+
+
+def _beyond_vocabulary(kind: str, value: Any) -> Any:
+    """Ids past the vocabulary, and answers that would hide the real findings ("PASS")."""
+    if kind == "undecodable-ids":
+        return [5_000_000, 2**70]
+    if kind == "ta305-probe":
+        return {"found": [], "rejected": [], "complete": True}
+    if kind == "template-render":
+        return {"conversations": [], "headers": {}}
+    return {"refusal": None}
+
+
+def _other_users(entry: Path, tmp: Path) -> None:
+    """The lie planted in a shared directory by another user (uid 4242): the answers that hide the findings."""
+    _rewrite_value(_beyond_vocabulary)(entry, tmp)
+    os.chown(entry, 4242, 4242)
+
+
+def _shared_directory(entry: Path, tmp: Path) -> None:
+    _other_users(entry, tmp)
+    os.chown(entry.parent, 4242, 4242)
+    os.chmod(entry.parent, 0o777)
+
+
+def cache_into_target(tmp: Path) -> Run:
+    """The cache directory is a symlink into the target (planted by whoever could write the cache's parent)."""
+    target = _copy("clean-bpe", tmp)
+    (tmp / "cache").symlink_to(target)
+    return Run(["scan", str(target), "--format", "json"], target=target, env=_cache_env(tmp))
+
+
+def hub_silent_endpoint(tmp: Path) -> Run:
+    """A Hub endpoint that accepts connections and never answers."""
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    port = server.getsockname()[1]
+    env: dict[str, str | None] = {"HF_ENDPOINT": f"http://127.0.0.1:{port}", "HF_HUB_OFFLINE": None,
+                                  "HF_HOME": str(tmp / "hf")}
+    return Run(["scan", "someorg/somemodel", "--format", "json"], cwd=tmp, env=env, keep=(server,))
+
+
+def targets_from_fifo(tmp: Path) -> Run:
+    fifo = tmp / "targets.txt"
+    os.mkfifo(fifo)
+    return Run(["scan", "--targets-from", str(fifo), "--format", "json"])
+
+
+def target_list_with_fifo(tmp: Path) -> Run:
+    target = _tiny(tmp)
+    fifo = tmp / "model.fifo"
+    os.mkfifo(fifo)
+    listing = tmp / "targets.txt"
+    listing.write_text(f"{fifo}\n{target}\n", encoding="utf-8")
+    return Run(["scan", "--targets-from", str(listing), "--format", "jsonl"], target=target)
+
+
+def _gguf_writer(path: Path, arch: str, model: str, tokens: list[str], types: list[int]) -> None:
+    import gguf
+
+    writer = gguf.GGUFWriter(str(path), arch)
+    writer.add_block_count(1)
+    writer.add_context_length(512)
+    writer.add_tokenizer_model(model)
+    writer.add_token_list(tokens)
+    writer.add_token_types(types)
+    writer.add_bos_token_id(1 if model == "bert" else 0)
+    writer.add_eos_token_id(2 if model == "bert" else 0)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def wpm_without_unk(tmp: Path) -> Path:
+    """A WordPiece (bert) GGUF without ``[UNK]``: llama.cpp aborts tokenizing a word it cannot split."""
+    path = tmp / "wpm.gguf"
+    _gguf_writer(path, "bert", "bert", ["[PAD]", "[CLS]", "[SEP]", "a", "b", "##a", "##b", "hello"], [3, 3, 3, 1, 1, 1, 1, 1])
+    return path
+
+
+def rwkv_gguf(tmp: Path) -> Path:
+    """An RWKV GGUF: llama.cpp's RWKV tokenizer never returns on a character no token starts with."""
+    path = tmp / "rwkv.gguf"
+    _gguf_writer(path, "rwkv6", "rwkv", ["<s>", "a", "b", "ab", "hello", " ", "\\n"], [3, 1, 1, 1, 1, 1, 1])
+    return path
+
+
+def gguf_case(make: Callable[[Path], Path], *args: str, stdin: bytes | None = None) -> Callable[[Path], Run]:
+    def build(tmp: Path) -> Run:
+        path = make(tmp)
+        extra = []
+        for a in args:
+            if a == "{GOLDEN}":
+                golden = tmp / "golden.jsonl"
+                golden.write_text(json.dumps({"text": "hello xyz", "ids": [7]}) + "\n", encoding="utf-8")
+                a = str(golden)
+            elif a == "{STREAM}":
+                stream = tmp / "s.json"
+                stream.write_text("[4, 5, 1]", encoding="utf-8")
+                a = str(stream)
+            extra.append(a.replace("{T}", str(path)))
+        return Run(extra, stdin=stdin, target=tmp)
+    return build
+
+
+def injected_eos(tmp: Path) -> Path:
+    target = _copy("clean-bpe", tmp)
+    _edit_json(target / "tokenizer_config.json", lambda d: d.__setitem__("eos_token", HOSTILE_TEXT))
+    return target
+
+
+def injected_special(tmp: Path) -> Path:
+    """An added special token whose text is the hostile text (and one whose name is a key of a JSON path)."""
+    target = _copy("clean-bpe", tmp)
+
+    def edit(d: dict) -> None:
+        d["added_tokens_decoder"]["996"] = {"content": HOSTILE_TEXT, "special": True, "lstrip": False, "rstrip": False,
+                                            "normalized": False, "single_word": False}
+        d["auto_map"] = {"AutoTokenizer": ["tokenization_x." + HOSTILE_TEXT, None]}
+        d["chat_template"] = "{{ raise_exception('" + HOSTILE_TEXT.replace("\r\n", "\\r\\n") + "') }}"
+    _edit_json(target / "tokenizer_config.json", edit)
+    return target
+
+
+def injected_key(tmp: Path) -> Path:
+    """An error line quoting a JSON key (the id of an added token)."""
+    target = _copy("clean-bpe", tmp)
+    _edit_json(target / "tokenizer_config.json",
+               lambda d: d["added_tokens_decoder"].__setitem__(HOSTILE_TEXT, {"content": "x", "special": True}))
+    return target
+
+
+def injected_target_name(tmp: Path) -> Run:
+    target = tmp / ("model" + HOSTILE_TEXT.replace("/", "_"))
+    shutil.copytree(FIXTURES / "tiny-tiktoken", target)
+    return Run(["scan", str(target)], target=target)
+
+
+def injected_missing_target(tmp: Path) -> Run:
+    return Run(["scan", str(tmp / ("missing" + HOSTILE_TEXT.replace("/", "_")))])
+
+
+def injected_gguf_names(tmp: Path) -> Path:
+    """GGUF ``pre``, ``model`` and chat template names carrying the hostile text."""
+    import gguf
+
+    path = tmp / "names.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_block_count(1)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre(HOSTILE_TEXT)
+    writer.add_token_list(["a", "b", "ab", "<s>"])
+    writer.add_token_types([1, 1, 1, 3])
+    writer.add_token_merges(["a b"])
+    writer.add_eos_token_id(3)
+    writer.add_string("tokenizer.chat_template." + HOSTILE_TEXT, "{{ messages }}")
+    writer.add_string("general.name", HOSTILE_TEXT)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def injected_normalizer_type(tmp: Path) -> Path:
+    """fastokens' refusal quotes ``normalizer.type``."""
+    target = _copy("clean-bpe", tmp)
+    _edit_json(target / "tokenizer.json", lambda d: d.__setitem__("normalizer", {"type": HOSTILE_TEXT}))
+    return target
+
+
+def link_out(file: str, dest: str, base: str = "tiny-tiktoken") -> Callable[[Path], Path]:
+    """``file`` in the target is a symlink to ``dest`` outside it."""
+    def make(tmp: Path) -> Path:
+        target = _copy(base, tmp)
+        if (target / file).exists():
+            (target / file).unlink()
+        (target / file).symlink_to(dest)
+        return target
+    return make
+
+
+def hf_cache_layout(tmp: Path) -> Path:
+    """A Hub cache snapshot: every file a symlink to ../../blobs/<hash> inside the cache root (allowed)."""
+    repo = tmp / "hub" / "models--org--name"
+    snapshot = repo / "snapshots" / ("0" * 40)
+    snapshot.mkdir(parents=True)
+    (repo / "blobs").mkdir()
+    for i, file in enumerate(sorted((FIXTURES / "clean-bpe").iterdir())):
+        blob = repo / "blobs" / f"{i:064x}"
+        shutil.copyfile(file, blob)
+        (snapshot / file.name).symlink_to(Path("..", "..", "blobs", blob.name))
+    return snapshot
+
+
+def gguf_bool_array(tmp: Path) -> Path:
+    """A GGUF whose one extra key is a 400 MB array of bools (a sparse file: no disk space)."""
+    import struct
+
+    path = tmp / "bools.gguf"
+    good = tmp / "clean.gguf"
+    shutil.copyfile(FIXTURES / "gguf" / "clean.gguf", good)
+    count = 400 * 1024 * 1024
+    key = b"general.flags"
+    with path.open("wb") as fh:  # header with one key/value: the bool array, then the clean file's keys are not needed
+        fh.write(b"GGUF" + struct.pack("<IQQ", 3, 0, 1))
+        fh.write(struct.pack("<Q", len(key)) + key + struct.pack("<II", 9, 7) + struct.pack("<Q", count))
+        fh.truncate(fh.tell() + count)
+    return path
+
+
+def gguf_many_tensors(tmp: Path) -> Path:
+    """A GGUF declaring 10^7 tensors with real (minimal) headers: 240 MB of metadata."""
+    import struct
+
+    path = tmp / "tensors.gguf"
+    n = 10_000_000
+    one = struct.pack("<Q", 1) + b"t" + struct.pack("<I", 1) + struct.pack("<Q", 1) + struct.pack("<IQ", 0, 0)
+    with path.open("wb") as fh:
+        fh.write(b"GGUF" + struct.pack("<IQQ", 3, n, 0))
+        block = one * 100_000
+        for _ in range(n // 100_000):
+            fh.write(block)
+    return path
+
+
+def long_stream_line(fmt: str, size: int) -> Callable[[Path], Run]:
+    def build(tmp: Path) -> Run:
+        target = _tiny(tmp)
+        stream = tmp / f"stream.{fmt}"
+        with stream.open("wb") as fh:
+            if fmt == "ids":
+                chunk = b"104 " * (1 << 18)
+                for _ in range(size // len(chunk)):
+                    fh.write(chunk)
+                fh.write(b"\n")
+            else:
+                fh.write(b'{"token_ids": [')
+                chunk = b"104, " * (1 << 18)
+                for _ in range(size // len(chunk)):
+                    fh.write(chunk)
+                fh.write(b"104]}\n")
+        return Run(["replay", str(target), str(stream), "--stream-format", fmt, "--format", "json"], target=target)
+    return build
+
+
+def long_corpus_line(tmp: Path) -> Run:
+    target = _tiny(tmp)
+    corpus = tmp / "line.txt"
+    corpus.write_bytes(b"hello " * (15 * 1024 * 1024 // 6) + b"\n")
+    return Run(["compare", str(target), "--corpus", str(corpus), "--no-builtin-corpus", "--unicode-sweep", "off",
+                "--format", "json"], target=target)
+
+
+LLAMACPP = "llama.cpp"
+CHOWN = "chown"
+
+CASES += [
+    # hangs
+    Case("cache-entry-fifo", cache_entries(entry_fifo), (0, 1), "", same_as_uncached=True),
+    Case("hub-silent-endpoint", hub_silent_endpoint, (2,), "could not be resolved (ReadTimeout: no answer from http://127.0.0.1:"),
+    Case("targets-from-fifo", targets_from_fifo, (2,), "not a regular file"),
+    Case("target-list-fifo-entry", target_list_with_fifo, (2,), "not a regular file", stderr_lines=2),
+    Case("llamacpp-rwkv-encode-hang", gguf_case(rwkv_gguf, "encode", "{T}", "h\u00e9llo", "--backend", "llama.cpp",
+                                                "--format", "json"), (1,), "", requires=LLAMACPP),
+    # memory and aborts
+    Case("cache-entry-dev-zero", cache_entries(entry_dev_zero), (0, 1), "", same_as_uncached=True),
+    Case("cache-entry-3GB", cache_entries(entry_3gb), (0, 1), "", same_as_uncached=True),
+    Case("llamacpp-wpm-encode-abort", gguf_case(wpm_without_unk, "encode", "{T}", "hello xyz", "--backend", "llama.cpp",
+                                                "--format", "json"), (1,), "", requires=LLAMACPP),
+    Case("llamacpp-wpm-compare-abort", gguf_case(wpm_without_unk, "compare", "{T}", "--backends", "llama.cpp,strict",
+                                                 "--unicode-sweep", "off", "--format", "json"), (0, 1), "", requires=LLAMACPP),
+    Case("llamacpp-wpm-golden-abort", gguf_case(wpm_without_unk, "compare", "{T}", "--backends", "llama.cpp",
+                                                "--golden", "{GOLDEN}", "--no-builtin-corpus", "--format", "json"),
+         (0, 1), "", requires=LLAMACPP),
+    # exit 3
+    Case("replay-rwkv-gguf", gguf_case(rwkv_gguf, "replay", "{T}", "{STREAM}", "--format", "json"), (0, 1), ""),
+    Case("cache-deep-nesting", cache_entries(entry_deep), (0, 1), "", same_as_uncached=True),
+    Case("cache-wrong-types", cache_entries(_rewrite_value(_wrong_types)), (0, 1), "", same_as_uncached=True),
+    Case("cache-ids-beyond-vocabulary", cache_entries(_rewrite_value(_beyond_vocabulary)), (0, 1), "", same_as_uncached=True),
+    Case("cache-wrong-types-kimi", cache_entries(_rewrite_value(_wrong_types), base="kimi-k2.5"), (0, 1), "",
+         same_as_uncached=True),
+    Case("cache-ids-beyond-kimi", cache_entries(_rewrite_value(_beyond_vocabulary), base="kimi-k2.5"), (0, 1), "",
+         same_as_uncached=True),
+    Case("cache-not-an-object", cache_entries(lambda e, t: e.write_text("[1, 2, 3]")), (0, 1), "", same_as_uncached=True),
+    # the cache
+    Case("cache-planted-by-other-user", cache_entries(_other_users, base="kimi-k2.5"), (1,), "", same_as_uncached=True,
+         requires=CHOWN),
+    Case("cache-shared-directory", cache_entries(_shared_directory, base="kimi-k2.5"), (1,), "", same_as_uncached=True,
+         requires=CHOWN),
+    Case("cache-symlinked-into-target", cache_into_target, (0, 1), ""),
+    # output injection
+    Case("inject-eos-rich", with_target(injected_eos, "scan", "{T}"), (0, 1), None),
+    Case("inject-eos-github", with_target(injected_eos, "scan", "{T}", "--format", "github"), (0, 1), ""),
+    Case("inject-eos-markdown", with_target(injected_eos, "scan", "{T}", "--format", "markdown"), (0, 1), ""),
+    Case("inject-eos-junit", with_target(injected_eos, "scan", "{T}", "--format", "junit"), (0, 1), ""),
+    Case("inject-eos-sarif", with_target(injected_eos, "scan", "{T}", "--format", "sarif"), (0, 1), ""),
+    Case("inject-eos-json", with_target(injected_eos, "scan", "{T}", "--format", "json"), (0, 1), ""),
+    Case("inject-special-rich", with_target(injected_special, "scan", "{T}"), (0, 1), None),
+    Case("inject-special-github", with_target(injected_special, "scan", "{T}", "--format", "github"), (0, 1), ""),
+    Case("inject-special-template", with_target(injected_special, "template", "{T}"), (0, 1), None),
+    Case("inject-special-explain", with_target(injected_special, "explain", "{T}", "996"), (0, 1), None),
+    Case("inject-key-stderr", with_target(injected_key, "scan", "{T}", "--format", "json"), (2,), "added_tokens_decoder"),
+    Case("inject-target-name-rich", injected_target_name, (0, 1), None),
+    Case("inject-missing-target-stderr", injected_missing_target, (2,), "no such file or directory"),
+    Case("inject-gguf-names-rich", with_target(injected_gguf_names, "scan", "{T}"), (0, 1), None),
+    Case("inject-gguf-names-markdown", with_target(injected_gguf_names, "scan", "{T}", "--format", "markdown"), (0, 1), ""),
+    Case("inject-normalizer-type", with_target(injected_normalizer_type, "scan", "{T}"), (0, 1, 2), None),
+    # reads outside the target
+    Case("symlink-vocab-txt-passwd", with_target(link_out("vocab.txt", "/etc/passwd", "bert-wordpiece"), "scan", "{T}", "--format", "json"),
+         (2,), "outside the target"),
+    Case("symlink-vocab-txt-decode", with_target(link_out("vocab.txt", "/etc/passwd", "bert-wordpiece"), "decode", "{T}", "0", "1", "2"),
+         (2,), "outside the target"),
+    Case("symlink-chat-template-out", with_target(link_out("chat_template.jinja", "/etc/hostname"), "scan", "{T}", "--format", "json"),
+         (2,), "outside the target"),
+    Case("symlink-hf-cache-blobs", with_target(hf_cache_layout, "scan", "{T}", "--format", "json"), (0, 1), ""),
+    # sizes before allocation
+    Case("gguf-bool-array-400MB", with_target(gguf_bool_array, "scan", "{T}", "--format", "json"), (2,), "bools.gguf"),
+    Case("gguf-10M-tensors", with_target(gguf_many_tensors, "scan", "{T}", "--format", "json"), (2,), "tensors.gguf"),
+    Case("stream-line-300MB-ids", long_stream_line("ids", 300 * 1024 * 1024), (2,), "stream.ids"),
+    Case("stream-line-300MB-jsonl", long_stream_line("jsonl", 300 * 1024 * 1024), (2,), "stream.jsonl"),
+    Case("corpus-line-15MB", long_corpus_line, (2,), "line.txt:1: a line over 1 MiB"),
+]
+
+
+#: What no output may hold raw: C0 controls but newline and tab, DEL, C1 controls, bidi overrides/isolates/marks,
+#: line and paragraph separators.
+_UNSAFE = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+
+
+def unsafe_output(data: bytes, github: bool = False) -> list[str]:
+    """What in a run's stdout or stderr could act on a terminal or a CI log: raw control or bidi characters
+    (as escapes), and GitHub workflow commands tokaudit did not mean to write (a line starting with ``::``
+    outside ``--format github``; ``##[`` anywhere; a command naming ``pwned.py``)."""
+    import re
+
+    text = data.decode("utf-8", "replace")
+    found = sorted({f"U+{ord(c):04X}" for c in re.findall(_UNSAFE, text)})
+    for line in text.splitlines():
+        if "##[" in line:
+            found.append(f"v1 command: {line.strip()[:60]!r}")
+        command = line.lstrip()
+        # with --format github, tokaudit's own commands: none of whose properties the input may set
+        if command.startswith("::") and (not github or "pwned" in command[2:].split("::", 1)[0]):
+            found.append(f"workflow command: {command[:60]!r}")
+    return found
+
+
+def fake_hub(files: dict[str, tuple[int, int]], drip: bool = False) -> tuple[Any, str]:
+    """A Hub on loopback serving one repo, ``org/model``: ``files`` maps a name to (the size the listing and HEAD
+    announce, the bytes GET sends, without a length: a server that lies). With ``drip``, the listing comes one
+    byte every 2 s (each read answers within any read timeout; only a deadline stops it). Returns the server and
+    its URL."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    sha = "1" * 40
+
+    class Hub(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _file(self) -> str | None:
+            prefix = f"/org/model/resolve/{sha}/"
+            return self.path[len(prefix):] if self.path.startswith(prefix) else None
+
+        def do_HEAD(self) -> None:
+            name = self._file()
+            if name not in files:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            for k, v in (("ETag", f'"{name}-etag"'), ("X-Repo-Commit", sha), ("Content-Length", str(files[name][0]))):
+                self.send_header(k, v)
+            self.end_headers()
+
+        def do_GET(self) -> None:
+            if self.path.startswith("/api/models/org/model"):
+                if "/tree/" in self.path:  # the file listing snapshot_download asks for
+                    body = json.dumps([{"type": "file", "path": n, "size": size, "oid": f"{n}-etag"}
+                                       for n, (size, _) in files.items()]).encode()
+                else:
+                    body = json.dumps({"id": "org/model", "sha": sha,
+                                       "siblings": [{"rfilename": n, "size": size} for n, (size, _) in files.items()]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                try:
+                    for i in range(len(body)) if drip else ():
+                        self.wfile.write(body[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(2)
+                    self.wfile.write(body)
+                except OSError:
+                    pass
+                return
+            name = self._file()
+            if name not in files:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("ETag", f'"{name}-etag"')
+            self.send_header("X-Repo-Commit", sha)
+            self.end_headers()
+            left = files[name][1]
+            block = b"0" * (1 << 20)
+            try:
+                while left > 0:
+                    self.wfile.write(block[:left])
+                    left -= len(block)
+            except OSError:
+                pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def hub_case(files: dict[str, tuple[int, int]], drip: bool = False) -> Callable[[Path], Run]:
+    def build(tmp: Path) -> Run:
+        server, url = fake_hub(files, drip)
+        env: dict[str, str | None] = {"HF_ENDPOINT": url, "HF_HUB_OFFLINE": None, "HF_HOME": str(tmp / "hf"),
+                                      "HF_HUB_DISABLE_XET": "1"}
+        return Run(["scan", "org/model", "--format", "json"], cwd=tmp, env=env, keep=(server,))
+    return build
+
+
+CASES += [
+    Case("hub-file-over-budget", hub_case({"tokenizer.json": (300 * 1024**2, 0)}), (2,),
+         "tokenizer.json is 300.0 MiB on the Hub; the limit is 256 MiB (not downloaded)"),
+    Case("hub-file-lies-about-size", hub_case({"tokenizer.json": (1000, 400 * 1024**2)}), (2,),
+         "a file grew past the limit of 256 MiB while downloading"),
+    Case("hub-drip-feed", hub_case({"tokenizer.json": (1000, 1000)}, drip=True), (2,), "no answer within 30 s from http://"),
 ]
