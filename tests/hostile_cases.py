@@ -1134,3 +1134,49 @@ CASES += [
          "a file grew past the limit of 256 MiB while downloading"),
     Case("hub-drip-feed", hub_case({"tokenizer.json": (1000, 1000)}, drip=True), (2,), "no answer within 30 s from http://"),
 ]
+
+
+# -- chat templates (issue 34, part B): compiled and rendered in the bounded worker --------------------------------
+
+def template_case(template: str, *, file: bool = False, command: str = "scan") -> Callable[[Path], Run]:
+    """A model whose chat template is ``template`` (in tokenizer_config.json, or chat_template.jinja), scanned
+    (or rendered by ``template``) with --format json."""
+    def build(tmp: Path) -> Run:
+        target = _copy("clean-bpe", tmp)
+        if file:
+            (target / "chat_template.jinja").write_text(template, encoding="utf-8")
+        else:
+            _edit_json(target / "tokenizer_config.json", lambda d: d.__setitem__("chat_template", template))
+        return Run([command, str(target), "--format", "json"], target=target)
+    return build
+
+
+#: Only MiniJinja has no ``lipsum``: what follows runs for the MiniJinja stacks alone.
+MINIJINJA_ONLY = "{% if lipsum is not defined %}"
+
+CASES += [
+    # Jinja2 folds constant filter calls while compiling (and while listing a template's variables)
+    Case("template-fold-slice", template_case("{{ [1,2]|slice(150000000)|sum(start=[])|length }}"), (0, 1), "", codes=("TA801",)),
+    Case("template-fold-bigger-literal", template_case("{{ [1,2,3,4,5,6,7,8]|slice(400000000)|sum(start=[])|length }}"), (0, 1), "",
+         codes=("TA801",)),
+    # compile size: a 50 MB template is not compiled
+    Case("template-50MB", template_case("{{ messages[0]['content'] }}" * (50 * 1024 * 1024 // 28), file=True), (0, 1), "",
+         codes=("TA801",)),
+    # one operation allocating gigabytes
+    Case("template-center-filter", template_case("{{ 'a'|center(3500000000) }}"), (0, 1), "", codes=("TA801",)),
+    Case("template-percent-format", template_case("{{ '%03000000000d' % 1 }}"), (0, 1), "", codes=("TA801",)),
+    Case("template-str-center", template_case("{{ 'a'.center(3500000000) }}"), (0, 1), "", codes=("TA801",)),
+    Case("template-tojson-indent", template_case("{{ messages|tojson(indent=2000000000) }}"), (0, 1), "", codes=("TA801",)),
+    Case("template-chained-power", template_case("{{ 2 ** 100000 ** 100000 }}"), (0, 1), "", codes=("TA801",)),
+    # MiniJinja's fuel counts instructions, not bytes
+    Case("template-minijinja-doublings", template_case(
+        MINIJINJA_ONLY + "{% set x = ['" + "x" * 64 + "'] %}" + "{% set x = x + x %}" * 40 + "{{ x|length }}{% endif %}"),
+         (0, 1), "", codes=("TA801",)),
+    # MiniJinja calling Python methods of the context's objects
+    Case("template-minijinja-python-methods", template_case(
+        MINIJINJA_ONLY + "{% for i in range(40) %}{% set _ = messages.extend(messages) %}{% endfor %}"
+        "{{ messages|length }}{% endif %}"), (0, 1), "", codes=("TA801",)),
+    Case("template-minijinja-python-methods-template", template_case(
+        MINIJINJA_ONLY + "{% for i in range(40) %}{% set _ = messages.extend(messages) %}{% endfor %}"
+        "{{ messages|length }}{% endif %}", command="template"), (0, 1), "", codes=("TA801",)),
+]

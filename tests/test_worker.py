@@ -74,7 +74,7 @@ def test_the_cpu_limit_kills_a_spinning_child(worker: Worker) -> None:
     with pytest.raises(WorkerFailure) as err:
         worker.call("worker_probes:spin", wall_seconds=30)
     assert (err.value.limit, err.value.detail) == ("cpu time", "2 s")
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < 30  # the CPU limit ended it, not the wall deadline (2 CPU seconds took 11 s at load 8)
     # the limit is per call: a worker that used CPU before gets the whole budget again
     assert worker.call("tokaudit.worker:echo", "after") == "after"
 

@@ -94,6 +94,8 @@ class Worker:
         self._output = bytearray()
         self._drain: threading.Thread | None = None
         self._lock = threading.Lock()
+        #: the CPU seconds of the call under way
+        self._cpu = limits.cpu_seconds
         #: children started so far (1 + restarts after a death)
         self.starts = 0
 
@@ -103,11 +105,13 @@ class Worker:
         """``function(*args)`` in the child (``"module:name"``, a module of tokaudit), within the limits."""
         if not function.startswith(self.modules) or ":" not in function:
             raise ValueError(f"not a function this worker runs: {function!r}")
-        request = pickle.dumps((function, args, cpu_seconds or self.limits.cpu_seconds), protocol=_PROTOCOL)
+        cpu = cpu_seconds or self.limits.cpu_seconds
+        request = pickle.dumps((function, args, cpu), protocol=_PROTOCOL)
         if len(request) > MAX_MESSAGE_BYTES:
             raise WorkerError("ValueError", f"the request is {len(request)} bytes, over the worker's limit")
         with self._lock:
             self._start()
+            self._cpu = cpu
             wall = self.limits.wall_seconds if wall_seconds is None else wall_seconds
             deadline = time.monotonic() + wall
             try:
@@ -130,6 +134,11 @@ class Worker:
             raise WorkerFailure(function, "memory", f"{self.limits.memory_bytes >> 20} MiB address space; {reply[1]}")
         _, module, name, message = reply
         raise _exception(module, name, message)
+
+    @property
+    def running(self) -> bool:
+        """Whether a child is alive (a call to a stopped worker starts a fresh one)."""
+        return self._proc is not None and self._proc.poll() is None
 
     def close(self) -> None:
         with self._lock:
@@ -213,8 +222,8 @@ class Worker:
             return WorkerFailure(function, None, detail)
         if limit is None:
             if status == -signal.SIGXCPU:
-                return WorkerFailure(function, "cpu time", f"{self.limits.cpu_seconds} s")
-            if "MemoryError" in last or "bad_alloc" in last or "failed to allocate" in last:
+                return WorkerFailure(function, "cpu time", f"{self._cpu} s")
+            if any(m in last for m in ("MemoryError", "bad_alloc", "failed to allocate", "memory allocation of")):
                 return WorkerFailure(function, "memory", f"{self.limits.memory_bytes >> 20} MiB address space; {last}")
             how = signal.Signals(-status).name if status < 0 else f"exit status {status}"
             detail = ": ".join(d for d in (how, last or detail) if d)

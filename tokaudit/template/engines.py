@@ -13,6 +13,8 @@ stack's pinned 2.x behaves otherwise in a way that changes a prompt or an error:
 * ``get_default=False``: ``x.get(key, default)`` fails as pycompat < 2.15 fails it (too many arguments), by
   renaming the two-argument calls to a method no map has before compiling;
 * ``sorted_maps``: every map of the context is passed in key order (MiniJinja without ``preserve_order``);
+* the context is passed as MiniJinja holds values: lists and dicts whose Python methods that change them are
+  not callable (the binding calls a Python object's methods; pycompat's reading ones stay);
 * ``length_of_none_is_zero``: Dynamo's ``length`` filter;
 * ``generation_tag``: MiniJinja has no such tag either way (a stack that strips it does so in the text).
 
@@ -425,12 +427,47 @@ def _top_level_commas(tag: str, i: int) -> int:
     return commas
 
 
-def sorted_maps(value: Any) -> Any:
-    """Every dict in key order, recursively (a MiniJinja built without ``preserve_order`` iterates so)."""
+def _no_attribute(kind: type, what: str, name: str) -> AttributeError:
+    """The error of a method a context value does not offer: MiniJinja's words for one the Python type has
+    (a template calling it would change the context), Python's for one it has not (as before the copy)."""
+    if hasattr(kind, name):
+        return AttributeError(f"unknown method: {what} has no method named {name}")
+    return AttributeError(f"'{kind.__name__}' object has no attribute '{name}'")
+
+
+class _Sequence(list):  # type: ignore[type-arg]
+    """A list of the context as MiniJinja holds a sequence: no Python method a template could call to change it
+    (the binding calls a Python object's methods: ``messages.extend(messages)`` doubled a list 40 times)."""
+
+    __slots__ = ()
+    _METHODS = frozenset({"count", "index"})
+
+    def __getattribute__(self, name: str) -> Any:
+        if name.startswith("__") or name in _Sequence._METHODS:
+            return list.__getattribute__(self, name)
+        raise _no_attribute(list, "sequence", name)
+
+
+class _Map(dict):  # type: ignore[type-arg]
+    """A dict of the context as MiniJinja holds a map: only pycompat's reading methods."""
+
+    __slots__ = ()
+    _METHODS = frozenset({"get", "keys", "values", "items"})
+
+    def __getattribute__(self, name: str) -> Any:
+        if name.startswith("__") or name in _Map._METHODS:
+            return dict.__getattribute__(self, name)
+        raise _no_attribute(dict, "map", name)
+
+
+def plain_copy(value: Any, sort: bool = False) -> Any:
+    """The context as MiniJinja values: lists and dicts without methods that change them, recursively; ``sort``:
+    every map in key order (a MiniJinja built without ``preserve_order`` iterates so)."""
     if isinstance(value, dict):
-        return {k: sorted_maps(value[k]) for k in sorted(value, key=str)}
+        keys = sorted(value, key=str) if sort else value
+        return _Map((k, plain_copy(value[k], sort)) for k in keys)
     if isinstance(value, list):
-        return [sorted_maps(v) for v in value]
+        return _Sequence(plain_copy(v, sort) for v in value)
     return value
 
 
@@ -442,8 +479,7 @@ class _MiniPrepared:
 
     def render(self, context: dict[str, Any]) -> Render:
         name = self.config.name
-        if self.config.sorted_maps:
-            context = sorted_maps(context)
+        context = plain_copy(context, self.config.sorted_maps)
         try:
             text = self.env.render_template("chat", **context)
         except TemplateRaised as exc:

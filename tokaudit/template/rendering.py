@@ -25,7 +25,7 @@ from tokaudit.template.requests import SENTINEL, Request
 from tokaudit.template.source import TemplateSource
 from tokaudit.template.stacks.context import Refused, build_context, context_key, prune
 from tokaudit.template.stacks.engines import JINJA2_TRANSFORMERS
-from tokaudit.template.stacks.facts import TemplateFacts, template_facts
+from tokaudit.template.stacks.facts import TemplateFacts, unparsed_facts
 from tokaudit.template.stacks.profile import StackProfile
 from tokaudit.template.stacks.rewrites import rewrite
 
@@ -96,26 +96,29 @@ class Renderer:
     """The renders of one template: contexts built per stack, each distinct one rendered once, within budgets."""
 
     def __init__(self, template: TemplateSource, special: dict[str, str], budget: Budget) -> None:
+        from tokaudit.template import isolated
+        from tokaudit.worker import WorkerFailure
+
         self.template = template
         self.special = special
         self.budget = budget
-        self._ast = self._parse(template.text)
-        self.facts: TemplateFacts = template_facts(template.text, self._ast)
+        #: why the template is not compiled at all (over the length cap), or None
+        self.refused = isolated.too_long(template.text)
         self._texts: dict[tuple[tuple[str, ...], bool], str] = {}
-        self._prepared: dict[tuple[str, str], Any] = {}
         self._done: dict[tuple[str, str, str], Render] = {}
         self._exhausted: dict[str, str] = {}
+        #: engine kind -> how the worker process failed on this template with it (its other configurations are not tried)
+        self._failed: dict[str, str] = {}
         self._spent = 0.0
-
-    @staticmethod
-    def _parse(text: str) -> Any:
-        """Jinja2's parse of the published text, shared by the facts and the Jinja2 compile (None: it does not parse)."""
-        from tokaudit.template.engines import jinja_parse
-
-        try:
-            return jinja_parse(text)
-        except Exception:  # noqa: BLE001 - the compile reports the error
-            return None
+        self.facts: TemplateFacts = unparsed_facts("")
+        if self.refused is None:
+            start = time.perf_counter()
+            try:
+                self.facts = isolated.facts(template.text, budget)
+            except WorkerFailure as exc:  # Jinja2 analyses a template by generating its code, as when compiling it
+                self.facts = unparsed_facts(template.text)
+                self._failed["jinja2"] = f"{exc}"
+            self._spent += time.perf_counter() - start
 
     @property
     def count(self) -> int:
@@ -145,11 +148,18 @@ class Renderer:
         return hit
 
     def _render(self, config: EngineConfig, text: str, ctx: dict[str, Any]) -> Render:
-        from tokaudit.template.engines import prepare  # only on a miss of the result cache
+        from tokaudit.template import isolated  # only on a miss of the result cache
+        from tokaudit.worker import WorkerFailure
 
         name = config.name
+        if self.refused is not None:
+            return Render(name, None, self.refused, "budget")
         if name in self._exhausted:
             return Render(name, None, f"skipped: {self._exhausted[name]} on an earlier render", "skipped")
+        if config.kind in self._failed:
+            # a worker that died or ran past a limit on this template: the engine's other configurations would too
+            self._exhausted[name] = self._failed[config.kind]
+            return Render(name, None, self._failed[config.kind], "budget")
         bomb = next((why for why in self._exhausted.values() if why.startswith(SIZE_BOMB)), None)
         if bomb is not None and config.kind == "minijinja":
             # MiniJinja cannot bound one operation's allocation: a repetition Jinja2 refused is not tried
@@ -162,12 +172,12 @@ class Renderer:
             return Render(name, None, fuel, "budget")
         if self._spent > self.budget.total_seconds:
             return Render(name, None, f"skipped: the {self.budget.total_seconds:g} s {TOTAL_SPENT} ran out", "skipped")
-        prepared = self._prepared.get((config.key(), text))
-        if prepared is None:
-            ast = self._ast if config.kind == "jinja2" and text == self.template.text else None
-            prepared = self._prepared[(config.key(), text)] = prepare(config, text, self.budget, ast)
         start = time.perf_counter()
-        out = prepared.render(ctx)
+        try:
+            out = isolated.render(config, text, ctx, self.budget)
+        except WorkerFailure as exc:
+            self._failed[config.kind] = f"{exc}"
+            out = Render(name, None, self._failed[config.kind], "budget")
         self._spent += time.perf_counter() - start
         if out.kind == "budget":
             self._exhausted[name] = out.error or "budget"

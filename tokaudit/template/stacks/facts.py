@@ -34,9 +34,14 @@ def template_facts(text: str, ast: Any = None) -> TemplateFacts:
     return hit
 
 
+def unparsed_facts(text: str) -> TemplateFacts:
+    """The facts of a template Jinja2 cannot parse (or that is not parsed): every variable kept."""
+    return TemplateFacts("string", _sglang_keywords(text) or "string", None)
+
+
 def _facts(text: str, ast: Any) -> TemplateFacts:
     if ast is None:
-        return TemplateFacts("string", _sglang_keywords(text) or "string", None)
+        return unparsed_facts(text)
     import jinja2.meta
 
     try:
