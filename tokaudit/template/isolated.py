@@ -52,6 +52,17 @@ def _worker() -> Worker:
     return worker
 
 
+def start() -> None:
+    """Start the worker if it is not running (its start-up is not a template's cost: a run that renders in less
+    than a second is cached); a worker that cannot start is reported by the renders."""
+    from tokaudit.worker import WorkerFailure
+
+    try:
+        _worker()
+    except WorkerFailure:
+        pass
+
+
 def _limits(budget: Budget) -> dict[str, Any]:
     """One call's limits: CPU time for the render's budget and as long again to compile the template (a CPU-time
     limit is whole seconds, and does not fire early on a busy machine), and a wall deadline well past it."""

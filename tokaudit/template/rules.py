@@ -79,6 +79,9 @@ def _render(template: TemplateSource, special: dict[str, str], stacks: tuple[str
     hit = run_from_json(template, requests, load(key, _conforms))
     if hit is not None:
         return hit
+    from tokaudit.template import isolated  # only on a miss: it starts the render worker
+
+    isolated.start()
     start = time.perf_counter()
     run = render_template(template, requests, [profile(s) for s in stacks], special, SCAN_BUDGET)
     if time.perf_counter() - start < SCAN_BUDGET.seconds:
