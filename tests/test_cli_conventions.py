@@ -85,7 +85,7 @@ def test_shell_completion_script_and_completions() -> None:
     ("decode", "Usage: tokaudit decode [OPTIONS] TARGET IDS..."),
     ("encode", "Usage: tokaudit encode [OPTIONS] TARGET TEXT"),
     ("fuzz", "Usage: tokaudit fuzz [OPTIONS] TARGET"),
-    ("diff", "Usage: tokaudit diff [OPTIONS] TARGET_A TARGET_B"),
+    ("diff", "Usage: tokaudit diff [OPTIONS] TARGET_A [TARGET_B]"),
 ])
 def test_usage_line_names_arguments_plainly(command: str, usage: str) -> None:
     out = tokaudit(command, "--help", env={"COLUMNS": "200"}).stdout

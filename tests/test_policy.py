@@ -44,7 +44,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 def test_select_by_prefix_name_and_code() -> None:
     _, doc, _ = scan(TINY, "--select", "TA2")
-    assert codes(doc) == ["TA202"] and [r["code"] for r in doc["rules"]] == ["TA201", "TA202", "TA203", "TA204", "TA205", "TA206", "TA207", "TA208", "TA209"]
+    assert codes(doc) == ["TA202"] and [r["code"] for r in doc["rules"]] == ["TA201", "TA202", "TA203", "TA204", "TA205", "TA206", "TA207", "TA208", "TA209", "TA220"]
     _, doc, _ = scan(TINY, "--select", "id-", "--select", "TA101")
     assert [r["code"] for r in doc["rules"]] == ["TA101", "TA102", "TA103"] and codes(doc) == ["TA101", "TA103"]
 
@@ -113,7 +113,7 @@ def test_unused_suppression_is_a_note(project) -> None:
     [
         ("[tool.tokaudit]\nselect = [\n", ":3: invalid TOML: Invalid value"),
         ('[tool.tokaudit]\nselect = ["a" "b"]\n', ":2: invalid TOML: Unclosed array"),
-        ("[tool.tokaudit]\nselekt = []\n", " (key tool.tokaudit.selekt): unknown key 'selekt' (known: select, ignore, baseline, per-target-ignores, stacks, tool-parser, reasoning-parser)"),
+        ("[tool.tokaudit]\nselekt = []\n", " (key tool.tokaudit.selekt): unknown key 'selekt' (known: select, ignore, baseline, per-target-ignores, stacks, tool-parser, reasoning-parser, require-reason)"),
         ('[tool.tokaudit]\nselect = ["vocab-gapp"]\n', " (key tool.tokaudit.select): unknown rule 'vocab-gapp' (did you mean vocab-gap?)"),
         ('[[tool.tokaudit.per-target-ignores]]\ntarget = "x"\nrules = ["TA101"]\n',
          " (key tool.tokaudit.per-target-ignores[0].reason): a per-target ignore needs a non-empty 'reason'"),
@@ -188,3 +188,56 @@ def test_worst_exit_code_over_targets_and_first_bad_target_is_exit_2() -> None:
     assert code == 0
     code, _, err = scan(CLEAN, FIXTURES / "malformed" / "bad-rank", "--jobs", "2")
     assert code == 2 and err.startswith("tokaudit: error: ") and "tiktoken.model:2: rank is not a non-negative integer" in err
+
+
+# ---- require-reason and what was not checked -------------------------------------------------------------------
+
+
+def test_require_reason_refuses_a_global_ignore(project) -> None:
+    path = project('[tool.tokaudit]\nignore = ["TA401"]\nrequire-reason = true\n')
+    code, _, err = scan(TINY)
+    assert (code, err.strip()) == (2, f"tokaudit: error: {path} (key tool.tokaudit.ignore[0]): require-reason is on and "
+                                      "ignore has no reason for 'TA401': suppress it with [[tool.tokaudit.per-target-ignores]] "
+                                      '(target = "*", rules, reason)')
+    path = project('[tool.tokaudit]\nrequire-reason = "yes"\n')
+    code, _, err = scan(TINY)
+    assert (code, err.strip()) == (2, f"tokaudit: error: {path} (key tool.tokaudit.require-reason): expected true or false")
+
+
+def test_require_reason_baselines_only_entries_that_say_why(project, tmp_path: Path) -> None:
+    _, doc, _ = scan(SPECIAL)
+    before = codes(doc)
+    doc["findings"][0]["reason"] = "the gap is filled by the remote code we deploy"
+    doc["findings"][1]["reason"] = "   "
+    (tmp_path / "base.json").write_text(json.dumps(doc), encoding="utf-8")
+    project('[tool.tokaudit]\nbaseline = "base.json"\n')
+    _, plain, _ = scan(SPECIAL)
+    assert (plain["findings"], plain["policy"]["baselined"]) == ([], len(before))  # without require-reason: all baselined
+    project('[tool.tokaudit]\nbaseline = "base.json"\nrequire-reason = true\n')
+    _, strict, _ = scan(SPECIAL)
+    assert strict["policy"]["baselined"] == 1
+    assert codes(strict) == before[1:] + ["TA010"]
+    (f,) = [f for f in strict["findings"] if f["code"] == "TA010"]
+    n = len(before) - 1
+    assert (f["severity"], f["location"]) == ("warning", {"file": str(tmp_path / "base.json"), "key": "findings[1]"})
+    assert f["details"]["entries"] == [f"findings[{i}]" for i in range(1, len(before))]
+    assert f["message"].startswith(f'{n} entries of the baseline have no "reason" and require-reason is on, so their findings '
+                                   "are reported, not baselined: findings[1], findings[2]")
+
+
+def test_the_headline_says_which_backend_was_not_checked(tmp_path: Path) -> None:
+    from importlib.util import find_spec
+
+    if find_spec("torch") is not None:
+        pytest.skip("torch is installed here: transformers-gguf is checked, nothing is missing")
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello world\n", encoding="utf-8")
+    args = ("compare", FIXTURES / "gguf" / "clean.gguf", "--no-builtin-corpus", "--corpus", corpus)
+    doc = json.loads(run_cli(*args, "--format", "json").stdout)
+    assert doc["not_checked"] == ["backend transformers-gguf (torch is not installed)"]
+    rich = run_cli(*args, env={"COLUMNS": "200"})
+    assert rich.stdout.rstrip().splitlines()[-1] == (
+        "✓ PASS: 0 errors, 0 warnings, 0 notes (--fail-on error; not checked: backend transformers-gguf (torch is not installed))")
+    github = run_cli(*args, "--format", "github").stdout.rstrip().splitlines()[-1]
+    assert github.startswith("tokaudit 0.1.0 compare: PASS: 0 errors, 0 warnings, 0 notes; not checked: backend "
+                             "transformers-gguf (torch is not installed) (python ")

@@ -20,10 +20,14 @@ def _scan(target: Path, cache: str) -> tuple[int, str]:
 
 @pytest.mark.parametrize("target, kinds", [
     ("patterns/possessive", {"ta305-probe", "undecodable-ids"}),  # TA305 with a shrunk example and a translation
-    ("templates/named-templates", {"parser-round-trip", "ta305-probe", "template-render", "undecodable-ids"}),  # TA802, TA820
-    ("templates/broken", {"parser-round-trip", "ta305-probe", "template-render", "undecodable-ids"}),  # TA801
+    ("templates/named-templates", {"parser-round-trip", "ta305-probe", "template-render", "template-security", "undecodable-ids"}),  # TA802, TA820
+    ("templates/broken", {"parser-round-trip", "ta305-probe", "template-render", "template-security", "undecodable-ids"}),  # TA801
     ("fastokens/refused-unigram", {"undecodable-ids"}),  # fastokens refuses the configuration (Dynamo's row says so)
-    ("kimi-k2.5", {"parser-round-trip", "ta305-probe", "template-render", "undecodable-ids"}),  # TA401 on a tiktoken rank file, TA820
+    ("kimi-k2.5", {"parser-round-trip", "ta305-probe", "template-render", "template-security", "undecodable-ids"}),  # TA401, TA820
+    # TA850 and TA852 (a config string with a zero-width joiner)
+    ("rules/template-injection", {"ta305-probe", "template-render", "template-security", "undecodable-ids"}),
+    ("rules/invisible-characters", {"ta305-probe", "template-render", "template-security", "config-invisible",
+                                    "undecodable-ids"}),
 ])
 def test_cached_scan_says_what_an_uncached_scan_says(tmp_path: Path, target: str, kinds: set[str]) -> None:
     model = FIXTURES / target
@@ -57,6 +61,20 @@ def test_rendered_template_is_read_from_the_cache(tmp_path: Path) -> None:
     _, second = _scan(model, str(cache))
     assert "edited in the cache" not in first
     assert "edited in the cache" in second
+
+
+def test_template_security_readings_are_read_from_the_cache(tmp_path: Path) -> None:
+    """A hit is really used: TA850's pattern edited in its entry changes the message."""
+    model = FIXTURES / "rules" / "template-injection"
+    cache = tmp_path / "cache"
+    _, first = _scan(model, str(cache))
+    (entry,) = cache.glob("template-security-*.json")
+    data = json.loads(entry.read_text(encoding="utf-8"))
+    assert data["value"]["patterns"][0] == ["underscore-attribute", ".__class__", 1]
+    data["value"]["patterns"][0][1] = ".__edited_in_the_cache__"
+    entry.write_text(json.dumps(data), encoding="utf-8")
+    _, second = _scan(model, str(cache))
+    assert ".__edited_in_the_cache__" not in first and ".__edited_in_the_cache__ (line 1)" in second
 
 
 @pytest.mark.parametrize("target", ["kimi-k2.5", "clean-bpe"])  # a tiktoken rank file, a tokenizer.json
@@ -137,7 +155,7 @@ def test_default_directory_is_the_user_cache(tmp_path: Path, monkeypatch: pytest
     assert result.exit_code == 1
     names = {p.name.rsplit("-", 1)[0] for p in (tmp_path / "xdg" / "tokaudit" / "results").iterdir()}
     # no tokenizer.json: no fastokens probe; the template teaches a tool call: the parser round trip
-    assert names == {"parser-round-trip", "ta305-probe", "template-render", "undecodable-ids"}
+    assert names == {"parser-round-trip", "ta305-probe", "template-render", "template-security", "undecodable-ids"}
 
 
 def test_unwritable_cache_directory_changes_nothing(tmp_path: Path) -> None:

@@ -47,8 +47,9 @@ def test_kimi_finds_exactly_these_rules(kimi: dict) -> None:
     assert kimi["summary"] == {"error": 3, "warning": 5, "note": 3}
     assert [r["code"] for r in kimi["rules"]] == [
         "TA101", "TA102", "TA103", "TA104", "TA105", "TA201", "TA202", "TA203", "TA204", "TA205", "TA206", "TA207", "TA208",
-        "TA209", "TA301", "TA302", "TA303", "TA304", "TA305", "TA307", "TA308", "TA309", "TA310", "TA401", "TA801", "TA802", "TA803", "TA804",
-        "TA805", "TA806", "TA807", "TA808", "TA820", "TA821", "TA822", "TA823", "TA824", "TA825",
+        "TA209", "TA220", "TA301", "TA302", "TA303", "TA304", "TA305", "TA307", "TA308", "TA309", "TA310", "TA401", "TA801",
+        "TA802", "TA803", "TA804", "TA805", "TA806", "TA807", "TA808", "TA820", "TA821", "TA822", "TA823", "TA824", "TA825",
+        "TA850", "TA851", "TA852", "TA853",
     ]
 
 

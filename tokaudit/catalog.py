@@ -23,6 +23,7 @@ class CodeInfo:
 
 _ROWS = (
     ("TA001", "unused-suppression", "note", "A per-target ignore in [tool.tokaudit] matched no finding."),
+    ("TA010", "baseline-reason-missing", "warning", "require-reason is on and baseline entries have no reason: their findings are reported."),
     ("TA101", "vocab-gap", "error", "Ids inside the declared vocabulary that a loader cannot map."),
     ("TA102", "id-collision", "error", "Two different tokens claim one id, across artifacts or because a loader reassigns an added token."),
     ("TA103", "id-drift", "warning", "An added token's declared id differs from the id a loader gives its content."),
@@ -38,6 +39,7 @@ _ROWS = (
     ("TA208", "token-type-mismatch", "warning", "A GGUF token type that disagrees with what the token is: a word typed CONTROL, a control-looking token typed otherwise."),
     ("TA209", "default-special-id", "warning", "A special id the GGUF does not set, which llama.cpp fills with its model family's default."),
     ("TA210", "special-addition-divergence", "warning", "Backends add different BOS/EOS tokens when encoding with add_special_tokens=True."),
+    ("TA220", "stop-token-suppressed", "error", "A generation_config.json setting keeps transformers from sampling an end-of-sequence id (suppress_tokens, bad_words_ids, sequence_bias, begin_suppress_tokens, min_new_tokens, min_length)."),
     ("TA301", "slow-fallback-risk", "warning", "No tokenizer.json: transformers must build a slow, converted or remote-code tokenizer."),
     ("TA302", "remote-code-required", "warning", "auto_map or tokenizer_class needs the model's own Python code."),
     ("TA303", "artifact-disagreement", "error", "Two vocabulary artifacts give one id different bytes."),
@@ -69,6 +71,7 @@ _ROWS = (
     ("TA701", "id-token-mismatch", "error", "A draft id maps to other bytes (or none) in the target."),
     ("TA702", "draft-size-mismatch", "warning", "The draft and the target declare different vocabulary sizes."),
     ("TA703", "special-token-divergence", "warning", "Special tokens differ between the draft and the target (id, content or flag)."),
+    ("TA704", "token-count-drift", "warning", "diff --corpus: the corpus's total token count grows by more than --max-growth from TARGET_A to TARGET_B."),
     ("TA801", "template-render-error", "error", "A serving stack cannot render a built-in request (the finding names the stacks that fail)."),
     ("TA802", "template-engine-divergence", "error", "A stack's template engine renders its own variables other than Jinja2 does (error when the tokens differ)."),
     ("TA803", "double-bos", "warning", "The rendered prompt, tokenized with special tokens added, starts with two BOS ids."),
@@ -83,6 +86,10 @@ _ROWS = (
     ("TA823", "stream-parse-divergence", "warning", "Streamed and whole parses of the same output differ, or the step size changes the result."),
     ("TA824", "reasoning-marker-in-prompt", "warning", "The generation prompt already holds a reasoning marker, so a parser that assumes reasoning is open misplaces the output."),
     ("TA825", "reasoning-prefill", "note", "The generation prompt opens reasoning: output cut by max_tokens is reasoning, not content."),
+    ("TA850", "template-injection", "error", "The chat template uses sandbox-escape or introspection patterns (underscore attributes, |attr, self, engine globals' attributes, include/import)."),
+    ("TA851", "hidden-instruction", "warning", "The chat template writes text only when a message's content matches a string."),
+    ("TA852", "invisible-characters", "warning", "Bidi controls, zero-width or tag characters in a chat template, an added token's text or a config string."),
+    ("TA853", "ollama-template-substitution", "note", "ollama create would replace the GGUF's chat template with one of Ollama's own Go templates."),
 )
 
 CATALOG: dict[str, CodeInfo] = {row[0]: CodeInfo(*row) for row in _ROWS}

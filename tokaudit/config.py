@@ -8,6 +8,7 @@ baseline = "tokaudit-baseline.json"
 stacks = ["vllm", "smg"]          # the stacks the deploy runs on: template rules and parser round trip (default: all)
 tool-parser = "hermes"            # the deploy's --tool-call-parser: its failures are errors
 reasoning-parser = "qwen3"        # the deploy's --reasoning-parser
+require-reason = true             # every suppression says why: no global ignore, a "reason" on each baseline entry
 
 [[tool.tokaudit.per-target-ignores]]
 target = "models/kimi-*"          # glob over the TARGET argument
@@ -27,7 +28,7 @@ from typing import Any
 from tokaudit.artifacts.base import decode_text, read_bytes
 from tokaudit.errors import InputError
 
-KEYS = ("select", "ignore", "baseline", "per-target-ignores", "stacks", "tool-parser", "reasoning-parser")
+KEYS = ("select", "ignore", "baseline", "per-target-ignores", "stacks", "tool-parser", "reasoning-parser", "require-reason")
 ENTRY_KEYS = ("target", "rules", "reason")
 
 
@@ -57,6 +58,8 @@ class Config:
     stacks: tuple[str, ...] = ()
     tool_parser: str | None = None
     reasoning_parser: str | None = None
+    #: Every suppression must say why: ``ignore`` (which has no reason) is refused, baseline entries need a "reason".
+    require_reason: bool = False
 
     @property
     def name(self) -> str:
@@ -118,6 +121,13 @@ def parse_config(path: Path) -> Config:
         raise InputError(f"unknown key {unknown[0]!r} (known: {', '.join(KEYS)})", file=str(path), key=f"tool.tokaudit.{unknown[0]}")
     select = _strings(table["select"], path, "tool.tokaudit.select") if "select" in table else ()
     ignore = _strings(table["ignore"], path, "tool.tokaudit.ignore") if "ignore" in table else ()
+    require_reason = table.get("require-reason", False)
+    if not isinstance(require_reason, bool):
+        raise InputError("expected true or false", file=str(path), key="tool.tokaudit.require-reason")
+    if require_reason and ignore:
+        raise InputError(f"require-reason is on and ignore has no reason for {ignore[0]!r}: suppress it with "
+                         "[[tool.tokaudit.per-target-ignores]] (target = \"*\", rules, reason)", file=str(path),
+                         key="tool.tokaudit.ignore[0]")
     baseline = table.get("baseline")
     if baseline is not None and not (isinstance(baseline, str) and baseline):
         raise InputError("expected a file name", file=str(path), key="tool.tokaudit.baseline")
@@ -158,4 +168,5 @@ def parse_config(path: Path) -> Config:
         ignore=ignore,
         baseline=(path.parent / baseline) if baseline else None,
         per_target_ignores=tuple(ignores),
+        require_reason=require_reason,
     )

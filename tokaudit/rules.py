@@ -21,9 +21,12 @@ RULE_MODULES = (
     "tokaudit.checks.id_rules",
     "tokaudit.checks.id_space",
     "tokaudit.checks.special_tokens",
+    "tokaudit.checks.stop_rules",  # TA220
     "tokaudit.checks.token_classes",
     "tokaudit.template.rules",  # the TA8xx family
     "tokaudit.roundtrip.rules",  # TA820-TA825, the parser round trip
+    "tokaudit.template.security_rules",  # TA850-TA852
+    "tokaudit.template.ollama",  # TA853
     "tokaudit.checks.pattern_rules",  # TA305
     "tokaudit.checks.pipeline_rules",  # TA309, TA310
 )

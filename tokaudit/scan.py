@@ -41,7 +41,23 @@ def scan_model(model: TokenizerModel, rules: Iterable[Rule] | None = None) -> tu
     gguf = gguf_summary(model)
     if gguf is not None:
         data["gguf"] = gguf
+    missing = not_checked(model)
+    if missing:
+        data["not_checked"] = missing
     return TargetResult(model.target, data, source=model.source), findings
+
+
+def not_checked(model: TokenizerModel) -> list[str]:
+    """What a scan of this model could not check for lack of an optional library (the report's headline says it)."""
+    from tokaudit.model.fastokens_probe import installed
+    from tokaudit.template.ollama import find_index, gguf_template
+
+    out = []
+    if model.artifacts.tokenizer_json is not None and not installed():
+        out.append("Dynamo's fastokens encoder (fastokens is not installed: pip install 'tokaudit[fastokens]')")
+    if gguf_template(model) is not None and find_index() is None:
+        out.append("Ollama's template substitution (no Ollama template index: set TOKAUDIT_OLLAMA_INDEX to its template/index.json)")
+    return out
 
 
 def scan_targets(

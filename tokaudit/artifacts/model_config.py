@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,11 +47,26 @@ class ModelConfig:
 
 
 @dataclass(frozen=True)
+class StopSettings:
+    """generation_config.json's settings that keep transformers' ``generate`` from sampling given ids (each as the
+    file writes it; absent keys are empty / None)."""
+
+    suppress_tokens: tuple[int, ...] = ()
+    begin_suppress_tokens: tuple[int, ...] = ()
+    bad_words_ids: tuple[tuple[int, ...], ...] = ()
+    #: (token sequence, bias) pairs
+    sequence_bias: tuple[tuple[tuple[int, ...], float], ...] = ()
+    min_new_tokens: int | None = None
+    min_length: int | None = None
+
+
+@dataclass(frozen=True)
 class GenerationConfig:
-    """generation_config.json: its special ids."""
+    """generation_config.json: its special ids and the settings that suppress tokens."""
 
     path: Path
     ids: TokenIds
+    stop: StopSettings = field(default_factory=StopSettings)
 
     @property
     def name(self) -> str:
@@ -112,5 +129,60 @@ def parse_model_config(path: Path) -> ModelConfig:
     return ModelConfig(path, vocab_size, key, ids, model_type if isinstance(model_type, str) else None, auto_map)
 
 
+def _sequences(value: Any, path: Path, key: str) -> tuple[tuple[int, ...], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise InputError("expected a list of id lists", file=str(path), key=key)
+    out = []
+    for i, seq in enumerate(value):
+        if not isinstance(seq, list):
+            raise InputError("expected a list of ids", file=str(path), key=f"{key}[{i}]")
+        out.append(tuple(expect_int(v, path, f"{key}[{i}][{j}]") for j, v in enumerate(seq)))
+    return tuple(out)
+
+
+def _bias(value: Any, path: Path, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"expected a number, found {json.dumps(value)[:40]}", file=str(path), key=key)
+    return float(value)
+
+
+def _sequence_bias(value: Any, path: Path, key: str) -> tuple[tuple[tuple[int, ...], float], ...]:
+    """transformers writes ``sequence_bias`` as ``[[[ids], bias], ...]``; a dict keyed by ``"(1, 2)"`` is read too."""
+    if value is None:
+        return ()
+    if isinstance(value, dict):
+        out = []
+        for k, bias in value.items():
+            ids = re.findall(r"-?\d+", k)
+            if not ids or re.sub(r"[\s(),\[\]\d-]", "", k):
+                raise InputError(f"expected a key like \"(1, 2)\", found {json.dumps(k)[:40]}", file=str(path), key=f"{key}.{k}")
+            out.append((tuple(expect_int(int(i), path, f"{key}.{k}") for i in ids), _bias(bias, path, f"{key}.{k}")))
+        return tuple(out)
+    if not isinstance(value, list):
+        raise InputError("expected a list of [ids, bias] pairs", file=str(path), key=key)
+    out = []
+    for i, pair in enumerate(value):
+        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], list)):
+            raise InputError("expected an [ids, bias] pair", file=str(path), key=f"{key}[{i}]")
+        ids = tuple(expect_int(v, path, f"{key}[{i}][0][{j}]") for j, v in enumerate(pair[0]))
+        out.append((ids, _bias(pair[1], path, f"{key}[{i}][1]")))
+    return tuple(out)
+
+
+def _count(value: Any, path: Path, key: str) -> int | None:
+    return None if value is None else expect_int(value, path, key)
+
+
 def parse_generation_config(path: Path) -> GenerationConfig:
-    return GenerationConfig(path, _token_ids(read_json_object(path), path))
+    data = read_json_object(path)
+    stop = StopSettings(
+        suppress_tokens=_id_list(data.get("suppress_tokens"), path, "suppress_tokens"),
+        begin_suppress_tokens=_id_list(data.get("begin_suppress_tokens"), path, "begin_suppress_tokens"),
+        bad_words_ids=_sequences(data.get("bad_words_ids"), path, "bad_words_ids"),
+        sequence_bias=_sequence_bias(data.get("sequence_bias"), path, "sequence_bias"),
+        min_new_tokens=_count(data.get("min_new_tokens"), path, "min_new_tokens"),
+        min_length=_count(data.get("min_length"), path, "min_length"),
+    )
+    return GenerationConfig(path, _token_ids(data, path), stop)

@@ -27,6 +27,18 @@ GGUF_BACKENDS = ("llama.cpp", "transformers-gguf")
 NO_GGUF = "needs a GGUF file (a .gguf target, a directory holding one, or --gguf FILE)"
 
 
+#: The libraries an optional backend needs (import names): one unavailable for lack of them was not checked.
+NEEDS = {"fastokens": ("fastokens",), "transformers-fast": ("transformers",), "transformers-slow": ("transformers",),
+         "transformers-gguf": ("transformers", "torch"), "llama.cpp": ("llama_cpp",)}
+
+
+def missing_libraries(name: str) -> list[str]:
+    """The libraries backend ``name`` needs that are not installed (import names)."""
+    from importlib.util import find_spec
+
+    return [lib for lib in NEEDS.get(name, ()) if find_spec(lib) is None]
+
+
 def no_gguf_reason(model: TokenizerModel) -> str:
     """Why a model has no GGUF for the GGUF backends: none at all, or several beside the HF files."""
     several = gguf_in(model.artifacts.root)[1] if model.artifacts.root.is_dir() else None

@@ -13,7 +13,7 @@ from tokaudit.model.tokenizer_model import REMOTE_CODE, TokenizerModel
 from tokaudit.report.finding import Finding, Severity
 
 
-def _content_id(model: TokenizerModel, content: str) -> tuple[int | None, str]:
+def content_id(model: TokenizerModel, content: str) -> tuple[int | None, str]:
     """(id, which profile maps it) for a token's text; files first, then the remote code."""
     hit = find_content(model.files, content)
     if hit is not None:
@@ -25,7 +25,7 @@ def _content_id(model: TokenizerModel, content: str) -> tuple[int | None, str]:
     return None, ""
 
 
-def _text_of(model: TokenizerModel, token_id: int) -> str | None:
+def token_text(model: TokenizerModel, token_id: int) -> str | None:
     for table in model.profiles.values():
         found = table.lookup(token_id)
         if found is not None:
@@ -41,7 +41,7 @@ def special_token_missing(model: TokenizerModel) -> Iterator[Finding]:
         if record is None:
             continue
         for field, tok in record.special.items():
-            token_id, profile = _content_id(model, tok.content)
+            token_id, profile = content_id(model, tok.content)
             if profile == "files":
                 continue
             why = ("only the remote code registers it, so files-only loaders (smg, tiktoken-rs) cannot encode or decode it"
@@ -85,7 +85,7 @@ def special_token_missing(model: TokenizerModel) -> Iterator[Finding]:
         )
 
 
-def _eos_sets(model: TokenizerModel) -> list[dict[str, Any]]:
+def eos_sets(model: TokenizerModel) -> list[dict[str, Any]]:
     """The eos ids each file declares: config.json, generation_config.json, tokenizer_config.json (by text)."""
     a = model.artifacts
     sets: list[dict[str, Any]] = []
@@ -94,10 +94,10 @@ def _eos_sets(model: TokenizerModel) -> list[dict[str, Any]]:
             key = record.ids.keys.get("eos", "eos_token_id")
             ids = sorted(set(record.ids.eos))
             sets.append({"source": f"{record.name} {key}", "ids": ids, "location": Provenance(record.name, key=key),
-                         "tokens": [_text_of(model, i) or "?" for i in ids]})
+                         "tokens": [token_text(model, i) or "?" for i in ids]})
     if a.tokenizer_config is not None and "eos_token" in a.tokenizer_config.special:
         tok = a.tokenizer_config.special["eos_token"]
-        token_id, _ = _content_id(model, tok.content)
+        token_id, _ = content_id(model, tok.content)
         sets.append({"source": f"{a.tokenizer_config.name} eos_token", "ids": [] if token_id is None else [token_id],
                      "location": tok.source, "tokens": [tok.content]})
     return sets
@@ -110,9 +110,9 @@ def _fmt(entry: dict[str, Any]) -> str:
 
 @rule("TA202")
 def eos_mismatch(model: TokenizerModel) -> Iterator[Finding]:
-    sets = _eos_sets(model)
+    sets = eos_sets(model)
     term = turn_terminator(model)
-    term_id = _content_id(model, term.text)[0] if term else None
+    term_id = content_id(model, term.text)[0] if term else None
     distinct = {tuple(s["ids"]) for s in sets}
     union = {i for s in sets for i in s["ids"]}
     term_outside = [s for s in sets if term_id is not None and term_id not in s["ids"]]

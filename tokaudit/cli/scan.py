@@ -110,7 +110,7 @@ def scan(
         if not rules:
             raise InputError("no rule is selected", key="--select/--ignore")
         baseline_path = baseline or config.baseline
-        loaded_baseline = load_baseline(baseline_path) if baseline_path else None
+        loaded_baseline = load_baseline(baseline_path, require_reason=config.require_reason) if baseline_path else None
         all_targets = list(targets or [])
         if targets_from:
             from tokaudit.fleet import read_target_list  # only for a target list (~0.5 ms of every other scan)

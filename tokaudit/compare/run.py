@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tokaudit.backends.base import can_encode, decode_rewrite
-from tokaudit.backends.registry import LoadedBackend, load_backends
+from tokaudit.backends.registry import LoadedBackend, load_backends, missing_libraries
 from tokaudit.compare import codes
 from tokaudit.compare.cause import one_cause
 from tokaudit.compare.corpus import Case, builtin_corpus, sample, user_corpus
@@ -408,6 +408,8 @@ def result_data(c: Comparison) -> dict[str, Any]:
     builtin = sum(1 for case in c.cases if case.source.startswith("builtin:"))
     return {
         "backends": backends,
+        "not_checked": [f"backend {lb.name} ({', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed)"
+                        for lb in c.loaded if lb.backend is None and (missing := missing_libraries(lb.name))],
         "corpus": {"cases": len(c.cases), "bytes": c.corpus_bytes, "builtin_cases": builtin, "user_cases": len(c.cases) - builtin},
         "pairs": [p.to_json() for p in c.pairs],
         "unknown_ids": c.unknown.to_json(),

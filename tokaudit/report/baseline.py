@@ -60,6 +60,8 @@ class Baseline:
     path: Path
     entries: dict[str, str] = field(default_factory=dict)
     matched: set[str] = field(default_factory=set)
+    #: The keys (``findings[3]``) of the entries left out because they have no "reason" while require-reason is on.
+    unreasoned: tuple[str, ...] = ()
 
     def match(self, finding: Finding, target_key: str | None) -> bool:
         """Whether the baseline holds ``finding`` (by its target's key, or by the target as typed, as reports
@@ -89,13 +91,15 @@ class Baseline:
         return None
 
 
-def load_baseline(path: Path) -> Baseline:
-    """Fingerprints of every finding in a previous JSON report, each with its target's key."""
+def load_baseline(path: Path, *, require_reason: bool = False) -> Baseline:
+    """Fingerprints of every finding in a previous JSON report, each with its target's key (with ``require_reason``,
+    of those with a non-empty "reason" string: a person said why the finding may stay)."""
     data = read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("findings"), list):
         raise InputError("not a tokaudit JSON report (expected an object with a 'findings' list)", file=str(path), key="findings")
     keys = _target_keys(data)
     out = Baseline(path)
+    unreasoned = []
     for i, f in enumerate(data["findings"]):
         if not isinstance(f, dict) or not isinstance(f.get("code"), str) or not isinstance(f.get("name", ""), str):
             raise InputError("expected a finding with a string 'code'", file=str(path), key=f"findings[{i}]")
@@ -103,8 +107,13 @@ def load_baseline(path: Path) -> Baseline:
             raise InputError("expected an object or null", file=str(path), key=f"findings[{i}].location")
         if f.get("details") is not None and not isinstance(f["details"], dict):
             raise InputError("expected an object", file=str(path), key=f"findings[{i}].details")
+        reason = f.get("reason")
+        if require_reason and not (isinstance(reason, str) and reason.strip()):
+            unreasoned.append(f"findings[{i}]")
+            continue
         key = keys.get(str(f.get("target", "")), normalize_target(str(f.get("target", ""))))
         out.entries[fingerprint_json(f, key)] = normalize_target(key)
+    out.unreasoned = tuple(unreasoned)
     return out
 
 

@@ -21,8 +21,10 @@ from tokaudit.report.finding import Finding, catalog_code
 
 #: The TA001 finding: a per-target ignore that matched nothing.
 UNUSED_SUPPRESSION = catalog_code("TA001")
+#: The TA010 finding: baseline entries without a reason while require-reason is on.
+BASELINE_REASON_MISSING = catalog_code("TA010")
 #: Codes tokaudit itself emits about its configuration (TA0xx).
-META_CODES = (UNUSED_SUPPRESSION,)
+META_CODES = (UNUSED_SUPPRESSION, BASELINE_REASON_MISSING)
 
 _CODE_PREFIX = re.compile(r"(?i)TA\d{0,3}|ALL")
 
@@ -143,6 +145,17 @@ def apply_policy(
         ))
 
     stale = None
+    unreasoned = baseline.unreasoned if baseline is not None else ()
+    if unreasoned and targets and selection.chosen("TA010", BASELINE_REASON_MISSING.name):
+        shown = ", ".join(unreasoned[:5]) + (f" and {len(unreasoned) - 5} more" if len(unreasoned) > 5 else "")
+        kept.append(BASELINE_REASON_MISSING.finding(
+            f"{len(unreasoned)} entr{'y' if len(unreasoned) == 1 else 'ies'} of the baseline ha{'s' if len(unreasoned) == 1 else 've'} "
+            f"no \"reason\" and require-reason is on, so {'its finding is' if len(unreasoned) == 1 else 'their findings are'} "
+            f"reported, not baselined: {shown}. Add a \"reason\" to each, or fix the findings.",
+            location=Provenance(str(baseline.path) if baseline is not None else "baseline", key=unreasoned[0]),
+            details={"subject": str(baseline.path) if baseline is not None else "baseline", "entries": list(unreasoned)},
+            target=targets[0],
+        ))
     if baseline is not None:
         fresh = []
         for f in kept:

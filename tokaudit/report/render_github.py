@@ -49,4 +49,5 @@ def render_github(report: Report, stream: TextIO, fail_on: str = "error") -> Non
     s = report.summary()
     lib = ", ".join(f"{k} {v}" for k, v in versions().items())
     verdict = ("FAIL: " if report.failing(fail_on) else "PASS: ") if report.judged else ""  # explain/decode only report
-    stream.write(f"tokaudit {tool_version()} {report.command}: {verdict}{severity_counts(s)} ({lib})\n")
+    missing = f"; not checked: {', '.join(report.not_checked())}" if report.not_checked() else ""
+    stream.write(f"tokaudit {tool_version()} {report.command}: {verdict}{severity_counts(s)}{missing} ({lib})\n")

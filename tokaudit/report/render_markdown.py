@@ -32,6 +32,9 @@ def render_markdown(report: Report, stream: TextIO, fail_on: str = "error") -> N
     failing = report.failing(fail_on)
     counts = severity_counts(s)
     dropped = "".join(f", {n} {kind}" for kind, n in report.suppressed().items() if n)
+    missing = report.not_checked()
+    if missing:
+        dropped += "; not checked: " + ", ".join(m.replace("`", "'") for m in missing)
     if report.judged:
         verdict = "❌ FAIL" if failing else "✅ PASS"
         out = [f"## tokaudit {report.command}: {verdict}", "",

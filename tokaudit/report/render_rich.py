@@ -306,6 +306,9 @@ def verdict(report: Report, fail_on: str) -> Table:
     why = f"{len(failing)} at or above --fail-on {fail_on}" if failing else f"--fail-on {fail_on}"
     if dropped:
         why += f"; {dropped}"
+    missing = report.not_checked()
+    if missing:
+        why += f"; not checked: {', '.join(missing)}"
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True)
     grid.add_column()

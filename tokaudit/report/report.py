@@ -65,6 +65,11 @@ class Report:
         """Whether the report ends in a verdict (a command that only reports does when it found something)."""
         return self.command not in REPORT_ONLY or bool(self.findings)
 
+    def not_checked(self) -> list[str]:
+        """What the command could not check, over every target (an engine or backend that is not installed or
+        cannot load the model): each result's ``not_checked``, in order, once."""
+        return list(dict.fromkeys(item for r in self.results for item in r.data.get("not_checked") or ()))
+
     def suppressed(self) -> dict[str, int]:
         """Findings the policy dropped, over every target: ``baselined`` (in ``--baseline``) and
         ``ignored`` (a ``[tool.tokaudit]`` per-target ignore)."""

@@ -215,10 +215,43 @@ def _fuzz_table(backends: list[dict[str, Any]], separator: str) -> Table:
 
 
 def diff_section(console: Console, result: TargetResult) -> None:
-    d = result.data["diff"]
-    if d.get("mode") == "conversion":
+    d = result.data.get("diff")
+    if d is not None and d.get("mode") == "conversion":
         _conversion_section(console, d)
+    elif d is not None:
+        _draft_section(console, d)
+    if result.data.get("counts") is not None:
+        _counts_section(console, result.data["counts"])
+
+
+#: Texts shown in the rich counts table (largest changes first); JSON has all of them.
+COUNT_ROWS = 10
+
+
+def _counts_section(console: Console, c: dict[str, Any]) -> None:
+    """``diff --corpus``: the two totals, the growth, and the texts whose counts changed most."""
+    a, b = c["a"], c["b"]
+    _kv(console, "corpus", f"{c['corpus']} · {len(c['texts']):,} texts")
+    if b is None:  # one tokenizer's counts (written as a baseline)
+        _kv(console, "tokens", f"{a['total']:,} ({a['target']}, {a['backend']})")
         return
+    growth = "n/a" if c["growth_percent"] is None else f"{c['growth_percent']:+.2f} %"
+    over = c["growth_percent"] is None or c["growth_percent"] > c["max_growth_percent"]
+    line = Text(f"{a['total']:,} ({a['target']}, {a['backend']}) → {b['total']:,} ({b['target']}, {b['backend']}) · ")
+    line.append(growth, style="bold red" if over else "green")
+    line.append(f" (--max-growth {c['max_growth_percent']:g} %) · {c['changed']:,} texts changed")
+    _kv(console, "tokens", line)
+    changed = sorted((r for r in c["texts"] if r["delta"]), key=lambda r: (-abs(r["delta"]), r["name"]))[:COUNT_ROWS]
+    if changed:
+        table = _grid()
+        for col, justify in (("text", "left"), ("A", "right"), ("B", "right"), ("Δ", "right")):
+            table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        for r in changed:
+            table.add_row(Text(r["name"]), str(r["a"]), str(r["b"]), Text(f"{r['delta']:+d}", style="red" if r["delta"] > 0 else "green"))
+        console.print(Padding(table, (0, 0, 0, 4), expand=False))
+
+
+def _draft_section(console: Console, d: dict[str, Any]) -> None:
     cls = d["classification"]
     _kv(console, "verdict", Text(cls.upper(), style=CLASS_STYLE[cls]))
     table = _grid()
