@@ -72,3 +72,15 @@ def test_a_gguf_control_token_with_an_invisible_character(tmp_path) -> None:
     assert (f["severity"], f["location"], f["ids"]) == ("warning", {"file": "m.gguf", "key": "tokenizer.ggml.tokens"}, [[998, 998]])
     assert f["message"].startswith("1 added or control token of m.gguf holds invisible characters (zero-width): "
                                    "998 = '<|im_start|>\\u2060' (U+2060 WORD JOINER)")
+
+
+def test_a_huge_template_is_read_from_the_tokens_of_its_head() -> None:
+    import time
+
+    from tokaudit.template.security import MAX_CHARS
+
+    huge = "{{ x.__class__ }}" + "a" * (2 * MAX_CHARS) + "{{ y.__globals__ }}"
+    start = time.perf_counter()
+    assert _texts(injection_patterns(huge)) == [("underscore-attribute", ".__class__")]
+    assert hidden_instructions(huge) == []
+    assert time.perf_counter() - start < 10

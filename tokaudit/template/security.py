@@ -8,7 +8,8 @@
 * :func:`invisible_characters`: bidi controls, zero-width and tag characters, minus their legitimate uses (emoji
   sequences, joiners inside words of scripts that use them, marks inside right-to-left text).
 
-Every walk is bounded (:data:`MAX_NODES` parse-tree nodes, :data:`MAX_TOKENS` tokens, :data:`MAX_HITS` results).
+Every walk is bounded (:data:`MAX_NODES` parse-tree nodes, :data:`MAX_TOKENS` tokens, :data:`MAX_CHARS` characters
+parsed, :data:`MAX_HITS` results).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from typing import Any
 MAX_NODES = 200_000
 MAX_TOKENS = 500_000
 MAX_HITS = 50
+#: Templates longer than this are read from the token stream of their first MAX_CHARS characters only (real chat
+#: templates are under 50 KB; Jinja2's parser is not bounded in time on megabytes).
+MAX_CHARS = 1_000_000
 
 #: Attributes whose only use in a template is reaching Python internals.
 INTROSPECTION_ATTRS = frozenset({
@@ -102,6 +106,8 @@ def parse(text: str) -> Any:
     """Jinja2's parse tree of a template, or None when Jinja2 cannot parse it (deeply nested: RecursionError too)."""
     import jinja2
 
+    if len(text) > MAX_CHARS:
+        return None
     try:
         return _environment().parse(text)
     except (jinja2.TemplateSyntaxError, RecursionError, MemoryError):
@@ -207,7 +213,7 @@ def _token_patterns(text: str) -> Iterator[Pattern]:
 
     previous: list[tuple[int, str, str]] = []
     try:
-        for i, (line, kind, value) in enumerate(_environment().lex(text)):
+        for i, (line, kind, value) in enumerate(_environment().lex(text[:MAX_CHARS])):
             if i >= MAX_TOKENS:
                 return
             last = previous[-1] if previous else None
