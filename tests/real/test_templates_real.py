@@ -25,6 +25,7 @@ from tokaudit.template.analysis import Tokens, divergences, dropped_tool_calls, 
 from tokaudit.template.rendering import TemplateRun, render_template
 from tokaudit.template.requests import builtin_requests
 from tokaudit.template.source import TemplateSource, special_token_context
+from tokaudit.template.structure import structure_findings
 from tokaudit.template.stacks import PROFILES
 
 pytestmark = pytest.mark.real
@@ -353,6 +354,158 @@ EXPECTED_ERRORS: dict[str, dict[tuple[str, tuple[str, ...], str], str]] = {
     },
 }
 
+# ---- errors no other shape excuses (issue 35): a tool-call turn in the form a stack sends it fails for a stack that
+# renders the template's tools; and the structural rules (TA810, TA811)
+
+TRANSFORMERS_NULL = ("transformers drops every None-valued message key (_normalize_chat_messages, chat_template_utils.py:711-724): "
+                     "the OpenAI SDKs' content: null on a tool-call turn becomes no content key, and the template reads message.content")
+DYNAMO_NULL = ("Dynamo leaves content: null out of the message (async-openai types serialized with None fields skipped) and "
+               "MiniJinja fails on the undefined content the template reads")
+SMG_NULL_DICT = ("smg keeps content: null and parses the arguments to a dict: the template's string operations on them fail "
+                 "(test_smg_content_null_with_dict_arguments)")
+KIMI_APPEND = ("the template (llama.cpp's copy) calls tool_response_queue.ids.append(...): transformers' ImmutableSandboxedEnvironment, "
+               "which vLLM and SGLang render with too, refuses to mutate a list, and MiniJinja's sequences have no append method")
+FUNCTIONARY_DICT = ("the stacks pass the arguments parsed to a dict (transformers, vLLM, SGLang, smg and Dynamo parse JSON arguments) "
+                    "and functionary-v3.2 concatenates them to a string")
+DEVSTRAL_VLLM_NULL = ("vLLM makes content: null an empty list of parts for an openai-format template (its content format detection) "
+                      "and the template reads content[0]")
+TGI_NO_CALL_ID = "TGI passes no tool_call_id to the template (router/src/infer/chat_template.rs: its Message has none); the template requires it"
+TGI_NO_TOOL_CALLS = ("TGI passes no tool_calls key (a content: null turn's calls become its JSON content): the tool message that follows "
+                     "has no call before it, which the template refuses")
+TGI_EMPTY_CALLS_DROPPED = "TGI drops the tool calls of a turn whose content is \"\": the assistant message has neither, which the template refuses"
+PARTS_REPR = ("transformers passes typed content parts as they come (no flattening) and the template prints content as a string: "
+              "Python's repr of the list reaches the prompt")
+PARTS_DROPPED = ("the stack passes the content as a list of parts (transformers as sent, mistral.rs one text part) and the template "
+                 "writes content only when it is a string: the user's text never reaches the prompt")
+NEMO_SYSTEM_DROPPED = ("the template writes the system prompt into the last user message; a conversation that ends with a tool "
+                       "result has no user message after it, so the system prompt is lost")
+TGI_GEMMA4_RESULT = ("TGI passes no tool_calls and no tool_call_id, and Gemma 4's template writes a tool result only inside the call "
+                     "it answers: the result never reaches the prompt")
+
+SHAPE_ERRORS: dict[str, dict[tuple[str, tuple[str, ...], str], str]] = {
+    'Bielik-11B-v3.0-Instruct': {
+        ('TA801', ('smg',), 'invalid operation: cannot perform a containment check on this value (in chat:43)'): SMG_NULL_DICT,
+    },
+    'HuggingFaceTB-SmolLM3-3B': {
+        ('TA811', ('transformers', 'mistral.rs'), 'dropped:user:0'): PARTS_DROPPED,
+    },
+    'Kimi-K2-Instruct': {
+        ('TA801', ('smg', 'mistral.rs', 'dynamo'), 'unknown method: sequence has no method named append (in chat:41)'): KIMI_APPEND,
+        ('TA801', ('tgi',), "too many arguments: dict.get(key, default) takes one argument in MiniJinja-contrib's pycompat before 2.15 (MiniJinja 2.8.0 (TGI))"): OLD_PYCOMPAT_GET,
+        ('TA801', ('transformers', 'vllm', 'sglang'), "SecurityError: access to attribute 'append' of 'list' object is unsafe."): KIMI_APPEND,
+    },
+    'Kimi-K2-Thinking': {
+        ('TA801', ('mistral.rs',), "too many arguments: dict.get(key, default) takes one argument in MiniJinja-contrib's pycompat before 2.15 (MiniJinja 2.14.0 without loop_controls (mistral.rs))"): OLD_PYCOMPAT_GET,
+        ('TA801', ('smg', 'mistral.rs', 'dynamo'), 'unknown method: sequence has no method named append (in chat:35)'): KIMI_APPEND,
+        ('TA801', ('tgi',), "too many arguments: dict.get(key, default) takes one argument in MiniJinja-contrib's pycompat before 2.15 (MiniJinja 2.8.0 (TGI))"): OLD_PYCOMPAT_GET,
+        ('TA801', ('transformers', 'vllm', 'sglang'), "SecurityError: access to attribute 'append' of 'list' object is unsafe."): KIMI_APPEND,
+    },
+    'LFM2-8B-A1B': {
+        ('TA801', ('transformers',), 'TypeError: Object of type Undefined is not JSON serializable'): TRANSFORMERS_NULL,
+    },
+    'LFM2.5-Instruct': {
+        ('TA801', ('transformers',), 'TypeError: Object of type Undefined is not JSON serializable'): TRANSFORMERS_NULL,
+    },
+    'Mistral-Small-3.2-24B-Instruct-2506': {
+        ('TA801', ('tgi',), 'raise_exception: After the optional system message, conversation roles must alternate user/assistant/user/assistant/...'): TGI_NO_TOOL_CALLS,
+        ('TA801', ('tgi',), 'raise_exception: Tool call IDs should be alphanumeric strings with length 9!'): TGI_NO_CALL_ID,
+    },
+    'NVIDIA-Nemotron-3-Nano-30B-A3B-BF16': {
+        ('TA810', ('transformers',), 'messages[0].content'): PARTS_REPR,
+    },
+    'Qwen-QwQ-32B': {
+        ('TA801', ('dynamo',), 'unknown method: undefined has no method named split (`message.content` is undefined) (in chat:31)'): DYNAMO_NULL,
+        ('TA801', ('smg',), 'unknown method: none has no method named split (in chat:31)'): SMG_NULL_DICT,
+        ('TA801', ('transformers',), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,
+    },
+    'Qwen-Qwen3-0.6B': {
+        ('TA801', ('dynamo',), 'invalid operation: tried to use + operator on unsupported types string and undefined (`message.content` is undefined, from line 29) (in chat:43)'): DYNAMO_NULL,
+        ('TA801', ('dynamo',), 'invalid operation: tried to use + operator on unsupported types string and undefined (`message.content` is undefined, from line 29) (in chat:46)'): DYNAMO_NULL,
+        ('TA801', ('smg',), 'invalid operation: cannot perform a containment check on this value (in chat:34)'): SMG_NULL_DICT,
+        ('TA801', ('transformers',), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,
+    },
+    'deepseek-ai-DeepSeek-R1-Distill-Llama-8B': {
+        ('TA801', ('dynamo',), "invalid operation: tried to use + operator on unsupported types string and undefined (`message['content']` is undefined, from line 27) (in chat:30)"): DYNAMO_NULL,
+        ('TA801', ('smg',), 'invalid operation: tried to use + operator on unsupported types string and map (in chat:17)'): SMG_NULL_DICT,
+        ('TA801', ('transformers',), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,
+    },
+    'deepseek-ai-DeepSeek-R1-Distill-Qwen-32B': {
+        ('TA801', ('dynamo',), "invalid operation: tried to use + operator on unsupported types string and undefined (`message['content']` is undefined, from line 30) (in chat:33)"): DYNAMO_NULL,
+        ('TA801', ('transformers',), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,
+    },
+    'deepseek-ai-DeepSeek-V4': {
+        ('TA810', ('transformers',), 'messages[0].content'): PARTS_REPR,
+    },
+    'deepseek-ai-DeepSeek-V4-Flash-0731': {
+        ('TA810', ('transformers',), 'messages[0].content'): PARTS_REPR,
+    },
+    'google-gemma-2-2b-it': {
+        ('TA810', ('transformers',), 'messages[0].content'): PARTS_REPR,
+    },
+    'google-gemma-4-31B-it': {
+        ('TA811', ('tgi',), 'dropped:tool:3'): TGI_GEMMA4_RESULT,
+    },
+    'ibm-granite-granite-3.3-2B-Instruct': {
+        ('TA801', ('dynamo',), "invalid operation: tried to use + operator on unsupported types string and undefined (`message['content']` is undefined) (in chat:50)"): DYNAMO_NULL,
+        ('TA801', ('smg',), 'invalid operation: tried to use + operator on unsupported types string and none (in chat:50)'): SMG_NULL_DICT,
+        ('TA801', ('transformers',), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,
+    },
+    'llama-cpp-rwkv-world': {
+        ('TA810', ('transformers',), 'messages[0].content'): PARTS_REPR,
+    },
+    'meetkai-functionary-medium-v3.2': {
+        ('TA801', ('smg', 'dynamo'), 'invalid operation: tried to use + operator on unsupported types string and map (in chat:281)'): FUNCTIONARY_DICT,
+        ('TA801', ('transformers', 'vllm', 'sglang'), 'TypeError: can only concatenate str (not "dict") to str'): FUNCTIONARY_DICT,
+    },
+    'meta-llama-Llama-3.1-8B-Instruct': {
+        ('TA810', ('transformers',), 'messages[0].content'): PARTS_REPR,
+    },
+    'meta-llama-Llama-3.2-3B-Instruct': {
+        ('TA810', ('transformers',), 'messages[0].content'): PARTS_REPR,
+    },
+    'meta-llama-Llama-3.3-70B-Instruct': {
+        ('TA810', ('transformers',), 'messages[0].content'): PARTS_REPR,
+    },
+    'mistralai-Ministral-3-14B-Reasoning-2512': {
+        ('TA801', ('smg',), 'invalid operation: cannot calculate length of value of type none (in chat:90)'): SMG_NULL_DICT,
+        ('TA801', ('tgi',), 'raise_exception: After the optional system message, conversation roles must alternate user and assistant roles except for tool calls and results.'): TGI_NO_TOOL_CALLS,
+        ('TA801', ('tgi',), 'raise_exception: Assistant message must have a string or a list of chunks in content or a list of tool calls.'): TGI_EMPTY_CALLS_DROPPED,
+    },
+    'mistralai-Mistral-Nemo-Instruct-2407': {
+        ('TA801', ('tgi',), 'raise_exception: After the optional system message, conversation roles must alternate user/assistant/user/assistant/...'): TGI_NO_TOOL_CALLS,
+        ('TA801', ('tgi',), 'raise_exception: Tool call IDs should be alphanumeric strings with length 9!'): TGI_NO_CALL_ID,
+        ('TA811', ('transformers', 'vllm', 'sglang', 'smg', 'mistral.rs', 'dynamo'), 'dropped:system:0'): NEMO_SYSTEM_DROPPED,
+    },
+    'openai-gpt-oss-120b': {
+        ('TA801', ('tgi',), 'raise_exception: Message has tool role, but there was no previous assistant message with a tool call!'): TGI_NO_TOOL_CALLS,
+    },
+    'openbmb-MiniCPM5-1B': {
+        ('TA811', ('transformers', 'mistral.rs'), 'dropped:user:0'): PARTS_DROPPED,
+    },
+    'poolside-Laguna-S-2.1': {
+        ('TA811', ('transformers', 'mistral.rs'), 'dropped:user:0'): PARTS_DROPPED,
+    },
+    'poolside-Laguna-XS-2.1': {
+        ('TA811', ('transformers', 'mistral.rs'), 'dropped:user:0'): PARTS_DROPPED,
+    },
+    'poolside-Laguna-XS.2': {
+        ('TA811', ('transformers', 'mistral.rs'), 'dropped:user:0'): PARTS_DROPPED,
+    },
+    'unsloth-mistral-Devstral-Small-2507': {
+        ('TA801', ('dynamo',), "undefined value: `message['content']` is undefined (in chat:74)"): DYNAMO_NULL,
+        ('TA801', ('smg',), "undefined value: `message['content'][0]` is undefined (in chat:74)"): SMG_NULL_DICT,
+        ('TA801', ('transformers',), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,
+        ('TA801', ('vllm',), 'UndefinedError: list object has no element 0'): DEVSTRAL_VLLM_NULL,
+    },
+    'upstage-Solar-Open-100B': {
+        ('TA801', ('tgi',), 'invalid operation: tried to use + operator on unsupported types string and undefined (`message.tool_call_id` is undefined) (in chat:116)'): TGI_NO_CALL_ID,
+    },
+}
+
+for _name, _more in SHAPE_ERRORS.items():
+    EXPECTED_ERRORS[_name].update(_more)
+
+
 #: The templates with a TA807, each checked by hand (see the note of issue 29).
 PREFIX_UNSTABLE = [
     'Apertus-8B-Instruct',
@@ -425,11 +578,13 @@ def errors(run: TemplateRun) -> dict[tuple[str, tuple[str, ...], str], str]:
     """The error findings of the render rules, keyed as EXPECTED_ERRORS is (the message is the value)."""
     tokens = Tokens(None)
     out = {}
-    for f in [*render_errors([run]), *divergences([run], tokens), *dropped_tool_calls([run])]:
+    for f in [*render_errors([run]), *divergences([run], tokens), *dropped_tool_calls([run]), *structure_findings([run])]:
         if f.severity.value != "error":
             continue
         d = f.details
-        key = {"TA801": d.get("error"), "TA802": ",".join(d.get("causes") or []), "TA806": ",".join(d.get("missing") or [])}[f.code]
+        key = {"TA801": d.get("error"), "TA802": ",".join(d.get("causes") or []), "TA806": ",".join(d.get("missing") or []),
+               "TA810": d.get("value"), "TA811": f"{d.get('problem')}:{d.get('role')}:{d.get('message')}",
+               "TA812": f"{d.get('problem')}:{d.get('marker')}"}[f.code]
         out[(f.code, tuple(d["stacks"]), key)] = f.message
     return out
 
@@ -469,13 +624,16 @@ SMG_NULL_CONTENT = ("Qwen-Qwen3-0.6B", "Qwen-QwQ-32B", "Bielik-11B-v3.0-Instruct
 @pytest.mark.parametrize("name", SMG_NULL_CONTENT)
 def test_smg_content_null_with_dict_arguments(name: str, templates: dict[str, TemplateRun]) -> None:
     """smg restores content: null on a tool-call turn and parses the arguments to a dict: these templates fail on it
-    (warnings: tool calls are optional), while SGLang ("" content) renders the same request (vLLM too, but for
+    (errors: smg serves their tools, and no other form excuses the one it sends), while SGLang ("" content) renders the same request (vLLM too, but for
     Devstral, an openai-format template whose null content vLLM makes an empty list of parts)."""
     run = templates[name]
     assert "tool-call" in failing(run, "smg") and "tool-call" not in failing(run, "sglang")
     assert ("tool-call" in failing(run, "vllm")) == (name == "unsloth-mistral-Devstral-Small-2507")
     (f,) = [f for f in render_errors([run]) if f.details["stacks"] == ["smg"] and "tool-call" in f.details["conversations"]]
-    assert f.severity.value == "warning"
+    # smg renders the template's tools (tools-offered): the form it sends must render too (issue 35); Phi-3.5's
+    # template offers no tools (a tool request is optional there)
+    assert f.severity.value == ("warning" if name == "microsoft-Phi-3.5-mini-instruct" else "error")
+    assert run.offers_tools == (name != "microsoft-Phi-3.5-mini-instruct")
 
 
 def test_the_failures_are_found_for_exactly_the_stacks_that_fail(templates: dict[str, TemplateRun]) -> None:

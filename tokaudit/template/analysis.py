@@ -4,7 +4,7 @@ TA801 a stack cannot render a request; TA802 a stack's engine renders its own co
 (transformers' engine) does; TA803 the prompt starts with the BOS a client's tokenizer adds again; TA804 a
 control-token literal of a rendered prompt does not encode to its id; TA805 the generation prompt is not the
 header of an assistant turn; TA806 a past tool call never reaches the prompt; TA807 turn k's prompt and reply
-are not a prefix of turn k+1's prompt.
+are not a prefix of turn k+1's prompt; TA810-TA813 the structural rules (:mod:`tokaudit.template.structure`).
 """
 
 from __future__ import annotations
@@ -25,12 +25,15 @@ from tokaudit.template.requests import TOOL_CALL_MARKS
 from tokaudit.template.serving import ServingEncoder
 from tokaudit.template.source import TemplateSource
 from tokaudit.template.stacks import STACK_NAMES, profile
+from tokaudit.template.structure import CODES as STRUCTURE_CODES
+from tokaudit.template.structure import structure_findings
 
 #: Characters of context on each side of a difference in an excerpt.
 EXCERPT = 40
 
 #: The TA8xx family of rendered templates (names, severities and summaries are the catalog's).
-CODES: dict[str, Code] = {c.code: c for c in catalog_codes("TA801", "TA802", "TA803", "TA804", "TA805", "TA806", "TA807")}
+CODES: dict[str, Code] = {**{c.code: c for c in catalog_codes("TA801", "TA802", "TA803", "TA804", "TA805", "TA806", "TA807")},
+                          **STRUCTURE_CODES}
 
 
 def finding(code: str, message: str, **kwargs: Any) -> Finding:
@@ -99,6 +102,7 @@ def render_errors(runs: list[TemplateRun]) -> list[Finding]:
     """TA801: one finding per template and error, naming the stacks that fail with it and the requests."""
     groups: dict[tuple[str, str], dict[str, list[RequestRun]]] = {}
     kinds: dict[tuple[str, str], str | None] = {}
+    serves = _serves_tools(runs)
     for trun in runs:
         for rrun in trun.requests:
             for stack, sr in rrun.stacks.items():
@@ -115,7 +119,8 @@ def render_errors(runs: list[TemplateRun]) -> list[Finding]:
         rruns = list({id(r): r for rs in by_stack.values() for r in rs}.values())
         template = rruns[0].template
         requests = [r.label for r in rruns]
-        required = any(r.request.required for r in rruns)
+        # no shape excuses another: a tool request is required of a stack that serves the template's tools
+        required = any(r.request.required or r.request.tools and any((template.name, s) in serves for s in by_stack) for r in rruns)
         # the template refusing a request on purpose: raise_exception, and no stack renders the request
         rendered_by = ordered(s for s in rruns[0].stacks if all(s in r.stacks and r.stacks[s].render.ok for r in rruns))
         deliberate = kinds[key] == "raise" and not any(sr.render.ok for r in rruns for sr in r.stacks.values())
@@ -133,6 +138,13 @@ def render_errors(runs: list[TemplateRun]) -> list[Finding]:
                      "kind": kinds[key], "conversations": requests, "template": template.name},
         ))
     return out
+
+
+def _serves_tools(runs: list[TemplateRun]) -> set[tuple[str, str]]:
+    """(template, stack) where the template offers tools and the stack renders a request offering them: a tool-call
+    turn in the form that stack sends must then render too (the other form rendering elsewhere excuses nothing)."""
+    return {(trun.template.name, stack) for trun in runs if trun.offers_tools for rrun in trun.requests if rrun.request.name == "tools-offered"
+            for stack, sr in rrun.stacks.items() if sr.render.ok}
 
 
 _ERROR_LINE = r"^TemplateSyntaxError: line (\d+):|\(in chat:(\d+)\)"  # compiled on first use: an error path
@@ -558,5 +570,5 @@ def analyse(model: TokenizerModel, runs: list[TemplateRun], encoder: ServingEnco
     tokens = Tokens(encoder, classifier)
     return [*render_errors(runs), *divergences(runs, tokens), *double_bos(model, runs, tokens),
             *token_splits(runs, classifier), *generation_prompts(runs), *dropped_tool_calls(runs),
-            *prefix_instability(runs, tokens)]
+            *prefix_instability(runs, tokens), *structure_findings(runs)]
 
