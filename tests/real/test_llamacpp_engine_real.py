@@ -206,6 +206,15 @@ def test_llama_server_normalises_the_request(engine) -> None:
     assert engine.apply(template, request, bos_token="<s>", server={"add_bos": True}).render.text.startswith("<|system|>")
 
 
+def test_the_requests_chat_template_kwargs_reach_the_template(engine) -> None:
+    """A request's chat_template_kwargs (here enable_thinking) reach the template (the driver once iterated a
+    temporary's items: every such request crashed the engine)."""
+    template = "{{ messages[0].content }}|{{ enable_thinking }}|{{ extra }}"
+    request = {"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"enable_thinking": False, "extra": 7}}
+    applied = engine.apply(template, request)
+    assert (applied.render.kind, applied.render.text) == (None, "x|False|7")  # printed as Python does
+
+
 def test_errors_have_their_kind(engine) -> None:
     syntax = engine.render("{% if %}", {})
     assert (syntax.kind, syntax.error) == ("syntax", "Unexpected token: %} of type 9")

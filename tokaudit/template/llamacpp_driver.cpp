@@ -222,7 +222,9 @@ static common_chat_templates_inputs parse_request(const common_chat_templates * 
     for (const auto & [key, value] : kwargs.items()) {
         inputs.chat_template_kwargs[key] = value.dump();
     }
-    for (const auto & [key, value] : value_or(req, "chat_template_kwargs", json::object()).items()) {
+    // a named copy: items() of the temporary value_or returns would outlive it
+    json request_kwargs = value_or(req, "chat_template_kwargs", json::object());
+    for (const auto & [key, value] : request_kwargs.items()) {
         inputs.chat_template_kwargs[key] = value.dump();
     }
     auto thinking = inputs.chat_template_kwargs.find("enable_thinking");
