@@ -26,7 +26,7 @@ from tokaudit.template.stacks.facts import template_facts
 from tokaudit.template.stacks.rewrites import rewrite
 
 T = FIXTURES / "templates"
-STACKS = ["transformers", "vllm", "sglang", "smg", "tgi", "mistral.rs", "dynamo"]  # the stacks tokaudit renders
+STACKS = ["transformers", "vllm", "sglang", "smg", "tgi", "mistral.rs", "llama.cpp", "dynamo"]  # the stacks tokaudit renders
 ARGS = '{"city": "São Paulo <Centro>", "units": "celsius", "filter": {"quote": "it\'s \\"fine\\" & dry", "days": [1, 2]}}'
 ARGS_DICT = {"city": "São Paulo <Centro>", "units": "celsius", "filter": {"quote": "it's \"fine\" & dry", "days": [1, 2]}}
 
@@ -227,10 +227,11 @@ def test_clean_chatml_fixture() -> None:
     assert code == 0 and doc["findings"] == []
     assert doc["template"] == {"source": "chat_template.jinja:1", "name": "default"}
     assert [s["id"] for s in doc["stacks"]] == list(STACK_NAMES)
-    assert [s["id"] for s in doc["stacks"] if not s["rendered"]] == ["llama.cpp"]
+    assert [s["id"] for s in doc["stacks"] if not s["rendered"]] == []  # llama.cpp with its own engine
     names = [c["name"] for c in doc["conversations"]]
     assert names == ["system-user", "system-user-no-generation-prompt", "user-only", "multi-turn", "tools-offered", "tool-call",
-                     "tool-call-empty-content", "tool-call-multi-turn", "empty-content", "content-parts", "long-non-ascii"]
+                     "tool-call-empty-content", "tool-call-multi-turn", "tool-call-with-content", "parallel-tool-calls", "empty-content",
+                     "content-parts", "long-non-ascii"]
     first = doc["conversations"][0]["renders"]
     assert [r["stack"] for r in first] == STACKS
     assert {r["text"] for r in first} == {"<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
@@ -238,11 +239,12 @@ def test_clean_chatml_fixture() -> None:
     tok = Tokenizer.from_file(str(T / "chatml" / "tokenizer.json"))
     assert first[0]["ids"] == tok.encode(first[0]["text"], add_special_tokens=True).ids and first[0]["ids"][0] == 261
     # a request a stack that always adds the generation prompt cannot be sent is not rendered for it
-    assert [r["stack"] for r in doc["conversations"][1]["renders"]] == ["transformers", "vllm"]
+    assert [r["stack"] for r in doc["conversations"][1]["renders"]] == ["transformers", "vllm", "llama.cpp"]
     # content parts: the template joins them itself ("openai" format: vLLM, SGLang and smg keep the list); mistral.rs
     # joins them into one part with " ", Dynamo into a string with "\n"
-    div = doc["conversations"][9]["divergence"]
-    assert div["groups"] == [["transformers", "vllm", "sglang", "smg", "tgi"], ["mistral.rs"], ["dynamo"]]
+    div = doc["conversations"][11]["divergence"]
+    # llama-server joins the parts with "\n" for a template that reads content as a string
+    assert div["groups"] == [["transformers", "vllm", "sglang", "smg", "tgi"], ["mistral.rs"], ["llama.cpp", "dynamo"]]
     assert [side["excerpt"][:28] for side in div["sides"]] == ["<|im_start|>user\nDescribe  t", "<|im_start|>user\nDescribe \nt"]
 
 
@@ -257,7 +259,8 @@ def test_qwen_tools_names_the_stacks_whose_prompts_differ() -> None:
                                              "sglang: hermes, qwen25; smg: qwen; tgi: its own JSON grammar, not the template's format; "
                                              "llama.cpp: auto; dynamo: hermes, qwen25, llama3_json")
     tgi, dynamo = doc["findings"][:2]
-    assert tgi["details"]["conversations"] == ["tools-offered", "tool-call", "tool-call-empty-content", "tool-call-multi-turn"]
+    assert tgi["details"]["conversations"] == ["tools-offered", "tool-call", "tool-call-empty-content", "tool-call-multi-turn",
+                                               "tool-call-with-content", "parallel-tool-calls"]
     assert "MiniJinja's escapes < > & '" in tgi["message"] and "its maps iterate and serialize in key order" in tgi["message"]
     assert dynamo["details"]["excerpts"]["stack"].endswith('{"type":"function","function":{"name":"get_weath…')
     # no stack that registers its own tojson is named: smg and mistral.rs render the tools as transformers does
@@ -321,7 +324,7 @@ def test_llama3_double_bos_whole_process() -> None:
     f = doc["findings"][0]
     assert "no stack's chat endpoint is hit" in f["message"] and f["details"]["rendered_by"] == STACKS
     assert f["ids"] == [[260, 260]] and f["details"]["added_by"] == "tokenizer.json post_processor"
-    assert f["details"]["first_ids"][:2] == [260, 260] and len(f["details"]["conversations"]) == 11
+    assert f["details"]["first_ids"][:2] == [260, 260] and len(f["details"]["conversations"]) == 13
     tok = Tokenizer.from_file(str(T / "llama3-double-bos" / "tokenizer.json"))
     text = doc["conversations"][0]["renders"][0]["text"]
     assert text.startswith("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n")
@@ -337,9 +340,12 @@ def test_llama3_double_bos_whole_process() -> None:
 def test_deepseek_percent_format_fails_in_minijinja_stacks() -> None:
     code, doc = template_json(T / "deepseek-percent", "--select", "TA801")
     # the template offers tools and these stacks render them: the tool-call turn they send must render too (issue 35)
-    assert code == 1 and codes(doc) == [("TA801", "error", ["smg", "mistral.rs", "dynamo"])]
+    # llama.cpp's engine has no %-formatting either (its own error)
+    assert code == 1 and codes(doc) == [("TA801", "error", ["smg", "mistral.rs", "dynamo"]), ("TA801", "error", ["llama.cpp"])]
+    assert doc["findings"][1]["details"]["error"].startswith('Unknown operator "%" between String and Tuple')
     f = doc["findings"][0]
-    assert f["details"]["conversations"] == ["tool-call", "tool-call-empty-content", "tool-call-multi-turn"]
+    assert f["details"]["conversations"] == ["tool-call", "tool-call-empty-content", "tool-call-multi-turn", "tool-call-with-content",
+                                             "parallel-tool-calls"]
     assert "% operator" in f["message"] and f["message"].endswith("; transformers, vllm, sglang, tgi render them.")
     # TGI renders it: it never passes tool_calls (the calls are JSON in the content)
     j2 = doc["conversations"][5]["renders"][0]["text"]
@@ -353,11 +359,12 @@ def test_deepseek_percent_format_fails_in_minijinja_stacks() -> None:
 def test_broken_template_is_an_error_for_every_stack() -> None:
     code, doc = template_json(T / "broken")
     assert code == 1 and codes(doc) == [("TA801", "error", ["transformers", "vllm", "sglang"]),
-                                        ("TA801", "error", ["smg", "tgi", "mistral.rs", "dynamo"])]
-    assert [f["details"]["kind"] for f in doc["findings"]] == ["syntax", "syntax"]
-    assert [f["location"] for f in doc["findings"]] == [{"file": "chat_template.jinja", "line": 16}] * 2
+                                        ("TA801", "error", ["smg", "tgi", "mistral.rs", "dynamo"]), ("TA801", "error", ["llama.cpp"])]
+    assert [f["details"]["kind"] for f in doc["findings"]] == ["syntax", "syntax", "syntax"]
+    # llama.cpp's parser names no line
+    assert [f["location"] for f in doc["findings"]] == [{"file": "chat_template.jinja", "line": 16}] * 2 + [{"file": "chat_template.jinja", "line": 1}]
     assert doc["findings"][0]["details"]["error"].startswith("TemplateSyntaxError: line 16: Unexpected end of template.")
-    assert len(doc["findings"][0]["details"]["conversations"]) == 11
+    assert len(doc["findings"][0]["details"]["conversations"]) == 13
 
 
 def test_token_split_agrees_with_ta205() -> None:
@@ -390,16 +397,18 @@ def test_ta205_only_for_literals_that_reach_a_render(tmp_path: Path) -> None:
 
 def test_generation_prompt_missing_newline() -> None:
     code, doc = template_json(T / "generation-prompt")
-    assert code == 0 and codes(doc) == [("TA805", "warning", STACKS)]
+    # llama.cpp's server is not probed for TA805 (it never renders a finished turn without its generation prompt)
+    assert code == 0 and codes(doc) == [("TA805", "warning", [s for s in STACKS if s != "llama.cpp"])]
     f = doc["findings"][0]
     assert f["details"]["header"] == "<|im_start|>assistant\n" and f["details"]["generation_suffix"] == "<|im_start|>assistant"
 
 
 def test_tool_call_dropped() -> None:
     code, doc = template_json(T / "drops-tool-calls", *NO_PARTS)
-    assert code == 1 and codes(doc) == [("TA806", "error", ["transformers", "vllm", "sglang", "smg", "mistral.rs", "dynamo"])]
+    assert code == 1 and codes(doc) == [("TA806", "error", ["transformers", "vllm", "sglang", "smg", "mistral.rs", "llama.cpp", "dynamo"])]
     f = doc["findings"][0]
-    assert f["details"]["conversations"] == ["tool-call", "tool-call-empty-content", "tool-call-multi-turn"]
+    assert f["details"]["conversations"] == ["tool-call", "tool-call-empty-content", "tool-call-multi-turn", "tool-call-with-content",
+                                             "parallel-tool-calls"]
     assert f["details"]["missing"] == ["get_weather", "Centro"]
     # the template offers the tools (TA806's condition) ...
     assert "Tools: get_weather" in doc["conversations"][4]["renders"][0]["text"]
@@ -415,10 +424,11 @@ def test_tool_call_dropped() -> None:
 def test_prefix_instability() -> None:
     code, doc = template_json(T / "thinking-history", *NO_PARTS)
     assert code == 0 and [(f["code"], f["severity"], f["details"]["conversations"], f["details"]["field"]) for f in doc["findings"]] == [
-        ("TA807", "warning", ["multi-turn", "tool-call-multi-turn", "reasoning"], "reasoning"),
-        ("TA807", "warning", ["reasoning"], "reasoning_content")]
+        ("TA807", "warning", ["multi-turn", "tool-call-multi-turn", "reasoning", "reasoning-only"], "reasoning"),
+        ("TA807", "warning", ["reasoning", "reasoning-only"], "reasoning_content")]
     first = doc["findings"][0]
-    assert first["details"]["stacks"] == STACKS and first["details"]["turn"] == 2 and first["details"]["position"] == 138
+    # llama.cpp's server is not probed for TA807 (it never renders a finished turn without its generation prompt)
+    assert first["details"]["stacks"] == [s for s in STACKS if s != "llama.cpp"] and first["details"]["turn"] == 2 and first["details"]["position"] == 138
     assert first["details"]["excerpts"]["turn"].endswith("assistant\n<think>\n\n</think>\n\nThe capital of France…")
     assert first["details"]["token_position"] == 85
     kept = doc["findings"][1]
@@ -432,7 +442,7 @@ def test_prefix_instability() -> None:
 def test_strftime_now_missing_in_smg() -> None:
     code, doc = template_json(T / "dated")
     # and the date is in every other stack's prompt (TA813, a note)
-    assert code == 1 and codes(doc) == [("TA801", "error", ["smg"]), ("TA813", "note", ["transformers", "vllm", "sglang", "tgi", "mistral.rs", "dynamo"])]
+    assert code == 1 and codes(doc) == [("TA801", "error", ["smg"]), ("TA813", "note", ["transformers", "vllm", "sglang", "tgi", "mistral.rs", "llama.cpp", "dynamo"])]
     assert doc["findings"][0]["details"]["error"] == "unknown function: strftime_now is unknown (in chat:1)"
     assert template_json(T / "dated", "--stack", "vllm,tgi")[0] == 0
 
@@ -457,7 +467,8 @@ def test_hostile_template_ends_within_the_bound() -> None:
     doc = json.loads(proc.stdout)
     assert [(f["code"], f["details"]["stacks"], f["details"]["kind"], f["details"]["error"]) for f in doc["findings"]] == [
         ("TA801", ["transformers", "vllm", "sglang"], "budget", "render took longer than 2 s"),
-        ("TA801", ["smg", "tgi", "mistral.rs", "dynamo"], "budget", "engine ran out of fuel (in chat:1)")]
+        ("TA801", ["smg", "tgi", "mistral.rs", "dynamo"], "budget", "engine ran out of fuel (in chat:1)"),
+        ("TA801", ["llama.cpp"], "budget", "the render ran past 2 s")]  # once: the others are skipped
     # the template reads no variable: every request is the same render, made once per engine configuration
     assert {r["error"] for c in doc["conversations"] for r in c["renders"] if r["stack"] == "vllm"} == {"render took longer than 2 s"}
 
@@ -469,13 +480,13 @@ def test_hostile_template_inside_scan_and_a_repetition_bomb(tmp_path: Path) -> N
     doc = json.loads(out.stdout)
     assert [(f["details"]["stacks"], f["details"]["error"]) for f in doc["findings"]] == [
         (["transformers", "vllm", "sglang"], "render took longer than 1 s"),
-        (["smg", "tgi", "mistral.rs", "dynamo"], "engine ran out of fuel (in chat:1)")]
+        (["smg", "tgi", "mistral.rs", "dynamo"], "engine ran out of fuel (in chat:1)"), (["llama.cpp"], "the render ran past 1 s")]
     # a string repetition Jinja2 refuses is not handed to MiniJinja, which would allocate it whole
     path = tmp_path / "bomb.jinja"
     path.write_text("{{ 'x' * 10000000000 }}", encoding="utf-8")
     code, doc = template_json(T / "chatml", "--template", str(path), "--select", "TA801")
     assert code == 1 and [(f["details"]["stacks"], f["details"]["kind"]) for f in doc["findings"]] == [
-        (["transformers", "vllm", "sglang"], "budget"), (["smg", "tgi", "mistral.rs", "dynamo"], "budget")]
+        (["transformers", "vllm", "sglang"], "budget"), (["smg", "tgi", "mistral.rs", "dynamo"], "budget"), (["llama.cpp"], "budget")]
     assert doc["findings"][1]["details"]["error"].startswith("not rendered: Jinja2 found an unbounded repetition")
 
 
@@ -507,7 +518,7 @@ def test_messages_json_and_jsonl(tmp_path: Path) -> None:
     assert code == 0 and [c["name"] for c in doc["conversations"]] == ["mine", "messages-2"]
     assert [c["add_generation_prompt"] for c in doc["conversations"]] == [True, False]
     assert doc["conversations"][0]["renders"][0]["text"] == "<|im_start|>user\nhi <b><|im_end|>\n<|im_start|>assistant\n"
-    assert [r["stack"] for r in doc["conversations"][1]["renders"]] == ["transformers", "vllm"]
+    assert [r["stack"] for r in doc["conversations"][1]["renders"]] == ["transformers", "vllm", "llama.cpp"]
     (tmp_path / "m.jsonl").write_text("\n".join(json.dumps(c) for c in convs) + "\n", encoding="utf-8")
     code, doc2 = template_json(T / "chatml", "--messages", str(tmp_path / "m.jsonl"))
     assert [c["origin"] for c in doc2["conversations"]] == ["m.jsonl:1", "m.jsonl:2"]

@@ -12,7 +12,8 @@ from tests.conftest import FIXTURES, run_cli
 from tokaudit.template.structure import _balance, marker_pairs
 
 T = FIXTURES / "templates"
-ALL = ["transformers", "vllm", "sglang", "smg", "tgi", "mistral.rs", "dynamo"]
+ALL = ["transformers", "vllm", "sglang", "smg", "tgi", "mistral.rs", "llama.cpp", "dynamo"]
+CALLS = ["tool-call", "tool-call-empty-content", "tool-call-multi-turn", "tool-call-with-content", "parallel-tool-calls"]
 
 
 def findings(path: Path, code: str, *args: str) -> list[dict[str, Any]]:
@@ -26,24 +27,25 @@ def test_python_repr_leaks() -> None:
            for f in findings(T / "structure", "TA810")]
     assert got == [
         # arguments|string: Python's repr of the dict the stacks parse the JSON string into (TGI passes no tool_calls)
-        ("warning", ["transformers", "vllm", "sglang", "smg", "mistral.rs", "dynamo"], ["tool-call", "tool-call-empty-content", "tool-call-multi-turn"],
+        # (llama.cpp's engine prints a map as Python does too)
+        ("warning", ["transformers", "vllm", "sglang", "smg", "mistral.rs", "llama.cpp", "dynamo"], CALLS,
          "messages[2].tool_calls[0].function.arguments", 164),
         # typed parts as sent: only transformers passes the list itself to a string-format template
         ("error", ["transformers"], ["content-parts"], "messages[0].content", 67),
         # content: null printed: smg keeps the null (transformers drops the key, the others make it "")
-        ("error", ["smg"], ["tool-call"], "messages[2].content", 121),
+        ("error", ["smg"], ["tool-call", "tool-call-multi-turn", "parallel-tool-calls"], "messages[2].content", 121),
     ]
     leak = findings(T / "structure", "TA810")[2]
-    assert leak["message"].startswith("smg: request tool-call: the assistant turn's content: null is printed as 'None' (the same "
-                                      "turn with content \"\" prints nothing), at character 121: 'im_start|>assistant\\nNone<tool_call>get_weath")
+    assert leak["message"].startswith("smg: requests tool-call, tool-call-multi-turn, parallel-tool-calls: a content: null (messages[2].content) is printed as 'None', at character "
+                                      "121: 'im_start|>assistant\\nNone<tool_call>get_weath")
 
 
 def test_content_dropped() -> None:
     (f,) = findings(T / "structure", "TA811")
+    # llama-server merges a system message into the first user turn when the template writes no system role
     assert (f["severity"], f["details"]["stacks"], f["details"]["problem"], f["details"]["role"], f["details"]["message"]) == (
-        "error", ALL, "dropped", "system", 0)
-    assert f["details"]["conversations"] == ["system-user", "system-user-no-generation-prompt", "multi-turn", "tools-offered",
-                                             "tool-call", "tool-call-empty-content", "tool-call-multi-turn"]
+        "error", [s for s in ALL if s != "llama.cpp"], "dropped", "system", 0)
+    assert f["details"]["conversations"] == ["system-user", "system-user-no-generation-prompt", "multi-turn", "tools-offered", *CALLS]
     # `content if content is string else ''`: the stacks that pass typed parts as a list lose the user's text
     (parts,) = findings(T / "qwen-tools", "TA811")
     assert (parts["details"]["stacks"], parts["details"]["conversations"], parts["details"]["text"]) == (
@@ -53,15 +55,16 @@ def test_content_dropped() -> None:
 
 
 def test_unbalanced_markers() -> None:
-    (f,) = findings(T / "structure", "TA812")
-    assert (f["severity"], f["details"]["stacks"], f["details"]["conversations"], f["details"]["problem"], f["details"]["marker"],
-            f["details"]["position"]) == ("warning", ALL, ["tool-call-multi-turn"], "unclosed", "<tool_response>", 313)
+    got = [(f["severity"], f["details"]["stacks"], f["details"]["conversations"], f["details"]["problem"], f["details"]["marker"],
+            f["details"]["position"]) for f in findings(T / "structure", "TA812")]
+    assert got == [("warning", ALL, ["tool-call-multi-turn"], "unclosed", "<tool_response>", 313),
+                   ("warning", ALL, ["parallel-tool-calls"], "reopened", "<tool_response>", 364)]
 
 
 def test_date_dependent_prompt() -> None:
     (f,) = findings(T / "structure", "TA813")
     assert (f["severity"], f["details"]["stacks"], f["details"]["clock"], f["details"]["position"]) == (
-        "note", ["transformers", "vllm", "sglang", "tgi", "mistral.rs", "dynamo"], "strftime_now('%Y-%m-%d')", 28)
+        "note", [s for s in ALL if s != "smg"], "strftime_now('%Y-%m-%d')", 28)
     assert "('2026-01-15' at character 28: 'rt|>system\\nToday is 2026-01-15.<|im_end|>\\n<|im_sta')" in f["message"]
     # smg has no strftime_now: the template's guard leaves the date out
     assert findings(T / "structure", "TA813", "--stack", "smg") == []

@@ -100,18 +100,24 @@ class Tokens:
 
 def render_errors(runs: list[TemplateRun]) -> list[Finding]:
     """TA801: one finding per template and error, naming the stacks that fail with it and the requests."""
-    groups: dict[tuple[str, str], dict[str, list[RequestRun]]] = {}
-    kinds: dict[tuple[str, str], str | None] = {}
+    groups: dict[tuple[str, str, bool], dict[str, list[RequestRun]]] = {}
+    kinds: dict[tuple[str, str, bool], str | None] = {}
     serves = _serves_tools(runs)
     for trun in runs:
+        failed: dict[tuple[str, str], list[RequestRun]] = {}
         for rrun in trun.requests:
             for stack, sr in rrun.stacks.items():
                 r = sr.render
                 if r.ok or r.kind == "skipped" and TOTAL_SPENT not in (r.error or ""):
                     continue
-                key = (trun.template.name, r.error or "")
-                groups.setdefault(key, {}).setdefault(stack, []).append(rrun)
-                kinds[key] = r.kind
+                failed.setdefault((stack, r.error or ""), []).append(rrun)
+        # no shape excuses another: a tool request is required of a stack that serves the template's tools; each
+        # stack's failure is required or optional by its own requests (one finding per template, error and severity)
+        for (stack, error), rruns in failed.items():
+            required = any(r.request.required or bool(r.request.tools) and (trun.template.name, stack) in serves for r in rruns)
+            key = (trun.template.name, error, required)
+            groups.setdefault(key, {})[stack] = rruns
+            kinds[key] = rruns[0].stacks[stack].render.kind
     out = []
     for key, by_stack in groups.items():
         error = key[1]
@@ -119,11 +125,12 @@ def render_errors(runs: list[TemplateRun]) -> list[Finding]:
         rruns = list({id(r): r for rs in by_stack.values() for r in rs}.values())
         template = rruns[0].template
         requests = [r.label for r in rruns]
-        # no shape excuses another: a tool request is required of a stack that serves the template's tools
-        required = any(r.request.required or r.request.tools and any((template.name, s) in serves for s in by_stack) for r in rruns)
+        required = key[2]
         # the template refusing a request on purpose: raise_exception, and no stack renders the request
         rendered_by = ordered(s for s in rruns[0].stacks if all(s in r.stacks and r.stacks[s].render.ok for r in rruns))
-        deliberate = kinds[key] == "raise" and not any(sr.render.ok for r in rruns for sr in r.stacks.values())
+        # (llama-server rewrites what a template refuses, e.g. a system message into the first user turn: its render
+        # does not make the refusal accidental)
+        deliberate = kinds[key] == "raise" and not any(sr.render.ok for r in rruns for s, sr in r.stacks.items() if not _bypasses(s, r))
         severity = Severity.ERROR if required and not deliberate and TOTAL_SPENT not in error else Severity.WARNING
         kind = {"raise": "the template raised", "budget": "the render ran out of its budget", "syntax": "the template does not compile",
                 "refused": "the stack refuses the request"}.get(kinds[key] or "", "the render failed")
@@ -138,6 +145,12 @@ def render_errors(runs: list[TemplateRun]) -> list[Finding]:
                      "kind": kinds[key], "conversations": requests, "template": template.name},
         ))
     return out
+
+
+def _bypasses(stack: str, rrun: RequestRun) -> bool:
+    """The stack renders what the template refuses only because it changes the request first: llama-server rewrites
+    what a template cannot take (a system message into the user turn...), TGI passes no tool_calls."""
+    return stack == "llama.cpp" or stack == "tgi" and rrun.request.has_tool_calls
 
 
 def _serves_tools(runs: list[TemplateRun]) -> set[tuple[str, str]]:
@@ -216,15 +229,21 @@ def divergences(runs: list[TemplateRun], tokens: Tokens, max_findings: int = 12)
                if token_at is not None else "; the token ids are the same" if ids is not None else "; the ids were not compared")
         why = _cause(causes)
         engine = rrun.stacks[stack].render.engine
+        # only the HTML-safe escaping of MiniJinja's tojson (\u003c for <): the same JSON, spelled otherwise
+        escaping = all(_tojson_escaping_only(m[2], m[3]) for m in members)
+        if escaping:
+            why = ("only MiniJinja's tojson escaping (< > & ' written as \\u003c \\u003e \\u0026 \\u0027) differs: the same JSON, "
+                   "which the model reads in other tokens than it was trained on")
         also = f" (also {names(requests[1:])})" if len(requests) > 1 else ""
         out.append(finding(
             "TA802",
             f"{', '.join(stacks)}: request {requests[0]}{also}{_in_template(rrun.template)} renders other text than Jinja2 (transformers' "
             f"engine) makes of the same variables, from character {at}: {excerpt(ref, at)!r} vs {engine} {excerpt(text, at)!r}{tok}. "
             f"The cause is the engine: {why}.",
-            severity=Severity.ERROR if tokens_differ else Severity.WARNING,
+            severity=Severity.ERROR if tokens_differ and not escaping else Severity.WARNING,
             location=rrun.template.location,
             details={"subject": f"{rrun.template.name}:{','.join(causes)}:{excerpt(text, at, 20)}", "stacks": stacks, "conversation": requests[0],
+                     "escaping_only": escaping,
                      "conversations": requests, "template": rrun.template.name, "engine": engine, "position": at,
                      "excerpts": {"jinja2": excerpt(ref, at), "stack": excerpt(text, at)},
                      "chars": {"jinja2": ref[at:at + 1], "stack": text[at:at + 1]}, "token_position": token_at, "causes": list(causes)},
@@ -330,7 +349,24 @@ def _benign_rest(rest: str) -> bool:
     return (m is not None and m.start() == 0) or rest.startswith(_HEADER_MARKERS)
 
 
+#: Markers with which a generation prompt opens the model's reasoning on purpose (Qwen3.5, GLM-4.7, Command A...).
+_OPENS_REASONING = ("<think>", "<seed:think>", "<|START_THINKING|>", "[THINK]")
+
+
+def _opens_reasoning(header: str, suffix: str) -> bool:
+    """The generation prompt is the assistant header (or its start) followed by a marker that opens reasoning,
+    where a past assistant turn has none or an empty block: the template starts the model thinking, on purpose."""
+    body = suffix.rstrip()
+    for marker in _OPENS_REASONING:
+        if body.endswith(marker):
+            head = body[:-len(marker)]
+            return header.startswith(head) or header.startswith(head.rstrip())
+    return False
+
+
 def _header_problem(header: str, suffix: str | None) -> str | None:
+    if suffix is not None and _opens_reasoning(header, suffix):
+        return None
     if suffix is None:
         return "the prompt with add_generation_prompt does not extend the prompt without it"
     if not suffix.strip() and header.strip():

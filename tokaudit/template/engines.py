@@ -543,5 +543,9 @@ def render(config: EngineConfig, template: str, context: dict[str, Any], budget:
 
 
 def engine_version(kind: str) -> str | None:
-    """The installed version of the library an engine kind renders with (None: not installed / not wired)."""
+    """The installed version of the library an engine kind renders with (None: not installed)."""
+    if kind == "llama.cpp":
+        from tokaudit.template.llamacpp_build import SDIST_VERSION
+
+        return SDIST_VERSION
     return {"jinja2": installed_version("jinja2"), "minijinja": installed_version("minijinja")}.get(kind)

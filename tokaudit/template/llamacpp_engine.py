@@ -227,3 +227,30 @@ def load_engine(budget: Budget | None = None, notify: Callable[[str], None] | No
                 raise EngineUnavailable(str(exc)) from None
             engine = _engines[key] = LlamaCppEngine(built.path, key)
         return engine
+
+
+def engine_unavailable(budget: Budget | None = None, notify: Callable[[str], None] | None = None) -> str | None:
+    """Why llama.cpp's engine cannot render here (no sdist, no compiler, a failed build), or None; builds it first
+    when this machine has none (once)."""
+    try:
+        load_engine(budget, notify)
+    except EngineUnavailable as exc:
+        return str(exc)
+    return None
+
+
+def server_render(template: str, request: dict[str, Any], special: dict[str, str], budget: Budget, *,
+                  generation: bool | None = None, reply: bool = False) -> Render:
+    """llama-server's prompt for an OpenAI chat request (:meth:`LlamaCppEngine.apply` with its defaults), as the
+    llama.cpp profile's render: ``generation`` overrides the request's add_generation_prompt; ``reply`` renders a
+    last assistant message as a finished turn (``prefill_assistant`` off) rather than continued. A request llama-server
+    refuses (its HTTP 400) is ``refused``."""
+    data = {k: v for k, v in request.items() if k in ("messages", "tools", "chat_template_kwargs")}
+    data["add_generation_prompt"] = request.get("add_generation_prompt", True) if generation is None else generation
+    server = {"prefill_assistant": False} if reply or not data["add_generation_prompt"] else {}
+    applied = load_engine(budget).apply(template, data, bos_token=special.get("bos_token") or "",
+                                        eos_token=special.get("eos_token") or "", server=server)
+    r = applied.render
+    if r.kind == "request":
+        return Render(r.engine, None, f"the stack refuses the request: {r.error}", "refused")
+    return r

@@ -185,6 +185,8 @@ class Renderer:
 
     def stack_render(self, profile: StackProfile, request: dict[str, Any], generation: bool | None = None,
                      with_reference: bool = False, reply: bool = False, tail: bool = True) -> StackRender:
+        if profile.engine.kind == "llama.cpp":
+            return StackRender(profile.id, self._server_render(request, generation, reply))
         ctx = self.context(profile, request, generation, reply, tail)
         text = self.text_for(profile)
         out = StackRender(profile.id, self.render(profile.engine, text, ctx))
@@ -194,6 +196,26 @@ class Renderer:
                 out.causes = tuple(knob for knob, config in _as_jinja2(profile.engine)
                                    if self.render(config, text, ctx).text != out.render.text)
         return out
+
+    def _server_render(self, request: dict[str, Any], generation: bool | None, reply: bool) -> Render:
+        """llama.cpp's server renders the request itself (its message parsing and normalisation, then its own
+        engine): no context is built here, and there is no Jinja2 reference of it (TA802 does not apply)."""
+        from tokaudit.template.llamacpp_engine import NAME, server_render
+
+        key = (NAME, self.template.text, context_key({"request": request, "generation": generation, "reply": reply}))
+        hit = self._done.get(key)
+        if hit is None:
+            if NAME in self._exhausted:
+                return Render(NAME, None, f"skipped: {self._exhausted[NAME]} on an earlier render", "skipped")
+            if self._spent > self.budget.total_seconds:
+                return Render(NAME, None, f"skipped: the {self.budget.total_seconds:g} s {TOTAL_SPENT} ran out", "skipped")
+            start = time.perf_counter()
+            hit = self._done[key] = server_render(self.template.text, request, self.special, self.budget,
+                                                  generation=generation, reply=reply)
+            self._spent += time.perf_counter() - start
+            if hit.kind == "budget":
+                self._exhausted[NAME] = hit.error or "budget"
+        return hit
 
 
 #: The knobs of a MiniJinja configuration that can make it render other text than Jinja2, and Jinja2's setting.
@@ -226,8 +248,11 @@ def render_template(template: TemplateSource, requests: list[Request], profiles:
     run = TemplateRun(template, [], [])
     active = []
     for p in profiles:
-        why = None if p.renders else f"{p.engine.pins} is not available to tokaudit yet"
-        why = why or p.skipped_for(template.text)
+        why = p.skipped_for(template.text)
+        if why is None and p.engine.kind == "llama.cpp":
+            from tokaudit.template.llamacpp_engine import engine_unavailable
+
+            why = engine_unavailable(budget, _notify)
         if why is None:
             active.append(p)
             run.stacks.append(p.id)
@@ -240,16 +265,25 @@ def render_template(template: TemplateSource, requests: list[Request], profiles:
             if receives(p, request):
                 rrun.stacks[p.id] = renderer.stack_render(p, data, with_reference=True)
         run.requests.append(rrun)
+    # llama.cpp's server is not probed for TA805/TA807: they render finished turns without the generation prompt,
+    # which llama-server never does (its specialised handlers may add the prompt regardless of the flag)
+    probed = [p for p in active if p.engine.kind != "llama.cpp"]
     if probes:
-        for p in active:
+        for p in probed:
             run.headers[p.id] = _headers(renderer, p, [r for r in requests if r.origin == "built-in"])
         for request in requests:
-            for p in active:
+            for p in probed:
                 if receives(p, request):
                     run.prefixes.extend(_prefix_turns(renderer, p, request))
     run.distinct_renders = renderer.count
     run.offers_tools = offers_tools(template.text, renderer.facts)
     return run
+
+
+def _notify(message: str) -> None:
+    import sys
+
+    print(f"tokaudit: {message}", file=sys.stderr)
 
 
 def offers_tools(template: str, facts: TemplateFacts) -> bool:

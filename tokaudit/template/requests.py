@@ -93,6 +93,9 @@ FOLLOW = {"role": "user", "content": "And of Japan?"}
 ASK = {"role": "user", "content": "Weather in São Paulo?"}
 RESULT = {"role": "tool", "tool_call_id": TOOL_CALL_ID, "name": "get_weather", "content": '{"temperature": 21, "sky": "<clear>"}'}
 REASONING = "The user asks about France; its capital is Paris."
+#: The second call of a parallel tool-call turn and its result (a nine-character id, as Mistral's templates want).
+SECOND_CALL_ID = "f5G6h7J8k"
+SECOND_RESULT = {"role": "tool", "tool_call_id": SECOND_CALL_ID, "name": "get_weather", "content": '{"temperature": 18, "sky": "<cloudy>"}'}
 
 
 def tool_call(content: Any) -> dict[str, Any]:
@@ -100,6 +103,13 @@ def tool_call(content: Any) -> dict[str, Any]:
     return {"role": "assistant", "content": content,
             "tool_calls": [{"id": TOOL_CALL_ID, "type": "function",
                             "function": {"name": "get_weather", "arguments": json.dumps(TOOL_ARGUMENTS, ensure_ascii=False)}}]}
+
+
+def parallel_calls() -> dict[str, Any]:
+    """An assistant turn (content null) calling get_weather twice at once (OpenAI's parallel tool calls)."""
+    turn = tool_call(None)
+    second = {"id": SECOND_CALL_ID, "type": "function", "function": {"name": "get_weather", "arguments": json.dumps({"city": "Lima"})}}
+    return {**turn, "tool_calls": [*turn["tool_calls"], second]}
 
 
 def reads_reasoning(template: str) -> bool:
@@ -126,6 +136,9 @@ def builtin_requests(template: str, name: str = "default") -> list[Request]:
         Request("tool-call-multi-turn", [SYSTEM, ASK, tool_call(None), RESULT,
                                          {"role": "assistant", "content": "It is 21 °C and clear in São Paulo."},
                                          {"role": "user", "content": "And tomorrow?"}], tools=tools, required=False),
+        # chatlint's shapes: the assistant's text beside its call (Llama 3.1 drops it), two calls at once
+        Request("tool-call-with-content", [SYSTEM, ASK, tool_call("Let me check the weather."), RESULT], tools=tools, required=False),
+        Request("parallel-tool-calls", [SYSTEM, ASK, parallel_calls(), RESULT, SECOND_RESULT], tools=tools, required=False),
         Request("empty-content", [{"role": "user", "content": ""}], required=False),
         Request("content-parts", [{"role": "user", "content": [{"type": "text", "text": "Describe "},
                                                                 {"type": "text", "text": "this in one line."}]}],
@@ -134,6 +147,9 @@ def builtin_requests(template: str, name: str = "default") -> list[Request]:
     ]
     if reads_reasoning(template):
         out.append(Request("reasoning", [USER, {**ANSWER, "reasoning_content": REASONING}, FOLLOW], required=False))
+        # a turn with reasoning and no content (content: null), as reasoning APIs return a cut-off answer
+        out.append(Request("reasoning-only", [USER, {"role": "assistant", "content": None, "reasoning_content": REASONING}, FOLLOW],
+                           required=False))
     if "enable_thinking" in template:
         out.append(Request("thinking-off", [SYSTEM, USER, ANSWER, FOLLOW], required=False,
                            chat_template_kwargs={"enable_thinking": False}))

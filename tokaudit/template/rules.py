@@ -73,7 +73,7 @@ def _render(template: TemplateSource, special: dict[str, str], stacks: tuple[str
     special tokens, these stacks and these engine versions were rendered before, else rendered (and kept when the
     renders took less than a second in all: Jinja2's bound is a clock, MiniJinja's fuel is counted)."""
     inputs = {"template": template.text, "name": template.name, "special": special, "budget": repr(SCAN_BUDGET), "stacks": stacks,
-              "versions": {name: installed_version(name) for name in ("jinja2", "minijinja")}}
+              "versions": {name: installed_version(name) for name in ("jinja2", "minijinja")}, "llama.cpp": _driver_digest()}
     key = cache_key("template-render", inputs, _MODULES)
     requests = builtin_requests(template.text, template.name)
     hit = run_from_json(template, requests, load(key, _conforms))
@@ -93,8 +93,18 @@ def _render(template: TemplateSource, special: dict[str, str], stacks: tuple[str
 _MODULES = ("tokaudit.template.engines", "tokaudit.template.isolated", "tokaudit.template.renders", "tokaudit.template.rendering",
             "tokaudit.template.requests", "tokaudit.template.stacks", "tokaudit.template.stacks.context", "tokaudit.template.stacks.facts",
             "tokaudit.template.stacks.rewrites", "tokaudit.template.stacks.profile", "tokaudit.template.stacks.engines", "tokaudit.worker",
+            "tokaudit.template.llamacpp_engine", "tokaudit.template.llamacpp_build",
             *(f"tokaudit.template.stacks.{m}" for m in ("transformers", "vllm", "sglang", "smg", "tgi", "mistralrs", "llamacpp", "dynamo")),
             __name__)
+
+
+def _driver_digest() -> str:
+    """llama.cpp's engine is built from the pinned sdist and tokaudit's driver: the driver's source decides renders too."""
+    import hashlib
+
+    from tokaudit.template.llamacpp_build import DRIVER
+
+    return hashlib.blake2b(DRIVER.read_bytes(), digest_size=16).hexdigest()
 
 
 def template_findings(model: TokenizerModel) -> list[Finding]:

@@ -164,10 +164,28 @@ def repr_leaks(runs: list[TemplateRun]) -> list[Finding]:
                     text = sr.render.text or ""
                     groups.add(("none", "content", "None"), stack, "tool-call",
                                {"where": "messages[2].content", "shown": text[at:at + 4], "excerpt": _excerpt(text, at, at + 4), "at": at})
+        # a null content elsewhere (reasoning-only, parallel calls): more None than the same stack's prompt of a
+        # like request without a null (tool-call-empty-content, multi-turn) has
+        for rrun in run.requests:
+            if rrun.request.name in ("tool-call", "tool-call-empty-content") or (rrun.request.tools and not run.offers_tools):
+                continue
+            nulls = [i for i, m in enumerate(rrun.request.messages) if "content" in m and m["content"] is None]
+            plain = by_name.get("tool-call-empty-content" if rrun.request.tools else "multi-turn")
+            if not nulls or plain is None:
+                continue
+            for stack, sr in rrun.stacks.items():
+                base = plain.stacks.get(stack)
+                if not (sr.render.ok and base is not None and base.render.ok):
+                    continue
+                text = sr.render.text or ""
+                word = next((w for w in ("None", "none") if text.count(w) > (base.render.text or "").count(w)), None)
+                if word is not None:
+                    at = text.rfind(word)
+                    groups.add(("none", "content", "None"), stack, rrun.label,
+                               {"where": f"messages[{nulls[0]}].content", "shown": word, "excerpt": _excerpt(text, at, at + 4), "at": at})
         for key, stacks, requests, ex in groups.items():
             if key[0] == "none":
-                what = (f"the assistant turn's content: null is printed as {ex['shown']!r} (the same turn with content \"\" "
-                        "prints nothing)")
+                what = f"a content: null ({ex['where']}) is printed as {ex['shown']!r}"
             else:
                 what = f"Python's repr of a {key[2]} ({ex['where']}) is printed: {ex['shown']!r}"
             # a null content or typed parts printed by Python is never a trained format; a template printing its tools
@@ -211,6 +229,40 @@ def _find(text: str, prompt: str, start: int) -> tuple[int, int]:
     return -1, -1
 
 
+def _leaves(value: Any, budget: list[int]) -> Iterator[str]:
+    if budget[0] <= 0:
+        return
+    budget[0] -= 1
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _leaves(v, budget)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v, budget)
+    elif isinstance(value, str):
+        yield value
+    else:
+        yield json.dumps(value)
+
+
+def _find_values(text: str, prompt: str, start: int) -> tuple[int, int]:
+    """A JSON tool result some templates (Gemma 4's) write in a format of their own: every value it holds is in the
+    prompt from ``start`` (in any order: a map may be written in key order). (start, end) or (-1, -1)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return -1, -1
+    if not isinstance(data, (dict, list)):
+        return -1, -1
+    spans = []
+    for leaf in _leaves(data, [200]):
+        at = prompt.find(leaf, start)
+        if at < 0:
+            return -1, -1
+        spans.append((at, at + len(leaf)))
+    return (min(s for s, _ in spans), max(e for _, e in spans)) if spans else (-1, -1)
+
+
 def dropped_content(runs: list[TemplateRun]) -> list[Finding]:
     """TA811: each message's text (and each tool result) must reach the prompt, in the order of the messages. A
     system message may move (Mistral's templates put it next to the last user message): only its presence counts."""
@@ -223,6 +275,8 @@ def dropped_content(runs: list[TemplateRun]) -> list[Finding]:
                 role = str(m.get("role"))
                 for text in _texts(m):
                     at, end = _find(text, prompt, cursor if role != "system" else 0)
+                    if at < 0 and role == "tool":
+                        at, end = _find_values(text, prompt, cursor)
                     if at >= 0:
                         if role != "system":
                             cursor = end
@@ -239,9 +293,12 @@ def dropped_content(runs: list[TemplateRun]) -> list[Finding]:
                 how = f"the {what} of message {ex['index']} ({text!r}) is not in the prompt"
             else:
                 how = f"the {what} of message {ex['index']} ({text!r}) comes before an earlier message's text"
+            # a template whose tool-call turn has no place for the assistant's text (Llama 3.1, Hermes) was trained
+            # so; a text moved out of order may be the format's (Gemma 4 writes a result inside its call): warnings
+            severity = Severity.WARNING if problem == "out-of-order" or ex["with_calls"] else Severity.ERROR
             out.append(CODES["TA811"].finding(
                 f"{', '.join(stacks)}: {_scope(requests)}{_in(run)}: {how}. The model answers a conversation other than the one sent.",
-                location=run.template.location,
+                severity=severity, location=run.template.location,
                 details={"subject": f"{run.template.name}:{problem}:{what}", "stacks": stacks, "conversation": requests[0],
                          "conversations": requests, "template": run.template.name, "problem": problem, "message": ex["index"],
                          "role": ex["role"], "text": text},
@@ -377,8 +434,10 @@ def _dates(template: str) -> list[tuple[str, str]]:
     from tokaudit.template.stacks.context import FIXED_DATE
 
     out = [(f"strftime_now({m.group(2)!r})", FIXED_NOW.strftime(m.group(2))) for m in _STRFTIME.finditer(template)]
-    if "date_string" in template:
-        out.append(("date_string", FIXED_DATE.strftime("%d, %B, %Y")))
+    if "date_string" in template:  # mistral.rs' (context.py) and llama.cpp's (common_chat_extra_context)
+        out += [("date_string", FIXED_DATE.strftime("%d, %B, %Y")), ("date_string", FIXED_DATE.strftime("%d %b %Y"))]
+    if "datetime" in template:  # llama.cpp's
+        out.append(("datetime", FIXED_DATE.strftime("%b %d %Y")))
     return [(src, text) for src, text in dict.fromkeys(out) if len(text) >= 4]
 
 

@@ -11,8 +11,11 @@ Mirrored: llama.cpp as vendored in llama-cpp-python 0.3.36 (the pinned sdist), `
 * messages (``common_chat_msg::to_json_oaicompat``, :225-262): content ``""`` when null, reasoning_content,
   name, tool_call_id, tool_calls with ``arguments`` as the JSON string.
 
-tokaudit cannot render with llama.cpp's engine yet (issue 35 wires it): this profile's renders are reported
-as not checked, and no finding names it.
+tokaudit renders this profile with llama.cpp itself (:mod:`tokaudit.template.llamacpp_engine`, built once per
+machine from the sdist): the request goes through llama-server's own request parsing and ``common_chat_templates_apply``
+(content parts, developer→system, the system-role and null-content workarounds, the specialised handlers,
+``reasoning_format`` deepseek, ``prefill_assistant``), so the rules below document what the engine is given; they are
+not applied by tokaudit. Without a compiler or the sdist the profile is not checked (the reason is shown).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ PROFILE = StackProfile(
                        tool_calls="keep", arguments="as-sent", parts="raw", reasoning="keep",
                        special_tokens=("bos_token", "eos_token"), documents=False,
                        fixed=(("enable_thinking", True),)),
-    differs=("its own Jinja engine (not rendered by tokaudit yet)", "tools absent without tools",
+    differs=("its own Jinja engine, after llama-server's own message normalisation", "tools absent without tools",
              "enable_thinking always set", "a leading BOS cut from the prompt"),
     prompt_tokens=PromptTokens(add_special_tokens=True, strips_leading_bos=True, source="common/chat.cpp:959-961"),
     parsers="llama.cpp",

@@ -119,11 +119,6 @@ class StackProfile:
     def reasoning_parsers(self) -> tuple[str, ...]:
         return tuple(p.name for p in reasoning_parsers(self.parsers)) if self.parsers else ()
 
-    @property
-    def renders(self) -> bool:
-        """Whether tokaudit can render for this stack (llama.cpp's own engine is not wired yet)."""
-        return self.engine.kind != "llama.cpp"
-
     def skipped_for(self, template: str) -> str | None:
         """Why this template is not rendered for the stack (a code path the profile does not emulate), or None."""
         for marker, why in self.not_emulated:

@@ -1,0 +1,41 @@
+"""Issue 35's triage of the render rules: TA805 stays quiet when the generation prompt opens reasoning on purpose;
+a TA802 that is only MiniJinja's tojson escaping is a warning."""
+
+from __future__ import annotations
+
+from tokaudit.template.analysis import Tokens, _header_problem, divergences
+from tokaudit.template.rendering import RequestRun, StackRender, TemplateRun
+from tokaudit.template.renders import Render
+from tokaudit.template.requests import Request
+from tokaudit.template.source import file_template
+
+
+def test_generation_prompt_that_opens_reasoning_is_quiet() -> None:
+    # Qwen3.5 / StepFun: a past turn has an empty block, the prompt opens one
+    assert _header_problem("<|im_start|>assistant\n<think>\n\n</think>\n\n", "<|im_start|>assistant\n<think>\n") is None
+    # GLM-4.7 / Spark: the past turn closes reasoning, the prompt opens it; Command A: START_TEXT vs START_THINKING
+    assert _header_problem("<|assistant|></think>", "<|assistant|><think>") is None
+    assert _header_problem("<|CHATBOT_TOKEN|><|START_TEXT|>", "<|CHATBOT_TOKEN|><|START_THINKING|>") is None
+    # a prompt that ends before the header does, or with another marker, still counts
+    assert _header_problem("assistant: ", "assistant:") == "the prompt ends with 'assistant:' but an assistant turn starts with 'assistant: ': the model must generate ' ' first"
+    assert _header_problem("<｜Assistant｜></think>", "<｜Assistant｜><think></think>") == (
+        "the prompt ends with '<｜Assistant｜><think></think>' but an assistant turn starts with '<｜Assistant｜></think>' "
+        "(first difference at character 14)")
+
+
+def _run(reference: str, text: str, tmp_path) -> TemplateRun:  # type: ignore[no-untyped-def]
+    path = tmp_path / "t.jinja"
+    path.write_text("{{ tools | tojson }}", encoding="utf-8")
+    template = file_template(path)
+    rrun = RequestRun(Request("tools-offered", [{"role": "user", "content": "x"}]), template)
+    rrun.stacks["tgi"] = StackRender("tgi", Render("minijinja", text), Render("jinja2", reference), ("tojson",))
+    return TemplateRun(template, [rrun], ["tgi"])
+
+
+def test_tojson_escaping_only_is_a_warning(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (f,) = divergences([_run('{"d": "<celsius> & it\'s"}', '{"d": "\\u003ccelsius\\u003e \\u0026 it\\u0027s"}', tmp_path)], Tokens(None))
+    assert (f.severity.value, f.details["escaping_only"], f.details["stacks"]) == ("warning", True, ["tgi"])
+    assert "The cause is the engine: only MiniJinja's tojson escaping (< > & ' written as \\u003c \\u003e \\u0026 \\u0027) differs" in f.message
+    # compact separators as well: the JSON itself is spelled otherwise, an error when the ids are not compared
+    (g,) = divergences([_run('{"d": "<c>"}', '{"d":"\\u003cc\\u003e"}', tmp_path)], Tokens(None))
+    assert (g.severity.value, g.details["escaping_only"]) == ("error", False)
