@@ -308,14 +308,14 @@ def test_failing_scan_ends_with_its_errors_at_80_columns(quiet: bool) -> None:
     assert proc.stdout.splitlines()[-3:] == [
         "  TA101 vocab-gap  fixtures/kimi-k2.5/config.json:17  233 ids",
         "  TA802 template-engine-divergence  fixtures/kimi-k2.5/chat_template.jinja:1  ×2",  # tgi and dynamo
-        "✗ FAIL: 3 errors, 5 warnings, 3 notes (3 at or above --fail-on error)",
+        "✗ FAIL: 3 errors, 6 warnings, 3 notes (3 at or above --fail-on error)",  # TA810: Kimi's arguments for vLLM
     ]
 
 
 def test_closing_summary_lists_what_fails_at_fail_on() -> None:
     lines = tokaudit("scan", "fixtures/tiny-tiktoken", "--fail-on", "warning", env={"COLUMNS": "80"},
                      cwd=KIMI.parent.parent).stdout.splitlines()
-    assert lines[-8:] == [
+    assert lines[-9:] == [
         "  TA101 vocab-gap  fixtures/tiny-tiktoken/config.json:2  19 ids",
         "  TA103 id-drift  fixtures/tiny-tiktoken/tokenizer_config.json:27  2 ids",
         "  TA105 placeholder-encodable  fixtures/tiny-tiktoken/tokenization_kimi.py:26",
@@ -323,7 +323,8 @@ def test_closing_summary_lists_what_fails_at_fail_on() -> None:
         "  TA202 eos-mismatch  fixtures/tiny-tiktoken/config.json:4  2 ids",
         "  TA301 slow-fallback-risk  fixtures/tiny-tiktoken/tiktoken.model",
         "  TA302 remote-code-required  fixtures/tiny-tiktoken/tokenizer_config.json:55",
-        "✗ FAIL: 1 error, 5 warnings, 1 note (6 at or above --fail-on warning)",
+        "  TA810 python-repr-leak  fixtures/tiny-tiktoken/chat_template.jinja:1",  # typed parts printed by Python
+        "✗ FAIL: 1 error, 6 warnings, 1 note (7 at or above --fail-on warning)",
     ]
 
 

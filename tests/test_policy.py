@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tokaudit import __version__
 from tests.conftest import FIXTURES, run_cli
 from tokaudit.report.baseline import fingerprint_json
 
@@ -51,7 +52,7 @@ def test_select_by_prefix_name_and_code() -> None:
 
 def test_ignore_by_name_and_prefix_changes_the_exit_code() -> None:
     code, doc, _ = scan(TINY, "--ignore", "vocab-gap,TA3")
-    assert code == 0 and codes(doc) == ["TA103", "TA105", "TA202", "TA401"]
+    assert code == 0 and codes(doc) == ["TA103", "TA105", "TA202", "TA401", "TA810"]  # TA810: typed parts, a warning
 
 
 def test_deep_rule_runs_when_selected_by_exact_code() -> None:
@@ -85,7 +86,7 @@ def test_config_is_found_by_walking_up_and_applies_defaults_and_reasons(project)
     )
     code, doc, _ = scan(TINY)
     assert code == 0
-    assert codes(doc) == ["TA103", "TA202"]
+    assert codes(doc) == ["TA103", "TA202", "TA810"]
     assert doc["policy"] == {"suppressed": 2, "baselined": 0, "config": str(path), "baseline": None}
     code, doc, _ = scan(TINY, "--select", "TA1")  # the command line's --select replaces none of the config's ignores
     assert codes(doc) == ["TA103"]
@@ -138,7 +139,7 @@ def test_baseline_only_new_findings_count(tmp_path: Path) -> None:
     (tmp_path / "baseline.json").write_text(old.stdout, encoding="utf-8")
     code, doc, _ = scan(TINY, "--baseline", tmp_path / "baseline.json")
     assert code == 0  # the only error (TA101) is in the baseline
-    assert codes(doc) == ["TA202", "TA301", "TA302", "TA401"]
+    assert codes(doc) == ["TA202", "TA301", "TA302", "TA401", "TA810"]
     assert doc["policy"]["baselined"] == 3
 
 
@@ -239,5 +240,5 @@ def test_the_headline_says_which_backend_was_not_checked(tmp_path: Path) -> None
     assert rich.stdout.rstrip().splitlines()[-1] == (
         "✓ PASS: 0 errors, 0 warnings, 0 notes (--fail-on error; not checked: backend transformers-gguf (torch is not installed))")
     github = run_cli(*args, "--format", "github").stdout.rstrip().splitlines()[-1]
-    assert github.startswith("tokaudit 0.1.0 compare: PASS: 0 errors, 0 warnings, 0 notes; not checked: backend "
+    assert github.startswith(f"tokaudit {__version__} compare: PASS: 0 errors, 0 warnings, 0 notes; not checked: backend "
                              "transformers-gguf (torch is not installed) (python ")

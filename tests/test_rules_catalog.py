@@ -368,9 +368,9 @@ def test_invisible_characters_in_the_template_tokens_and_config() -> None:
     found = only(RULES / "invisible-characters", "TA852")
     assert [(f["severity"], f["location"], f["ids"]) for f in found] == [
         ("error", {"file": "chat_template.jinja", "line": 1}, None),
-        ("warning", {"file": "tokenizer.json", "key": "added_tokens[2]"}, [[262, 262]]),
-        ("warning", {"file": "tokenizer_config.json", "key": "added_tokens_decoder.262"}, [[262, 262]]),
-        ("warning", {"file": "tokenizer_config.json", "key": "padding_side"}, None),
+        ("warning", {"file": "tokenizer.json", "line": 24, "column": 5, "key": "added_tokens[2]"}, [[262, 262]]),
+        ("warning", {"file": "tokenizer_config.json", "line": 19, "column": 5, "key": "added_tokens_decoder.262"}, [[262, 262]]),
+        ("warning", {"file": "tokenizer_config.json", "line": 32, "column": 3, "key": "padding_side"}, None),
     ]
     assert [(c["line"], c["column"], c["codepoint"], c["class"]) for c in found[0]["details"]["characters"]] == [
         (1, 5, "U+202E", "bidi-control"), (1, 34, "U+202C", "bidi-control"), (3, 3, "U+200B", "zero-width")]

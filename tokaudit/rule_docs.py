@@ -111,8 +111,14 @@ def close_match(code_or_name: str) -> str | None:
     from tokaudit.catalog import CATALOG
 
     words = [*CATALOG, *(info.name for info in CATALOG.values())]
-    found = difflib.get_close_matches(code_or_name.strip(), words, n=1)
-    return found[0] if found else None
+    typed = code_or_name.strip()
+    found = difflib.get_close_matches(typed, words, n=5)
+    if not found:
+        return None
+    # among equally close ones, the one with the fewest characters changed in place (TA1O1: TA101, not TA811)
+    best = difflib.SequenceMatcher(None, typed, found[0]).ratio()
+    tied = [w for w in found if difflib.SequenceMatcher(None, typed, w).ratio() == best]
+    return min(tied, key=lambda w: sum(a != b for a, b in zip(typed, w)) + abs(len(w) - len(typed)))
 
 
 def rule_json(code: str) -> dict[str, object]:

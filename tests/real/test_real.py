@@ -128,14 +128,9 @@ TRUE_ERRORS: dict[str, dict[str, dict[tuple[str, str], str]]] = {
 }
 
 # issue 35: the structural render rules and the tool-call turn in the form each stack sends it
-_PARTS = ("transformers passes typed content parts as they come and the template prints content as a string: Python's "
-          "repr of the list reaches the prompt (TA810)")
 _NULL = ("transformers drops None-valued message keys (content: null on a tool-call turn becomes no content key) and the "
          "template reads message.content; transformers renders the template's tools, so the form it sends must render too")
 ISSUE_35_SCAN_ERRORS: dict[str, dict[tuple[str, str], str]] = {
-    "llama3": {("TA810", "python-repr-leak"): _PARTS},
-    "llama3.1": {("TA810", "python-repr-leak"): _PARTS},
-    "gemma-256k": {("TA810", "python-repr-leak"): _PARTS},
     "qwen3": {("TA801", "template-render-error"): _NULL},
     "deepseek-v3": {("TA801", "template-render-error"): _NULL},
     "gguf-command-r": {("TA811", "content-dropped"): "llama-server picks the GGUF's tool_use template when tools are passed; "

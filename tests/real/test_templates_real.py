@@ -372,25 +372,14 @@ TGI_NO_CALL_ID = "TGI passes no tool_call_id to the template (router/src/infer/c
 TGI_NO_TOOL_CALLS = ("TGI passes no tool_calls key (a content: null turn's calls become its JSON content): the tool message that follows "
                      "has no call before it, which the template refuses")
 TGI_EMPTY_CALLS_DROPPED = "TGI drops the tool calls of a turn whose content is \"\": the assistant message has neither, which the template refuses"
-PARTS_REPR = ("transformers passes typed content parts as they come (no flattening) and the template prints content as a string: "
-              "Python's repr of the list reaches the prompt")
-PARTS_DROPPED = ("the stack passes the content as a list of parts (transformers as sent, mistral.rs one text part) and the template "
-                 "writes content only when it is a string: the user's text never reaches the prompt")
 NEMO_SYSTEM_DROPPED = ("the template writes the system prompt into the last user message; a conversation that ends with a tool "
                        "result has no user message after it, so the system prompt is lost")
-LLAMACPP_REASONING_DROPS_CONTENT = ("llama-server's own path (common_chat_templates_apply of the pinned sdist, format peg-native) "
-                                    "loses an assistant turn's content when the turn carries reasoning_content and the template "
-                                    "writes no reasoning: reproduced with the engine (without reasoning_content the content is there; "
-                                    "llama.cpp's engine alone on the same messages writes it)")
 TGI_GEMMA4_RESULT = ("TGI passes no tool_calls and no tool_call_id, and Gemma 4's template writes a tool result only inside the call "
                      "it answers: the result never reaches the prompt")
 
 SHAPE_ERRORS: dict[str, dict[tuple[str, tuple[str, ...], str], str]] = {
     'Bielik-11B-v3.0-Instruct': {
         ('TA801', ('smg',), 'invalid operation: cannot perform a containment check on this value (in chat:43)'): SMG_NULL_DICT,
-    },
-    'HuggingFaceTB-SmolLM3-3B': {
-        ('TA811', ('transformers', 'mistral.rs'), 'dropped:user:0'): PARTS_DROPPED,
     },
     'Kimi-K2-Instruct': {
         ('TA801', ('smg', 'mistral.rs', 'dynamo'), 'unknown method: sequence has no method named append (in chat:41)'): KIMI_APPEND,
@@ -413,9 +402,6 @@ SHAPE_ERRORS: dict[str, dict[tuple[str, tuple[str, ...], str], str]] = {
         ('TA801', ('tgi',), 'raise_exception: After the optional system message, conversation roles must alternate user/assistant/user/assistant/...'): TGI_NO_TOOL_CALLS,
         ('TA801', ('tgi',), 'raise_exception: Tool call IDs should be alphanumeric strings with length 9!'): TGI_NO_CALL_ID,
     },
-    'NVIDIA-Nemotron-3-Nano-30B-A3B-BF16': {
-        ('TA810', ('transformers',), 'messages[0].content'): PARTS_REPR,
-    },
     'Qwen-QwQ-32B': {
         ('TA801', ('dynamo',), 'unknown method: undefined has no method named split (`message.content` is undefined) (in chat:31)'): DYNAMO_NULL,
         ('TA801', ('smg',), 'unknown method: none has no method named split (in chat:31)'): SMG_NULL_DICT,
@@ -436,15 +422,6 @@ SHAPE_ERRORS: dict[str, dict[tuple[str, tuple[str, ...], str], str]] = {
         ('TA801', ('dynamo',), "invalid operation: tried to use + operator on unsupported types string and undefined (`message['content']` is undefined, from line 30) (in chat:33)"): DYNAMO_NULL,
         ('TA801', ('transformers',), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,
     },
-    'deepseek-ai-DeepSeek-V4': {
-        ('TA810', ('transformers',), 'messages[0].content'): PARTS_REPR,
-    },
-    'deepseek-ai-DeepSeek-V4-Flash-0731': {
-        ('TA810', ('transformers',), 'messages[0].content'): PARTS_REPR,
-    },
-    'google-gemma-2-2b-it': {
-        ('TA810', ('transformers',), 'messages[0].content'): PARTS_REPR,
-    },
     'google-gemma-4-31B-it': {
         ('TA811', ('tgi',), 'dropped:tool:3'): TGI_GEMMA4_RESULT,
     },
@@ -453,21 +430,9 @@ SHAPE_ERRORS: dict[str, dict[tuple[str, tuple[str, ...], str], str]] = {
         ('TA801', ('smg',), 'invalid operation: tried to use + operator on unsupported types string and none (in chat:50)'): SMG_NULL_DICT,
         ('TA801', ('transformers',), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,
     },
-    'llama-cpp-rwkv-world': {
-        ('TA810', ('transformers',), 'messages[0].content'): PARTS_REPR,
-    },
     'meetkai-functionary-medium-v3.2': {
         ('TA801', ('smg', 'dynamo'), 'invalid operation: tried to use + operator on unsupported types string and map (in chat:281)'): FUNCTIONARY_DICT,
         ('TA801', ('transformers', 'vllm', 'sglang'), 'TypeError: can only concatenate str (not "dict") to str'): FUNCTIONARY_DICT,
-    },
-    'meta-llama-Llama-3.1-8B-Instruct': {
-        ('TA810', ('transformers',), 'messages[0].content'): PARTS_REPR,
-    },
-    'meta-llama-Llama-3.2-3B-Instruct': {
-        ('TA810', ('transformers',), 'messages[0].content'): PARTS_REPR,
-    },
-    'meta-llama-Llama-3.3-70B-Instruct': {
-        ('TA810', ('transformers',), 'messages[0].content'): PARTS_REPR,
     },
     'mistralai-Ministral-3-14B-Reasoning-2512': {
         ('TA801', ('smg',), 'invalid operation: cannot calculate length of value of type none (in chat:90)'): SMG_NULL_DICT,
@@ -482,20 +447,7 @@ SHAPE_ERRORS: dict[str, dict[tuple[str, tuple[str, ...], str], str]] = {
     'openai-gpt-oss-120b': {
         ('TA801', ('tgi',), 'raise_exception: Message has tool role, but there was no previous assistant message with a tool call!'): TGI_NO_TOOL_CALLS,
     },
-    'openbmb-MiniCPM5-1B': {
-        ('TA811', ('transformers', 'mistral.rs'), 'dropped:user:0'): PARTS_DROPPED,
-    },
-    'poolside-Laguna-S-2.1': {
-        ('TA811', ('transformers', 'mistral.rs'), 'dropped:user:0'): PARTS_DROPPED,
-    },
-    'poolside-Laguna-XS-2.1': {
-        ('TA811', ('transformers', 'mistral.rs'), 'dropped:user:0'): PARTS_DROPPED,
-    },
-    'poolside-Laguna-XS.2': {
-        ('TA811', ('transformers', 'mistral.rs'), 'dropped:user:0'): PARTS_DROPPED,
-    },
     'unsloth-mistral-Devstral-Small-2507': {
-        ('TA811', ('llama.cpp',), 'dropped:assistant:1'): LLAMACPP_REASONING_DROPS_CONTENT,
         ('TA801', ('dynamo',), "undefined value: `message['content']` is undefined (in chat:74)"): DYNAMO_NULL,
         ('TA801', ('smg',), "undefined value: `message['content'][0]` is undefined (in chat:74)"): SMG_NULL_DICT,
         ('TA801', ('transformers',), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,

@@ -72,6 +72,18 @@ def _renders(run: TemplateRun) -> Iterator[tuple[RequestRun, str, str]]:
                 yield rrun, stack, sr.render.text
 
 
+def _required(run: TemplateRun, rrun: RequestRun, stack: str) -> bool:
+    """Whether the request is one the stack must render right (TA801's convention): a required request, or a tool
+    request when the template offers tools and the stack renders them (no form excuses another). Else the finding is
+    about an optional feature (typed parts, empty content, reasoning): a warning."""
+    if rrun.request.required:
+        return True
+    if not (rrun.request.tools and run.offers_tools):
+        return False
+    offered = next((r for r in run.requests if r.request.name == "tools-offered"), None)
+    return offered is not None and stack in offered.stacks and offered.stacks[stack].render.ok
+
+
 def _scope(requests: list[str]) -> str:
     return f"requests {_names(requests)}" if len(requests) > 1 else f"request {requests[0]}"
 
@@ -148,13 +160,13 @@ def repr_leaks(runs: list[TemplateRun]) -> list[Finding]:
                     at = text.find(shown)
                     if at >= 0:
                         kind = "dict" if isinstance(v, dict) else "list"
-                        groups.add(("repr", where.split(".")[0].split("[")[0], kind), stack, rrun.label,
+                        groups.add(("repr", where.split(".")[0].split("[")[0], kind, _required(run, rrun, stack)), stack, rrun.label,
                                    {"where": where, "shown": shown[:80], "excerpt": _excerpt(text, at, at + len(shown)), "at": at})
                         break
         # None: the tool-call turn as the SDKs send it (content null) against the same turn with content ""
         by_name = {r.request.name: r for r in run.requests}
         null, empty = by_name.get("tool-call"), by_name.get("tool-call-empty-content")
-        if null is not None and empty is not None:
+        if null is not None and empty is not None and run.offers_tools:
             for stack, sr in null.stacks.items():
                 other = empty.stacks.get(stack)
                 if other is None or not (sr.render.ok and other.render.ok):
@@ -162,7 +174,7 @@ def repr_leaks(runs: list[TemplateRun]) -> list[Finding]:
                 at = _none_leak(sr.render.text or "", other.render.text or "")
                 if at is not None:
                     text = sr.render.text or ""
-                    groups.add(("none", "content", "None"), stack, "tool-call",
+                    groups.add(("none", "content", "None", _required(run, null, stack)), stack, "tool-call",
                                {"where": "messages[2].content", "shown": text[at:at + 4], "excerpt": _excerpt(text, at, at + 4), "at": at})
         # a null content elsewhere (reasoning-only, parallel calls): more None than the same stack's prompt of a
         # like request without a null (tool-call-empty-content, multi-turn) has
@@ -181,7 +193,7 @@ def repr_leaks(runs: list[TemplateRun]) -> list[Finding]:
                 word = next((w for w in ("None", "none") if text.count(w) > (base.render.text or "").count(w)), None)
                 if word is not None:
                     at = text.rfind(word)
-                    groups.add(("none", "content", "None"), stack, rrun.label,
+                    groups.add(("none", "content", "None", _required(run, rrun, stack)), stack, rrun.label,
                                {"where": f"messages[{nulls[0]}].content", "shown": word, "excerpt": _excerpt(text, at, at + 4), "at": at})
         for key, stacks, requests, ex in groups.items():
             if key[0] == "none":
@@ -190,12 +202,13 @@ def repr_leaks(runs: list[TemplateRun]) -> list[Finding]:
                 what = f"Python's repr of a {key[2]} ({ex['where']}) is printed: {ex['shown']!r}"
             # a null content or typed parts printed by Python is never a trained format; a template printing its tools
             # or arguments with Python's repr may have been trained that way (Apriel prints its tools so)
-            severity = Severity.ERROR if key[0] == "none" or key[1] == "messages" and "tool_calls" not in ex["where"] else Severity.WARNING
+            leak = key[0] == "none" or key[1] == "messages" and "tool_calls" not in ex["where"]
+            severity = Severity.ERROR if leak and key[3] else Severity.WARNING
             out.append(CODES["TA810"].finding(
                 f"{', '.join(stacks)}: {_scope(requests)}{_in(run)}: {what}, at character {ex['at']}: {ex['excerpt']!r}. "
                 "The model was trained on the format the template writes for this value, not on Python's repr.",
                 severity=severity, location=run.template.location,
-                details={"subject": f"{run.template.name}:{':'.join(key)}", "stacks": stacks, "conversation": requests[0],
+                details={"subject": f"{run.template.name}:{':'.join(map(str, key[:3]))}", "stacks": stacks, "conversation": requests[0],
                          "conversations": requests, "template": run.template.name, "value": ex["where"], "shown": ex["shown"],
                          "position": ex["at"], "excerpt": ex["excerpt"]},
             ))
@@ -285,9 +298,10 @@ def dropped_content(runs: list[TemplateRun]) -> list[Finding]:
                     problem = "out-of-order" if anywhere >= 0 else "dropped"
                     with_calls = role == "assistant" and bool(m.get("tool_calls"))
                     what = "tool result" if role == "tool" else f"{role} text{' beside tool calls' if with_calls else ''}"
-                    groups.add((problem, what), stack, rrun.label, {"index": i, "role": role, "text": text[:60], "with_calls": with_calls})
+                    groups.add((problem, what, str(_required(run, rrun, stack))), stack, rrun.label,
+                               {"index": i, "role": role, "text": text[:60], "with_calls": with_calls})
                     break
-        for (problem, what), stacks, requests, ex in groups.items():
+        for (problem, what, required), stacks, requests, ex in groups.items():
             text = ex["text"]
             if problem == "dropped":
                 how = f"the {what} of message {ex['index']} ({text!r}) is not in the prompt"
@@ -295,7 +309,7 @@ def dropped_content(runs: list[TemplateRun]) -> list[Finding]:
                 how = f"the {what} of message {ex['index']} ({text!r}) comes before an earlier message's text"
             # a template whose tool-call turn has no place for the assistant's text (Llama 3.1, Hermes) was trained
             # so; a text moved out of order may be the format's (Gemma 4 writes a result inside its call): warnings
-            severity = Severity.WARNING if problem == "out-of-order" or ex["with_calls"] else Severity.ERROR
+            severity = Severity.WARNING if problem == "out-of-order" or ex["with_calls"] or required != "True" else Severity.ERROR
             out.append(CODES["TA811"].finding(
                 f"{', '.join(stacks)}: {_scope(requests)}{_in(run)}: {how}. The model answers a conversation other than the one sent.",
                 severity=severity, location=run.template.location,
