@@ -30,7 +30,9 @@ def _scan(path: Path) -> tuple[int, dict]:
 
 
 def _errors(doc: dict) -> dict[str, tuple[str, list | None]]:
-    return {f["code"]: (f["severity"], f["ids"]) for f in doc["findings"] if f["severity"] in ("error", "warning")}
+    """Errors and warnings, but TA810: the fixtures' ChatML template prints content as a string, so typed content
+    parts leak for transformers (a warning on every fixture, pinned in test_a_faithful_conversion_scans_clean)."""
+    return {f["code"]: (f["severity"], f["ids"]) for f in doc["findings"] if f["severity"] in ("error", "warning") and f["code"] != "TA810"}
 
 
 def _one(doc: dict, code: str) -> dict:
@@ -42,6 +44,8 @@ def _one(doc: dict, code: str) -> dict:
 def test_a_faithful_conversion_scans_clean() -> None:
     code, doc = _scan(GGUF / "clean.gguf")
     assert (code, _errors(doc)) == (0, {})
+    assert [(f["code"], f["severity"], f["details"]["stacks"]) for f in doc["findings"] if f["code"] == "TA810"] == [
+        ("TA810", "warning", ["transformers"])]
     g = doc["gguf"]
     assert (g["model"], g["vocab_type"], g["pre"], g["pre_state"], g["pre_family"]) == ("gpt2", "BPE", "gpt-2", "ok", "GPT2")
     assert [(e["id"], e["token"]) for e in g["eog"]] == [(997, "<|endoftext|>"), (999, "<|im_end|>")]

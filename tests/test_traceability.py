@@ -99,12 +99,12 @@ def test_baseline_of_other_targets_or_with_fixed_findings_is_stale(tmp_path: Pat
     baseline.write_text(run_cli("scan", KIMI, "--format", "json").stdout)
     other = run_cli("scan", TINY, "--baseline", baseline, "--format", "json")
     assert other.stderr.splitlines()[0] == (
-        f"tokaudit: warning: baseline {baseline}: none of its 11 entries is for a target scanned here "
+        f"tokaudit: warning: baseline {baseline}: none of its 12 entries is for a target scanned here "
         "(it names fixtures/kimi-k2.5); no finding was baselined")
     # Kimi with one of its findings gone (TA401 ignored): one entry matches nothing
     fixed = run_cli("scan", KIMI, "--baseline", baseline, "--ignore", "TA401", "--format", "json")
     assert fixed.exit_code == 0 and fixed.stderr.splitlines()[0] == (
-        f"tokaudit: warning: baseline {baseline}: 1 of its 11 entries for the targets scanned here matched no finding "
+        f"tokaudit: warning: baseline {baseline}: 1 of its 12 entries for the targets scanned here matched no finding "
         "(fixed, or changed): regenerate it with --format json")
     clean = run_cli("scan", KIMI, "--baseline", baseline, "--format", "json")
     assert clean.stderr == "tokaudit scan: 0 errors, 0 warnings, 0 notes\n"
