@@ -100,7 +100,7 @@ def _toggle(render: RenderRequest, state: str | None) -> str | None:
 def profile_render(renderer: Any, profile: StackProfile) -> RenderRequest:
     """Renders a probe request as ``profile``'s stack does: its request->context rules and engine configuration (a
     stack whose own engine is not wired, llama.cpp's, renders as transformers does)."""
-    if not profile.renders:  # llama.cpp's own engine is not wired: transformers' render stands for it
+    if profile.engine.kind == "llama.cpp":  # the round trip does not render through llama-server: transformers' stands for it
         profile = stack_profile("transformers")
     engine = profile.engine
     as_sent = replace(profile, rules=replace(profile.rules, arguments="as-sent"))
