@@ -134,11 +134,11 @@ def _cached_predict(template: str, index: Path) -> Match | None:
     """:func:`predict`, from the result cache when this template was matched against an index with these bytes."""
     import hashlib
 
-    from tokaudit.result_cache import cache_key, load, store
+    from tokaudit.result_cache import OneOf, cache_key, conforms, load, store
 
     digest = hashlib.blake2b(read_bytes(index, MAX_INDEX_BYTES), digest_size=32).hexdigest()
     key = cache_key("ollama-template", {"template": template, "index": digest}, (__name__,))
-    hit = load(key)
+    hit = load(key, lambda v: conforms(v, {"match": OneOf(None, (str, int))}))
     if isinstance(hit, dict) and "match" in hit:
         m = hit["match"]
         if m is None:

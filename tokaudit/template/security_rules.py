@@ -14,7 +14,7 @@ from tokaudit.errors import InputError
 from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, Severity
-from tokaudit.result_cache import cache_key, installed_version, load, store
+from tokaudit.result_cache import cache_key, conforms, installed_version, load, store
 from tokaudit.template.security import (
     MAX_HITS,
     Hidden,
@@ -43,11 +43,17 @@ MAX_STRINGS = 1_000_000
 _MODULES = ("tokaudit.template.security", __name__)
 
 
+#: A cached reading: patterns [kind, text, line]; hidden [triggers, text, condition line, line].
+_READING = {"patterns": [(str, str, int)], "hidden": [([str], str, int, int)]}
+#: A cached config walk: [key, string, [[line, column, code point, name, class]]].
+_CONFIG_HITS = [(str, str, [(int, int, int, str, str)])]
+
+
 def _reading(text: str) -> tuple[list[Pattern], list[Hidden]]:
     """TA850's patterns and TA851's hidden instructions of one template, from the result cache when this text was
     read before by this code and Jinja2 version (so a rescan does not import Jinja2)."""
     key = cache_key("template-security", {"template": text, "jinja2": installed_version("jinja2")}, _MODULES)
-    hit = load(key)
+    hit = load(key, lambda v: conforms(v, _READING))
     try:
         if hit is not None:
             return ([Pattern(*p) for p in hit["patterns"]],
@@ -234,7 +240,7 @@ def _config_hits(data: bytes) -> list[tuple[str, str, list[Invisible]]]:
     import json
 
     key = cache_key("config-invisible", {"bytes": hashlib.blake2b(data, digest_size=32).hexdigest()}, _MODULES)
-    hit = load(key)
+    hit = load(key, lambda v: conforms(v, _CONFIG_HITS))
     try:
         if hit is not None:
             return [(k, text, [Invisible(*c) for c in chars]) for k, text, chars in hit]
