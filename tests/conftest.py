@@ -34,6 +34,17 @@ def run_cli(*args: str, input: str | None = None, env: dict[str, str] | None = N
     return Result(result.exit_code, result.stdout, result.stderr)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``-n auto --dist loadgroup``, the README's test command), the tests of a module that uses a
+    module-scoped fixture run on one worker, so the fixture (a wheel build, a loaded model) is built once, not once
+    per worker. Without xdist the mark does nothing."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)  # pytest's per-test fixture closure (no public accessor)
+        defs = info.name2fixturedefs.values() if info is not None else ()
+        if any(d and d[-1].scope == "module" for d in defs) and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
 @pytest.fixture(autouse=True)
 def _pinned_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "GITHUB_ACTIONS", "CI"):

@@ -4,11 +4,16 @@ environment as pipx or ``uv tool install`` would, and its ``tokaudit`` command r
 
 The clean environment gets tokaudit from the wheel only; its dependencies are the test environment's (a ``.pth``
 line naming that site-packages: no network, no second download of tokenizers and friends).
+
+The build runs on a copy of the checkout: setuptools writes ``tokaudit.egg-info/`` and ``build/`` beside the sources,
+which other tests (run in parallel by pytest-xdist) would otherwise see change under them. The module's tests share
+one build and run on one xdist worker (``xdist_group``).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -24,13 +29,20 @@ from tokaudit import __version__
 from tokaudit.catalog import CATALOG
 
 pytest.importorskip("build", reason="the test extras install build (pyproject.toml)")
+pytestmark = pytest.mark.xdist_group("packaging")
+
+#: What a checkout holds that is not source: environments, caches and earlier builds.
+_NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache",
+                                     ".hypothesis", ".mypy_cache", ".ruff_cache")
 
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
+    source = tmp_path_factory.mktemp("checkout") / "tokaudit"
+    shutil.copytree(ROOT, source, ignore=_NOT_SOURCE, symlinks=True)
     # the sdist first, then the wheel built from the unpacked sdist: what PyPI users get is what is tested
-    proc = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
+    proc = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(source)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return out

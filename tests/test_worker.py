@@ -35,6 +35,27 @@ def test_plain_data_goes_and_comes_back_and_the_child_is_reused(worker: Worker) 
     assert worker.starts == 1
 
 
+def test_cpu_seconds_count_the_childs_work_on_this_threads_calls_only(worker: Worker) -> None:
+    import threading
+
+    from tokaudit.worker import cpu_seconds
+
+    start = cpu_seconds()
+    worker.call("worker_probes:burn", 0.3)
+    assert 0.29 <= cpu_seconds() - start < 1.0
+    start = cpu_seconds()
+    worker.call("worker_probes:sleep", 0.3)  # waiting burns no CPU time
+    assert cpu_seconds() - start < 0.1
+    # another thread's call, and this thread's wait for the worker it holds, count for this thread neither
+    other = threading.Thread(target=worker.call, args=("worker_probes:burn", 0.8))
+    other.start()
+    time.sleep(0.2)
+    start, wall = cpu_seconds(), time.perf_counter()
+    worker.call("tokaudit.worker:echo", 1)
+    other.join()
+    assert time.perf_counter() - wall > 0.2 and cpu_seconds() - start < 0.1
+
+
 def test_an_exception_in_the_child_is_raised_in_the_parent(worker: Worker) -> None:
     with pytest.raises(WorkerError, match="^bad value$") as err:
         worker.call("worker_probes:raise_value_error", "bad value")

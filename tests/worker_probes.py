@@ -33,6 +33,14 @@ def spin() -> None:
         pass
 
 
+def burn(seconds: float) -> float:
+    """Burn ``seconds`` of CPU time, then return."""
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+    return seconds
+
+
 def sleep(seconds: float) -> float:
     time.sleep(seconds)
     return seconds

@@ -129,6 +129,7 @@ class Worker:
                 raise self._fail(function, None, f"{type(exc).__name__}: {exc}", kill=True) from None
         status = reply[0]
         if status == "ok":
+            _spent.cpu = getattr(_spent, "cpu", 0.0) + reply[2]
             return reply[1]
         if status == "memory":
             raise WorkerFailure(function, "memory", f"{self.limits.memory_bytes >> 20} MiB address space; {reply[1]}")
@@ -288,6 +289,17 @@ def _exception(module: str, name: str, message: str) -> Exception:
     return WorkerError(name, message)
 
 
+#: Per thread of the parent: the CPU seconds worker children spent on that thread's calls that came back.
+_spent = threading.local()
+
+
+def cpu_seconds() -> float:
+    """CPU seconds the workers' children spent on this thread's calls so far (those that came back). A budget kept
+    on it does not depend on the machine's load or on other threads waiting for the same worker (``scan --jobs``),
+    as a wall clock read around :meth:`Worker.call` would."""
+    return getattr(_spent, "cpu", 0.0)
+
+
 _shared: dict[str, Worker] = {}
 _shared_lock = threading.Lock()
 
@@ -331,10 +343,13 @@ def _serve(request_fd: int, reply_fd: int, memory_bytes: int) -> None:
             return
         function, args, cpu_seconds = pickle.loads(body)  # from the parent, which is trusted
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        _lower(resource.RLIMIT_CPU, int(usage.ru_utime + usage.ru_stime) + 1 + cpu_seconds)
+        used = usage.ru_utime + usage.ru_stime
+        _lower(resource.RLIMIT_CPU, int(used) + 1 + cpu_seconds)
         try:
             module, name = function.split(":", 1)
-            reply = pickle.dumps(("ok", getattr(import_module(module), name)(*args)), protocol=_PROTOCOL)
+            value = getattr(import_module(module), name)(*args)
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            reply = pickle.dumps(("ok", value, usage.ru_utime + usage.ru_stime - used), protocol=_PROTOCOL)
         except MemoryError as exc:
             reply = pickle.dumps(("memory", f"MemoryError {exc}".strip()), protocol=_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - sent back to the caller (a value that does not pickle too)

@@ -11,7 +11,10 @@ Besides each stack's render of each request, a run holds what the findings compa
   (TA807).
 
 Budgets: every render is bounded (time, fuel, output size); once an engine configuration exhausts a bound its
-remaining renders of the template are skipped, and all renders of one template share ``total_seconds``.
+remaining renders of the template are skipped, and all renders of one template share ``total_seconds``: the CPU time
+the render worker spent on them (not the wall time around the calls, which grows with the machine's load and, under
+``scan --jobs``, with other threads' renders queued on the same worker: the report would depend on both), plus the
+wall time of llama.cpp's renders in its own process.
 """
 
 from __future__ import annotations
@@ -97,7 +100,7 @@ class Renderer:
 
     def __init__(self, template: TemplateSource, special: dict[str, str], budget: Budget) -> None:
         from tokaudit.template import isolated
-        from tokaudit.worker import WorkerFailure
+        from tokaudit.worker import WorkerFailure, cpu_seconds
 
         self.template = template
         self.special = special
@@ -112,13 +115,13 @@ class Renderer:
         self._spent = 0.0
         self.facts: TemplateFacts = unparsed_facts("")
         if self.refused is None:
-            start = time.perf_counter()
+            start = cpu_seconds()
             try:
                 self.facts = isolated.facts(template.text, budget)
             except WorkerFailure as exc:  # Jinja2 analyses a template by generating its code, as when compiling it
                 self.facts = unparsed_facts(template.text)
                 self._failed["jinja2"] = f"{exc}"
-            self._spent += time.perf_counter() - start
+            self._spent += cpu_seconds() - start
 
     @property
     def count(self) -> int:
@@ -149,7 +152,7 @@ class Renderer:
 
     def _render(self, config: EngineConfig, text: str, ctx: dict[str, Any]) -> Render:
         from tokaudit.template import isolated  # only on a miss of the result cache
-        from tokaudit.worker import WorkerFailure
+        from tokaudit.worker import WorkerFailure, cpu_seconds
 
         name = config.name
         if self.refused is not None:
@@ -172,13 +175,13 @@ class Renderer:
             return Render(name, None, fuel, "budget")
         if self._spent > self.budget.total_seconds:
             return Render(name, None, f"skipped: the {self.budget.total_seconds:g} s {TOTAL_SPENT} ran out", "skipped")
-        start = time.perf_counter()
+        start = cpu_seconds()
         try:
             out = isolated.render(config, text, ctx, self.budget)
         except WorkerFailure as exc:
             self._failed[config.kind] = f"{exc}"
             out = Render(name, None, self._failed[config.kind], "budget")
-        self._spent += time.perf_counter() - start
+        self._spent += cpu_seconds() - start
         if out.kind == "budget":
             self._exhausted[name] = out.error or "budget"
         return out

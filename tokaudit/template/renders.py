@@ -75,7 +75,7 @@ class Budget:
     seconds: float = 2.0
     fuel: int = 20_000_000
     max_chars: int = 1_000_000
-    #: Wall time all renders of one template may take together.
+    #: Time all renders of one template may take together (the render worker's CPU time; see template/rendering.py).
     total_seconds: float = 30.0
 
 
