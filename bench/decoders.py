@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = [ROOT / "fixtures" / "decoders" / name for name in ("gemma-like", "mistral-like", "bert-json")]
 
 
-def _median(fn, runs: int) -> tuple[float, object]:  # noqa: ANN001
+def _median(fn, runs: int) -> tuple[float, object]:
     times, out = [], None
     for _ in range(runs):
         start = time.perf_counter()

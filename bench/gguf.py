@@ -41,7 +41,7 @@ def baseline_read(path: str) -> dict:
         pos += 8 + n
         return data[pos - n:pos]
 
-    def value(kind: int):  # noqa: ANN202
+    def value(kind: int):
         nonlocal pos
         if kind == 8:
             return string()
@@ -76,7 +76,7 @@ def _defaults() -> list[Path]:
     return [next(d.glob("*.gguf")) for d in dirs.values()]
 
 
-def _median(fn, runs: int) -> float:  # noqa: ANN001
+def _median(fn, runs: int) -> float:
     times = []
     for _ in range(runs):
         start = time.perf_counter()
@@ -109,7 +109,7 @@ def main() -> None:
         whole = _median(lambda: scan_model(load_model(str(path))), args.runs)
         scan = [sys.executable, "-m", "tokaudit", "scan", str(path), "--format", "json"]
         base = [sys.executable, __file__, "--baseline", str(path)]
-        run = lambda cmd: subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)  # noqa: E731
+        run = lambda cmd: subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)  # noqa: E731 - a one-line helper of this function
         run(scan), run(base)  # warm the page cache
         scan_s, base_s = _median(lambda: run(scan), args.runs), _median(lambda: run(base), args.runs)
         print(f"{path.name:<28} {ours:>8.3f} {theirs:>10.3f} {ours / theirs:>6.2f} {whole:>7.3f} {whole / theirs:>6.2f} "

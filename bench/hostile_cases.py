@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path[0] = str(Path(__file__).resolve().parent.parent / "tests")  # not bench/, whose gguf.py is not the gguf package
 
-from hostile_cases import CASES, run, unsafe_output  # noqa: E402
+from hostile_cases import CASES, run, unsafe_output  # noqa: E402 - after sys.path names tests/
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "real"))
 
-from tokaudit.template.llamacpp_build import ensure_engine, find_sdist  # noqa: E402
+from tokaudit.template.llamacpp_build import ensure_engine, find_sdist  # noqa: E402 - after sys.path names the checkout
 
 TREE = "llama_cpp_python-0.3.36/vendor/llama.cpp/"
 CONTEXTS = [
@@ -108,7 +108,7 @@ def main() -> None:
     def jinja_render(item):
         try:
             compiled[item[0]].render(**item[1])
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a render Jinja2 refuses costs what it costs
             pass
 
     with LlamaCppEngine(built.path, Budget()) as engine:
@@ -118,7 +118,7 @@ def main() -> None:
         def jinja_compile_render(item):
             try:
                 env.from_string(templates[item[0]]).render(**item[1])
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - a render Jinja2 refuses costs what it costs
                 pass
 
         jcper = _time_each(jinja_compile_render, items, args.repeat)

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tokaudit.worker import Limits, Worker, echo  # noqa: E402
+from tokaudit.worker import Limits, Worker, echo  # noqa: E402 - after sys.path names the checkout
 
 
 def _median(times: list[float]) -> float:
@@ -74,7 +74,7 @@ def round_trips(repeat: int) -> None:
 
 def llamacpp(gguf: Path, repeat: int) -> None:
     try:
-        import llama_cpp  # noqa: F401
+        import llama_cpp  # noqa: F401 - imported to time the import
     except ImportError:
         print("llama.cpp: skipped (llama-cpp-python is not installed)")
         return

@@ -36,7 +36,7 @@ CHAINS = {
 PIECES = ["▁", "▁▁", "a", "##c", "<0x20>", "<0xE4>", "<0xBD>", "<0xA0>", "<0x0a>", " ", "Ġhi", "你", " .", "n't", "'", "x</w>", "ĊĠ"]
 
 
-def _chain(d: object):  # noqa: ANN202
+def _chain(d: object):
     return parse_decoder(json.loads(d.__getstate__()), "test")  # type: ignore[attr-defined]
 
 

@@ -12,11 +12,11 @@ import pytest
 
 fastokens = pytest.importorskip("fastokens", reason="fastokens is not installed (pip install 'tokaudit[fastokens]')")
 
-from tokenizers import Tokenizer  # noqa: E402
+from tokenizers import Tokenizer  # noqa: E402 - after the importorskip: the file skips without fastokens
 
-from tests.conftest import FIXTURES, run_cli  # noqa: E402
-from tokaudit.backends.registry import load_backends, parse_backend_list  # noqa: E402
-from tokaudit.scan import load_model  # noqa: E402
+from tests.conftest import FIXTURES, run_cli  # noqa: E402 - after the importorskip: the file skips without fastokens
+from tokaudit.backends.registry import load_backends, parse_backend_list  # noqa: E402 - after the importorskip: the file skips without fastokens
+from tokaudit.scan import load_model  # noqa: E402 - after the importorskip: the file skips without fastokens
 
 LOADS = FIXTURES / "spm-llama-like"
 REFUSED = FIXTURES / "fastokens" / "refused-unigram"
@@ -26,7 +26,7 @@ REFUSAL = "pre-tokenizer error: unsupported pre-tokenizer type: Metaspace"
 
 def own_refusal(path: Path) -> str:
     """fastokens' own words for a file it refuses (the oracle: the library itself)."""
-    with pytest.raises(BaseException) as info:  # noqa: PT011 - whatever fastokens raises is the answer
+    with pytest.raises(BaseException) as info:  # whatever fastokens raises is the answer
         fastokens.Tokenizer.from_file(str(path))
     return str(info.value)
 

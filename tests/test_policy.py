@@ -82,7 +82,7 @@ def test_config_is_found_by_walking_up_and_applies_defaults_and_reasons(project)
     path = project(
         '[tool.tokaudit]\nignore = ["TA3", "partial-utf8-token"]\n\n'
         "[[tool.tokaudit.per-target-ignores]]\n"
-        f'target = "*/tiny-tiktoken"\nrules = ["vocab-gap", "TA105"]\nreason = "filled by the remote code we deploy"\n'
+        'target = "*/tiny-tiktoken"\nrules = ["vocab-gap", "TA105"]\nreason = "filled by the remote code we deploy"\n'
     )
     code, doc, _ = scan(TINY)
     assert code == 0
@@ -95,7 +95,7 @@ def test_config_is_found_by_walking_up_and_applies_defaults_and_reasons(project)
 def test_unused_suppression_is_a_note(project) -> None:
     project(
         "[tool.tokaudit]\n[[tool.tokaudit.per-target-ignores]]\n"
-        f'target = "*/clean-bpe"\nrules = ["TA101"]\nreason = "legacy"\n'
+        'target = "*/clean-bpe"\nrules = ["TA101"]\nreason = "legacy"\n'
     )
     code, doc, _ = scan(CLEAN)
     (unused,) = [f for f in doc["findings"] if f["code"] == "TA001"]

@@ -103,10 +103,10 @@ def test_deeply_nested_expressions_are_a_finding_not_a_crash(tmp_path: Path, sha
 
 # --- the evaluator on generated code: never raises, always within its budget -------------------------
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402 - the property tests' imports open their section
+from hypothesis import strategies as st  # noqa: E402 - the property tests' imports open their section
 
-from tokaudit.artifacts.remote_code import parse_remote_code  # noqa: E402
+from tokaudit.artifacts.remote_code import parse_remote_code  # noqa: E402 - the property tests' imports open their section
 
 _atoms = st.one_of(
     st.integers(min_value=-(10**12), max_value=10**12).map(str),

@@ -126,9 +126,9 @@ def test_kimi_loader_table(kimi: dict) -> None:
 def test_kimi_rich_report_shows_the_loader_table() -> None:
     out = run_cli("scan", KIMI, "--select", "TA101").stdout
     assert "  loaders" in out
-    line = next(l for l in out.splitlines() if l.strip().startswith("files-only"))
+    line = next(x for x in out.splitlines() if x.strip().startswith("files-only"))
     assert "233 unmapped" in line and "tiktoken.model, tokenizer_config.json" in line
-    assert next(l for l in out.splitlines() if l.strip().startswith("smg ")).split()[1] == "none"
+    assert next(x for x in out.splitlines() if x.strip().startswith("smg ")).split()[1] == "none"
 
 
 def test_deep_unreachable_token_on_kimi_with_a_clean_exit(tmp_path: Path) -> None:

@@ -24,7 +24,8 @@ def test_ci_runs_the_readme_test_command_exactly() -> None:
 
 def test_the_test_command_runs_in_parallel_with_durations_and_its_tools_are_test_extras() -> None:
     (command,) = set(readme_test_commands())
-    assert "python -m pytest -rs -n auto --dist loadgroup --durations=25" in command
+    assert command.endswith("&& ruff check && mypy && python -m pytest -rs -n auto --dist loadgroup --durations=25")
     extras = (ROOT / "pyproject.toml").read_text(encoding="utf-8").split("[project.optional-dependencies]")[1]
     test = extras.split("\n]\n", 1)[0]
-    assert re.search(r'"pytest-xdist>=[0-9.]+,<[0-9.]+"', test), test
+    for tool in ("pytest-xdist", "ruff", "mypy"):
+        assert re.search(f'"{tool}>=[0-9.]+,<[0-9.]+"', test), tool

@@ -102,15 +102,15 @@ class IdRanges:
         return False
 
     def at_or_above(self, bound: int) -> IdRanges:
-        out = [(max(f, bound), l) for f, l in self.ranges if l >= bound]
+        out = [(max(f, bound), hi) for f, hi in self.ranges if hi >= bound]
         return IdRanges(tuple(out))
 
     def to_json(self) -> list[list[int]]:
-        return [[f, l] for f, l in self.ranges]
+        return [[f, hi] for f, hi in self.ranges]
 
     def describe(self, limit: int = 6) -> str:
         """Human form: ``163589, 163592, 163600, 163608–163837``."""
-        parts = [str(f) if f == l else f"{f}–{l}" for f, l in self.ranges[:limit]]
+        parts = [str(f) if f == hi else f"{f}–{hi}" for f, hi in self.ranges[:limit]]
         if len(self.ranges) > limit:
             parts.append(f"… ({len(self.ranges) - limit} more ranges)")
         return ", ".join(parts)

@@ -209,7 +209,7 @@ def gguf_keys(path: Path) -> dict:
         pos += 8 + n
         return data[pos - n:pos]
 
-    def value(kind: int):  # noqa: ANN202
+    def value(kind: int):
         nonlocal pos
         if kind == 8:
             return string()

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import realkit  # noqa: E402
+import realkit
 
 COMMAND_TIMEOUT = 600
 

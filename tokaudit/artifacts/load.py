@@ -86,7 +86,7 @@ _PARSER_NAMES = {
 def _parser(kind: str) -> Callable[..., Any]:
     """The parser of one file kind (``sentencepiece`` also takes the bytes already read)."""
     module, function = _PARSER_NAMES[kind]
-    return getattr(import_module(f"tokaudit.artifacts.{module}"), function)  # type: ignore[no-any-return]
+    return getattr(import_module(f"tokaudit.artifacts.{module}"), function)
 
 
 @dataclass(frozen=True)
@@ -239,7 +239,7 @@ def load_artifacts(path: Path) -> Artifacts:
                 )
             if kind == "gguf":
                 return Artifacts(root=path.parent, gguf=_gguf(path))
-            return Artifacts(root=path.parent, **{kind: _parser(kind)(path)})  # type: ignore[arg-type]
+            return Artifacts(root=path.parent, **{kind: _parser(kind)(path)})
         files, root = [path], path.parent
         if kind_of(path.name) is None:  # tokenizer.model.v3 and the like
             single: dict[str, object] = {}

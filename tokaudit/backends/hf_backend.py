@@ -196,7 +196,7 @@ def tokenizer_from_parsed(tj: TokenizerJson) -> Any | None:
         tok.add_tokens(tokens)
         if any(tok.token_to_id(item["content"]) != item["id"] for item in added):
             return None
-    except BaseException as exc:  # noqa: BLE001 - anything tokenizers refuses (a Rust panic too): let it parse the file
+    except BaseException as exc:  # anything tokenizers refuses (a Rust panic too): let it parse the file
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         return None
@@ -273,7 +273,7 @@ class HFBackend:
             try:
                 # from the text scan parsed (BOM stripped), not from_file: serde rejects a BOM-prefixed file
                 return cls(Tokenizer.from_str(read_text(tj.path)), tj.name)
-            except BaseException as exc:  # noqa: BLE001 - includes Rust panics on malformed files
+            except BaseException as exc:  # includes Rust panics on malformed files
                 if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                     raise
                 # serde points at the end of the section it was reading: name the offending key instead

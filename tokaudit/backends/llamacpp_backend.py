@@ -182,7 +182,7 @@ class LlamaCppBackend:
         if self._spm_unsafe[0]:
             for text in texts:
                 self._check_spm(text)
-        return self._call("tokenize", texts, add_special)  # type: ignore[no-any-return]
+        return self._call("tokenize", texts, add_special)
 
     def encode(self, text: str) -> list[int]:
         return self._tokenize([text], False)[0]
@@ -196,7 +196,7 @@ class LlamaCppBackend:
         return self._tokenize([text], True)[0]
 
     def decode_bytes(self, ids: list[int], skip_special_tokens: bool = False) -> bytes:
-        return self._call("detokenize", [self._checked(ids)], skip_special_tokens)[0]  # type: ignore[no-any-return]
+        return self._call("detokenize", [self._checked(ids)], skip_special_tokens)[0]
 
     def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
         return self.decode_bytes(ids, skip_special_tokens).decode("utf-8", "replace")
@@ -219,7 +219,7 @@ class LlamaCppBackend:
 
     def attr(self, token_id: int) -> int:
         """``llama_vocab_get_attr``: the token's attributes after llama.cpp's load-time overrides."""
-        return self._call("attrs", self._checked([token_id]))[0]  # type: ignore[no-any-return]
+        return self._call("attrs", self._checked([token_id]))[0]
 
     def is_eog(self, token_id: int) -> bool:
         return self.eog_ids([token_id]) == [token_id]

@@ -101,7 +101,7 @@ def translate_for_onig(regex: str) -> str:
     return "".join(out)
 
 
-def _tiktoken_splitter(regex: str, probes: tuple[str, ...]):  # type: ignore[no-untyped-def]
+def _tiktoken_splitter(regex: str, probes: tuple[str, ...]):
     """fancy-regex pieces through tiktoken itself: ranks holding every byte and every substring of the
     probes make each pre-token exactly one token, so the ids show the split."""
     import tiktoken
@@ -126,7 +126,7 @@ def splitters(regex: str, probes: tuple[str, ...] = PROBES, onig_regex: str | No
     out: dict[str, object] = {}
     try:
         out["fancy-regex"] = _tiktoken_splitter(regex, probes)
-    except (ValueError, BaseException) as exc:  # noqa: BLE001 - tiktoken raises ValueError; a panic is a BaseException
+    except (ValueError, BaseException) as exc:  # tiktoken raises ValueError; a panic is a BaseException
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         out["fancy-regex"] = f"rejected: {str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__}"
@@ -135,7 +135,7 @@ def splitters(regex: str, probes: tuple[str, ...] = PROBES, onig_regex: str | No
 
         split = pre_tokenizers.Split(Regex(onig_regex or regex), behavior="removed", invert=True)  # the matches only, as tiktoken
         out["oniguruma"] = lambda text: [p for p, _ in split.pre_tokenize_str(text)]
-    except BaseException as exc:  # noqa: BLE001 - tokenizers raises plain Exception (or panics) on a bad regex
+    except BaseException as exc:  # tokenizers raises plain Exception (or panics) on a bad regex
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         out["oniguruma"] = f"rejected: {str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__}"
@@ -175,7 +175,7 @@ def divergences(regex: str, engines: tuple[str, ...] = ENGINES, probes: tuple[st
         for engine in usable:
             try:
                 pieces[engine] = split[engine](text)  # type: ignore[operator]
-            except BaseException as exc:  # noqa: BLE001 - a timeout or a panic inside an engine
+            except BaseException as exc:  # a timeout or a panic inside an engine
                 if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                     raise
                 pieces[engine] = [f"<{type(exc).__name__}>"]
@@ -206,7 +206,7 @@ def shrink(regex: str, text: str, engines: tuple[str, ...] = ENGINES, onig_regex
             else:
                 i += 1
         return Divergence(text, best)
-    except BaseException as exc:  # noqa: BLE001 - an engine timing out or panicking on a shorter text
+    except BaseException as exc:  # an engine timing out or panicking on a shorter text
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         return None

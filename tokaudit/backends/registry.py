@@ -52,7 +52,7 @@ def gguf_file(model: TokenizerModel, override: Path | None = None) -> Path | Non
         return override
     record = getattr(model.artifacts, "gguf", None)
     if record is not None and getattr(record, "path", None) is not None:
-        return record.path  # type: ignore[no-any-return]
+        return record.path
     root = model.artifacts.root
     return gguf_in(root)[0] if root.is_dir() else None
 
@@ -89,7 +89,7 @@ def _applies(name: str, model: TokenizerModel, gguf: Path | None = None) -> bool
     return True
 
 
-class DefaultBackends(list):  # type: ignore[type-arg]
+class DefaultBackends(list):
     """The selection when ``--backends`` is not given: model-dependent backends that do not apply
     to the model are left out (instead of showing as unavailable)."""
 

@@ -40,7 +40,7 @@ def load_gguf_tokenizer(path: Path) -> Any:
                                  "(its GGUF reader imports torch): pip install torch")
     try:
         return transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True)
-    except BaseException as exc:  # noqa: BLE001 - loaders raise anything, Rust panics included
+    except BaseException as exc:  # loaders raise anything, Rust panics included
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         first = (str(exc).strip().splitlines() or [""])[0][:300]
@@ -64,7 +64,7 @@ def load_auto_tokenizer(root: Path, use_fast: bool, trust_remote_code: bool) -> 
         return transformers.AutoTokenizer.from_pretrained(
             str(root), use_fast=use_fast, trust_remote_code=trust_remote_code, local_files_only=True
         )
-    except BaseException as exc:  # noqa: BLE001 - loaders raise anything, Rust panics included
+    except BaseException as exc:  # loaders raise anything, Rust panics included
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         first = (str(exc).strip().splitlines() or [""])[0][:300]

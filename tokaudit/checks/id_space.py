@@ -34,7 +34,7 @@ def vocab_gap(model: TokenizerModel) -> Iterator[Finding]:
         return
     # The last token any loader profile knows: ids below it are holes, ids above it are padding of the embedding.
     last = max((t.mapped.ranges[-1][1] for t in model.profiles.values() if t.mapped), default=-1)
-    holes = IdRanges(tuple((f, min(l, last)) for f, l in gaps.ranges if f <= last))
+    holes = IdRanges(tuple((f, min(hi, last)) for f, hi in gaps.ranges if f <= last))
     trailing = gaps.at_or_above(last + 1)
     views = loader_views(model)
     seen_holes, seen_trailing = loaders_seeing(views, holes), loaders_seeing(views, trailing)
@@ -75,8 +75,8 @@ def vocab_gap(model: TokenizerModel) -> Iterator[Finding]:
         if not holes:
             impact += " (the text has a hole no one sees when a sampler picks an untrained padding row)"
     if published:
-        impact += (f"; this is the layout of tiktoken's own published encoding (its registry's special tokens after "
-                   f"the ranks), which tiktoken.get_encoding has too")
+        impact += ("; this is the layout of tiktoken's own published encoding (its registry's special tokens after "
+                   "the ranks), which tiktoken.get_encoding has too")
     yield vocab_gap.finding(
         f"{gaps.count} ids in {declared} have no token for a loader that reads only the data files "
         f"({model.vocab_artifact} and its added tokens, as tiktoken-rs and smg before PR #1482 do): "

@@ -159,14 +159,14 @@ def guard_std_streams(argv: list[str]) -> None:
     reported as a finding. ``--debug`` keeps the banners.
     """
     if sys.stderr is None:
-        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # lives as long as the process
         return
     if "--debug" in argv:
         return
     try:
         sys.stderr.flush()
         fd = os.dup(2)
-        stream = open(fd, "w", encoding="utf-8", errors="backslashreplace", buffering=1)  # noqa: SIM115
+        stream = open(fd, "w", encoding="utf-8", errors="backslashreplace", buffering=1)
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 2)
         os.close(null)

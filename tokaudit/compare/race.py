@@ -45,7 +45,7 @@ def load_and_encode(root: str, use_fast: bool, trust_remote_code: bool) -> tuple
         return None, None, str(exc)
     try:
         ids = [list(tok.encode(t, add_special_tokens=False)) for t in PROBE_TEXTS]
-    except BaseException as exc:  # noqa: BLE001 - a half-built backend can raise anything
+    except BaseException as exc:  # a half-built backend can raise anything
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         return type(tok).__name__, None, f"{type(exc).__name__}: {str(exc)[:200]}"
@@ -93,7 +93,7 @@ def race(backend: str, root: Path, n: int, trust_remote_code: bool, use_fast: bo
         for k, future in enumerate(futures):
             try:
                 cls, ids, error = future.result()
-            except BaseException as exc:  # noqa: BLE001 - a worker that died (BrokenProcessPool)
+            except BaseException as exc:  # a worker that died (BrokenProcessPool)
                 if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                     raise
                 cls, ids, error = None, None, f"{type(exc).__name__}: {exc}"

@@ -82,7 +82,7 @@ def _library_normalizer(component: Any) -> Callable[[str], str] | None:
             "model": {"type": "WordLevel", "vocab": {"x": 0}, "unk_token": "x"}}
     try:
         normalizer = Tokenizer.from_str(json.dumps(spec)).normalizer
-    except BaseException as exc:  # noqa: BLE001 - an unusual normalizer tokenizers cannot rebuild (a panic included)
+    except BaseException as exc:  # an unusual normalizer tokenizers cannot rebuild (a panic included)
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         return None
@@ -229,7 +229,7 @@ def _gguf_triage(model: TokenizerModel) -> Triage:
 
         try:
             charsmap = normalizers.Precompiled(g.precompiled_charsmap).normalize_str  # type: ignore[union-attr]
-        except BaseException as exc:  # noqa: BLE001 - a charsmap tokenizers refuses (a panic included)
+        except BaseException as exc:  # a charsmap tokenizers refuses (a panic included)
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
             return Triage(None, (), None, unk)

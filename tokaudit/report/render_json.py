@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, TextIO
 
 from tokaudit.report.report import Report, TargetResult, tool_version, versions

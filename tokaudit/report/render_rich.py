@@ -199,15 +199,15 @@ def _loader_table(console: Console, loaders: list[dict[str, Any]]) -> None:
 
 SECTIONS: dict[str, Section] = {"scan": scan_section}
 
-from tokaudit.report.rich_replay import replay_section  # noqa: E402
+from tokaudit.report.rich_replay import replay_section  # noqa: E402 - after SECTIONS: the section modules import this module's helpers
 
 SECTIONS["replay"] = replay_section
 
-from tokaudit.report.rich_compare import compare_section  # noqa: E402
+from tokaudit.report.rich_compare import compare_section  # noqa: E402 - after SECTIONS: the section modules import this module's helpers
 
 SECTIONS["compare"] = compare_section
 
-from tokaudit.report.rich_oncall import (  # noqa: E402
+from tokaudit.report.rich_oncall import (  # noqa: E402 - after SECTIONS: the section modules import this module's helpers
     decode_section,
     diff_section,
     encode_section,
@@ -217,7 +217,7 @@ from tokaudit.report.rich_oncall import (  # noqa: E402
 
 SECTIONS.update(explain=explain_section, decode=decode_section, encode=encode_section, fuzz=fuzz_section, diff=diff_section)
 
-from tokaudit.report.rich_template import template_section  # noqa: E402
+from tokaudit.report.rich_template import template_section  # noqa: E402 - after SECTIONS: the section modules import this module's helpers
 
 SECTIONS["template"] = template_section
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from tokaudit import __version__
 from tokaudit.report.finding import Finding, Severity
-from tokaudit.result_cache import installed_version  # noqa: F401 - its home is the bottom layer; imported from here too
+from tokaudit.result_cache import installed_version  # its home is the bottom layer; imported from here too
 
 #: ``--fail-on`` values: the lowest severity that fails the run ("never": nothing does).
 FAIL_ON = ("error", "warning", "note", "never")

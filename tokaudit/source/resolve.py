@@ -178,7 +178,7 @@ def _download(repo_id: str, revision: str | None) -> str:
                 raise InputError(f"{sibling.rfilename} is {size / 2**20:.1f} MiB on the Hub; the limit is {MAX_FILE_BYTES >> 20} MiB "
                                  "(not downloaded)", file=repo_id)
         revision = info.sha or revision
-    return snapshot_download(repo_id=repo_id, revision=revision, allow_patterns=TOKENIZER_FILE_PATTERNS,  # type: ignore[no-any-return]
+    return snapshot_download(repo_id=repo_id, revision=revision, allow_patterns=TOKENIZER_FILE_PATTERNS,
                              etag_timeout=HUB_REQUEST_SECONDS)
 
 

@@ -44,7 +44,7 @@ __all__ = [
 DETOKENIZER_NAMES = ("full", "offsets", "decodestream", "bytes", "naive", "llama.cpp-server")
 
 
-class DefaultDetokenizers(list):  # type: ignore[type-arg]
+class DefaultDetokenizers(list):
     """The selection when ``--detokenizers`` is not given: llama.cpp-server is left out, not listed as not
     applicable, when there is no GGUF."""
 
