@@ -13,7 +13,8 @@ Two steps, two environments:
    the request, and writes ``tests/data/parser_golden.jsonl`` with the stack versions in its first line.
 
 Regenerate both when a stack version in ``tokaudit/parsers/families.py`` changes. Nothing here is imported by
-tokaudit; the golden step imports only the stacks, transformers and tokenizers.
+tokaudit. The golden step drives the stacks' classes with ``tokaudit.parsers.installed`` (the module ``--parsers
+installed`` runs in its worker: one way to drive them), which imports only the standard library and the stacks.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ CASES = DATA / "parser_cases.jsonl"
 GOLDEN = DATA / "parser_golden.jsonl"
 #: Prompt ids kept per case: enough for the streaming reasoning check, which reads the prompt's tail.
 PROMPT_TAIL = 48
-STEPS = (1, 3, 8)
 
 #: (case, template file, real tokenizer, model_type for config.json, chat template kwargs, vLLM reasoning parsers, SGLang reasoning parsers)
 CASE_LIST: list[tuple[str, str, str, str, dict[str, Any], list[str], list[str]]] = [
@@ -136,148 +136,7 @@ def make_cases(tokenizers: Path) -> None:
 
 
 # ---- the golden step (runs where vLLM and SGLang are installed) ----------------------------------------------
-
-def _args(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except (ValueError, TypeError):
-        return text
-
-
-def _deltas(tok: Any, ids: list[int], prompt: list[int], skip: bool, size: int) -> list[tuple[str, list[int]]]:
-    from tokenizers.decoders import DecodeStream
-
-    backend = tok.backend_tokenizer if hasattr(tok, "backend_tokenizer") else tok._tokenizer
-    stream = DecodeStream(skip_special_tokens=skip)
-    for i in prompt[-8:]:
-        stream.step(backend, i)
-    out = []
-    for start in range(0, len(ids), size):
-        batch = ids[start:start + size]
-        out.append(("".join(s for i in batch if (s := stream.step(backend, i)) is not None), batch))
-    return out
-
-
-class _Calls:
-    def __init__(self) -> None:
-        self.items: dict[int, dict[str, Any]] = {}
-
-    def add(self, index: int, name: str | None, args: str | None) -> None:
-        item = self.items.setdefault(index, {"name": "", "arguments": ""})
-        item["name"] += name or ""
-        item["arguments"] += args or ""
-
-    def result(self) -> list[dict[str, Any]]:
-        return [{"name": v["name"], "arguments": _args(v["arguments"])} for _, v in sorted(self.items.items())]
-
-
-def _vllm(case: dict[str, Any], tok: Any, tool: str | None, reasoning: str | None) -> dict[str, Any]:
-    from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
-    from vllm.parser.parser_manager import ParserManager
-
-    harmony = case["tokenizer"] == "gpt-oss"
-    try:
-        cls = ParserManager.get_parser(tool_parser_name=tool, reasoning_parser_name=reasoning, enable_auto_tools=tool is not None,
-                                       is_harmony=harmony, tokenizer=tok)
-    except Exception as exc:  # the start-up refusal is the result
-        return {"refused": str(exc).splitlines()[0][:300]}
-    if cls is None:
-        return {"skip": "no parser"}
-
-    def request() -> Any:
-        return ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "x"}], tools=case["tools"],
-                                     chat_template_kwargs=case["kwargs"] or None)
-
-    req = request()
-    try:
-        parser = cls(tok, req.tools, chat_template_kwargs=case["kwargs"])
-    except Exception as exc:  # refused when the request's kwargs select a parser the tokenizer cannot serve
-        return {"refused": "at request time: " + str(exc).splitlines()[0][:300]}
-    req = parser.adjust_request(req)
-    skip = True if req.skip_special_tokens is None else bool(req.skip_special_tokens)  # None: the default, True
-    ids = case["output_ids"]
-    text = tok.decode(ids, skip_special_tokens=skip)
-    out: dict[str, Any] = {"skip_special_tokens": skip}
-    try:
-        r, content, calls = parser.parse(text, req, enable_auto_tools=tool is not None, model_output_token_ids=ids)
-        out["whole"] = {"reasoning": r, "content": content, "calls": [{"name": c.name, "arguments": _args(c.arguments)} for c in calls or []]}
-    except Exception as exc:
-        out["whole"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
-    for size in STEPS:
-        req = parser_req = request()
-        p = cls(tok, req.tools, chat_template_kwargs=case["kwargs"])
-        parser_req = p.adjust_request(req)
-        acc = {"reasoning": "", "content": ""}
-        calls_acc = _Calls()
-        deltas = _deltas(tok, ids, case["prompt_tail"], skip, size)
-        try:
-            for k, (delta, batch) in enumerate(deltas):
-                msg = p.parse_delta(delta, batch, parser_req, prompt_token_ids=case["prompt_tail"], finished=k == len(deltas) - 1)
-                if msg is None:
-                    continue
-                acc["reasoning"] += msg.reasoning or ""
-                acc["content"] += msg.content or ""
-                for c in msg.tool_calls or []:
-                    fn = c.function
-                    calls_acc.add(c.index, fn.name if fn else None, fn.arguments if fn else None)
-            out[f"stream{size}"] = {"reasoning": acc["reasoning"] or None, "content": acc["content"] or None, "calls": calls_acc.result()}
-        except Exception as exc:
-            out[f"stream{size}"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
-    return out
-
-
-def _sglang(case: dict[str, Any], tok: Any, tool: str | None, reasoning: str | None) -> dict[str, Any]:
-    from sglang.srt.entrypoints.openai.protocol import Tool
-    from sglang.srt.function_call.function_call_parser import FunctionCallParser
-    from sglang.srt.parser.reasoning_parser import ReasoningParser
-
-    skip = not (tool is not None or case["tokenizer"] == "gpt-oss")
-    ids = case["output_ids"]
-    force = True if case["prompt_state"] == "open" else None
-    tools = [Tool(**t) for t in case["tools"]]
-    out: dict[str, Any] = {"skip_special_tokens": skip}
-
-    def parsers() -> tuple[Any, Any]:
-        rp = ReasoningParser(model_type=reasoning, stream_reasoning=True, force_reasoning=force, tokenizer=tok,
-                             tool_call_parser_active=tool is not None) if reasoning else None
-        fp = FunctionCallParser(tools, tool, tokenizer=tok) if tool else None
-        return rp, fp
-
-    try:
-        rp, fp = parsers()
-    except Exception as exc:
-        return {"refused": f"{type(exc).__name__}: {exc}"[:300]}
-    text = tok.decode(ids, skip_special_tokens=skip)
-    try:
-        r, normal = rp.parse_non_stream(text) if rp else (None, text)
-        calls = []
-        if fp is not None and normal:
-            normal, items = fp.parse_non_stream(normal)
-            calls = [{"name": c.name, "arguments": _args(c.parameters)} for c in items]
-        out["whole"] = {"reasoning": r or None, "content": normal or None, "calls": calls}
-    except Exception as exc:
-        out["whole"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
-    for size in STEPS:
-        rp, fp = parsers()
-        acc = {"reasoning": "", "content": ""}
-        calls_acc = _Calls()
-        try:
-            for delta, _ in _deltas(tok, ids, case["prompt_tail"], skip, size):
-                r, normal = rp.parse_stream_chunk(delta) if rp else (None, delta)
-                acc["reasoning"] += r or ""
-                if fp is not None and normal:
-                    normal, items = fp.parse_stream_chunk(normal)
-                    for c in items:
-                        calls_acc.add(c.tool_index, c.name, c.parameters)
-                acc["content"] += normal or ""
-            if rp is not None and hasattr(rp, "parse_stream_end"):
-                r, normal = rp.parse_stream_end()
-                acc["reasoning"] += r or ""
-                acc["content"] += normal or ""
-            out[f"stream{size}"] = {"reasoning": acc["reasoning"] or None, "content": acc["content"] or None, "calls": calls_acc.result()}
-        except Exception as exc:
-            out[f"stream{size}"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
-    return out
+# The code that drives the real classes is tokaudit.parsers.installed (the same as `--parsers installed` runs).
 
 
 def run_golden(tokenizers: Path, only: set[str] | None) -> None:
@@ -287,10 +146,9 @@ def run_golden(tokenizers: Path, only: set[str] | None) -> None:
     sys.path.insert(0, str(ROOT))
     from importlib.metadata import version
 
-    from vllm.tokenizers import get_tokenizer
-
     sys.path.insert(0, str(ROOT))
     from tokaudit.parsers.families import reasoning_parsers, tool_parsers  # plain data, no dependencies
+    from tokaudit.parsers.installed import STEPS, load_tokenizer, run_sglang, run_vllm  # the standard library and the stacks only
 
     head = {"stacks": {"vllm": version("vllm"), "sglang": version("sglang")}, "transformers": version("transformers"),
             "tokenizers": version("tokenizers")}
@@ -298,9 +156,10 @@ def run_golden(tokenizers: Path, only: set[str] | None) -> None:
     for case in (json.loads(line) for line in CASES.read_text(encoding="utf-8").splitlines()):
         if only and case["case"] not in only:
             continue
-        tok = get_tokenizer(str(tokenizers / case["tokenizer"]))
+        tok = load_tokenizer(str(tokenizers / case["tokenizer"]))
         start = time.time()
-        for stack, run, reasons in (("vllm", _vllm, case["vllm_reasoning"]), ("sglang", _sglang, case["sglang_reasoning"])):
+        case["harmony"] = case["tokenizer"] == "gpt-oss"
+        for stack, run, reasons in (("vllm", run_vllm, case["vllm_reasoning"]), ("sglang", run_sglang, case["sglang_reasoning"])):
             listed = ONLY.get(case["case"], {}).get(stack)
             names = [t.name for t in tool_parsers(stack)] if listed is None else listed
             alone = [r.name for r in reasoning_parsers(stack)] if listed is None else reasons

@@ -8,6 +8,7 @@ baseline = "tokaudit-baseline.json"
 stacks = ["vllm", "smg"]          # the stacks the deploy runs on: template rules and parser round trip (default: all)
 tool-parser = "hermes"            # the deploy's --tool-call-parser: its failures are errors
 reasoning-parser = "qwen3"        # the deploy's --reasoning-parser
+parsers = "auto"                  # builtin (default), installed or auto: the stacks' own parser classes where installed
 require-reason = true             # every suppression says why: no global ignore, a "reason" on each baseline entry
 
 [[tool.tokaudit.per-target-ignores]]
@@ -28,7 +29,7 @@ from typing import Any
 from tokaudit.artifacts.base import decode_text, read_bytes
 from tokaudit.errors import InputError
 
-KEYS = ("select", "ignore", "baseline", "per-target-ignores", "stacks", "tool-parser", "reasoning-parser", "require-reason")
+KEYS = ("select", "ignore", "baseline", "per-target-ignores", "stacks", "tool-parser", "reasoning-parser", "parsers", "require-reason")
 ENTRY_KEYS = ("target", "rules", "reason")
 
 
@@ -58,6 +59,8 @@ class Config:
     stacks: tuple[str, ...] = ()
     tool_parser: str | None = None
     reasoning_parser: str | None = None
+    #: ``parsers``: builtin / installed / auto (None: not set)
+    parsers: str | None = None
     #: Every suppression must say why: ``ignore`` (which has no reason) is refused, baseline entries need a "reason".
     require_reason: bool = False
 
@@ -159,7 +162,11 @@ def parse_config(path: Path) -> Config:
         if value is not None and not (isinstance(value, str) and value):
             raise InputError("expected a parser name", file=str(path), key=f"tool.tokaudit.{key}")
         parsers[key] = value
+    mode = table.get("parsers")
+    if mode is not None and mode not in ("builtin", "installed", "auto"):
+        raise InputError("expected \"builtin\", \"installed\" or \"auto\"", file=str(path), key="tool.tokaudit.parsers")
     return Config(
+        parsers=mode,
         stacks=stacks,
         tool_parser=parsers["tool-parser"],
         reasoning_parser=parsers["reasoning-parser"],

@@ -84,10 +84,13 @@ def plain_loads(data: bytes) -> Any:
 class Worker:
     """One child process with :class:`Limits`, started on demand; :meth:`call` runs one function in it at a time."""
 
-    def __init__(self, limits: Limits, modules: tuple[str, ...] = ("tokaudit.",)) -> None:
+    def __init__(self, limits: Limits, modules: tuple[str, ...] = ("tokaudit.",), python: str | None = None) -> None:
         self.limits = limits
         #: the module prefixes whose functions it runs
         self.modules = modules
+        #: the child's interpreter (default: tokaudit's own); another one (a serving stack's venv) runs a module of
+        #: tokaudit that needs only the standard library there, found through PYTHONPATH
+        self.python = python or sys.executable
         self._proc: subprocess.Popen[bytes] | None = None
         self._to_child: int | None = None
         self._from_child: int | None = None
@@ -161,7 +164,7 @@ class Worker:
         limits = self.limits
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "tokaudit.worker", str(request_r), str(reply_w), str(limits.memory_bytes)],
+                [self.python, "-m", "tokaudit.worker", str(request_r), str(reply_w), str(limits.memory_bytes)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(request_r, reply_w),
                 env=env, close_fds=True,
             )
@@ -304,9 +307,10 @@ _shared: dict[str, Worker] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_worker(name: str, limits: Limits) -> Worker:
+def shared_worker(name: str, limits: Limits, modules: tuple[str, ...] = ("tokaudit.",), python: str | None = None) -> Worker:
     """The one worker of this process for ``name`` (``llama.cpp``; part of what keeps a run within budget is
-    that a vocabulary is loaded once per run, not once per call), stopped at exit."""
+    that a vocabulary is loaded once per run, not once per call), stopped at exit. ``modules`` and ``python`` are
+    those of the first call (see :class:`Worker`)."""
     with _shared_lock:
         worker = _shared.get(name)
         if worker is None:
@@ -314,7 +318,7 @@ def shared_worker(name: str, limits: Limits) -> Worker:
                 import atexit
 
                 atexit.register(_close_all)
-            worker = _shared[name] = Worker(limits)
+            worker = _shared[name] = Worker(limits, modules, python)
         return worker
 
 

@@ -81,6 +81,12 @@ StackOpt = Annotated[
                  "llama.cpp, dynamo; the template findings and the exit code concern them alone (the parser round trip "
                  "runs for vllm, sglang, llama.cpp among them). Default: every stack, or [tool.tokaudit] stacks."),
 ]
+ParsersOpt = Annotated[
+    str | None,
+    typer.Option("--parsers", help="Whose parsers the round trip runs: builtin (tokaudit's grammars, default), installed (the "
+                 "installed vLLM/SGLang parser classes; exit 2 if a chosen stack does not import) or auto (installed where "
+                 "importable). TOKAUDIT_STACK_PYTHON names another interpreter to import them from. Default: [tool.tokaudit] parsers."),
+]
 BaselineOpt = Annotated[
     Path | None,
     typer.Option("--baseline", help="A previous --format json report: only findings not in it count.", dir_okay=False),

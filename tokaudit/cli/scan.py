@@ -21,6 +21,7 @@ from tokaudit.cli.common import (
     JobsOpt,
     OutputFormat,
     OutputOpt,
+    ParsersOpt,
     QuietOpt,
     RevisionOpt,
     SelectOpt,
@@ -53,6 +54,7 @@ def scan(
     ignore: IgnoreOpt = None,
     baseline: BaselineOpt = None,
     stack: StackOpt = None,
+    parsers: ParsersOpt = None,
     jobs: JobsOpt = 1,
     revision: RevisionOpt = None,
     fmt: FormatOpt = OutputFormat.rich,
@@ -81,7 +83,7 @@ def scan(
         from tokaudit.report.report import Report, TargetResult
         from tokaudit.rules import all_rules
         from tokaudit.scan import load_model, scan_model, scan_targets
-        from tokaudit.roundtrip.choice import ParserChoice, check_choice
+        from tokaudit.roundtrip.choice import ParserChoice, check_choice, parsers_mode, resolve_parsers
         from tokaudit.roundtrip.rules import configure
         from tokaudit.template.rules import SELECTED_STACKS
         from tokaudit.template.stacks import STACK_NAMES, parse_stacks
@@ -93,8 +95,10 @@ def scan(
         where = "--stack" if stack else "tool.tokaudit.stacks"
         stacks = parse_stacks(stack) if stack else parse_stacks(config.stacks or None, where, config.name)
         SELECTED_STACKS.set(stacks)  # the template rules check only these stacks (every scan sets it)
-        choice = ParserChoice(stacks if (stack or config.stacks) else None, config.tool_parser, config.reasoning_parser)
+        choice = ParserChoice(stacks if (stack or config.stacks) else None, config.tool_parser, config.reasoning_parser,
+                              parsers=parsers_mode(parsers, config.parsers))
         check_choice(choice, where, STACK_NAMES)
+        choice = resolve_parsers(choice)
         configure(choice)  # the parser round trip's rules read the deploy's stacks and parsers (every scan sets it)
         known = [(r.code, r.name) for r in all_rules()] + [(meta.code, meta.name) for meta in META_CODES]
         cli_select, cli_ignore = split_selectors(select), split_selectors(ignore)

@@ -20,6 +20,7 @@ from tokaudit.cli.common import (
     QuietOpt,
     RevisionOpt,
     SelectOpt,
+    ParsersOpt,
     StackOpt,
     TargetArg,
     emit,
@@ -51,6 +52,7 @@ def template(
         str | None, typer.Option("--chat-template-kwargs", help="The request's chat_template_kwargs as a JSON object, e.g. "
                                  "'{\"thinking\": true}' (the round trip renders and parses with them).")
     ] = None,
+    parsers: ParsersOpt = None,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
     revision: RevisionOpt = None,
@@ -68,6 +70,7 @@ def template(
       tokaudit template models/qwen3
       tokaudit template models/qwen3 --stack vllm,tgi --messages chat.json
       tokaudit template models/qwen3 --stack vllm --tool-parser hermes
+      tokaudit template models/qwen3 --stack vllm --parsers installed
     """
     with handle_errors(debug):
         from tokaudit.config import load_config
@@ -76,7 +79,7 @@ def template(
         from tokaudit.report.report import Report
         from tokaudit.roundtrip.analysis import add_round_trip
         from tokaudit.roundtrip.choice import CODES as PARSER_CODES
-        from tokaudit.roundtrip.choice import ParserChoice, check_choice, parse_kwargs
+        from tokaudit.roundtrip.choice import ParserChoice, check_choice, parse_kwargs, parsers_mode, resolve_parsers
         from tokaudit.scan import load_model
         from tokaudit.template.analysis import CODES
         from tokaudit.template.run import TemplateOptions, template_model, templates_of
@@ -86,7 +89,8 @@ def template(
         where = "--stack" if stack else "tool.tokaudit.stacks"
         stacks = parse_stacks(stack) if stack else parse_stacks(config.stacks or None, where, config.name)
         choice = ParserChoice(stacks if (stack or config.stacks) else None, tool_parser or config.tool_parser,
-                              reasoning_parser or config.reasoning_parser, parse_kwargs(chat_template_kwargs))
+                              reasoning_parser or config.reasoning_parser, parse_kwargs(chat_template_kwargs),
+                              parsers_mode(parsers, config.parsers))
         check_choice(choice, where, STACK_NAMES)
         known = [(code, meta.name) for code, meta in {**CODES, **PARSER_CODES}.items()] + [(c.code, c.name) for c in catalog_codes("TA808")]
         cli_select, cli_ignore = split_selectors(select), split_selectors(ignore)
@@ -97,6 +101,7 @@ def template(
         # parsing a large tokenizer.json: see tokaudit.collector (frozen after: the model lives to the end)
         with collector_paused(freeze=True):
             model = load_model(target, revision)
+            choice = resolve_parsers(choice)
             result, findings = template_model(model, options)
             findings += add_round_trip(model, templates_of(model, options), choice, result.data)
         findings = [f for f in findings if selection.chosen(f.code, f.name)]

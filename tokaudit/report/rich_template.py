@@ -108,6 +108,9 @@ def _parsers(console: Console, data: dict[str, Any]) -> None:
     if not runs:
         return
     console.print(Text("  parser round trip", style="bold"))
+    grammar = data.get("parser_choice", {}).get("grammar") or {}
+    if grammar:
+        console.print(Text("    grammar: " + " · ".join(f"{stack} {label}" for stack, label in grammar.items()), style="dim"))
     for run in runs:
         head = Text(f"    {run['template']['name']}  ", style="bold")
         if run["error"]:

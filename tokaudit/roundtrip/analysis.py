@@ -155,7 +155,13 @@ def run_template(model: TokenizerModel | None, template: TemplateSource, choice:
             run.renders[stack] = "its own turn: " + dec.case.text
         parsers = stack_profile(stack).parsers or stack
         if renders_call(dec.case.text) or SENTINEL_REASONING in dec.case.text or any(p.constrained for p in tool_parsers(parsers)):
-            run.rows += evaluate_stack(dec, parsers, *_named(choice))
+            rows = None
+            if choice.grammar(stack) != "built-in":
+                from tokaudit.roundtrip.installed import stack_rows, tokenizer_dir
+
+                rows = stack_rows(dec, parsers, choice.grammar(stack), tokenizer_dir(model) if model is not None else ".",
+                                  *_named(choice), strict=choice.parsers == "installed")
+            run.rows += evaluate_stack(dec, parsers, *_named(choice)) if rows is None else rows
     if run.case is None:
         run.error = next(iter(run.renders.values()), "no stack renders the turn")
     return run
@@ -305,5 +311,6 @@ def add_round_trip(model: TokenizerModel, templates: list[TemplateSource], choic
     data["parser_runs"] = [r.to_json() for r in runs]
     data["parsers"] = rows_json(runs)
     data["parser_choice"] = {"stacks": choice.chosen_stacks(), "tool_parser": choice.tool_parser, "chat_template_kwargs": dict(choice.kwargs),
-                             "reasoning_parser": choice.reasoning_parser, "named": choice.named, "implementation": "built-in grammars"}
+                             "reasoning_parser": choice.reasoning_parser, "named": choice.named, "parsers": choice.parsers,
+                             "grammar": {s: choice.grammar(s) for s in choice.chosen_stacks()}}
     return [f.with_target(model.target) for f in parser_findings(runs, choice)]

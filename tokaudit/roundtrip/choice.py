@@ -15,6 +15,10 @@ from tokaudit.template.stacks import PROFILES
 #: renderer is a Go template, no profile renders it).
 ROUNDTRIP_STACKS = tuple(p.id for p in PROFILES if p.parsers)
 
+#: ``--parsers``: tokaudit's grammars, the stacks' installed classes (exit 2 when a chosen stack does not import),
+#: or the installed classes where a stack imports and the grammars elsewhere
+PARSERS_MODES = ("builtin", "installed", "auto")
+
 CODES: dict[str, Code] = {c.code: c for c in catalog_codes("TA820", "TA821", "TA822", "TA823", "TA824", "TA825")}
 @dataclass(frozen=True)
 class ParserChoice:
@@ -25,6 +29,13 @@ class ParserChoice:
     reasoning_parser: str | None = None
     #: the request's chat_template_kwargs (``thinking``, ``enable_thinking``...), as (key, value) pairs
     kwargs: tuple[tuple[str, Any], ...] = ()
+    #: ``--parsers``: builtin, installed or auto (:mod:`tokaudit.roundtrip.installed`)
+    parsers: str = "builtin"
+    #: per stack, whose parsers run ("built-in", "installed (vllm 0.33.0)"), as resolved by :func:`resolve_parsers`
+    grammars: tuple[tuple[str, str], ...] = ()
+
+    def grammar(self, stack: str) -> str:
+        return dict(self.grammars).get(stack, "built-in")
 
     @property
     def named(self) -> bool:
@@ -70,3 +81,22 @@ def check_choice(choice: ParserChoice, where: str = "--stack", known_stacks: tup
         if choice.reasoning_parser not in known:
             raise InputError(f"unknown reasoning parser {choice.reasoning_parser!r} for {', '.join(stacks)} (choose from "
                              f"{', '.join(known)})", key="--reasoning-parser")
+
+
+def resolve_parsers(choice: ParserChoice) -> ParserChoice:
+    """The choice with each stack's parsers resolved (``--parsers installed|auto`` imports the stacks in a worker
+    process; ``installed`` exits 2 on a stack that does not import)."""
+    if choice.parsers == "builtin" or not choice.chosen_stacks():
+        return choice
+    from dataclasses import replace
+
+    from tokaudit.roundtrip.installed import grammars
+
+    return replace(choice, grammars=tuple(grammars(choice.chosen_stacks(), choice.parsers).items()))
+
+
+def parsers_mode(value: str | None, config_value: str | None) -> str:
+    """``--parsers`` (exit 2 on another value), else ``[tool.tokaudit] parsers`` (checked when read), else builtin."""
+    if value is not None and value not in PARSERS_MODES:
+        raise InputError(f"unknown parsers mode {value!r} (choose from {', '.join(PARSERS_MODES)})", key="--parsers")
+    return value or config_value or "builtin"

@@ -42,12 +42,14 @@ class Row:
     without_tools: str | None = None
     outcome: Outcome | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    #: whose parser gave the verdict: tokaudit's "built-in" grammar, or "installed (vllm 0.33.0)": the stack's own class
+    grammar: str = "built-in"
 
     def to_json(self) -> dict[str, Any]:
         out = {"stack": self.stack, "tool_parser": self.tool_parser, "reasoning_parser": self.reasoning_parser,
                "tool_calls": self.tool_calls, "reasoning": self.reasoning, "stage": self.stage,
                "skip_special_tokens": self.skip_special_tokens, "stream_differs": self.stream_differs, "reason": self.reason,
-               "without_tools": self.without_tools}
+               "without_tools": self.without_tools, "grammar": self.grammar}
         if self.outcome is not None:
             out["parsed"] = outcome_json(self.outcome)
         return out
@@ -221,6 +223,15 @@ def evaluate(dec: Decoder, stack: str, tool: ToolParser | None, reasoning: Reaso
 def evaluate_stack(dec: Decoder, stack: str, tool_names: Sequence[str] | None = None,
                    reasoning_names: Sequence[str] | None = None) -> list[Row]:
     """Every pair of this stack's parsers, or the named ones (an empty list: no parser of that kind)."""
+    return [evaluate(dec, stack, t, r) for t, r in stack_pairs(dec, stack, tool_names, reasoning_names)]
+
+
+Pair = tuple[ToolParser | None, ReasoningParser | None]
+
+
+def stack_pairs(dec: Decoder, stack: str, tool_names: Sequence[str] | None = None,
+                reasoning_names: Sequence[str] | None = None) -> list[Pair]:
+    """The (tool parser, reasoning parser) pairs :func:`evaluate_stack` runs."""
     tools: list[ToolParser | None] = [p for p in tool_parsers(stack) if tool_names is None or p.name in tool_names]
     if STACKS[stack].picks_parser:  # llama.cpp: the parser comes from the template, not from a flag
         picked = picked_by_template(stack, dec.case.extra.get("template", ""))
@@ -234,4 +245,39 @@ def evaluate_stack(dec: Decoder, stack: str, tool_names: Sequence[str] | None = 
         reasons = [p for p in reasons if p is not None] or [None]
     if tools == [None] and reasons == [None]:
         return []
-    return [evaluate(dec, stack, t, r) for t in tools for r in reasons]
+    return [(t, r) for t in tools for r in reasons]
+
+
+def _outcome(data: dict[str, Any]) -> Outcome:
+    if "error" in data:
+        return Outcome(None, None, (), data["error"])
+    return Outcome(data.get("reasoning"), data.get("content"), tuple(Call(c["name"], c["arguments"]) for c in data.get("calls") or ()))
+
+
+def installed_row(dec: Decoder, stack: str, pair: Pair, result: dict[str, Any], grammar: str) -> Row:
+    """The verdict of a stack's own parser classes on this case (``result``: :func:`tokaudit.parsers.installed.run_vllm`'s
+    plain data), judged as :func:`evaluate` judges the built-in grammars' outcome."""
+    tool, reasoning = pair
+    names = (tool and tool.name, reasoning and reasoning.name)
+    if "refused" in result:
+        kind = "tool parser" if tool is not None else "reasoning parser"
+        pair_names = " with ".join(n for n in names if n)
+        return Row(stack, *names, "refused" if tool is not None else None, "refused" if reasoning is not None else None, "startup",
+                   None, reason=f"{stack} refuses the {kind} {pair_names}: {result['refused']}", grammar=grammar)
+    skip = bool(result.get("skip_special_tokens"))
+    whole = _outcome(result["whole"])
+    calls_rendered = renders_call(dec.case.text)
+    tv = _tool_verdict(dec.case, whole, calls_rendered) if tool is not None else None
+    rv = _reasoning_verdict(whole, SENTINEL_REASONING in dec.case.text, reasoning)
+    stage = None
+    if tv == "lost":
+        stage = "reasoning" if SENTINEL_NAME in (whole.reasoning or "") else "arguments" if any(c.name == SENTINEL_NAME for c in whole.calls) \
+            else "format"
+    differs = []
+    for key, streamed in result.items():
+        if key.startswith("stream") and streamed != "same" and not _same(_outcome(streamed), whole):
+            differs.append(int(key[len("stream"):]))
+    row = Row(stack, *names, tv, rv, stage, skip, sorted(differs) or None, outcome=whole, grammar=grammar)
+    if differs:
+        row.details["streamed"] = outcome_json(_outcome(result[f"stream{min(differs)}"]))
+    return row
