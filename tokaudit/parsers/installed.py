@@ -42,12 +42,12 @@ def _import_parsers(stack: str) -> None:
 
     logging.disable(logging.WARNING)  # the stacks log at import and per request: the worker keeps only a tail anyway
     if stack == "vllm":
-        import vllm.entrypoints.openai.chat_completion.protocol  # noqa: F401
-        import vllm.parser.parser_manager  # noqa: F401
+        import vllm.entrypoints.openai.chat_completion.protocol
+        import vllm.parser.parser_manager
         import vllm.tokenizers  # noqa: F401
     elif stack == "sglang":
-        import sglang.srt.entrypoints.openai.protocol  # noqa: F401
-        import sglang.srt.function_call.function_call_parser  # noqa: F401
+        import sglang.srt.entrypoints.openai.protocol
+        import sglang.srt.function_call.function_call_parser
         import sglang.srt.parser.reasoning_parser  # noqa: F401
     else:
         raise ValueError(f"no installed parsers for {stack!r}")
