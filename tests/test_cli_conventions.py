@@ -305,10 +305,10 @@ def test_failing_scan_ends_with_its_errors_at_80_columns(quiet: bool) -> None:
     """The last lines of a failing scan on an 80-column terminal name the errors (they used to scroll away)."""
     proc = tokaudit("scan", "fixtures/kimi-k2.5", *(["-q"] if quiet else []), env={"COLUMNS": "80"}, cwd=KIMI.parent.parent)
     assert proc.returncode == 1
-    assert proc.stdout.splitlines()[-3:] == [
+    # (TA802 for TGI and Dynamo is a warning: only the tools' JSON is spelled otherwise; TA810: Kimi's arguments)
+    assert proc.stdout.splitlines()[-2:] == [
         "  TA101 vocab-gap  fixtures/kimi-k2.5/config.json:17  233 ids",
-        "  TA802 template-engine-divergence  fixtures/kimi-k2.5/chat_template.jinja:1  ×2",  # tgi and dynamo
-        "✗ FAIL: 3 errors, 6 warnings, 3 notes (3 at or above --fail-on error)",  # TA810: Kimi's arguments for vLLM
+        "✗ FAIL: 1 error, 8 warnings, 3 notes (1 at or above --fail-on error)",
     ]
 
 
@@ -323,8 +323,9 @@ def test_closing_summary_lists_what_fails_at_fail_on() -> None:
         "  TA202 eos-mismatch  fixtures/tiny-tiktoken/config.json:4  2 ids",
         "  TA301 slow-fallback-risk  fixtures/tiny-tiktoken/tiktoken.model",
         "  TA302 remote-code-required  fixtures/tiny-tiktoken/tokenizer_config.json:55",
-        "  TA810 python-repr-leak  fixtures/tiny-tiktoken/chat_template.jinja:1",  # typed parts printed by Python
-        "✗ FAIL: 1 error, 6 warnings, 1 note (7 at or above --fail-on warning)",
+        # typed parts printed by Python (transformers), a reasoning-only turn's null printed as None (smg, TGI)
+        "  TA810 python-repr-leak  fixtures/tiny-tiktoken/chat_template.jinja:1  ×2",
+        "✗ FAIL: 1 error, 7 warnings, 1 note (8 at or above --fail-on warning)",
     ]
 
 

@@ -240,7 +240,7 @@ def test_junit_of_kimi_is_valid_with_whole_messages() -> None:
     code, root = _junit("fixtures/kimi-k2.5")
     assert code == 1
     failures = {c.get("name"): c.find("failure") for c in root.iter("testcase") if c.find("failure") is not None}
-    assert sorted(failures) == ["TA101 vocab-gap (fixtures/kimi-k2.5)", "TA802 template-engine-divergence (fixtures/kimi-k2.5)"]
+    assert sorted(failures) == ["TA101 vocab-gap (fixtures/kimi-k2.5)"]  # TA802 is a warning: the tools' JSON spelled otherwise
     message = failures["TA101 vocab-gap (fixtures/kimi-k2.5)"].get("message")
     # cut at a word, past 300 characters: never inside "(e.g. ..." as a cut at the first ". " was
     assert message.startswith("233 ids in [0, 163840) have no token for a loader that reads only the data files") and message.endswith(" …")
@@ -279,7 +279,7 @@ def test_concise_is_one_clickable_line_per_finding() -> None:
         "fixtures/kimi-k2.5/tiktoken.model:1:1", "fixtures/kimi-k2.5/tiktoken.model:1:1", "fixtures/kimi-k2.5/tokenization_kimi.py:26:1",
         "fixtures/kimi-k2.5/tokenizer_config.json:43:5", "fixtures/kimi-k2.5/tokenizer_config.json:206:5"]
     assert lines[6].startswith("fixtures/kimi-k2.5/config.json:17:5: TA101 vocab-gap 233 ids in [0, 163840) have no token")
-    assert result.stderr == "tokaudit scan: 3 errors, 6 warnings, 3 notes\n"
+    assert result.stderr == "tokaudit scan: 1 error, 8 warnings, 3 notes\n"
 
 
 def test_markdown_escapes_token_text_and_ends_with_versions() -> None:
@@ -324,8 +324,9 @@ def test_every_machine_format_writes_to_output_and_keeps_stdout_clean(fmt: str, 
     result = run_cli("scan", CLEAN, "--format", fmt, "--output", out)
     assert result.exit_code == 0 and result.stdout == ""
     assert out.read_text(encoding="utf-8").strip()
-    # clean-bpe's template prints content as a string: typed content parts leak for transformers (TA810, a warning)
-    assert result.stderr == "tokaudit scan: 0 errors, 1 warning, 1 note\n"
+    # clean-bpe's template prints content as a string: typed content parts leak for transformers, and a reasoning-only
+    # turn's null for smg and TGI (TA810, warnings)
+    assert result.stderr == "tokaudit scan: 0 errors, 2 warnings, 1 note\n"
 
 
 def test_json_report_is_byte_identical_to_json_dumps() -> None:

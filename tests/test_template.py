@@ -231,7 +231,7 @@ def test_clean_chatml_fixture() -> None:
     names = [c["name"] for c in doc["conversations"]]
     assert names == ["system-user", "system-user-no-generation-prompt", "user-only", "multi-turn", "tools-offered", "tool-call",
                      "tool-call-empty-content", "tool-call-multi-turn", "tool-call-with-content", "parallel-tool-calls", "empty-content",
-                     "content-parts", "long-non-ascii"]
+                     "content-parts", "long-non-ascii", "system-midway", "reasoning-only"]
     first = doc["conversations"][0]["renders"]
     assert [r["stack"] for r in first] == STACKS
     assert {r["text"] for r in first} == {"<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
@@ -250,9 +250,12 @@ def test_clean_chatml_fixture() -> None:
 
 def test_qwen_tools_names_the_stacks_whose_prompts_differ() -> None:
     code, doc = template_json(T / "qwen-tools", *NO_PARTS)
-    assert code == 1
-    assert [(f["code"], f["details"]["stacks"], f["details"].get("causes")) for f in doc["findings"]] == [
-        ("TA802", ["tgi"], ["tojson", "sorted_maps"]), ("TA802", ["dynamo"], ["tojson"]), ("TA820", [], None)]
+    # only the spelling of the tools' JSON differs (compact, escaped, keys in order): warnings, exit 0
+    assert code == 0
+    assert [(f["code"], f["severity"], f["details"]["stacks"], f["details"].get("causes"), f["details"].get("json_spelling_only"))
+            for f in doc["findings"]] == [
+        ("TA802", "warning", ["tgi"], ["tojson", "sorted_maps"], True), ("TA802", "warning", ["dynamo"], ["tojson"], True),
+        ("TA820", "note", [], None, None)]
     # the parser round trip: which stacks' parsers read back the <tool_call> JSON this template teaches
     # (Dynamo's llama3_json reads the bare JSON left once skip_special_tokens deleted the special <tool_call> markers)
     assert doc["findings"][2]["message"] == ("tool calls of chat_template.jinja recovered by vllm: hermes, qwen3_json, granite4; "
@@ -280,7 +283,7 @@ def test_stack_option_limits_findings_and_exit_code() -> None:
     # the parser round trip runs for the selected stacks that have parsers (smg reads the <tool_call> JSON as qwen)
     assert [(f["code"], f["message"]) for f in doc["findings"]] == [
         ("TA820", "tool calls of chat_template.jinja recovered by vllm: hermes, qwen3_json, granite4; smg: qwen")]
-    code, doc = template_json(T / "qwen-tools", "--stack", "tgi")
+    code, doc = template_json(T / "qwen-tools", "--stack", "tgi", "--fail-on", "warning")
     assert code == 1 and [f["code"] for f in doc["findings"]] == ["TA802", "TA820"]
     assert doc["findings"][1]["message"] == ("tool calls of chat_template.jinja recovered by tgi: its own JSON grammar, not the "
                                              "template's format")
@@ -296,7 +299,7 @@ def test_stack_option_limits_findings_and_exit_code() -> None:
                           "mistral.rs, llama.cpp, dynamo)\n")
     scan = run_cli("scan", str(T / "qwen-tools"), "--format", "json", "--stack", "mistral.rs", *NO_PARTS)
     assert scan.exit_code == 0 and [f["code"] for f in json.loads(scan.stdout)["findings"] if f["code"].startswith("TA8")] == []
-    assert run_cli("scan", str(T / "qwen-tools"), "--stack", "dynamo").exit_code == 1
+    assert run_cli("scan", str(T / "qwen-tools"), "--stack", "dynamo", "--fail-on", "warning").exit_code == 1
 
 
 def test_stacks_in_pyproject(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -305,7 +308,7 @@ def test_stacks_in_pyproject(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     code, doc = template_json(T / "qwen-tools")
     assert code == 0 and [s["id"] for s in doc["stacks"]] == ["vllm", "sglang"]
     assert run_cli("scan", str(T / "qwen-tools"), "--select", "TA8").exit_code == 0
-    assert template_json(T / "qwen-tools", "--stack", "tgi")[0] == 1  # the option wins
+    assert [s["id"] for s in template_json(T / "qwen-tools", "--stack", "tgi")[1]["stacks"]] == ["tgi"]  # the option wins
     (tmp_path / "pyproject.toml").write_text('[tool.tokaudit]\nstacks = ["vlm"]\n', encoding="utf-8")
     bad = run_cli("scan", str(T / "qwen-tools"))
     assert bad.exit_code == 2 and bad.stderr.startswith(f"tokaudit: error: {tmp_path / 'pyproject.toml'} (key tool.tokaudit.stacks): "
@@ -324,7 +327,7 @@ def test_llama3_double_bos_whole_process() -> None:
     f = doc["findings"][0]
     assert "no stack's chat endpoint is hit" in f["message"] and f["details"]["rendered_by"] == STACKS
     assert f["ids"] == [[260, 260]] and f["details"]["added_by"] == "tokenizer.json post_processor"
-    assert f["details"]["first_ids"][:2] == [260, 260] and len(f["details"]["conversations"]) == 13
+    assert f["details"]["first_ids"][:2] == [260, 260] and len(f["details"]["conversations"]) == 15
     tok = Tokenizer.from_file(str(T / "llama3-double-bos" / "tokenizer.json"))
     text = doc["conversations"][0]["renders"][0]["text"]
     assert text.startswith("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n")
@@ -364,7 +367,7 @@ def test_broken_template_is_an_error_for_every_stack() -> None:
     # llama.cpp's parser names no line
     assert [f["location"] for f in doc["findings"]] == [{"file": "chat_template.jinja", "line": 16}] * 2 + [{"file": "chat_template.jinja", "line": 1}]
     assert doc["findings"][0]["details"]["error"].startswith("TemplateSyntaxError: line 16: Unexpected end of template.")
-    assert len(doc["findings"][0]["details"]["conversations"]) == 13
+    assert len(doc["findings"][0]["details"]["conversations"]) == 15
 
 
 def test_token_split_agrees_with_ta205() -> None:
@@ -495,7 +498,8 @@ def test_named_templates_are_each_rendered() -> None:
     assert [t["name"] for t in doc["templates"]] == ["default", "tool_use"]
     assert doc["templates"][1]["source"] == "tokenizer_config.json (chat_template[1].template)"
     assert {c["template"] for c in doc["conversations"]} == {"default", "tool_use"}
-    assert code == 1 and {f["details"]["template"] for f in doc["findings"]} == {"tool_use"}
+    # the tool_use template's findings only (TA802 warnings: its tools' JSON spelled otherwise by TGI and Dynamo)
+    assert code == 0 and {f["details"]["template"] for f in doc["findings"]} == {"tool_use"}
 
 
 def test_scan_runs_the_template_rules_by_default() -> None:
@@ -580,7 +584,7 @@ def test_template_file_option_and_select(tmp_path: Path) -> None:
 
 def test_rich_view_groups_stacks_and_shows_the_divergence() -> None:
     out = run_cli("template", str(T / "qwen-tools"), "--stack", "transformers,tgi")
-    assert out.exit_code == 1
+    assert out.exit_code == 0  # TGI spells the tools' JSON otherwise: a warning
     assert "first divergence at character 210, token 196" in out.stdout
     assert '{"function":{"arguments"' in out.stdout and "TA802 template-engine-divergence" in out.stdout
     assert "stack       tgi" in out.stdout and "transformers, tgi" in out.stdout  # stacks with the same prompt share a row

@@ -35,6 +35,9 @@ def test_python_repr_leaks() -> None:
         ("warning", ["transformers"], ["content-parts"], "messages[0].content", 67),
         # content: null printed: smg keeps the null (transformers drops the key, the others make it "")
         ("error", ["smg"], ["tool-call", "tool-call-multi-turn", "parallel-tool-calls"], "messages[2].content", 121),
+        # the reasoning-only turn (content null, no calls): smg keeps the null, TGI too (its content is an Option);
+        # optional, so a warning (chatlint's reasoning_only shape on Llama 3.x)
+        ("warning", ["smg", "tgi"], ["reasoning-only"], "messages[1].content", 110),
     ]
     leak = findings(T / "structure", "TA810")[2]
     assert leak["message"].startswith("smg: requests tool-call, tool-call-multi-turn, parallel-tool-calls: a content: null (messages[2].content) is printed as 'None', at character "
@@ -42,7 +45,10 @@ def test_python_repr_leaks() -> None:
 
 
 def test_content_dropped() -> None:
-    (f,) = findings(T / "structure", "TA811")
+    (f, midway) = findings(T / "structure", "TA811")
+    # a second system message later on (system-midway, optional: a warning): the template writes no system role
+    assert (midway["severity"], midway["details"]["stacks"], midway["details"]["conversations"], midway["details"]["message"]) == (
+        "warning", ALL, ["system-midway"], 0)
     # llama-server merges a system message into the first user turn when the template writes no system role
     assert (f["severity"], f["details"]["stacks"], f["details"]["problem"], f["details"]["role"], f["details"]["message"]) == (
         "error", [s for s in ALL if s != "llama.cpp"], "dropped", "system", 0)

@@ -1,5 +1,5 @@
 """Issue 35's triage of the render rules: TA805 stays quiet when the generation prompt opens reasoning on purpose;
-a TA802 that is only MiniJinja's tojson escaping is a warning."""
+a TA802 that is only MiniJinja's tojson escaping, or only how the JSON is spelled, is a warning."""
 
 from __future__ import annotations
 
@@ -36,6 +36,21 @@ def test_tojson_escaping_only_is_a_warning(tmp_path) -> None:  # type: ignore[no
     (f,) = divergences([_run('{"d": "<celsius> & it\'s"}', '{"d": "\\u003ccelsius\\u003e \\u0026 it\\u0027s"}', tmp_path)], Tokens(None))
     assert (f.severity.value, f.details["escaping_only"], f.details["stacks"]) == ("warning", True, ["tgi"])
     assert "The cause is the engine: only MiniJinja's tojson escaping (< > & ' written as \\u003c \\u003e \\u0026 \\u0027) differs" in f.message
-    # compact separators as well: the JSON itself is spelled otherwise, an error when the ids are not compared
+    # compact separators as well: not the escaping alone, but still only the JSON's spelling (next test)
     (g,) = divergences([_run('{"d": "<c>"}', '{"d":"\\u003cc\\u003e"}', tmp_path)], Tokens(None))
-    assert (g.severity.value, g.details["escaping_only"]) == ("error", False)
+    assert (g.severity.value, g.details["escaping_only"], g.details["json_spelling_only"]) == ("warning", False, True)
+
+
+def test_json_spelling_only_is_a_warning_naming_the_stacks(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # TGI's / Dynamo's tojson: indentation dropped, compact separators, keys in order, a tojson'd string escaped
+    reference = 'Tools:\n{\n    "type": "function",\n    "n": [1, 2]\n}\nResult: "{\\"sky\\": \\"<clear>\\"}"<|eot_id|>'
+    text = 'Tools:\n{"n":[1,2],"type":"function"}\nResult: "{\\"sky\\": \\"\\u003cclear\\u003e\\"}"<|eot_id|>'
+    (f,) = divergences([_run(reference, text, tmp_path)], Tokens(None))
+    assert (f.severity.value, f.details["escaping_only"], f.details["json_spelling_only"]) == ("warning", False, True)
+    assert f.message.endswith("the same values and the same text around them, which the model reads in other tokens than it "
+                              "was trained on (tgi).")
+    # anything outside the JSON (a newline kept by a block tag), Python's repr against JSON, another value: errors
+    for reference, text in (('{"a": 1}\nx', '{"a":1}\n\nx'), ("{'a': 1}", '{"a": 1}'), ('{"a": 1}', '{"a": 2}'),
+                            ('"x"<|eot_id|>', '"x"<|eot_id|>\n')):
+        (g,) = divergences([_run(reference, text, tmp_path)], Tokens(None))
+        assert (g.severity.value, g.details["json_spelling_only"]) == ("error", False), (reference, text)

@@ -92,17 +92,13 @@ FIREFUNCTION_FUNCTIONS = ("the template reads a `functions` variable no stack pa
 EXPECTED_ERRORS: dict[str, dict[tuple[str, tuple[str, ...], str], str]] = {
     'Apertus-8B-Instruct': {
         ('TA801', ('smg',), 'unknown function: strftime_now is unknown (in chat:170)'): SMG_NO_STRFTIME,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'Apriel-1.6-15b-Thinker-fixed': {
         ('TA801', ('tgi',), "too many arguments: dict.get(key, default) takes one argument in MiniJinja-contrib's pycompat before 2.15 (MiniJinja 2.8.0 (TGI))"): OLD_PYCOMPAT_GET,
         ('TA801', ('mistral.rs',), "too many arguments: dict.get(key, default) takes one argument in MiniJinja-contrib's pycompat before 2.15 (MiniJinja 2.14.0 without loop_controls (mistral.rs))"): OLD_PYCOMPAT_GET,
         ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'Bielik-11B-v3.0-Instruct': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'ByteDance-Seed-OSS': {
         ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
@@ -110,27 +106,21 @@ EXPECTED_ERRORS: dict[str, dict[tuple[str, tuple[str, ...], str], str]] = {
     'Cohere2MoE': {
         ('TA801', ('mistral.rs',), 'syntax error: unknown statement break (in chat:257); MiniJinja 2.14.0 without loop_controls (mistral.rs) is built without the loop_controls feature'): MISTRALRS_NO_LOOP_CONTROLS,
         ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'CohereForAI-c4ai-command-r-plus-tool_use': {},
     'CohereForAI-c4ai-command-r7b-12-2024-tool_use': {
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'GLM-4.6': {
         ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
         ('TA802', ('smg',), ''): SMG_NONE_ITERABLE,
     },
     'GLM-4.7-Flash': {
         ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
         ('TA802', ('smg',), ''): SMG_NONE_ITERABLE,
     },
     'GigaChat3-10B-A1.8B': {
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'GigaChat3.1-10B-A1.8B': {
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'HuggingFaceTB-SmolLM3-3B': {
         ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
@@ -138,122 +128,80 @@ EXPECTED_ERRORS: dict[str, dict[tuple[str, tuple[str, ...], str], str]] = {
     },
     'Kimi-K2-Instruct': {
         ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'Kimi-K2-Thinking': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'Kimi-K3': {
         ('TA801', ('mistral.rs',), 'syntax error: unknown statement break (in chat:243); MiniJinja 2.14.0 without loop_controls (mistral.rs) is built without the loop_controls feature'): MISTRALRS_NO_LOOP_CONTROLS,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'LFM2-8B-A1B': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
         ('TA806', ('transformers', 'vllm', 'sglang', 'smg', 'mistral.rs', 'llama.cpp', 'dynamo'), 'get_weather,Centro'): DROPS_CALLS,
     },
     'LFM2.5-8B-A1B': {
         ('TA801', ('smg', 'tgi', 'dynamo'), 'syntax error: unknown statement generation (in chat:77)'): NO_GENERATION_TAG,
     },
     'LFM2.5-Instruct': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
         ('TA806', ('transformers', 'vllm', 'sglang', 'smg', 'mistral.rs', 'llama.cpp', 'dynamo'), 'get_weather,Centro'): DROPS_CALLS,
     },
     'MiMo-VL': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'MiniMax-M1': {
         ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
         ('TA802', ('tgi',), 'tojson,sorted_maps,trim_blocks'): TGI_TOJSON_TRIM,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'MiniMax-M2': {
         ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
         ('TA802', ('smg',), ''): SMG_NONE_ITERABLE,
     },
     'MiniMax-M3': {
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'Mistral-Small-3.2-24B-Instruct-2506': {
         ('TA801', ('smg',), 'unknown function: strftime_now is unknown (in chat:1)'): SMG_NO_STRFTIME,
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'NVIDIA-Nemotron-3-Nano-30B-A3B-BF16': {
         ('TA801', ('tgi',), 'invalid operation: cannot calculate length of value of type none (in chat:47)'): TGI_TOOLS_NULL,
         ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'NVIDIA-Nemotron-Nano-v2': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use': {
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'NousResearch-Hermes-3-Llama-3.1-8B-tool_use': {
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'Qwen-QwQ-32B': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'Qwen-Qwen2.5-7B-Instruct': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'Qwen-Qwen3-0.6B': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'Qwen3-Coder': {
         ('TA801', ('tgi',), 'invalid operation: cannot calculate length of value of type none (in chat:31)'): TGI_TOOLS_NULL,
         ('TA801', ('tgi',), 'invalid operation: cannot calculate length of value of type none (in chat:27)'): TGI_TOOLS_NULL,
         ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'Qwen3.5-4B': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'Reka-Edge': {
         ('TA801', ('tgi',), "too many arguments: dict.get(key, default) takes one argument in MiniJinja-contrib's pycompat before 2.15 (MiniJinja 2.8.0 (TGI))"): OLD_PYCOMPAT_GET,
         ('TA801', ('mistral.rs',), 'syntax error: unknown statement break (in chat:36); MiniJinja 2.14.0 without loop_controls (mistral.rs) is built without the loop_controls feature'): MISTRALRS_NO_LOOP_CONTROLS,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'Spark2.5': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'StepFun3.5-Flash': {
         ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'deepseek-ai-DeepSeek-R1-Distill-Llama-8B': {
         ('TA806', ('transformers', 'vllm', 'sglang', 'smg', 'mistral.rs', 'llama.cpp', 'dynamo'), 'get_weather,Centro'): DROPS_CALLS,
     },
     'deepseek-ai-DeepSeek-R1-Distill-Qwen-32B': {
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'deepseek-ai-DeepSeek-V3.1': {
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'deepseek-ai-DeepSeek-V3.2': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'deepseek-ai-DeepSeek-V4-Flash-0731': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'deepseek-ai-DeepSeek-V4': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'fireworks-ai-llama-3-firefunction-v2': {
         ('TA801', ('transformers', 'vllm', 'sglang'), "UndefinedError: 'functions' is undefined"): FIREFUNCTION_FUNCTIONS,
@@ -264,21 +212,14 @@ EXPECTED_ERRORS: dict[str, dict[tuple[str, tuple[str, ...], str], str]] = {
     'google-gemma-4-31B-it': {},
     'ibm-granite-granite-3.3-2B-Instruct': {
         ('TA801', ('smg',), 'unknown function: strftime_now is unknown (in chat:9)'): SMG_NO_STRFTIME,
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
         ('TA806', ('transformers', 'vllm', 'sglang', 'smg', 'mistral.rs', 'llama.cpp', 'dynamo'), 'get_weather,Centro'): DROPS_CALLS,
     },
     'ibm-granite-granite-4.0': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'ibm-granite-granite-4.1': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'inclusionai-ling-3.0-flash': {
         ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'llama-cpp-deepseek-r1': {},
     'llama-cpp-rwkv-world': {},
@@ -289,41 +230,27 @@ EXPECTED_ERRORS: dict[str, dict[tuple[str, tuple[str, ...], str], str]] = {
     },
     'meetkai-functionary-medium-v3.2': {},
     'meta-llama-Llama-3.1-8B-Instruct': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'meta-llama-Llama-3.2-3B-Instruct': {
         ('TA802', ('smg',), 'strftime_now'): SMG_NO_STRFTIME_DATE,
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'meta-llama-Llama-3.3-70B-Instruct': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'microsoft-Phi-3.5-mini-instruct': {},
     'mistralai-Ministral-3-14B-Reasoning-2512': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'mistralai-Mistral-Nemo-Instruct-2407': {
         ('TA802', ('tgi',), 'sorted_maps'): TGI_SORTED,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'moonshotai-Kimi-K2': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'muse-glimmer': {
         ('TA802', ('smg',), 'strftime_now'): SMG_NO_STRFTIME_DATE,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'openai-gpt-oss-120b': {
         ('TA801', ('smg',), 'invalid operation: value of type undefined is not callable (in chat:202)'): SMG_NO_STRFTIME_CALL,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'openbmb-MiniCPM5-1B': {
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'poolside-Laguna-S-2.1': {
         ('TA801', ('smg', 'tgi', 'dynamo'), 'syntax error: unknown statement generation (in chat:45)'): NO_GENERATION_TAG,
@@ -335,21 +262,14 @@ EXPECTED_ERRORS: dict[str, dict[tuple[str, tuple[str, ...], str], str]] = {
         ('TA801', ('smg', 'tgi', 'dynamo'), 'syntax error: unknown statement generation (in chat:55)'): NO_GENERATION_TAG,
     },
     'tencent-Hy3': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'unsloth-Apriel-1.5': {
         ('TA802', ('tgi',), 'sorted_maps,trim_blocks'): TGI_SORTED_TRIM,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'unsloth-mistral-Devstral-Small-2507': {
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
     'upstage-Solar-Open-100B': {
         ('TA801', ('smg',), 'invalid operation: value of type undefined is not callable (in chat:23)'): SMG_NO_STRFTIME_CALL,
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
     },
 }
 
@@ -467,7 +387,8 @@ for _name, _more in SHAPE_ERRORS.items():
     EXPECTED_ERRORS[_name].update(_more)
 
 
-#: The templates with a TA807, each checked by hand (see the note of issue 29).
+#: The templates with a TA807, each checked by hand (see the note of issue 29; DeepSeek-V3.1, Hy3 and Solar Open from
+#: issue 35's system-midway: they gather every system message at the top, so a later one rewrites the start).
 PREFIX_UNSTABLE = [
     'Apertus-8B-Instruct',
     'Apriel-1.6-15b-Thinker-fixed',
@@ -491,6 +412,7 @@ PREFIX_UNSTABLE = [
     'StepFun3.5-Flash',
     'deepseek-ai-DeepSeek-R1-Distill-Llama-8B',
     'deepseek-ai-DeepSeek-R1-Distill-Qwen-32B',
+    'deepseek-ai-DeepSeek-V3.1',
     'deepseek-ai-DeepSeek-V3.2',
     'deepseek-ai-DeepSeek-V4',
     'deepseek-ai-DeepSeek-V4-Flash-0731',
@@ -504,7 +426,9 @@ PREFIX_UNSTABLE = [
     'openbmb-MiniCPM5-1B',
     'poolside-Laguna-XS-2.1',
     'poolside-Laguna-XS.2',
+    'tencent-Hy3',
     'unsloth-Apriel-1.5',
+    'upstage-Solar-Open-100B',
 ]
 
 
@@ -571,7 +495,9 @@ def test_how_many_templates_each_stack_renders_whole(templates: dict[str, Templa
     """Per stack, the templates for which every request it receives renders (optional features included)."""
     whole = {s: sum(1 for run in templates.values() if s in run.stacks and not failing(run, s)) for s in RENDERED}
     # (with issue 35's shapes: the assistant's text beside a call, parallel calls, reasoning with content: null)
-    assert whole == {"transformers": 36, "vllm": 58, "sglang": 59, "smg": 43, "tgi": 34, "mistral.rs": 29, "llama.cpp": 66, "dynamo": 44}
+    # (session 3: reasoning-only goes to every template, smg and TGI keep its null and Dynamo leaves it out; and
+    # system-midway, a second system message, which templates that allow one system message refuse)
+    assert whole == {"transformers": 34, "vllm": 54, "sglang": 55, "smg": 39, "tgi": 30, "mistral.rs": 27, "llama.cpp": 61, "dynamo": 39}
     # mistral.rs' Gemma 4 and LFM2 code paths are not emulated: those templates are not rendered for it
     assert sorted(n for n, run in templates.items() if "mistral.rs" in run.skipped) == [
         "LFM2.5-8B-A1B", "google-gemma-4-31B-it", "google-gemma-4-31B-it-interleaved"]
@@ -591,7 +517,8 @@ def test_smg_content_null_with_dict_arguments(name: str, templates: dict[str, Te
     run = templates[name]
     assert "tool-call" in failing(run, "smg") and "tool-call" not in failing(run, "sglang")
     assert ("tool-call" in failing(run, "vllm")) == (name == "unsloth-mistral-Devstral-Small-2507")
-    (f,) = [f for f in render_errors([run]) if f.details["stacks"] == ["smg"] and "tool-call" in f.details["conversations"]]
+    # (Phi-3.5's smg finding names TGI too: both fail the same way, TGI on the reasoning-only null it keeps)
+    (f,) = [f for f in render_errors([run]) if "smg" in f.details["stacks"] and "tool-call" in f.details["conversations"]]
     # smg renders the template's tools (tools-offered): the form it sends must render too (issue 35); Phi-3.5's
     # template offers no tools (a tool request is optional there)
     assert f.severity.value == ("warning" if name == "microsoft-Phi-3.5-mini-instruct" else "error")

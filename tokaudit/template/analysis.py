@@ -183,6 +183,48 @@ def _tojson_escaping_only(reference: str, text: str) -> bool:
     return text == reference
 
 
+#: At most this many places are tried as the start of a JSON value per pass over a render (a bound on the parses).
+_JSON_STARTS = 2000
+
+
+def _json_canonical(text: str, openers: str) -> str:
+    """``text`` with every JSON value that starts with one of ``openers`` written one way (sorted keys, no
+    whitespace, no escapes but JSON's own)."""
+    decoder = json.JSONDecoder()
+    out: list[str] = []
+    i = done = tries = 0
+    while tries < _JSON_STARTS:
+        starts = [at for at in (text.find(c, i) for c in openers) if at >= 0]
+        if not starts:
+            break
+        at = min(starts)
+        tries += 1
+        try:
+            value, end = decoder.raw_decode(text, at)
+        except ValueError:
+            i = at + 1
+            continue
+        out.append(text[done:at])
+        out.append(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+        i = done = end
+    out.append(text[done:])
+    return "".join(out)
+
+
+def _json_values_canonical(text: str) -> str:
+    """``text`` with the JSON objects and arrays it holds, then the JSON strings left (a tojson'd string), written one
+    way: two texts equal under this differ only in how that JSON is spelled. Containers go first so that a quote of
+    a string that is not JSON (a raw newline in it) cannot pair with one inside an object; a JSON string cannot hold
+    a raw newline, so a quote in prose pairs with one on the same line at most."""
+    return _json_canonical(_json_canonical(text, "{["), '"')
+
+
+def _json_spelling_only(reference: str, text: str) -> bool:
+    """The two renders hold the same JSON values and the same text around them: only separators, indentation, key
+    order or escaping of what the template serialized differ (TGI's and Dynamo's compact, escaping tojson)."""
+    return _json_values_canonical(reference) == _json_values_canonical(text)
+
+
 #: What each engine knob (rendering.KNOBS) does where the stack's engine differs from Jinja2.
 KNOB_CAUSES = {
     "tojson": "its tojson is not transformers' json.dumps (MiniJinja's escapes < > & ' as \\u003c \\u003e \\u0026 \\u0027; "
@@ -231,19 +273,26 @@ def divergences(runs: list[TemplateRun], tokens: Tokens, max_findings: int = 12)
         engine = rrun.stacks[stack].render.engine
         # only the HTML-safe escaping of MiniJinja's tojson (\u003c for <): the same JSON, spelled otherwise
         escaping = all(_tojson_escaping_only(m[2], m[3]) for m in members)
+        # or only how the JSON is spelled (compact separators, no indentation, key order, escaping): the same values and
+        # the same text around them, in other tokens; a warning like the escaping (issue 35: the markers and every
+        # message's text are as trained, the tool definitions' values too)
+        spelling = escaping or all(_json_spelling_only(m[2], m[3]) for m in members)
         if escaping:
             why = ("only MiniJinja's tojson escaping (< > & ' written as \\u003c \\u003e \\u0026 \\u0027) differs: the same JSON, "
                    "which the model reads in other tokens than it was trained on")
+        elif spelling:
+            why = (f"only the spelling of the JSON the template writes differs ({why}): the same values and the same text "
+                   f"around them, which the model reads in other tokens than it was trained on ({', '.join(stacks)})")
         also = f" (also {names(requests[1:])})" if len(requests) > 1 else ""
         out.append(finding(
             "TA802",
             f"{', '.join(stacks)}: request {requests[0]}{also}{_in_template(rrun.template)} renders other text than Jinja2 (transformers' "
             f"engine) makes of the same variables, from character {at}: {excerpt(ref, at)!r} vs {engine} {excerpt(text, at)!r}{tok}. "
             f"The cause is the engine: {why}.",
-            severity=Severity.ERROR if tokens_differ and not escaping else Severity.WARNING,
+            severity=Severity.ERROR if tokens_differ and not spelling else Severity.WARNING,
             location=rrun.template.location,
             details={"subject": f"{rrun.template.name}:{','.join(causes)}:{excerpt(text, at, 20)}", "stacks": stacks, "conversation": requests[0],
-                     "escaping_only": escaping,
+                     "escaping_only": escaping, "json_spelling_only": spelling,
                      "conversations": requests, "template": rrun.template.name, "engine": engine, "position": at,
                      "excerpts": {"jinja2": excerpt(ref, at), "stack": excerpt(text, at)},
                      "chars": {"jinja2": ref[at:at + 1], "stack": text[at:at + 1]}, "token_position": token_at, "causes": list(causes)},

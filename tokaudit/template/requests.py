@@ -90,6 +90,7 @@ SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
 USER = {"role": "user", "content": "What is the capital of France?"}
 ANSWER = {"role": "assistant", "content": "The capital of France is Paris."}
 FOLLOW = {"role": "user", "content": "And of Japan?"}
+SECOND_SYSTEM = {"role": "system", "content": "From now on, answer in one word."}
 ASK = {"role": "user", "content": "Weather in São Paulo?"}
 RESULT = {"role": "tool", "tool_call_id": TOOL_CALL_ID, "name": "get_weather", "content": '{"temperature": 21, "sky": "<clear>"}'}
 REASONING = "The user asks about France; its capital is Paris."
@@ -117,8 +118,8 @@ def reads_reasoning(template: str) -> bool:
 
 
 def builtin_requests(template: str, name: str = "default") -> list[Request]:
-    """The built-in set, as OpenAI-compatible clients send them; the reasoning requests only when the template
-    reads reasoning, the thinking-off one only when it reads ``enable_thinking``. A named template gets what a
+    """The built-in set, as OpenAI-compatible clients send them; the ``reasoning`` request only when the template
+    reads reasoning (``reasoning-only``, a null content, goes to every template), the thinking-off one only when it reads ``enable_thinking``. A named template gets what a
     stack selects it for: ``tool_use`` only requests that offer tools (transformers and llama.cpp's server pick
     it when tools are passed), ``rag`` the plain ones with ``documents``.
 
@@ -144,12 +145,17 @@ def builtin_requests(template: str, name: str = "default") -> list[Request]:
                                                                 {"type": "text", "text": "this in one line."}]}],
                 required=False),
         Request("long-non-ascii", [{"role": "user", "content": _LONG}]),
+        # chatlint's multiple_system / system_midway: a second system message (frameworks prepend their own, agents
+        # insert reminders); templates that keep only the first or the last one lose the other
+        Request("system-midway", [SYSTEM, USER, ANSWER, SECOND_SYSTEM, FOLLOW], required=False),
     ]
     if reads_reasoning(template):
         out.append(Request("reasoning", [USER, {**ANSWER, "reasoning_content": REASONING}, FOLLOW], required=False))
-        # a turn with reasoning and no content (content: null), as reasoning APIs return a cut-off answer
-        out.append(Request("reasoning-only", [USER, {"role": "assistant", "content": None, "reasoning_content": REASONING}, FOLLOW],
-                           required=False))
+    # a turn with reasoning and no content (content: null), as reasoning APIs return a cut-off answer and clients
+    # replay it: sent to every template, since a template that reads no reasoning still meets the null content (the
+    # stack's profile decides what reaches it: transformers drops the key, vLLM and llama.cpp write "", smg keeps null)
+    out.append(Request("reasoning-only", [USER, {"role": "assistant", "content": None, "reasoning_content": REASONING}, FOLLOW],
+                       required=False))
     if "enable_thinking" in template:
         out.append(Request("thinking-off", [SYSTEM, USER, ANSWER, FOLLOW], required=False,
                            chat_template_kwargs={"enable_thinking": False}))
