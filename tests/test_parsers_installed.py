@@ -163,3 +163,24 @@ def test_the_child_module_imports_only_the_standard_library() -> None:
     top = [n for n in ast.parse(source).body if isinstance(n, (ast.Import, ast.ImportFrom))]
     names = sorted({(a.name if isinstance(n, ast.Import) else n.module or "").split(".")[0] for n in top for a in n.names})
     assert [m for m in names if m not in sys.stdlib_module_names and m != "__future__"] == []
+
+
+@golden
+def test_installed_sglang_forces_reasoning_as_its_server_decides_from_template_and_kwargs(tmp_path: Path, golden_env: None) -> None:
+    """SGLang's server starts the output inside reasoning when its template detection or the request says so
+    (detect_reasoning_pattern, _get_reasoning_from_request): Qwen3's enable_thinking toggle (default on), and for a
+    template with no toggle the detector's own default (kimi_k2: on). The grammars follow the generation prompt only;
+    the Qwen2.5 row is where they part."""
+    model = _model(tmp_path, "Qwen-Qwen3-0.6B.jinja")
+    args = ("template", str(model), "--stack", "sglang", "--tool-parser", "hermes", "--reasoning-parser", "qwen3", "--parsers", "installed",
+            "--format", "json", "--select", "TA82")
+    on, off = (json.loads(run_cli(*args, *extra).stdout)["parsers"] for extra in ((), ("--chat-template-kwargs", '{"enable_thinking": false}')))
+    assert [(r["force_reasoning"], r["tool_calls"]) for r in (*on, *off)] == [(True, "ok"), (False, "ok")]
+    qwen25 = parser_data.model_dir(parser_data.real_model("qwen3"), parser_data.llamacpp_template("Qwen-Qwen2.5-7B-Instruct.jinja"),
+                                   tmp_path / "qwen25")
+    args = ("template", str(qwen25), "--stack", "sglang", "--reasoning-parser", "kimi_k2", "--format", "json", "--select", "TA82")
+    installed, builtin = (json.loads(run_cli(*args, *extra).stdout) for extra in (("--parsers", "installed"), ()))
+    assert _rows(installed, "reasoning", "force_reasoning") == [("overran", True)]
+    assert installed["parsers"][0]["parsed"]["reasoning"].startswith('<tool_call>\n{"name": "tokaudit_probe"')
+    assert [f["message"] for f in installed["findings"]] == ["sglang kimi_k2: the call or content went into reasoning"]
+    assert _rows(builtin, "reasoning") == [("not-rendered",)] and builtin["findings"] == []

@@ -174,18 +174,45 @@ def run_vllm(case: dict[str, Any], tok: Any, tool: str | None, reasoning: str | 
     return out
 
 
+def sglang_forces_reasoning(template: str, reasoning: str, kwargs: dict[str, Any]) -> bool:
+    """Whether SGLang's server starts the output inside reasoning for a request with these chat_template_kwargs: its
+    template detection (``detect_reasoning_pattern``: always on, or a toggle kwarg and its default) or, per request,
+    ``OpenAIServingChat._get_reasoning_from_request`` (the toggle's value, else the detector's ``reasoning_default``),
+    each called as the server calls it."""
+    from types import SimpleNamespace
+
+    from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest
+    from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
+    from sglang.srt.parser.reasoning_parser import ReasoningParser
+    from sglang.srt.parser.template_detection import detect_reasoning_pattern
+
+    always, config = detect_reasoning_pattern(template)
+    server = SimpleNamespace(reasoning_parser=reasoning, template_manager=SimpleNamespace(reasoning_config=config),
+                             _reasoning_detector=ReasoningParser(model_type=reasoning).detector)
+    request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "x"}], chat_template_kwargs=kwargs or None)
+    return bool(always or OpenAIServingChat._get_reasoning_from_request(server, request))
+
+
 def run_sglang(case: dict[str, Any], tok: Any, tool: str | None, reasoning: str | None) -> dict[str, Any]:
     """SGLang's ``ReasoningParser`` then ``FunctionCallParser``, whole and streamed, with the skip_special_tokens its
-    server sets (off for a request with a tool parser, and for gpt-oss)."""
+    server sets (off for a request with a tool parser, and for gpt-oss). With the case's ``template`` the reasoning is
+    forced as the server decides (:func:`sglang_forces_reasoning`); without it (the golden cases) when the generation
+    prompt opens reasoning, else left to the detector's default."""
     from sglang.srt.entrypoints.openai.protocol import Tool
     from sglang.srt.function_call.function_call_parser import FunctionCallParser
     from sglang.srt.parser.reasoning_parser import ReasoningParser
 
     skip = not (tool is not None or case.get("harmony"))
     ids = case["output_ids"]
-    force = True if case["prompt_state"] == "open" else None
-    tools = [Tool(**t) for t in case["tools"]]
+    force: bool | None = True if case["prompt_state"] == "open" else None
     out: dict[str, Any] = {"skip_special_tokens": skip}
+    if reasoning and case.get("template") is not None:
+        try:
+            force = sglang_forces_reasoning(case["template"], reasoning, case["kwargs"])
+        except Exception as exc:  # noqa: BLE001 - the server's own refusal of this reasoning parser
+            return {"refused": f"{type(exc).__name__}: {exc}"[:300]}
+        out["force_reasoning"] = force
+    tools = [Tool(**t) for t in case["tools"]]
 
     def parsers() -> tuple[Any, Any]:
         rp = ReasoningParser(model_type=reasoning, stream_reasoning=True, force_reasoning=force, tokenizer=tok,

@@ -72,7 +72,8 @@ def stack_rows(dec: Decoder, stack: str, grammar: str, directory: str, tool_name
         why = f"no token ids to feed the parsers ({case.tokenizer_note})"
     else:
         data = {"output_ids": case.output_ids, "prompt_tail": case.prompt_ids[-PROMPT_TAIL:], "prompt_state": case.prompt_state,
-                "tools": [SENTINEL_TOOL], "kwargs": dict(case.turn.kwargs), "harmony": is_harmony(dec.id_of)}
+                "tools": [SENTINEL_TOOL], "kwargs": dict(case.turn.kwargs), "harmony": is_harmony(dec.id_of),
+                "template": case.extra.get("template")}
         run = [p for p in pairs if p != (None, None)]  # no parser at all: the decoded text is the content, no class runs
         try:
             results = worker().call(f"{MODULE}:run_pairs", stack, directory, data, [(t and t.name, r and r.name) for t, r in run])

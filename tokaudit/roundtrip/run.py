@@ -50,6 +50,8 @@ class Row:
                "tool_calls": self.tool_calls, "reasoning": self.reasoning, "stage": self.stage,
                "skip_special_tokens": self.skip_special_tokens, "stream_differs": self.stream_differs, "reason": self.reason,
                "without_tools": self.without_tools, "grammar": self.grammar}
+        if "force_reasoning" in self.details:
+            out["force_reasoning"] = self.details["force_reasoning"]
         if self.outcome is not None:
             out["parsed"] = outcome_json(self.outcome)
         return out
@@ -278,6 +280,8 @@ def installed_row(dec: Decoder, stack: str, pair: Pair, result: dict[str, Any], 
         if key.startswith("stream") and streamed != "same" and not _same(_outcome(streamed), whole):
             differs.append(int(key[len("stream"):]))
     row = Row(stack, *names, tv, rv, stage, skip, sorted(differs) or None, outcome=whole, grammar=grammar)
+    if "force_reasoning" in result:  # SGLang's server decision: the output starts inside reasoning
+        row.details["force_reasoning"] = result["force_reasoning"]
     if differs:
         row.details["streamed"] = outcome_json(_outcome(result[f"stream{min(differs)}"]))
     return row
