@@ -249,3 +249,26 @@ def test_closed_stdout_pipe_keeps_the_exit_code(fmt: str) -> None:
         stderr = proc.stderr.read().decode()
         assert proc.wait() == expected, stderr
         assert "Traceback" not in stderr
+
+
+_COLLECTOR_PROBE = """
+import gc, sys
+{setup}
+from tokaudit.scan import load_model, scan_model
+model = load_model({target!r})
+scan_model(model)
+print(gc.get_freeze_count(), gc.isenabled())
+"""
+
+
+def test_the_library_leaves_the_callers_collector_alone_and_only_the_cli_freezes() -> None:
+    """gc.freeze() is process-wide: a program that loads a model through the library keeps its collector (nothing
+    frozen, still enabled); the CLI's process freezes what lives to its end (see tokaudit/collector.py)."""
+    env = {**os.environ, "TOKAUDIT_CACHE": "off", "HF_HUB_OFFLINE": "1"}
+    target = str(FIXTURES / "kimi-k2.5")
+    for setup, frozen in (("", False), ("import tokaudit.cli.app", True)):
+        probe = _COLLECTOR_PROBE.format(setup=setup, target=target)
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
+        assert out.returncode == 0, out.stderr
+        count, enabled = out.stdout.split()
+        assert (int(count) > 0, enabled) == (frozen, "True"), (setup, out.stdout)

@@ -12,12 +12,24 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+#: Whether tokaudit owns the process (the CLI sets it): only then does ``freeze`` move objects out of the collector.
+#: A program that loads a model through the library keeps its collector as it was: freezing is process-wide, and
+#: would keep that program's own garbage (and each model it drops) alive to its end.
+_owns_process = False
+
+
+def own_process() -> None:
+    """Called by the CLI when it starts: the process is tokaudit's, ``collector_paused(freeze=True)`` may freeze."""
+    global _owns_process
+    _owns_process = True
+
 
 @contextmanager
 def collector_paused(freeze: bool = False) -> Iterator[None]:
-    """No collection inside the block; with ``freeze``, what is alive at its end is moved out of every later
-    collection (never scanned again) instead of being left as one large young generation. The collector's
-    previous state is restored."""
+    """No collection inside the block; with ``freeze`` (and only in the CLI's process, see :func:`own_process`), what
+    is alive at its end is moved out of every later collection (never scanned again) instead of being left as one
+    large young generation. The collector's previous state is restored."""
+    freeze = freeze and _owns_process
     was = gc.isenabled()
     if freeze and gc.get_freeze_count():
         # a fleet: what the previous target left in cycles was frozen with it; collect it before freezing again

@@ -7,7 +7,10 @@ import sys
 from importlib import import_module
 from typing import Annotated, Any
 
-from tokaudit.collector import collector_paused
+from tokaudit.collector import collector_paused, own_process
+
+# The CLI owns its process: the collector may freeze what lives to the end (a library caller's never is).
+own_process()
 
 # Importing typer and the command's modules makes ~20k objects that live until exit: collecting during
 # the imports only re-scans them, so the collector waits, and then freezes them out of later collections
