@@ -3,9 +3,13 @@ the test extras."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
-from tests.conftest import ROOT
+import pytest
+
+from tests.conftest import ROOT, run_cli
 
 _TEST_COMMENT = "# install the test dependencies and run the tests (what CI runs, .ci/run)"
 
@@ -29,3 +33,48 @@ def test_the_test_command_runs_in_parallel_with_durations_and_its_tools_are_test
     test = extras.split("\n]\n", 1)[0]
     for tool in ("pytest-xdist", "ruff", "mypy"):
         assert re.search(f'"{tool}>=[0-9.]+,<[0-9.]+"', test), tool
+
+
+# --- output formats: one table (tokaudit/report/formats.py), every member wired ----------------------------------
+
+#: How each format's output starts or looks, told apart from every other format's (rich is the fallback an unwired
+#: format used to print, so no other format may look like it).
+_LOOKS = {
+    "rich": lambda out: "TA101 vocab-gap" in out and out.rstrip().endswith("(1 at or above --fail-on error)"),
+    "json": lambda out: json.loads(out)["command"] == "scan",
+    "jsonl": lambda out: [json.loads(line)["target"] for line in out.splitlines()] == [TINY, CLEAN],
+    "sarif": lambda out: json.loads(out)["version"] == "2.1.0",
+    "junit": lambda out: out.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="tokaudit scan"'),
+    "markdown": lambda out: out.startswith("## tokaudit scan: ❌ FAIL\n"),
+    "github": lambda out: out.startswith(f"::group::tokaudit scan {TINY}\n::error file={TINY}/config.json,line=2,col=3,"),
+    "concise": lambda out: f"{TINY}/config.json:2:3: TA101 vocab-gap " in out and not out.startswith(("::", "{", "<", "#")),
+}
+TINY, CLEAN = "fixtures/tiny-tiktoken", "fixtures/clean-bpe"
+
+
+def test_every_output_format_has_a_row_and_its_own_renderer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tokaudit.cli.common import OutputFormat
+    from tokaudit.report.formats import FORMATS
+
+    assert [f.value for f in OutputFormat] == list(FORMATS) and set(_LOOKS) == set(FORMATS)
+    assert all(f.help and f.stream in ("json", "commands", "text") for f in FORMATS.values())
+    monkeypatch.chdir(ROOT)
+    # one scan writes every format --also takes to a file (rich, the default, too); jsonl is a second scan's stdout
+    also = [name for name, f in FORMATS.items() if f.also]
+    args = [a for name in also for a in ("--also", f"{name}={tmp_path / name}")]
+    assert run_cli("scan", TINY, "--quiet", *args).exit_code == 1
+    lines = run_cli("scan", TINY, CLEAN, "--format", "jsonl")
+    assert lines.exit_code == 1
+    outputs = {name: (tmp_path / name).read_text(encoding="utf-8") for name in also} | {"jsonl": lines.stdout}
+    assert set(outputs) == set(FORMATS) and [f for f, f_ in FORMATS.items() if not f_.also] == ["jsonl"]
+    for name, out in outputs.items():
+        assert _LOOKS[name](out), (name, out[:300])
+        others = [other for other, looks in _LOOKS.items() if other != name and _safe(looks, out)]
+        assert others == [], (name, others)
+
+
+def _safe(looks, out: str) -> bool:
+    try:
+        return bool(looks(out))
+    except (ValueError, KeyError, TypeError):
+        return False

@@ -20,6 +20,8 @@ from tokaudit.report.text import guard_output, plural, safe, severity_counts
 
 
 class OutputFormat(str, Enum):
+    """``--format``'s choices: the names of ``report/formats.py``'s FORMATS, in its order (tests/test_tooling.py)."""
+
     rich = "rich"
     json = "json"
     sarif = "sarif"
@@ -323,48 +325,25 @@ def emit(
 
 def _stream_kind(fmt: OutputFormat) -> str:
     """What the report stream guards (:class:`_ValidText`): a JSON document, GitHub's commands, or text."""
-    if fmt in (OutputFormat.json, OutputFormat.jsonl, OutputFormat.sarif):
-        return "json"
-    return "commands" if fmt is OutputFormat.github else "text"
+    from tokaudit.report.formats import FORMATS
+
+    return FORMATS[fmt.value].stream
 
 
 def _render(report: Report, fmt: OutputFormat, stream: TextIO, fail_on: FailOn, quiet: bool, color: Color) -> None:
-    if fmt in (OutputFormat.json, OutputFormat.jsonl):
-        from tokaudit.report.render_json import render_json
+    from tokaudit.report.formats import FORMATS, RenderOptions
 
-        render_json(report, stream)
-    elif fmt is OutputFormat.sarif:
-        from tokaudit.report.render_sarif import render_sarif
-
-        render_sarif(report, stream)
-    elif fmt is OutputFormat.junit:
-        from tokaudit.report.render_junit import render_junit
-
-        render_junit(report, stream, fail_on.value)
-    elif fmt is OutputFormat.markdown:
-        from tokaudit.report.render_markdown import render_markdown
-
-        render_markdown(report, stream, fail_on.value)
-    elif fmt is OutputFormat.concise:
-        from tokaudit.report.render_concise import render_concise
-
-        render_concise(report, stream)
-    elif fmt is OutputFormat.github:
-        from tokaudit.report.render_github import render_github
-
-        render_github(report, stream, fail_on.value)
-    else:
-        from tokaudit.report.render_rich import render_rich
-
-        render_rich(report, stream, fail_on.value, color=color.value, quiet=quiet)
+    FORMATS[fmt.value].render(report, stream, RenderOptions(fail_on.value, quiet, color.value))
 
 
 def parse_also(values: Iterable[str] | None) -> list[tuple[OutputFormat, Path]]:
     """``--also sarif=tokaudit.sarif --also markdown=summary.md`` -> [(sarif, path), (markdown, path)]."""
+    from tokaudit.report.formats import FORMATS
+
     out = []
     for value in values or ():
         name, sep, path = value.partition("=")
-        choices = [f.value for f in OutputFormat if f is not OutputFormat.jsonl]
+        choices = [f.value for f in OutputFormat if FORMATS[f.value].also]
         if not sep or not path or name.lower() not in choices:
             raise InputError(f"expected FORMAT=FILE with FORMAT one of {', '.join(choices)}, got {value!r}", key="--also")
         out.append((OutputFormat(name.lower()), Path(path)))
