@@ -78,3 +78,51 @@ def _safe(looks, out: str) -> bool:
         return bool(looks(out))
     except (ValueError, KeyError, TypeError):
         return False
+
+
+# --- backends: one table (tokaudit/backends/kinds.py), every member loads, the help lists come from it --------------
+
+#: A model each backend applies to, and what its own loader answers when the library cannot serve that model here
+#: (transformers 5 has no slow class for these models; transformers reads a GGUF only with torch, not a test extra).
+_BACKEND_CASES = {
+    "tiktoken": ("fixtures/tiny-tiktoken", None), "hf": ("fixtures/tiny-tiktoken", None),
+    "reference": ("fixtures/tiny-tiktoken", None), "strict": ("fixtures/tiny-tiktoken", None),
+    "sentencepiece": ("fixtures/spm-unigram", None), "fastokens": ("fixtures/clean-bpe", None),
+    "transformers-fast": ("fixtures/clean-bpe", None),
+    "transformers-slow": ("fixtures/clean-bpe", "has no slow tokenizer for this model"),
+    "llama.cpp": ("fixtures/gguf/clean.gguf", None),
+    "transformers-gguf": ("fixtures/gguf/clean.gguf", "reads a GGUF only with torch installed"),
+}
+
+
+def test_every_backend_has_a_row_and_its_own_loader(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tokaudit.backends.kinds import BACKENDS
+    from tokaudit.backends.registry import BACKEND_NAMES, GGUF_BACKENDS, NEEDS, load_backends
+    from tokaudit.scan import load_model
+
+    assert list(BACKENDS) == list(BACKEND_NAMES) and set(_BACKEND_CASES) == set(BACKENDS)
+    assert GGUF_BACKENDS == ("llama.cpp", "transformers-gguf") and NEEDS["transformers-gguf"] == ("transformers", "torch")
+    assert all(k.help for k in BACKENDS.values())
+    monkeypatch.chdir(ROOT)
+    for name, (target, refusal) in _BACKEND_CASES.items():
+        (loaded,) = load_backends(load_model(target), [name])
+        assert loaded.name == name
+        if loaded.backend is not None:
+            assert loaded.backend.name == name, (name, loaded.backend)
+        else:
+            assert refusal is not None and refusal in (loaded.unavailable or ""), (name, loaded.unavailable)
+
+
+def test_backend_option_help_lists_come_from_the_table() -> None:
+    import typer.main
+
+    from tokaudit.backends.registry import BACKEND_NAMES
+    from tokaudit.cli.app import build_app
+
+    commands = typer.main.get_command(build_app(["compare", "explain", "decode", "encode"])).commands
+    helps = {name: next(p.help for p in commands[name].params if p.name in ("backends", "backend")) for name in commands}
+    listed = ", ".join(BACKEND_NAMES)
+    assert helps["compare"].startswith(f"Comma-separated: {listed} (default: every backend")
+    assert helps["explain"].startswith(f"Comma-separated: {listed} (default: every backend")
+    choice = ", ".join(BACKEND_NAMES[:-1]).replace("strict", "strict (decode only)") + f" or {BACKEND_NAMES[-1]}. "
+    assert helps["decode"].startswith(choice) and helps["encode"].startswith(choice)

@@ -11,25 +11,24 @@ from pathlib import Path
 from typing import Any
 
 from tokaudit.backends.base import Backend, BackendUnavailable, is_panic
-from tokaudit.backends.pattern import Pattern, find_pattern, no_pattern_reason
+from tokaudit.backends.kinds import BACKENDS
+from tokaudit.backends.pattern import Pattern, find_pattern
 from tokaudit.backends.vocab import ByteVocab, byte_vocab
 from tokaudit.artifacts.gguf import gguf_in
 from tokaudit.errors import InputError, chosen_names
 from tokaudit.model.tokenizer_model import TokenizerModel
 
-#: Every backend name, in display order. The transformers ones need the optional extra.
-BACKEND_NAMES = ("tiktoken", "hf", "sentencepiece", "fastokens", "reference", "strict", "transformers-fast", "transformers-slow",
-                 "llama.cpp", "transformers-gguf")
+#: Every backend name, in display order (the rows of backends/kinds.py). The transformers ones need the optional extra.
+BACKEND_NAMES = tuple(BACKENDS)
 #: The backends that read a GGUF file (the target's, or the one ``--gguf`` names).
-GGUF_BACKENDS = ("llama.cpp", "transformers-gguf")
+GGUF_BACKENDS = tuple(name for name, kind in BACKENDS.items() if kind.gguf)
 
 
 NO_GGUF = "needs a GGUF file (a .gguf target, a directory holding one, or --gguf FILE)"
 
 
 #: The libraries an optional backend needs (import names): one unavailable for lack of them was not checked.
-NEEDS = {"fastokens": ("fastokens",), "transformers-fast": ("transformers",), "transformers-slow": ("transformers",),
-         "transformers-gguf": ("transformers", "torch"), "llama.cpp": ("llama_cpp",)}
+NEEDS = {name: kind.needs for name, kind in BACKENDS.items() if kind.needs}
 
 
 def missing_libraries(name: str) -> list[str]:
@@ -147,6 +146,67 @@ def watching_loads(watcher: Callable[[str, int, int], None] | None) -> Iterator[
         _LOADING.reset(token)
 
 
+class LoadInputs:
+    """What one :func:`load_backends` call was given, and what its backends share: the byte vocabulary, built once
+    (and cut down to what ``for_ids`` / ``for_text`` read when one is given). A row's loader reads it."""
+
+    def __init__(self, model: TokenizerModel, pat_str: str | None, pattern: Pattern | None, decode_only: bool,
+                 trust_remote_code: bool, for_ids: Collection[int] | None, for_text: str | None, gguf: Path | None) -> None:
+        self.model = model
+        self.pat_str = pat_str
+        self.pattern = pattern
+        self.decode_only = decode_only
+        self.trust_remote_code = trust_remote_code
+        self.for_ids = for_ids
+        self.for_text = for_text
+        self.gguf = gguf
+        self._vocab: dict[str, ByteVocab | None] = {}
+        #: the subset of the vocabulary the backends rebuilt from ranks were built from, once one was made
+        self.subset: Any = None
+        self._subset_made = False
+
+    def vocab(self, required: bool) -> ByteVocab | None:
+        if "v" not in self._vocab:
+            try:
+                self._vocab["v"] = byte_vocab(self.model)
+            except BackendUnavailable:
+                self._vocab["v"] = None
+        if required and self._vocab["v"] is None:
+            byte_vocab(self.model)  # raises the precise reason
+        return self._vocab["v"]
+
+    def part(self, required: bool) -> ByteVocab | None:
+        """The vocabulary, cut down to what ``for_ids`` / ``for_text`` read when one is given."""
+        full = self.vocab(required)
+        if full is None or (self.for_ids is None and self.for_text is None):
+            return full
+        if not self._subset_made:
+            from tokaudit.backends.subset import for_ids as ids_subset, for_text as text_subset
+
+            self._subset_made = True
+            if self.for_ids is not None:
+                a = self.model.artifacts
+                base = a.tiktoken.by_id if a.tiktoken is not None else a.tekken.by_id  # type: ignore[union-attr]
+                self.subset = ids_subset(full, base, self.for_ids)
+            else:
+                self.subset = text_subset(full, self.for_text or "")
+        return full if self.subset is None else self.subset.vocab
+
+    def ranks(self) -> ByteVocab:
+        """:meth:`part` of a backend that cannot be built without the ranks: raises why they are missing."""
+        vocab = self.part(True)
+        if vocab is None:  # part(True) raised already
+            raise BackendUnavailable("no rank vocabulary")
+        return vocab
+
+    def gguf_path(self) -> Path:
+        """The GGUF the GGUF backends load (see :func:`gguf_file`), or why there is none."""
+        path = gguf_file(self.model, self.gguf)
+        if path is None:
+            raise BackendUnavailable(no_gguf_reason(self.model))
+        return path
+
+
 def load_backends(
     model: TokenizerModel, names: list[str], pat_str: str | None = None, *, trust_remote_code: bool = False,
     decode_only: bool = False, for_ids: Collection[int] | None = None, for_text: str | None = None,
@@ -160,87 +220,14 @@ def load_backends(
     """
     if isinstance(names, DefaultBackends):
         names = [n for n in names if _applies(n, model, gguf)]
-    pattern = find_pattern(model, pat_str)
-    vocab_cache: dict[str, ByteVocab | None] = {}
-
-    def vocab(required: bool) -> ByteVocab | None:
-        if "v" not in vocab_cache:
-            try:
-                vocab_cache["v"] = byte_vocab(model)
-            except BackendUnavailable:
-                vocab_cache["v"] = None
-        if required and vocab_cache["v"] is None:
-            byte_vocab(model)  # raises the precise reason
-        return vocab_cache["v"]
-
-    subsets: dict[str, Any] = {}
-
-    def part(required: bool) -> ByteVocab | None:
-        """The vocabulary, cut down to what ``for_ids`` / ``for_text`` read when one is given."""
-        full = vocab(required)
-        if full is None or (for_ids is None and for_text is None):
-            return full
-        if "s" not in subsets:
-            from tokaudit.backends.subset import for_ids as ids_subset, for_text as text_subset
-
-            if for_ids is not None:
-                a = model.artifacts
-                base = a.tiktoken.by_id if a.tiktoken is not None else a.tekken.by_id  # type: ignore[union-attr]
-                subsets["s"] = ids_subset(full, base, for_ids)
-            else:
-                subsets["s"] = text_subset(full, for_text or "")
-        return full if subsets["s"] is None else subsets["s"].vocab
+    inputs = LoadInputs(model, pat_str, find_pattern(model, pat_str), decode_only, trust_remote_code, for_ids, for_text, gguf)
+    pattern = inputs.pattern
 
     def build(name: str) -> Backend:
-        if name == "tiktoken":
-            from tokaudit.backends.tiktoken_backend import TiktokenBackend
-
-            return TiktokenBackend(part(True), pattern, no_pattern_reason(model, pat_str), decode_only=decode_only)  # type: ignore[arg-type]
-        if name == "hf":
-            from tokaudit.backends.hf_backend import HFBackend
-
-            a = model.artifacts
-            if a.tokenizer_json is None and a.sentencepiece is not None and model.vocab_artifact == a.sentencepiece.name:
-                from tokaudit.backends.sentencepiece_backend import tokenizer_from_sentencepiece
-
-                return HFBackend(*tokenizer_from_sentencepiece(model))
-            # the ranks are read only without a tokenizer.json (from_model's order)
-            ranks = part(False) if a.tokenizer_json is None else vocab(False)
-            return HFBackend.from_model(model, ranks, pattern, no_pattern_reason(model, pat_str), decode_only=decode_only)
-        if name == "sentencepiece":
-            from tokaudit.backends.sentencepiece_backend import SentencePieceBackend
-
-            return SentencePieceBackend(model)
-        if name == "fastokens":
-            from tokaudit.backends.fastokens_backend import FastokensBackend
-
-            return FastokensBackend.load(model)
-        if name == "reference":
-            from tokaudit.backends.reference import ReferenceBackend
-
-            return ReferenceBackend(part(True), pattern)  # type: ignore[arg-type]
-        if name == "strict":
-            from tokaudit.backends.strict import StrictBackend
-
-            return StrictBackend(model)
-        if name in GGUF_BACKENDS:
-            path = gguf_file(model, gguf)
-            if path is None:
-                raise BackendUnavailable(no_gguf_reason(model))
-            if name == "llama.cpp":
-                from tokaudit.backends.llamacpp_backend import LlamaCppBackend
-
-                return LlamaCppBackend.load(path)
-            from tokaudit.backends.transformers_backend import TransformersBackend
-
-            return TransformersBackend.load_gguf(path)
-        if name.startswith("transformers-"):
-            from tokaudit.backends.transformers_backend import TransformersBackend
-
-            if Path(model.target).is_file():
-                raise BackendUnavailable("AutoTokenizer loads a directory; the target is a single file")
-            return TransformersBackend.load(name, model.artifacts.root, trust_remote_code)
-        raise InputError(f"unknown backend {name!r}", key="--backends")
+        kind = BACKENDS.get(name)
+        if kind is None:
+            raise InputError(f"unknown backend {name!r}", key="--backends")
+        return kind.load(inputs, name)
 
     out = []
     watcher = _LOADING.get()
@@ -261,8 +248,8 @@ def load_backends(
             first = (str(exc).strip().splitlines() or [""])[0][:200]
             backend, reason = None, f"loading raised {'a panic' if is_panic(exc) else type(exc).__name__}: {first}"
         loaded = LoadedBackend(name, backend, reason, time.perf_counter() - start, _detail(backend, pattern))
-        if backend is not None and subsets.get("s") is not None and _built_from_ranks(backend):
-            loaded.subset = subsets["s"].describe()
+        if backend is not None and inputs.subset is not None and _built_from_ranks(backend):
+            loaded.subset = inputs.subset.describe()
         out.append(loaded)
     if watcher is not None:
         watcher("", len(names), len(names))  # done

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from tokaudit.backends.kinds import names_help
 from tokaudit.cli.common import (
     Color,
     ColorOpt,
@@ -38,8 +39,7 @@ def compare(
     target: TargetArg,
     backends: Annotated[
         str | None,
-        typer.Option("--backends", help="Comma-separated: tiktoken, hf, sentencepiece, fastokens, reference, strict, transformers-fast, transformers-slow, "
-                     "llama.cpp, transformers-gguf (default: every backend the model supports)."),
+        typer.Option("--backends", help=f"Comma-separated: {names_help()} (default: every backend the model supports)."),
     ] = None,
     gguf: Annotated[
         Path | None, typer.Option("--gguf", help="A GGUF converted from the target: llama.cpp (and transformers-gguf) load it, "

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from tokaudit.backends.kinds import names_help
 from tokaudit.cli.common import (
     Color,
     ColorOpt,
@@ -30,7 +31,7 @@ from tokaudit.errors import InputError
 
 BackendOpt = Annotated[
     str | None,
-    typer.Option("--backend", help="tiktoken, hf, sentencepiece, fastokens, reference, strict (decode only), transformers-fast, transformers-slow, llama.cpp or transformers-gguf. "
+    typer.Option("--backend", help=f"{names_help(last=' or ', decode_only=True)}. "
                  "Default: what a files-only gateway (smg, Dynamo) uses: hf (tokenizers) when there is a tokenizer.json, "
                  "else tiktoken for a rank file (tiktoken.model, *.tiktoken, tekken.json)."),
 ]

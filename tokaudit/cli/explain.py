@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from tokaudit.backends.kinds import names_help
 from tokaudit.cli.common import (
     Color,
     ColorOpt,
@@ -26,7 +27,7 @@ from tokaudit.cli.common import (
 
 BackendsOpt = Annotated[
     str | None,
-    typer.Option("--backends", help="Comma-separated: tiktoken, hf, sentencepiece, fastokens, reference, strict, transformers-fast, transformers-slow, llama.cpp, transformers-gguf "
+    typer.Option("--backends", help=f"Comma-separated: {names_help()} "
                  "(default: every backend the model supports; explain leaves fastokens and the transformers ones out, see --all-backends)."),
 ]
 PatStrOpt = Annotated[str | None, typer.Option("--pat-str", help="Pre-tokenizer regex, when the model declares none.")]
