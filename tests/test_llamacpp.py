@@ -347,6 +347,14 @@ def test_a_gguf_llamacpp_aborts_on_is_loaded_in_a_child_first() -> None:
     assert code == 0 and [b["available"] for b in doc["backends"]] == [True, False]
 
 
+def _abort(backend, text: str) -> Exception:
+    from tokaudit.backends.llamacpp_backend import LlamaCppAbort
+
+    with pytest.raises(LlamaCppAbort) as err:
+        backend.encode(text)
+    return err.value
+
+
 @needs_llamacpp
 def test_text_llamacpp_aborts_encoding_is_refused(tmp_path: Path) -> None:
     from tokaudit.backends.llamacpp_backend import LlamaCppAbort, LlamaCppBackend
@@ -356,6 +364,8 @@ def test_text_llamacpp_aborts_encoding_is_refused(tmp_path: Path) -> None:
     assert (b.encode("ab a"), b.encode_prompt("a"), b.cleans_spaces) == ([3, 7, 6], [1, 6], False)
     with pytest.raises(LlamaCppAbort, match=r"^llama.cpp aborts encoding 'z': it is not a token and the vocabulary has no byte token for 0x7A"):
         b.encode("abz")
+    # the first such character in the text is named, whatever the hash seed (a set's order is not)
+    assert [str(_abort(b, t))[:31] for t in ("zyx", "xyz")] == ["llama.cpp aborts encoding 'z': ", "llama.cpp aborts encoding 'x': "]
     # what llama.cpp itself does with "z", in a child process: std::out_of_range from byte_to_token, then abort
     script = (
         "import ctypes\nfrom llama_cpp import llama_cpp as C\n"

@@ -170,7 +170,8 @@ class LlamaCppBackend:
         such a character with byte tokens, looked up with ``token_to_id.at``: a missing one throws
         ``std::out_of_range`` across the C API and aborts the process."""
         missing, singles = self._spm_unsafe
-        for ch in set(text.replace(" ", "\u2581")):  # llama.cpp's SPM escapes spaces as "▁"
+        # in text order (a set's order changes with the hash seed: the first character named must not)
+        for ch in dict.fromkeys(text.replace(" ", "\u2581")):  # llama.cpp's SPM escapes spaces as "▁"
             if ch not in singles:
                 lost = [b for b in ch.encode("utf-8") if b in missing]
                 if lost:
@@ -219,7 +220,15 @@ class LlamaCppBackend:
 
     def attr(self, token_id: int) -> int:
         """``llama_vocab_get_attr``: the token's attributes after llama.cpp's load-time overrides."""
-        return self._call("attrs", self._checked([token_id]))[0]
+        return self.attrs([token_id])[0]
+
+    def attrs(self, ids: list[int]) -> list[int]:
+        """:meth:`attr` of each id, a round trip per 65,536 ids."""
+        checked = self._checked(ids)
+        out: list[int] = []
+        for lo in range(0, len(checked), _BATCH):
+            out += self._call("attrs", checked[lo:lo + _BATCH])
+        return out
 
     def is_eog(self, token_id: int) -> bool:
         return self.eog_ids([token_id]) == [token_id]
