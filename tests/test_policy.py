@@ -114,7 +114,7 @@ def test_unused_suppression_is_a_note(project) -> None:
     [
         ("[tool.tokaudit]\nselect = [\n", ":3: invalid TOML: Invalid value"),
         ('[tool.tokaudit]\nselect = ["a" "b"]\n', ":2: invalid TOML: Unclosed array"),
-        ("[tool.tokaudit]\nselekt = []\n", " (key tool.tokaudit.selekt): unknown key 'selekt' (known: select, ignore, baseline, per-target-ignores, stacks, tool-parser, reasoning-parser, require-reason)"),
+        ("[tool.tokaudit]\nselekt = []\n", " (key tool.tokaudit.selekt): unknown key 'selekt' (known: select, ignore, baseline, per-target-ignores, stacks, tool-parser, reasoning-parser, parsers, require-reason)"),
         ('[tool.tokaudit]\nselect = ["vocab-gapp"]\n', " (key tool.tokaudit.select): unknown rule 'vocab-gapp' (did you mean vocab-gap?)"),
         ('[[tool.tokaudit.per-target-ignores]]\ntarget = "x"\nrules = ["TA101"]\n',
          " (key tool.tokaudit.per-target-ignores[0].reason): a per-target ignore needs a non-empty 'reason'"),
