@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -160,6 +161,24 @@ def test_cl100k_possessive_interval_reads_differently_in_oniguruma() -> None:
 def test_portable_patterns_split_alike_in_every_engine(pattern: str) -> None:
     found, rejected, complete = divergences(pattern)  # Kimi's (set intersections) and Llama 3's
     assert (found, rejected, complete) == ([], {}, True)
+
+
+def test_a_regex_timeout_makes_the_probe_unknown_not_a_divergence(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python regex's per-call timeout is wall time: a loaded machine reaching it (scan --jobs 3 under load did) must
+    not read as the engines splitting differently, a TA305 warning that came and went with the load."""
+    import tokaudit.backends.pattern as pattern_module
+
+    monkeypatch.setattr(pattern_module, "REGEX_CALL_SECONDS", 1e-9)  # the real engine times out on the first probe
+    assert divergences(SAME_PATTERN) == ([], {}, False)
+    assert divergences(CL100K) == ([], {}, False)
+
+
+def test_the_probe_budget_is_cpu_time_of_this_thread() -> None:
+    assert divergences(SAME_PATTERN, budget_seconds=0.0) == ([], {}, False)
+    started = time.thread_time()
+    time.sleep(0.3)  # waiting (for the GIL, for a loaded CPU) spends no budget
+    assert time.thread_time() - started < 0.1
+    assert divergences(SAME_PATTERN, budget_seconds=0.5) == ([], {}, True)
 
 
 def test_ta305_on_a_shipped_possessive_pattern_names_the_input_and_splits() -> None:

@@ -31,6 +31,10 @@ def no_pattern_reason(model: TokenizerModel, override: str | None = None) -> str
 
 ENGINES = ("fancy-regex", "oniguruma", "regex")
 #: Short inputs that exercise digits, whitespace and line ends, contractions, case, scripts and marks.
+#: Python regex's per-call timeout (wall time): a guard against catastrophic backtracking, long enough that a
+#: loaded machine does not reach it on a short probe.
+REGEX_CALL_SECONDS = 2.0
+
 PROBES = (
     "1314151", "12345678 9", "$1,234,567.89", "3.14159e10", "٣٤٥٦٧", "a  \n  b", "x   ", "  \n\n  y", "a\r\n\r\nb", "\t\tx\t",
     "hello world  ", "I'M DON'T we'll You'Re", "HelloWorld ABCdef aBC", "...!!!\n\n???", "foo/bar//baz\n/x", "e\u0301t\u00e9",
@@ -143,7 +147,7 @@ def splitters(regex: str, probes: tuple[str, ...] = PROBES, onig_regex: str | No
         import regex as regex_module
 
         compiled = regex_module.compile(regex, regex_module.VERSION1)  # set operations (&&) as fancy-regex reads them
-        out["regex"] = lambda text: [m.group(0) for m in compiled.finditer(text, timeout=0.5) if m.group(0)]
+        out["regex"] = lambda text: [m.group(0) for m in compiled.finditer(text, timeout=REGEX_CALL_SECONDS) if m.group(0)]
     except Exception as exc:  # noqa: BLE001 - regex.error, and anything else the module raises on a pattern
         out["regex"] = f"rejected: {str(exc).splitlines()[0][:120]}"
     return out
@@ -160,22 +164,29 @@ class Divergence:
 def divergences(regex: str, engines: tuple[str, ...] = ENGINES, probes: tuple[str, ...] = PROBES,
                 budget_seconds: float = 2.0, onig_regex: str | None = None) -> tuple[list[Divergence], dict[str, str], bool]:
     """Probes the engines split differently, engines that reject the pattern (engine -> why), and
-    whether every probe ran within the time budget."""
+    whether every probe ran within the time budget.
+
+    The budget is this thread's CPU time, not the wall clock: under load, or beside other scan threads waiting
+    for the GIL, a wall-clock budget ran out in one run and not in another, so the same model got other findings.
+    Python regex's own per-call timeout is wall time; when it fires the probe's result is unknown (an incomplete
+    probe), never a divergence."""
     import time
 
     split = splitters(regex, probes, onig_regex)
     rejected = {e: str(split[e]) for e in engines if isinstance(split.get(e), str)}
     usable = [e for e in engines if callable(split.get(e))]
     found: list[Divergence] = []
-    deadline = time.monotonic() + budget_seconds
+    deadline = time.thread_time() + budget_seconds
     for text in probes:
-        if time.monotonic() > deadline:
+        if time.thread_time() > deadline:
             return found, rejected, False
         pieces: dict[str, list[str]] = {}
         for engine in usable:
             try:
                 pieces[engine] = split[engine](text)  # type: ignore[operator]
-            except BaseException as exc:  # a timeout or a panic inside an engine
+            except TimeoutError:
+                return found, rejected, False
+            except BaseException as exc:  # a panic inside an engine
                 if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                     raise
                 pieces[engine] = [f"<{type(exc).__name__}>"]

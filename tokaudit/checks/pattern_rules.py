@@ -64,7 +64,8 @@ def probe_pattern(regex: str) -> dict[str, Any]:
                                                budget_seconds=BUDGET_SECONDS)
         out.update(example=[example.text, example.pieces], translated=translated, fixed=bool(fixed))
         complete = complete and fixed_complete
-    # within Python regex's per-call timeout (0.5 s) in all: no engine call can have been cut short by the clock
+    # complete: no engine call was cut short by its clock; and well within the budget, so a loaded machine could not
+    # have changed the result
     if complete and time.perf_counter() - start < 0.5:
         store(key, out)
     return out
