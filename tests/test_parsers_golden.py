@@ -20,7 +20,7 @@ from tokaudit.parsers.grammars import Call
 from tokaudit.parsers.parse import Outcome, parse_streamed, parse_whole
 from tokaudit.roundtrip.case import Case
 from tokaudit.roundtrip.decode import model_decoder
-from tokaudit.roundtrip.run import _reasoning_verdict, calls_equal, evaluate
+from tokaudit.roundtrip.run import _reasoning_verdict, calls_equal, case_force, evaluate
 from tokaudit.template.turn import SENTINEL_NAME, SENTINEL_REASONING, SENTINEL_TOOL, Turn
 
 DATA = ROOT / "tests" / "data"
@@ -100,7 +100,9 @@ def _decoder(name: str) -> Any:
     prompt = load_tokenizer(model).tokenizer.decode(c["prompt_tail"], skip_special_tokens=False)
     case = Case(name, Turn(prompt, prompt + c["text"], len(prompt), c["kwargs"]), c["text"], c["prompt_tail"], c["output_ids"],
                 # vLLM's harmony parsers read ids: the test parses the text with the markers kept
-                tokenizer_note="harmony" if c["tokenizer"] == "gpt-oss" else None)
+                tokenizer_note="harmony" if c["tokenizer"] == "gpt-oss" else None,
+                # SGLang's server decides from the template whether the output starts inside reasoning
+                extra={"template": parser_data.llamacpp_template(c["template"])})
     return model_decoder(case, model)
 
 
@@ -133,6 +135,9 @@ def test_grammar_matches_the_real_parser(row: dict[str, Any]) -> None:
     assert mine.skip_special_tokens == row["skip_special_tokens"]
     case = dec.case
     text = case.text
+    force = case_force(case, reasoning)
+    # SGLang's server decision (its template detection and the request's kwargs), as the golden run recorded it
+    assert force == row.get("force_reasoning"), (force, row.get("force_reasoning"))
     for mode in ("whole", "stream1", "stream3", "stream8"):
         got = row["whole"] if row[mode] == "same" else row[mode]
         known = KNOWN.get((row["case"], stack, tname, rname))
@@ -140,8 +145,8 @@ def test_grammar_matches_the_real_parser(row: dict[str, Any]) -> None:
             continue
         skip = row["skip_special_tokens"] and not (stack == "vllm" and case.tokenizer_note == "harmony")
         if mode == "whole":
-            ours = parse_whole(dec.whole(skip), tool, reasoning, [SENTINEL_TOOL], case.turn.prompt, case.turn.kwargs)
+            ours = parse_whole(dec.whole(skip), tool, reasoning, [SENTINEL_TOOL], case.turn.prompt, case.turn.kwargs, force)
         else:
             ours = parse_streamed(dec.steps(skip, int(mode[6:])), tool, reasoning, [SENTINEL_TOOL], case.turn.prompt, dec.id_of,
-                                  case.turn.kwargs)
+                                  case.turn.kwargs, force)
         assert _verdicts(ours, text) == _verdicts(_golden_outcome(got), text), (mode, got, ours)

@@ -169,8 +169,8 @@ def test_the_child_module_imports_only_the_standard_library() -> None:
 def test_installed_sglang_forces_reasoning_as_its_server_decides_from_template_and_kwargs(tmp_path: Path, golden_env: None) -> None:
     """SGLang's server starts the output inside reasoning when its template detection or the request says so
     (detect_reasoning_pattern, _get_reasoning_from_request): Qwen3's enable_thinking toggle (default on), and for a
-    template with no toggle the detector's own default (kimi_k2: on). The grammars follow the generation prompt only;
-    the Qwen2.5 row is where they part."""
+    template with no toggle the detector's own default (kimi_k2: on). The grammars model the same decision
+    (tokaudit.parsers.toggle): the Qwen2.5 row, where the generation prompt alone said "not forced", agrees."""
     model = _model(tmp_path, "Qwen-Qwen3-0.6B.jinja")
     args = ("template", str(model), "--stack", "sglang", "--tool-parser", "hermes", "--reasoning-parser", "qwen3", "--parsers", "installed",
             "--format", "json", "--select", "TA82")
@@ -183,4 +183,5 @@ def test_installed_sglang_forces_reasoning_as_its_server_decides_from_template_a
     assert _rows(installed, "reasoning", "force_reasoning") == [("overran", True)]
     assert installed["parsers"][0]["parsed"]["reasoning"].startswith('<tool_call>\n{"name": "tokaudit_probe"')
     assert [f["message"] for f in installed["findings"]] == ["sglang kimi_k2: the call or content went into reasoning"]
-    assert _rows(builtin, "reasoning") == [("not-rendered",)] and builtin["findings"] == []
+    assert _rows(builtin, "reasoning", "force_reasoning") == [("overran", True)]
+    assert builtin["findings"] == installed["findings"]

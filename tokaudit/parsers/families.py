@@ -28,7 +28,9 @@ class Stack:
     #: special tokens included)
     text: str
     #: how a parser learns that the prompt opened reasoning: "parser" (it reads the prompt for its own markers,
-    #: vLLM) or "template" (the server detects a generation prompt that opens <think> and forces reasoning, SGLang)
+    #: vLLM) or "template" (the server decides: SGLang and smg from the template's thinking toggle and the request's
+    #: kwargs, tokaudit.parsers.toggle; the others, and these two when the template is not known, from a generation
+    #: prompt that opens <think>)
     prompt_check: str = "parser"
     #: the stack picks the tool parser from the template (llama.cpp's server) instead of a flag
     picks_parser: bool = False
@@ -132,6 +134,10 @@ class ReasoningParser:
     #: SGLang: a start marker anywhere puts the parser in reasoning, but only one at the very start is removed;
     #: the reasoning is all text before the end marker (vLLM drops the text before the start marker instead)
     start_only_at_beginning: bool = False
+    #: SGLang: the detector's ``reasoning_default``, which decides whether the server forces reasoning when the
+    #: template has no toggle its rules detect ("always", "thinking" / "enable_thinking": on unless the kwarg is
+    #: false, "explicit_thinking" / "explicit_enable_thinking": only when it is true, "mistral": by reasoning_effort)
+    default: str | None = None
     source: str = ""
     note: str = ""
 
@@ -350,17 +356,23 @@ REASONING_PARSERS: tuple[ReasoningParser, ...] = (
                     stream_reads_prompt=True, source=_VP + "minimax_m2.py"),
     ReasoningParser("vllm", "seed_oss", "<seed:think>", "</seed:think>", no_start="reasoning", ends_at=("<seed:tool_call>",),
                     keep_special="always", source=_VP + "seed_oss.py"),
-    # SGLang 0.5.23 (ReasoningParser.DetectorMap): force_reasoning when the template's generation prompt opens reasoning
-    ReasoningParser("sglang", "deepseek-r1", *_THINK, no_start="reasoning", start_only_at_beginning=True, source=_SR),
-    ReasoningParser("sglang", "deepseek-v3", *_THINK, no_start="prompt", kwarg="thinking", start_only_at_beginning=True, source=_SR),
-    ReasoningParser("sglang", "qwen3", *_THINK, no_start="prompt", ends_at=("<tool_call>",), kwarg="enable_thinking", start_only_at_beginning=True, source=_SR),
-    ReasoningParser("sglang", "glm45", *_THINK, no_start="prompt", ends_at=("<tool_call>",), start_only_at_beginning=True, source=_SR),
-    ReasoningParser("sglang", "kimi_k2", *_THINK, no_start="prompt", ends_at=("<|tool_calls_section_begin|>",), start_only_at_beginning=True, source=_SR),
-    ReasoningParser("sglang", "gpt-oss", "<|channel|>analysis<|message|>", "<|end|>", no_start="dropped", start_only_at_beginning=True, source=_SR,
-                    note="text outside the harmony channels is dropped"),
-    ReasoningParser("sglang", "mistral", "[THINK]", "[/THINK]", no_start="prompt", start_only_at_beginning=True, source=_SR),
-    ReasoningParser("sglang", "minimax", *_THINK, no_start="reasoning", ends_at=("<tool_call>",), start_only_at_beginning=True, source=_SR,
-                    note="the qwen3 detector with force_reasoning"),
+    # SGLang 0.5.23 (ReasoningParser.DetectorMap). "prompt": reasoning when the server forces it, which it decides from
+    # the template's toggle and the request's kwargs (tokaudit.parsers.toggle); deepseek-r1, gpt-oss and minimax are
+    # always in reasoning whatever the server passes
+    ReasoningParser("sglang", "deepseek-r1", *_THINK, no_start="reasoning", start_only_at_beginning=True, default="always", source=_SR),
+    ReasoningParser("sglang", "deepseek-v3", *_THINK, no_start="prompt", kwarg="thinking", start_only_at_beginning=True,
+                    default="explicit_thinking", source=_SR),
+    ReasoningParser("sglang", "qwen3", *_THINK, no_start="prompt", ends_at=("<tool_call>",), kwarg="enable_thinking", start_only_at_beginning=True,
+                    default="enable_thinking", source=_SR),
+    ReasoningParser("sglang", "glm45", *_THINK, no_start="prompt", ends_at=("<tool_call>",), start_only_at_beginning=True,
+                    default="enable_thinking", source=_SR),
+    ReasoningParser("sglang", "kimi_k2", *_THINK, no_start="prompt", ends_at=("<|tool_calls_section_begin|>",), kwarg="thinking",
+                    start_only_at_beginning=True, default="thinking", source=_SR),
+    ReasoningParser("sglang", "gpt-oss", "<|channel|>analysis<|message|>", "<|end|>", no_start="dropped", start_only_at_beginning=True,
+                    default="always", source=_SR, note="text outside the harmony channels is dropped"),
+    ReasoningParser("sglang", "mistral", "[THINK]", "[/THINK]", no_start="prompt", start_only_at_beginning=True, default="mistral", source=_SR),
+    ReasoningParser("sglang", "minimax", *_THINK, no_start="reasoning", ends_at=("<tool_call>",), start_only_at_beginning=True,
+                    default="enable_thinking", source=_SR, note="the qwen3 detector with force_reasoning"),
     # llama.cpp's server: --reasoning-format deepseek (the default, <think> tags; reasoning when the prompt opened it)
     ReasoningParser("llama.cpp", "deepseek", *_THINK, no_start="prompt", source="common/chat.cpp"),
     # Ollama: the thinking half of the qwen3 / qwen3.5 / deepseek3 / glm-4.7 parsers

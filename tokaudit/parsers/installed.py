@@ -195,9 +195,9 @@ def sglang_forces_reasoning(template: str, reasoning: str, kwargs: dict[str, Any
 
 def run_sglang(case: dict[str, Any], tok: Any, tool: str | None, reasoning: str | None) -> dict[str, Any]:
     """SGLang's ``ReasoningParser`` then ``FunctionCallParser``, whole and streamed, with the skip_special_tokens its
-    server sets (off for a request with a tool parser, and for gpt-oss). With the case's ``template`` the reasoning is
-    forced as the server decides (:func:`sglang_forces_reasoning`); without it (the golden cases) when the generation
-    prompt opens reasoning, else left to the detector's default."""
+    server sets (off for a request with a tool parser, and for gpt-oss). With the case's ``template`` (the round trip
+    and the golden cases) the reasoning is forced as the server decides (:func:`sglang_forces_reasoning`); without it
+    when the generation prompt opens reasoning, else left to the detector's default."""
     from sglang.srt.entrypoints.openai.protocol import Tool
     from sglang.srt.function_call.function_call_parser import FunctionCallParser
     from sglang.srt.parser.reasoning_parser import ReasoningParser

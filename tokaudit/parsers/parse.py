@@ -59,9 +59,11 @@ def enabled(parser: ReasoningParser, kwargs: dict[str, Any]) -> bool:
 
 
 def split_reasoning(text: str, parser: ReasoningParser | None, prompt: str, kwargs: dict[str, Any] | None = None,
-                    seen: Callable[[str], bool] = lambda m: True, streaming: bool = False) -> tuple[str | None, str | None]:
+                    seen: Callable[[str], bool] = lambda m: True, streaming: bool = False,
+                    force: bool | None = None) -> tuple[str | None, str | None]:
     """(reasoning, content) of ``text``, generated after ``prompt``. ``seen`` says whether a marker the parser
-    finds by id arrived as its one token (streaming)."""
+    finds by id arrived as its one token (streaming). ``force``: the server's decision that the output starts
+    inside reasoning (:func:`tokaudit.parsers.toggle.forces_reasoning`); None: the generation prompt decides."""
     if parser is None or not enabled(parser, kwargs or {}):
         return None, text or None
     state = prompt_state(parser, prompt)
@@ -85,7 +87,8 @@ def split_reasoning(text: str, parser: ReasoningParser | None, prompt: str, kwar
             no_start = "content"  # the request turned thinking off: the parser starts in content
         if no_start == "dropped":
             return None, None
-        if not (no_start == "reasoning" or (no_start == "prompt" and state == "open")):
+        opened = state == "open" if force is None else force
+        if not (no_start == "reasoning" or (no_start == "prompt" and opened)):
             return None, text or None
         rest = text
     ends = [(j, len(parser.end)) for j in [find(parser.end, rest)] if j >= 0]
@@ -115,18 +118,18 @@ def _own(tool: ToolParser | None, reasoning: ReasoningParser | None) -> Reasonin
 
 
 def parse_whole(text: str, tool: ToolParser | None, reasoning: ReasoningParser | None, tools: Sequence[dict[str, Any]] | None,
-                prompt: str, kwargs: dict[str, Any] | None = None) -> Outcome:
+                prompt: str, kwargs: dict[str, Any] | None = None, force: bool | None = None) -> Outcome:
     reasoning = _own(tool, reasoning)
-    r, content = split_reasoning(text, reasoning, prompt, kwargs)
+    r, content = split_reasoning(text, reasoning, prompt, kwargs, force=force)
     parsed = parse_tools(content, tool, tools)
     return Outcome(r, parsed.content, parsed.calls, parsed.error)
 
 
 def parse_streamed(deltas: Sequence[tuple[str, Sequence[int]]], tool: ToolParser | None, reasoning: ReasoningParser | None,
                    tools: Sequence[dict[str, Any]] | None, prompt: str, id_of: Callable[[str], int | None],
-                   kwargs: dict[str, Any] | None = None) -> Outcome:
+                   kwargs: dict[str, Any] | None = None, force: bool | None = None) -> Outcome:
     """The outcome of the streamed deltas (text, ids): the text joined as the client receives it, with by-id
-    markers seen only when their id arrived."""
+    markers seen only when their id arrived (``force``: as :func:`split_reasoning`)."""
     reasoning = _own(tool, reasoning)
     arrived = {i for _, ids in deltas for i in ids}
     # a parser that finds its reasoning markers by id sees them even when skip_special_tokens deleted their text
@@ -143,7 +146,7 @@ def parse_streamed(deltas: Sequence[tuple[str, Sequence[int]]], tool: ToolParser
         token = id_of(marker)
         return token is not None and token in arrived
 
-    r, content = split_reasoning(text, reasoning, prompt, kwargs, seen, streaming=True)
+    r, content = split_reasoning(text, reasoning, prompt, kwargs, seen, streaming=True, force=force)
     parsed = parse_tools(content, tool, tools, seen)
     if tool is not None and tool.stream_drops_tail and parsed.calls:
         end = id_of(tool.markers[3])

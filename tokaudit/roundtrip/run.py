@@ -13,6 +13,7 @@ from typing import Any
 from tokaudit.parsers.families import STACKS, ReasoningParser, ToolParser, picked_by_template, reasoning_parsers, tool_parsers
 from tokaudit.parsers.grammars import Call
 from tokaudit.parsers.parse import Outcome, enabled, parse_streamed, parse_whole, stack_skips_special
+from tokaudit.parsers.toggle import forces_reasoning
 from tokaudit.roundtrip.case import Case
 from tokaudit.template.turn import SENTINEL_ARGUMENTS, SENTINEL_NAME, SENTINEL_REASONING, SENTINEL_TOOL, renders_call
 
@@ -161,13 +162,14 @@ def _reasoning_verdict(o: Outcome, rendered: bool, parser: ReasoningParser | Non
     return "lost"
 
 
-def _stage(dec: Decoder, o: Outcome, stack: str, tool: ToolParser, reasoning: ReasoningParser | None, skip: bool, prompt: str, kwargs: dict[str, Any]) -> str:
+def _stage(dec: Decoder, o: Outcome, stack: str, tool: ToolParser, reasoning: ReasoningParser | None, skip: bool, prompt: str, kwargs: dict[str, Any],
+           force: bool | None) -> str:
     if SENTINEL_NAME in (o.reasoning or ""):
         return "reasoning"
     if any(c.name == SENTINEL_NAME for c in o.calls):
         return "arguments"
     if skip and dec.tokenized:
-        kept = parse_whole(dec.whole(False), tool, reasoning, [SENTINEL_TOOL], prompt, kwargs)
+        kept = parse_whole(dec.whole(False), tool, reasoning, [SENTINEL_TOOL], prompt, kwargs, force)
         if calls_equal(kept.calls):
             return "skip_special_tokens"
     if dec.tokenized and any(m in (o.content or "") and dec.id_of(m) is None for m in tool.markers[:1]):
@@ -180,9 +182,16 @@ def _same(a: Outcome, b: Outcome) -> bool:
             and (a.content or "").strip() == (b.content or "").strip())
 
 
+def case_force(case: Case, reasoning: ReasoningParser | None) -> bool | None:
+    """Whether the reasoning parser's server starts this case's output inside reasoning (SGLang, smg: from the template's
+    toggle and the request's kwargs), or None: the generation prompt decides."""
+    return forces_reasoning(reasoning, case.extra.get("template"), case.turn.kwargs)
+
+
 def evaluate(dec: Decoder, stack: str, tool: ToolParser | None, reasoning: ReasoningParser | None) -> Row:
     case = dec.case
     prompt, kwargs = case.turn.prompt, case.turn.kwargs
+    force = case_force(case, reasoning)
     refused = _refusal((tool, reasoning), dec.id_of, dec.tokenized, case.turn.kwargs)
     harmony = dec.tokenized and is_harmony(dec.id_of)
     skip = stack_skips_special(stack, tool, reasoning, with_tools=True, harmony=harmony)
@@ -197,7 +206,7 @@ def evaluate(dec: Decoder, stack: str, tool: ToolParser | None, reasoning: Reaso
     reads_ids = harmony and stack == "vllm"
     text = dec.whole(False if reads_ids else skip)
     tools = [SENTINEL_TOOL]
-    whole = parse_whole(text, tool, reasoning, tools, prompt, kwargs)
+    whole = parse_whole(text, tool, reasoning, tools, prompt, kwargs, force)
     calls_rendered = renders_call(case.text)
     reasoning_rendered = SENTINEL_REASONING in case.text
     tv = _tool_verdict(case, whole, calls_rendered) if tool is not None else None
@@ -205,18 +214,20 @@ def evaluate(dec: Decoder, stack: str, tool: ToolParser | None, reasoning: Reaso
     stage = None
     if tv == "lost":
         assert tool is not None
-        stage = _stage(dec, whole, stack, tool, reasoning, skip, prompt, kwargs)
+        stage = _stage(dec, whole, stack, tool, reasoning, skip, prompt, kwargs, force)
     differs = []
     for size in STEP_SIZES:
-        streamed = parse_streamed(dec.steps(False if reads_ids else skip, size), tool, reasoning, tools, prompt, dec.id_of, kwargs)
+        streamed = parse_streamed(dec.steps(False if reads_ids else skip, size), tool, reasoning, tools, prompt, dec.id_of, kwargs, force)
         if not _same(streamed, whole):
             differs.append(size)
     row = Row(stack, tool and tool.name, reasoning and reasoning.name, tv, rv, stage, skip, differs or None, outcome=whole)
+    if force is not None:  # the server's decision, as the installed run reports SGLang's
+        row.details["force_reasoning"] = force
     if differs:
-        streamed = parse_streamed(dec.steps(skip, differs[0]), tool, reasoning, tools, prompt, dec.id_of, kwargs)
+        streamed = parse_streamed(dec.steps(skip, differs[0]), tool, reasoning, tools, prompt, dec.id_of, kwargs, force)
         row.details["streamed"] = outcome_json(streamed)
     if tv == "ok" and dec.tokenized and not harmony and stack_skips_special(stack, tool, reasoning, with_tools=False) and not skip:
-        bare = parse_whole(dec.whole(True), tool, reasoning, tools, prompt, kwargs)
+        bare = parse_whole(dec.whole(True), tool, reasoning, tools, prompt, kwargs, force)
         if not calls_equal(bare.calls):
             row.without_tools = "lost"
     return row
