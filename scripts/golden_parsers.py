@@ -92,7 +92,7 @@ def _data() -> Any:
 
 def make_cases(tokenizers: Path) -> None:
     sys.path.insert(0, str(ROOT))
-    from tokaudit.artifacts.base import Provenance
+    from tokaudit.records import Provenance
     from tokaudit.roundtrip.analysis import profile_render
     from tokaudit.roundtrip.case import build_case
     from tokaudit.scan import load_model

@@ -34,7 +34,7 @@ def main() -> None:
     args = ap.parse_args()
     import parser_data
 
-    from tokaudit.artifacts.base import Provenance
+    from tokaudit.records import Provenance
     from tokaudit.roundtrip.analysis import ParserChoice, run_template
     from tokaudit.roundtrip.choice import ROUNDTRIP_STACKS
     from tokaudit.template.turn import renders_call

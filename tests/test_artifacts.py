@@ -156,7 +156,7 @@ def test_truncated_json_names_line_and_column(tmp_path: Path) -> None:
 def test_an_integer_past_64_bits_keeps_its_exact_value_across_the_digit_scan_pieces(tmp_path: Path, shift: int) -> None:
     """orjson would read 2**64 as a float; the digit scan sends such a file to json, which reads it exactly and
     names it, wherever the number sits against the scan's pieces."""
-    from tokaudit.artifacts.base import _DIGIT_SCAN_PIECE
+    from tokaudit.artifacts.strict_json import _DIGIT_SCAN_PIECE
     from tokaudit.artifacts.model_config import parse_model_config
 
     head = '{"pad": "'
@@ -185,7 +185,7 @@ def test_an_integer_past_64_bits_is_found_at_any_offset_against_the_digit_sample
 def test_a_file_dense_with_long_numbers_is_scanned_whole(tmp_path: Path, last: str) -> None:
     """10,000 numbers of 18 digits (more places to look at than the sample allows): the whole file is scanned,
     so a 20-digit number after them still goes to json, and 18-digit ones alone keep orjson's exact value."""
-    from tokaudit.artifacts.base import _MAX_CANDIDATES
+    from tokaudit.artifacts.strict_json import _MAX_CANDIDATES
     from tokaudit.artifacts.model_config import parse_model_config
 
     numbers = [123456789012345678 + i for i in range(10_000)]

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from tokenizers import Tokenizer, decoders
 
 from tests.conftest import FIXTURES, run_cli
-from tokaudit.artifacts.token_bytes import PieceStream, parse_decoder
+from tokaudit.artifacts.decoder_chain import parse_decoder
+from tokaudit.model.decoding import PieceStream, decode
 from tokaudit.backends.registry import load_backends
 from tokaudit.model.text import TokenText
 from tokaudit.scan import load_model
@@ -46,7 +47,7 @@ def _chain(d: object):
 def test_chain_decodes_like_tokenizers(name: str, tokens: list[str]) -> None:
     lib = CHAINS[name]
     chain = _chain(lib)
-    assert chain.decode(list(tokens)) == lib.decode(list(tokens))
+    assert decode(chain, list(tokens)) == lib.decode(list(tokens))
     if chain.not_concatenative is None and not {"<0xE4>", "<0xBD>", "<0xA0>"} & set(tokens):
         stream = PieceStream(chain)
         assert b"".join(stream.piece(t) for t in tokens).decode("utf-8", "replace") == lib.decode(list(tokens))
@@ -57,7 +58,7 @@ def test_chain_descriptions_and_applicability() -> None:
     assert _chain(CHAINS["mistral"]).not_concatenative is None
     assert _chain(CHAINS["wordpiece"]).not_concatenative == (
         "WordPiece puts a space before every token that does not start with '##': token bytes do not concatenate to the text")
-    assert parse_decoder(None, "t").decode(["a", "b"]) == "a b"  # no decoder: tokenizers joins with spaces
+    assert decode(parse_decoder(None, "t"), ["a", "b"]) == "a b"  # no decoder: tokenizers joins with spaces
     assert parse_decoder({"type": "CTC"}, "t").not_concatenative == "the decoder CTC is not emulated"
 
 

@@ -13,7 +13,7 @@ import xmlschema
 
 from tests.conftest import FIXTURES, run_cli
 from tokaudit import REPOSITORY_URL, __version__
-from tokaudit.artifacts.base import Provenance
+from tokaudit.records import Provenance
 from tokaudit.ids import IdRanges
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.render_github import annotation, escape_data, escape_property

@@ -9,7 +9,8 @@ from conftest import ROOT
 
 #: Lowest first; a package may import the ones in the layers below its own.
 LAYERS = (
-    {"__init__", "errors", "ids", "catalog", "collector", "result_cache", "worker"},
+    # records: Provenance and AddedToken, which the artifacts build and every layer above reads
+    {"__init__", "errors", "ids", "catalog", "collector", "result_cache", "worker", "records"},
     {"rule_docs"},  # the rule pages (docs/rules): read by the SARIF renderer and `tokaudit rule`
     {"artifacts", "fleet", "parsers"},  # parsers: the stacks' tool-call/reasoning grammars, plain text in and out
     {"source", "config", "model"},
@@ -66,8 +67,33 @@ def test_every_import_points_down() -> None:
     assert sorted((src, dst, f) for src, dst, f in edges if RANK[dst] >= RANK[src]) == []
 
 
+def _imported_names(root: str) -> list[tuple[str, str, str]]:
+    """(file, module, name) of every ``from tokaudit... import name`` under ``root`` of the checkout."""
+    out = []
+    for path in sorted((ROOT / root).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tokaudit"):
+                out.extend((str(path.relative_to(ROOT)), node.module, a.name) for a in node.names)
+    return out
+
+
+def test_the_shared_records_come_from_the_ground_floor() -> None:
+    """Issue 33: Provenance and AddedToken were imported from the artifact parsers' module (report included)."""
+    shared = {"Provenance", "AddedToken"}
+    found = [(f, m, n) for root in ("tokaudit", "tests", "scripts", "bench") for f, m, n in _imported_names(root) if n in shared]
+    assert len(found) > 30
+    assert sorted((f, m) for f, m, _ in found if m != "tokaudit.records") == []
+
+
+def test_report_reads_files_but_no_file_kind() -> None:
+    """report may read a file safely (baselines, JSON positions for locations), never a tokenizer file kind's parser."""
+    allowed = {"tokaudit.artifacts.safe_files", "tokaudit.artifacts.strict_json", "tokaudit.artifacts.json_positions"}
+    used = {m for f, m, _ in _imported_names("tokaudit/report") if m.startswith("tokaudit.artifacts")}
+    assert used and sorted(used - allowed) == []
+
+
 def test_checks_import_neither_template_nor_the_commands() -> None:
     """Issue 23: the registry used to import the template rules (the rule list now lives in tokaudit.rules)."""
     edges = imports_by_unit()
-    assert {dst for src, dst, _ in edges if src == "checks"} <= {"artifacts", "backends", "ids", "model", "report", "errors", "catalog", "collector",
+    assert {dst for src, dst, _ in edges if src == "checks"} <= {"artifacts", "backends", "ids", "model", "report", "errors", "catalog", "collector", "records",
                                                                     "result_cache"}

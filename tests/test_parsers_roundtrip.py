@@ -12,7 +12,7 @@ import pytest
 
 import parser_data
 from conftest import ROOT, run_cli
-from tokaudit.artifacts.base import Provenance
+from tokaudit.records import Provenance
 from tokaudit.parsers.families import STACKS, TOOL_PARSERS, find_reasoning_parser, find_tool_parser
 from tokaudit.parsers.grammars import GRAMMARS, Call
 from tokaudit.parsers.parse import parse_whole

@@ -591,7 +591,7 @@ def test_rich_view_groups_stacks_and_shows_the_divergence() -> None:
 
 
 def test_a_template_stops_after_its_total_time() -> None:
-    from tokaudit.artifacts.base import Provenance
+    from tokaudit.records import Provenance
     from tokaudit.template.analysis import render_errors
     from tokaudit.template.rendering import render_template
     from tokaudit.template.requests import Request

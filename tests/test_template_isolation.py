@@ -16,7 +16,7 @@ from tokaudit.template.stacks import profile
 from tokaudit.template.stacks.engines import JINJA2_TRANSFORMERS
 from tokaudit.template.stacks.facts import template_facts
 from tokaudit.worker import WorkerFailure, shared_worker
-from tokaudit.artifacts.base import Provenance
+from tokaudit.records import Provenance
 
 SMG = profile("smg").engine
 TGI = profile("tgi").engine

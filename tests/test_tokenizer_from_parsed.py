@@ -13,7 +13,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from tests.conftest import FIXTURES, run_cli
-from tokaudit.artifacts.base import read_text
+from tokaudit.artifacts.safe_files import read_text
 from tokaudit.backends.hf_backend import HFBackend, tokenizer_from_parsed
 from tokaudit.scan import load_model
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tokaudit.artifacts.base import decode_text, read_bytes
+from tokaudit.artifacts.safe_files import decode_text, read_bytes
 from tokaudit.errors import InputError
 
 KEYS = ("select", "ignore", "baseline", "per-target-ignores", "stacks", "tool-parser", "reasoning-parser", "parsers", "require-reason")

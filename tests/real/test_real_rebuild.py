@@ -43,7 +43,7 @@ PARSED = ["deepseek-v3", "gemma3", "gpt-3.5-turbo", "gpt-oss", "gpt2-json", "gpt
 def test_tokenizer_json_built_from_the_parsed_json_as_from_str(name: str, real_dirs: dict[str, Path]) -> None:
     from tokenizers import Tokenizer
 
-    from tokaudit.artifacts.base import read_text
+    from tokaudit.artifacts.safe_files import read_text
     from tokaudit.backends.hf_backend import tokenizer_from_parsed
 
     tj = load_model(str(real_dirs[name])).artifacts.tokenizer_json

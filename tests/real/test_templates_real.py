@@ -20,7 +20,7 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.real import realkit
-from tokaudit.artifacts.base import Provenance
+from tokaudit.records import Provenance
 from tokaudit.template.analysis import Tokens, divergences, dropped_tool_calls, prefix_instability, render_errors
 from tokaudit.template.rendering import TemplateRun, render_template
 from tokaudit.template.requests import builtin_requests

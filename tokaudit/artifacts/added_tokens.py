@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tokaudit.artifacts.base import AddedToken, Provenance, expect_int, read_json_object
+from tokaudit.artifacts.strict_json import expect_int, read_json_object
+from tokaudit.records import AddedToken, Provenance
 from tokaudit.errors import InputError
 
 if TYPE_CHECKING:

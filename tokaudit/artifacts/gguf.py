@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tokaudit.artifacts.base import Provenance, open_regular
+from tokaudit.artifacts.safe_files import open_regular
+from tokaudit.records import Provenance
 from tokaudit.errors import InputError
 
 MAGIC = b"GGUF"

@@ -10,7 +10,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tokaudit.artifacts.base import outside_error, read_bytes, read_bytes_head, regular_file_error
+from tokaudit.artifacts.safe_files import outside_error, read_bytes, read_bytes_head, regular_file_error
 from tokaudit.errors import InputError
 from tokaudit.result_cache import exclude
 

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tokaudit.artifacts.base import Provenance, expect_int, read_json_object
+from tokaudit.artifacts.strict_json import expect_int, read_json_object
+from tokaudit.records import Provenance
 from tokaudit.errors import InputError
 
 #: Sub-configs of multimodal / composite models that carry the language model's settings.

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from tokaudit.artifacts.base import AddedToken, Provenance
+from tokaudit.records import AddedToken, Provenance
 from tokaudit.artifacts.load import Artifacts
 
 if TYPE_CHECKING:  # ast and the remote-code reader are loaded only to read tiktoken's registry (rank-file models)

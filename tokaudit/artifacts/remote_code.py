@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tokaudit.artifacts.base import Provenance, read_text
+from tokaudit.artifacts.safe_files import read_text
+from tokaudit.records import Provenance
 
 #: Size limits for one evaluated value: container items and string characters (a real pattern is < 2 KB,
 #: Qwen's extra-token list 205 items, Llama 3's reserved block 256).

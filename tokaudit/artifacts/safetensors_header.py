@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tokaudit.artifacts.base import Provenance, parse_json_text, read_json_object, regular_file_error
+from tokaudit.artifacts.safe_files import regular_file_error
+from tokaudit.artifacts.strict_json import parse_json_text, read_json_object
+from tokaudit.records import Provenance
 from tokaudit.errors import InputError
 
 _EMBEDDING = re.compile(r"(^|\.)(embed_tokens|wte|word_embeddings|tok_embeddings|embeddings)\.weight$")

@@ -17,7 +17,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tokaudit.artifacts.base import Provenance, read_bytes
+from tokaudit.artifacts.decoder_chain import DecoderChain, parse_decoder
+from tokaudit.artifacts.safe_files import read_bytes
+from tokaudit.records import Provenance
 from tokaudit.errors import InputError
 
 #: Budgets: real models are a few MB (Gemma 3: 4.7 MB, 262144 pieces).
@@ -130,10 +132,8 @@ class SentencePieceModel:
         return {"type": "Sequence", "decoders": steps}
 
     @cached_property
-    def decoder(self) -> Any:
+    def decoder(self) -> DecoderChain:
         """:attr:`decoder_json` as a decoder chain (the form the decoder-aware token text reads)."""
-        from tokaudit.artifacts.token_bytes import parse_decoder  # type: ignore[attr-defined]
-
         return parse_decoder(self.decoder_json, f"{self.name} (sentencepiece decode)")
 
     @cached_property

@@ -15,7 +15,8 @@ import binascii
 from dataclasses import dataclass
 from pathlib import Path
 
-from tokaudit.artifacts.base import AddedToken, Provenance, expect_int, read_json_object
+from tokaudit.artifacts.strict_json import expect_int, read_json_object
+from tokaudit.records import AddedToken, Provenance
 from tokaudit.errors import InputError
 
 #: mistral-common ``Tekkenizer.DEPRECATED_SPECIAL_TOKENS``: the block of a file without ``special_tokens``.

@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tokaudit.artifacts.base import Provenance, expect_int, read_json_object, read_text
-from tokaudit.artifacts.token_bytes import BYTE_LEVEL_DEFAULT, WORDPIECE_DEFAULT, DecoderChain, Scheme, token_bytes
+from tokaudit.artifacts.safe_files import read_text
+from tokaudit.artifacts.strict_json import expect_int, read_json_object
+from tokaudit.records import Provenance
+from tokaudit.artifacts.decoder_chain import BYTE_LEVEL_DEFAULT, DecoderChain, WORDPIECE_DEFAULT
+from tokaudit.artifacts.token_bytes import Scheme, token_bytes
 from tokaudit.errors import InputError
 
 

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from tokaudit.artifacts.base import MAX_ID, Provenance, read_bytes
+from tokaudit.artifacts.safe_files import read_bytes
+from tokaudit.artifacts.strict_json import MAX_ID
+from tokaudit.records import Provenance
 from tokaudit.errors import InputError
 
 if sys.version_info >= (3, 11):

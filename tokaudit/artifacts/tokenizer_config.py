@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tokaudit.artifacts.base import AddedToken, expect_int, parse_added_token, read_json_object
+from tokaudit.artifacts.strict_json import expect_int, parse_added_token, read_json_object
+from tokaudit.records import AddedToken
 from tokaudit.errors import InputError
 
 #: The named special-token fields transformers understands.

@@ -9,8 +9,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from tokaudit.artifacts.base import MAX_ID, AddedToken, Provenance, expect_int, json_object, parse_added_token, read_bytes
-from tokaudit.artifacts.token_bytes import DecoderChain, Scheme, TokenBytes, parse_decoder, token_bytes
+from tokaudit.artifacts.safe_files import read_bytes
+from tokaudit.artifacts.strict_json import MAX_ID, expect_int, json_object, parse_added_token
+from tokaudit.records import AddedToken, Provenance
+from tokaudit.artifacts.decoder_chain import DecoderChain, parse_decoder
+from tokaudit.artifacts.token_bytes import Scheme, TokenBytes, token_bytes
 from tokaudit.errors import InputError
 
 #: GPT-2's pre-tokenizer regex, used by ``ByteLevel(use_regex=True)``.

@@ -12,7 +12,8 @@ from itertools import accumulate, repeat
 from operator import and_, rshift
 from typing import Any
 
-from tokaudit.artifacts.base import read_text, serde_error_path
+from tokaudit.artifacts.safe_files import read_text
+from tokaudit.artifacts.strict_json import serde_error_path
 from tokaudit.artifacts.text_files import unknown_merges
 from tokaudit.artifacts.tokenizer_json import TokenizerJson
 from tokaudit.backends.base import BackendUnavailable

@@ -60,7 +60,7 @@ def gguf_option(path: Path | None) -> Path | None:
     """``--gguf FILE`` checked: a regular file that starts with the GGUF magic (else one InputError line)."""
     if path is None:
         return None
-    from tokaudit.artifacts.base import read_bytes_head, regular_file_error
+    from tokaudit.artifacts.safe_files import read_bytes_head, regular_file_error
 
     problem = regular_file_error(path)
     if problem is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from itertools import combinations
 
-from tokaudit.artifacts.base import Provenance
+from tokaudit.records import Provenance
 from tokaudit.artifacts.pattern import CL100K_PATTERN, search_pattern
 from tokaudit.checks.registry import rule
 from tokaudit.ids import IdRanges

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from threading import Lock
 
-from tokaudit.artifacts.base import Provenance
+from tokaudit.records import Provenance
 from tokaudit.model.id_table import IdTable, Layer
 from tokaudit.model.tokenizer_model import TokenizerModel
 

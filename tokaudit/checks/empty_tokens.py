@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tokaudit.artifacts.base import AddedToken
+from tokaudit.records import AddedToken
 from tokaudit.checks.registry import rule
 from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel

@@ -116,7 +116,7 @@ def id_drift(model: TokenizerModel) -> Iterator[Finding]:
 
 
 def _first_source(moved: list[dict[str, Any]]) -> Any:
-    from tokaudit.artifacts.base import Provenance
+    from tokaudit.records import Provenance
 
     src = moved[0]["source"]
     return Provenance(src["file"], src.get("line"), src.get("key"))

@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from tokaudit.artifacts.base import Provenance
+from tokaudit.records import Provenance
 from tokaudit.artifacts.pattern import Pattern, search_pattern
 from tokaudit.backends.pattern import ENGINES, Divergence, divergences, shrink, translate_for_onig
 from tokaudit.checks.registry import rule

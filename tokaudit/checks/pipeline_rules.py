@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tokaudit.artifacts.base import Provenance
+from tokaudit.records import Provenance
 from tokaudit.artifacts.tokenizer_json import TokenizerJson
 from tokaudit.checks.registry import rule
 from tokaudit.model.tokenizer_model import TokenizerModel

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tokaudit.artifacts.base import AddedToken, Provenance
+from tokaudit.records import AddedToken, Provenance
 from tokaudit.checks.common import find_content, is_tool_or_reasoning_marker, looks_control, turn_terminator
 from tokaudit.checks.registry import rule
 from tokaudit.ids import IdRanges

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tokaudit.artifacts.base import Provenance
+from tokaudit.records import Provenance
 from tokaudit.checks.common import turn_terminator
 from tokaudit.checks.registry import rule
 from tokaudit.checks.special_tokens import content_id, eos_sets, token_text

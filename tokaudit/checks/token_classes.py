@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from tokaudit.artifacts.base import Provenance
+from tokaudit.records import Provenance
 from tokaudit.artifacts.token_bytes import undecodable_ids
 from tokaudit.checks.progress import advance
 from tokaudit.checks.registry import rule
@@ -21,7 +21,7 @@ _BATCH = 8192
 #: ``partial_utf8_ids`` of the vocabulary last asked about (TA401 and TA402 ask about the same one).
 _last_partial: tuple[Mapping[int, bytes] | None, list[int]] = (None, [])
 #: What decides the undecodable ids of a file's vocabulary, besides the file: its parsers, the token bytes, the layer.
-_PARTIAL_MODULES = ("tokaudit.artifacts.base", "tokaudit.artifacts.tokenizer_json", "tokaudit.artifacts.tiktoken_ranks",
+_PARTIAL_MODULES = ("tokaudit.artifacts.strict_json", "tokaudit.artifacts.tokenizer_json", "tokaudit.artifacts.tiktoken_ranks",
                     "tokaudit.artifacts.token_bytes", "tokaudit.model.tokenizer_model", __name__)
 
 

@@ -38,7 +38,7 @@ BackendOpt = Annotated[
 
 
 def _read_ids(args: list[str], fmt: StreamFormat | None) -> tuple[list[int], str]:
-    from tokaudit.artifacts.base import is_existing_file
+    from tokaudit.artifacts.safe_files import is_existing_file
     from tokaudit.stream.readers import parse_stream, read_stream
 
     value = fmt.value if fmt else None

@@ -85,7 +85,7 @@ def replay(
       tokaudit replay models/kimi ids.jsonl --detokenizers offsets,decodestream
     """
     with handle_errors(debug):
-        from tokaudit.artifacts.base import is_existing_file
+        from tokaudit.artifacts.safe_files import is_existing_file
         from tokaudit.backends.registry import gguf_option
         from tokaudit.report.report import Report
         from tokaudit.scan import load_model

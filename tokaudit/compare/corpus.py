@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tokaudit.artifacts.base import read_bytes
+from tokaudit.artifacts.safe_files import read_bytes
 from tokaudit.errors import InputError
 
 

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tokaudit.artifacts.base import parse_json_text, read_bytes
+from tokaudit.artifacts.safe_files import read_bytes
+from tokaudit.artifacts.strict_json import parse_json_text
 from tokaudit.errors import InputError, shorten
 
 #: llama.cpp's separator between the texts of a ``.inp`` file.

@@ -19,7 +19,7 @@ from tokaudit.compare.special_addition import special_addition_findings
 from tokaudit.compare.runs import BackendRun, Progress, run_backend, run_decoder, throughput
 from tokaudit.compare.triage import NORMALIZER, REAL, UNKNOWN, Triage, triage_for
 from tokaudit.compare.unknown_ids import UnknownIdTable, unknown_id_table
-from tokaudit.artifacts.base import Provenance
+from tokaudit.records import Provenance
 from tokaudit.errors import InputError
 from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from tokaudit.artifacts.base import Provenance
+from tokaudit.records import Provenance
 from tokaudit.ids import IdRanges
 
 

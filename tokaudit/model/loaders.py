@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tokaudit.artifacts.base import AddedToken
+from tokaudit.records import AddedToken
 from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import FILES, REMOTE_CODE, TokenizerModel
 

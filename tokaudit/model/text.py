@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from tokaudit.artifacts.token_bytes import DecoderChain, PieceStream
+from tokaudit.artifacts.decoder_chain import DecoderChain
+from tokaudit.model.decoding import PieceStream, decode
 from tokaudit.model.id_table import Layer
 from tokaudit.model.tokenizer_model import TokenizerModel
 
@@ -177,7 +178,7 @@ class TokenText:
         kept = self._kept(ids, skip_special_tokens)
         if self.chain is None:
             return b"".join(kept).decode("utf-8", "replace")  # type: ignore[arg-type]
-        return self.chain.decode(kept)  # type: ignore[arg-type]
+        return decode(self.chain, kept)  # type: ignore[arg-type]
 
     @cached_property
     def _byte_level_only(self) -> bool:
@@ -262,7 +263,7 @@ class TokenText:
             stream = PieceStream(self.chain)
             stream.index = 1
             return stream.piece(content)
-        return self.chain.decode(["", content]).encode("utf-8")
+        return decode(self.chain, ["", content]).encode("utf-8")
 
     def claim_bytes(self, layer: Layer, token: bytes) -> bytes:
         """A layer's token in the decoder's terms, so that claims from different layers compare:
@@ -287,7 +288,7 @@ class TokenText:
             elif stream is not None:
                 out.append(stream.piece(spelled))
             else:
-                out.append((self.chain.decode([spelled]) if first else self.chain.decode(["", spelled])).encode("utf-8"))  # type: ignore[union-attr, list-item]
+                out.append((decode(self.chain, [spelled]) if first else decode(self.chain, ["", spelled])).encode("utf-8"))  # type: ignore[arg-type, list-item]  # no stream: the chain exists (rank files get one) and spells str
             if spelled is not None and not (skip_special_tokens and i in special):
                 first = False
         return out

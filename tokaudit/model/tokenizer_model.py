@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tokaudit.artifacts.added_tokens import config_added_tokens
-from tokaudit.artifacts.base import AddedToken, Provenance
+from tokaudit.records import AddedToken, Provenance
 from tokaudit.artifacts.load import Artifacts
 from tokaudit.artifacts.pattern import registry_special_tokens
 from tokaudit.model.id_table import IdTable, Layer

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tokaudit.artifacts.base import Provenance, read_json
+from tokaudit.artifacts.strict_json import read_json
+from tokaudit.records import Provenance
 from tokaudit.backends.base import call, encode_batch
 from tokaudit.compare.corpus import Case
 from tokaudit.errors import InputError

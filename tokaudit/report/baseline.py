@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tokaudit.artifacts.base import read_json
+from tokaudit.artifacts.strict_json import read_json
 from tokaudit.errors import InputError
 from tokaudit.report.finding import Finding
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
-from tokaudit.artifacts.base import Provenance, read_bytes_head
+from tokaudit.artifacts.safe_files import read_bytes_head
+from tokaudit.records import Provenance
 from tokaudit.artifacts.json_positions import walk
 from tokaudit.catalog import lookup
 from tokaudit.errors import InputError

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tokaudit.artifacts.base import Provenance
+from tokaudit.records import Provenance
 from tokaudit.config import Config, TargetIgnore
 from tokaudit.errors import InputError
 from tokaudit.report.baseline import Baseline, normalize_target

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tokaudit.artifacts.base import Provenance
+from tokaudit.records import Provenance
 from tokaudit.checks.registry import rule
 from tokaudit.model.memo import ModelMemo
 from tokaudit.model.tokenizer_model import TokenizerModel

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tokaudit.artifacts.base import MAX_FILE_BYTES, path_exists
+from tokaudit.artifacts.safe_files import MAX_FILE_BYTES, path_exists
 from tokaudit.errors import InputError
 
 #: huggingface_hub's limit on a repo id (namespace/name).

@@ -24,16 +24,8 @@ from itertools import accumulate, chain
 from pathlib import Path
 from typing import Any, overload
 
-from tokaudit.artifacts.base import (
-    STRICT_JSON,
-    decode_text,
-    has_lone_surrogate_escape,
-    open_regular,
-    parse_json_text,
-    read_bytes,
-    read_bytes_head,
-    regular_file_error,
-)
+from tokaudit.artifacts.safe_files import decode_text, open_regular, read_bytes, read_bytes_head, regular_file_error
+from tokaudit.artifacts.strict_json import STRICT_JSON, has_lone_surrogate_escape, parse_json_text
 from tokaudit.errors import InputError, shorten
 
 FORMATS = ("json", "ids", "jsonl", "sse")

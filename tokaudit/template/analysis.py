@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokaudit.artifacts.base import Provenance
+from tokaudit.records import Provenance
 from tokaudit.checks.literals import LiteralClassifier, literals_in
 from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from tokaudit.artifacts.base import read_bytes
+from tokaudit.artifacts.safe_files import read_bytes
 from tokaudit.checks.registry import rule
 from tokaudit.errors import InputError
 from tokaudit.model.tokenizer_model import TokenizerModel

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tokaudit.artifacts.base import read_text
+from tokaudit.artifacts.safe_files import read_text
 from tokaudit.errors import InputError
 
 #: The assistant text used to find the header a template writes before an assistant turn (TA805).
@@ -278,6 +278,6 @@ def load_messages(path: Path) -> list[Request]:
 
 def load_tools(path: Path) -> list[dict[str, Any]]:
     """``--tools FILE``: a JSON list of OpenAI-style tool definitions."""
-    from tokaudit.artifacts.base import read_json
+    from tokaudit.artifacts.strict_json import read_json
 
     return _check_tools(read_json(path), str(path), None, "tools")

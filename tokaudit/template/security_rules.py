@@ -8,7 +8,8 @@ from pathlib import Path
 from threading import Lock
 from typing import Any
 
-from tokaudit.artifacts.base import AddedToken, Provenance, read_bytes
+from tokaudit.artifacts.safe_files import read_bytes
+from tokaudit.records import AddedToken, Provenance
 from tokaudit.checks.registry import rule
 from tokaudit.errors import InputError
 from tokaudit.ids import IdRanges

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tokaudit.artifacts.base import Provenance, read_json_object, read_text
+from tokaudit.artifacts.safe_files import read_text
+from tokaudit.artifacts.strict_json import read_json_object
+from tokaudit.records import Provenance
 from tokaudit.errors import InputError
 from tokaudit.model.tokenizer_model import TokenizerModel
 
