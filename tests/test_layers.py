@@ -97,3 +97,53 @@ def test_checks_import_neither_template_nor_the_commands() -> None:
     edges = imports_by_unit()
     assert {dst for src, dst, _ in edges if src == "checks"} <= {"artifacts", "backends", "ids", "model", "report", "errors", "catalog", "collector", "records",
                                                                     "result_cache"}
+
+
+def _module_imports(package: str) -> dict[str, set[str]]:
+    """module -> the modules of the same package it imports (module-level and function-level alike)."""
+    root = ROOT / "tokaudit" / package
+    names = {f"tokaudit.{package}.{p.stem}" for p in root.glob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in names}
+    for path in root.glob("*.py"):
+        own = f"tokaudit.{package}.{path.stem}"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                targets = {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+            elif isinstance(node, ast.Import):
+                targets = {a.name for a in node.names}
+            else:
+                continue
+            graph[own] |= (targets & names) - {own}
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of the graph (its modules in order), or [] when there is none."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return []
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return []
+
+
+def test_no_import_cycle_in_model() -> None:
+    """Issue 33: llamacpp_load and llamacpp_vocab imported each other (the load was a global cache the vocab read);
+    the load is now TokenizerModel.llamacpp and the vocabulary module knows nothing of it."""
+    graph = _module_imports("model")
+    assert len(graph) > 8
+    assert _cycle(graph) == []
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]  # the search finds one where there is one

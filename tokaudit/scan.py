@@ -150,9 +150,8 @@ def gguf_summary(model: TokenizerModel) -> dict[str, Any] | None:
     if g is None:
         return None
     from tokaudit.checks.common import find_content, turn_terminator
-    from tokaudit.model.llamacpp_load import cached_load
-
-    load = cached_load(g)
+    load = model.llamacpp
+    assert load is not None  # the model has a GGUF
 
     def token(i: int | None) -> dict[str, Any] | None:
         if i is None:

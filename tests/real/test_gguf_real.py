@@ -71,8 +71,7 @@ def test_load_port_equals_llamacpp_on_every_vocab_file(vocab_files: dict[str, Pa
     """Special ids, EOG membership of every id, add_bos/add_eos and every token's attributes."""
     from tokaudit.artifacts.gguf import read_gguf_tokenizer
     from tokaudit.backends.llamacpp_backend import LlamaCppBackend
-    from tokaudit.model.llamacpp_load import llamacpp_load
-    from tokaudit.model.llamacpp_vocab import piece_rules
+    from tokaudit.model.llamacpp_load import llamacpp_load, piece_rules
 
     eog_sizes = {}
     for name, path in vocab_files.items():
@@ -84,7 +83,7 @@ def test_load_port_equals_llamacpp_on_every_vocab_file(vocab_files: dict[str, Pa
         assert (load.flags["add_bos"], load.flags["add_eos"]) == (real.add_bos, real.add_eos), name
         every = list(range(real.n_vocab))  # asked of llama.cpp in batches: a worker round trip per id took minutes
         assert sorted(load.eog) == real.eog_ids(every), name
-        rules = piece_rules(g)
+        rules = piece_rules(g, load)
         wrong = [i for i, attr in zip(every, real.attrs(every)) if rules.attr(i) & ATTR_MASK != attr & ATTR_MASK]
         assert wrong == [], (name, wrong[:5])
         eog_sizes[name] = len(load.eog)

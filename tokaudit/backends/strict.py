@@ -46,14 +46,16 @@ def _gguf_detokenizer(model: TokenizerModel) -> Callable[[list[int], bool], str]
     g = model.artifacts.gguf
     if not model.artifacts.gguf_only or g is None:
         return None
-    from tokaudit.model.llamacpp_load import cached_load
-    from tokaudit.model.llamacpp_vocab import NotEmulated, detokenize, piece_rules
+    from tokaudit.model.llamacpp_load import piece_rules
+    from tokaudit.model.llamacpp_vocab import NotEmulated, detokenize
 
+    load = model.llamacpp
+    assert load is not None  # the model has a GGUF
     try:
-        rules = piece_rules(g)
+        rules = piece_rules(g, load)
     except NotEmulated:
         return None
-    flags = cached_load(g).flags
+    flags = load.flags
     n = len(g.tokens)
 
     def decode(ids: list[int], skip_special_tokens: bool) -> str:

@@ -40,9 +40,9 @@ def on_gguf(check: GGUFCheck) -> Callable[[TokenizerModel], Iterator[Finding]]:
         g = model.artifacts.gguf
         if g is None:
             return iter(())
-        from tokaudit.model.llamacpp_load import cached_load
-
-        return check(model, g, cached_load(g))
+        load = model.llamacpp
+        assert load is not None  # the model has a GGUF
+        return check(model, g, load)
 
     return run
 
@@ -281,9 +281,8 @@ def gguf_special_out_of_range(model: TokenizerModel) -> Iterator[tuple[str, int,
     if g is None:
         return
     from tokaudit.artifacts.gguf import SPECIAL_ID_KEYS
-    from tokaudit.model.llamacpp_load import cached_load
-
-    load = cached_load(g)
+    load = model.llamacpp
+    assert load is not None  # the model has a GGUF
     for name, s in load.special.items():
         if s.bad_value is not None:
             key = next((f"tokenizer.ggml.{k}" for k, v in SPECIAL_ID_KEYS.items() if v == name and f"tokenizer.ggml.{k}" in g.key_offsets),

@@ -81,7 +81,7 @@ class LiteralClassifier:
         if a.gguf_only:  # llama.cpp's special-token cache: what llama_tokenize(parse_special) splits out whole
             from tokaudit.model.llamacpp_load import special_cache
 
-            self.registered = special_cache(a.gguf)  # type: ignore[arg-type]
+            self.registered = special_cache(a.gguf, model.llamacpp)  # type: ignore[arg-type]  # gguf_only: both are set
         #: every added/special text any file or the remote code knows (not the base vocabulary)
         known = set(self.registered) | named
         for table in model.profiles.values():

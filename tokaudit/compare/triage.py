@@ -212,10 +212,9 @@ def _gguf_triage(model: TokenizerModel) -> Triage:
     """A GGUF alone: the normalizer llama.cpp runs for its vocabulary type. WordPiece (llama.cpp's BERT
     preprocessing: lower-casing, accents stripped, split on whitespace and punctuation) and UGM (the GGUF's
     precompiled SentencePiece charsmap, run by tokenizers' own Precompiled normalizer) change text by design."""
-    from tokaudit.model.llamacpp_load import cached_load
-
     g = model.artifacts.gguf
-    load = cached_load(g)  # type: ignore[arg-type]
+    load = model.llamacpp
+    assert g is not None and load is not None  # a GGUF alone
     unk_id = load.id_of("unk")
     unk = g.tokens[unk_id].decode("utf-8", "replace") if unk_id is not None else None  # type: ignore[union-attr]
     if load.vocab_type == "WPM":

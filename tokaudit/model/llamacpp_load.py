@@ -12,11 +12,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from threading import Lock
 from typing import TYPE_CHECKING
 
 from tokaudit.artifacts.gguf import CONTROL
-from tokaudit.model.llamacpp_vocab import ATTR_CONTROL, ATTR_NORMAL, ATTR_UNKNOWN, ATTR_UNUSED, ATTR_USER_DEFINED, TYPE_ATTR, VOCAB_TYPES
+from tokaudit.model.llamacpp_vocab import (
+    ATTR_CONTROL,
+    ATTR_NORMAL,
+    ATTR_UNKNOWN,
+    ATTR_UNUSED,
+    ATTR_USER_DEFINED,
+    TYPE_ATTR,
+    VOCAB_TYPES,
+    NotEmulated,
+    PieceAbort,
+    PieceRules,
+    byte_level_pieces,
+    token_piece,
+)
 
 if TYPE_CHECKING:
     from tokaudit.artifacts.gguf import GGUFTokenizer
@@ -288,28 +300,10 @@ def llamacpp_load(g: GGUFTokenizer) -> LlamaCppLoad:
                         control, load_error, tuple(warnings))
 
 
-_lock = Lock()
-_loads: dict[int, tuple[GGUFTokenizer, LlamaCppLoad]] = {}
-
-
-def cached_load(g: GGUFTokenizer) -> LlamaCppLoad:
-    """:func:`llamacpp_load` once per GGUF record (the rules, the scan summary and the pieces all read it)."""
-    with _lock:
-        hit = _loads.get(id(g))
-    if hit is not None and hit[0] is g:
-        return hit[1]
-    load = llamacpp_load(g)
-    with _lock:
-        if len(_loads) > 16:
-            _loads.clear()
-        _loads[id(g)] = (g, load)
-    return load
-
-
-def special_cache(g: GGUFTokenizer) -> dict[str, int]:
+def special_cache(g: GGUFTokenizer, load: LlamaCppLoad) -> dict[str, int]:
     """text -> id of llama.cpp's special-token cache: every CONTROL, USER_DEFINED or UNKNOWN token after the
-    load-time overrides; ``llama_tokenize(parse_special=true)`` splits these out of text whole."""
-    load = cached_load(g)
+    load-time overrides (``load``: :attr:`TokenizerModel.llamacpp`); ``llama_tokenize(parse_special=true)`` splits
+    these out of text whole."""
     types = g.types
     marked = ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN
     out: dict[str, int] = {}
@@ -318,3 +312,31 @@ def special_cache(g: GGUFTokenizer) -> dict[str, int]:
         if attr & marked:
             out.setdefault(token.decode("utf-8", "replace"), i)
     return out
+
+
+def piece_rules(g: GGUFTokenizer, load: LlamaCppLoad) -> PieceRules:
+    """The piece rules of a GGUF as llama.cpp loads it (``load``, with its control-looking overrides)."""
+    return PieceRules.from_gguf(g.tokens, g.types, g.model or "", g.pre, load.control_override, load.attr_override)
+
+
+def gguf_pieces(g: GGUFTokenizer, load: LlamaCppLoad) -> dict[int, bytes]:
+    """id -> the bytes llama.cpp renders for it with specials on. A vocabulary whose pieces tokaudit does not
+    emulate (RWKV, PLaMo-2, an unknown model) keeps each token's raw bytes; a piece llama.cpp aborts making
+    keeps them too (the backend reports the abort)."""
+    try:
+        rules = piece_rules(g, load)
+    except NotEmulated:
+        return dict(enumerate(g.tokens))
+    out: list[bytes | None] = [None] * len(g.tokens)
+    if rules.vocab_type == "BPE" and not rules.escape_whitespaces:  # byte-level text: decoded in one pass
+        changed = {*rules.attr_override, *rules.control_override}
+        kinds = rules.types if rules.types is not None else [1] * len(g.tokens)
+        bulk = [i for i, (token, kind) in enumerate(zip(g.tokens, kinds)) if token and kind == 1 and i not in changed]
+        for i, piece in zip(bulk, byte_level_pieces([g.tokens[i] for i in bulk])):
+            out[i] = piece
+    for i in [i for i, piece in enumerate(out) if piece is None]:
+        try:
+            out[i] = token_piece(rules, i, True)
+        except (NotEmulated, PieceAbort):
+            out[i] = g.tokens[i]
+    return dict(enumerate(out))  # type: ignore[arg-type]

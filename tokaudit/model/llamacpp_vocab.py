@@ -8,12 +8,8 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import TYPE_CHECKING
 
 from tokaudit.artifacts.token_bytes import byte_decoder
-
-if TYPE_CHECKING:
-    from tokaudit.artifacts.gguf import GGUFTokenizer
 
 # llama_token_attr bits (llama.h)
 ATTR_UNDEFINED, ATTR_UNKNOWN, ATTR_UNUSED, ATTR_NORMAL, ATTR_CONTROL, ATTR_USER_DEFINED, ATTR_BYTE = 0, 1, 2, 4, 8, 16, 32
@@ -133,38 +129,7 @@ def token_piece(rules: PieceRules, token_id: int, special: bool) -> bytes:
     return b""  # UNUSED and UNDEFINED tokens make no piece
 
 
-def piece_rules(g: GGUFTokenizer) -> PieceRules:
-    """The piece rules of a GGUF as llama.cpp loads it (with its control-looking overrides)."""
-    from tokaudit.model.llamacpp_load import cached_load
-
-    load = cached_load(g)
-    return PieceRules.from_gguf(g.tokens, g.types, g.model or "", g.pre, load.control_override, load.attr_override)
-
-
-def gguf_pieces(g: GGUFTokenizer) -> dict[int, bytes]:
-    """id -> the bytes llama.cpp renders for it with specials on. A vocabulary whose pieces tokaudit does not
-    emulate (RWKV, PLaMo-2, an unknown model) keeps each token's raw bytes; a piece llama.cpp aborts making
-    keeps them too (the backend reports the abort)."""
-    try:
-        rules = piece_rules(g)
-    except NotEmulated:
-        return dict(enumerate(g.tokens))
-    out: list[bytes | None] = [None] * len(g.tokens)
-    if rules.vocab_type == "BPE" and not rules.escape_whitespaces:  # byte-level text: decoded in one pass
-        changed = {*rules.attr_override, *rules.control_override}
-        kinds = rules.types if rules.types is not None else [1] * len(g.tokens)
-        bulk = [i for i, (token, kind) in enumerate(zip(g.tokens, kinds)) if token and kind == 1 and i not in changed]
-        for i, piece in zip(bulk, _byte_level_pieces([g.tokens[i] for i in bulk])):
-            out[i] = piece
-    for i in [i for i, piece in enumerate(out) if piece is None]:
-        try:
-            out[i] = token_piece(rules, i, True)
-        except (NotEmulated, PieceAbort):
-            out[i] = g.tokens[i]
-    return dict(enumerate(out))  # type: ignore[arg-type]
-
-
-def _byte_level_pieces(tokens: list[bytes]) -> list[bytes]:
+def byte_level_pieces(tokens: list[bytes]) -> list[bytes]:
     """:func:`decode_text` of many byte-level BPE tokens: one translation of their joined text when every
     character is in GPT-2's alphabet (one byte each), else token by token."""
     try:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from tokaudit.artifacts.added_tokens import config_added_tokens
@@ -13,6 +14,7 @@ from tokaudit.model.id_table import IdTable, Layer
 
 if TYPE_CHECKING:  # the GGUF reader is loaded with a GGUF target's file, not by every scan
     from tokaudit.artifacts.gguf import GGUFTokenizer
+    from tokaudit.model.llamacpp_load import LlamaCppLoad
 
 FILES = "files"
 REMOTE_CODE = "remote-code"
@@ -70,6 +72,19 @@ class TokenizerModel:
     pat_str: str | None = None
     #: Where the files came from (a :class:`tokaudit.source.resolve.Source`: the path, the Hub repo and resolved commit).
     source: Any = None
+    #: What llama.cpp made of the GGUF while the model was built (a GGUF alone: its pieces need it); read :attr:`llamacpp`.
+    gguf_load: LlamaCppLoad | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def llamacpp(self) -> LlamaCppLoad | None:
+        """What llama.cpp makes of the target's GGUF when it loads it (None without a GGUF), computed once per model:
+        the GGUF rules, the scan summary, the strict backend, replay's server pieces and the template context read it."""
+        g = self.artifacts.gguf
+        if self.gguf_load is not None or g is None:
+            return self.gguf_load
+        from tokaudit.model.llamacpp_load import llamacpp_load
+
+        return llamacpp_load(g)
 
     @property
     def files(self) -> IdTable:
@@ -108,8 +123,9 @@ def _added_layers(tokens: tuple[AddedToken, ...], rule: str, artifact: str) -> l
     return layers
 
 
-def _base_layers(a: Artifacts) -> tuple[Layer, list[Layer], list[AddedToken]]:
-    """The base vocabulary a files-only loader reads (by the usual precedence), all its layers, its added tokens."""
+def _base_layers(a: Artifacts) -> tuple[Layer, list[Layer], list[AddedToken], LlamaCppLoad | None]:
+    """The base vocabulary a files-only loader reads (by the usual precedence), all its layers, its added tokens
+    (and, for a GGUF alone, what llama.cpp makes of it: its pieces are the vocabulary)."""
     cfg_added = config_added_tokens(a)
     config_added = list(cfg_added.tokens)
     if a.tokenizer_json:
@@ -117,7 +133,7 @@ def _base_layers(a: Artifacts) -> tuple[Layer, list[Layer], list[AddedToken]]:
         base = Layer(f"{tj.model_type} vocab", tj.name, tj.by_id, False, tj.source, lambda: tj.digest)
         added = _added_layers(tj.added_tokens, "added_tokens", tj.name)
         # tokenizers looks added tokens up before the model vocabulary
-        return base, added + [base], list(tj.added_tokens)
+        return base, added + [base], list(tj.added_tokens), None
     if a.tiktoken:
         rk = a.tiktoken
         base = Layer("tiktoken ranks", rk.name, rk.by_id, False, rk.source, lambda: rk.digest)
@@ -125,11 +141,11 @@ def _base_layers(a: Artifacts) -> tuple[Layer, list[Layer], list[AddedToken]]:
         layers = [base] + _added_layers(cfg_added.tokens, cfg_added.rule, cfg_added.artifact)
         if registry:  # a bare published rank file: tiktoken's registry names its specials
             layers += _added_layers(registry, "tiktoken registry special_tokens", rk.name)
-        return base, layers, config_added + list(registry)
+        return base, layers, config_added + list(registry), None
     if a.tekken:
         tk = a.tekken
         base = Layer("tekken vocab", tk.name, tk.by_id, False, tk.source)
-        return base, _added_layers(tk.specials, "special_tokens", tk.name) + [base], list(tk.specials)
+        return base, _added_layers(tk.specials, "special_tokens", tk.name) + [base], list(tk.specials), None
     if a.sentencepiece:
         sp = a.sentencepiece
         base = Layer(f"sentencepiece {sp.model_type} pieces", sp.name, sp.by_id, False, sp.source)
@@ -137,24 +153,25 @@ def _base_layers(a: Artifacts) -> tuple[Layer, list[Layer], list[AddedToken]]:
         layers = [Layer("control pieces", sp.name, control, True, sp.source)] if control else []
         # the slow tokenizer (LlamaTokenizer, T5Tokenizer) puts added_tokens_decoder over the pieces: its
         # flags win (``<unk>`` listed as special is skipped by decode(skip_special_tokens=True))
-        return base, layers + _added_layers(cfg_added.tokens, cfg_added.rule, cfg_added.artifact) + [base], config_added
+        return base, layers + _added_layers(cfg_added.tokens, cfg_added.rule, cfg_added.artifact) + [base], config_added, None
     if a.gguf_only:
-        return _gguf_layers(a.gguf)  # type: ignore[arg-type]
+        return _gguf_layers(a.gguf)  # type: ignore[arg-type]  # gguf_only: a.gguf is set
     vocab_file = a.vocab_json or a.vocab_txt
     assert vocab_file is not None  # load_artifacts guarantees one vocabulary file
     vocab = {i: vocab_file.token_bytes(i) or b"" for i in vocab_file.vocab}
     base = Layer("vocab", vocab_file.name, vocab, False, vocab_file.source)
-    return base, [base] + _added_layers(cfg_added.tokens, cfg_added.rule, cfg_added.artifact), config_added
+    return base, [base] + _added_layers(cfg_added.tokens, cfg_added.rule, cfg_added.artifact), config_added, None
 
 
-def _gguf_layers(g: GGUFTokenizer) -> tuple[Layer, list[Layer], list[AddedToken]]:
+def _gguf_layers(g: GGUFTokenizer) -> tuple[Layer, list[Layer], list[AddedToken], LlamaCppLoad]:
     """A GGUF's vocabulary as llama.cpp renders it: every token's piece (with specials) in the base layer,
     CONTROL and UNKNOWN tokens as the special layer and USER_DEFINED ones as added tokens that are not
     special (llama.cpp splits them out of any text and always renders them, as HF does added tokens)."""
     from tokaudit.artifacts.gguf import CONTROL, UNKNOWN, USER_DEFINED
-    from tokaudit.model.llamacpp_vocab import gguf_pieces
+    from tokaudit.model.llamacpp_load import gguf_pieces, llamacpp_load
 
-    pieces = gguf_pieces(g)
+    load = llamacpp_load(g)
+    pieces = gguf_pieces(g, load)
     base = Layer(f"GGUF {g.model} tokens", g.path.name, pieces, False, lambda i: g.source(f"tokenizer.ggml.tokens[{i}]"))
     types = g.types or ()
     added: list[AddedToken] = []
@@ -170,7 +187,7 @@ def _gguf_layers(g: GGUFTokenizer) -> tuple[Layer, list[Layer], list[AddedToken]
         layers.append(Layer("GGUF CONTROL/UNKNOWN tokens", g.path.name, special, True, lambda i: g.source(f"tokenizer.ggml.token_type[{i}]")))
     if user:
         layers.append(Layer("GGUF USER_DEFINED tokens", g.path.name, user, False, lambda i: g.source(f"tokenizer.ggml.token_type[{i}]")))
-    return base, layers + [base], added
+    return base, layers + [base], added, load
 
 
 def _remote_code_layers(a: Artifacts, files: IdTable, base_count: int, declared_size: int | None = None) -> list[Layer]:
@@ -221,7 +238,7 @@ def _gguf_rows(a: Artifacts) -> int | None:
 
 def build_model(artifacts: Artifacts, target: str) -> TokenizerModel:
     a = artifacts
-    base, layers, added = _base_layers(a)
+    base, layers, added, gguf_load = _base_layers(a)
     files = IdTable(FILES, "what a loader that reads only the data files sees (tiktoken-rs, tokenizers; smg and Dynamo add what they know of specific models)", tuple(layers))
     profiles = {FILES: files}
     if _uses_remote_code(a):
@@ -255,4 +272,4 @@ def build_model(artifacts: Artifacts, target: str) -> TokenizerModel:
         embedding_rows=emb.embedding.rows if emb and emb.embedding else (emb.lm_head.rows if emb and emb.lm_head else
                                                                          _gguf_rows(a) if a.gguf_only else None),
     )
-    return TokenizerModel(target, a, base.artifact, declared, sizes, profiles, base)
+    return TokenizerModel(target, a, base.artifact, declared, sizes, profiles, base, gguf_load=gguf_load)

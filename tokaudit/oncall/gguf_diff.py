@@ -17,7 +17,7 @@ from tokaudit.artifacts.gguf import GGUFTokenizer
 from tokaudit.checks.common import find_content
 from tokaudit.checks.gguf_rules import HF_REGEX_FAMILIES, hf_regex, type_flag_mismatches
 from tokaudit.ids import IdRanges
-from tokaudit.model.llamacpp_load import LlamaCppLoad, cached_load
+from tokaudit.model.llamacpp_load import LlamaCppLoad
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.oncall.codes import ID_TOKEN_MISMATCH, SPECIAL_TOKEN_DIVERGENCE
 from tokaudit.report.finding import Finding, Severity
@@ -81,8 +81,8 @@ def _specials(hf: TokenizerModel, g: GGUFTokenizer, load: LlamaCppLoad) -> list[
 
 def conversion_diff(hf: TokenizerModel, gguf: TokenizerModel, display: str) -> tuple[TargetResult, list[Finding]]:
     g = gguf.artifacts.gguf
-    assert g is not None
-    load = cached_load(g)
+    load = gguf.llamacpp
+    assert g is not None and load is not None
     a, _ = hf.files.flat
     b, _ = gguf.files.flat
     differ = sorted(i for i, token in a.items() if b.get(i) != token)

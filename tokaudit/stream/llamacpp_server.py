@@ -27,7 +27,8 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokaudit.model.llamacpp_vocab import OWN_PIECES, NotEmulated, PieceAbort, PieceRules, piece_rules, token_piece
+from tokaudit.model.llamacpp_load import piece_rules
+from tokaudit.model.llamacpp_vocab import OWN_PIECES, NotEmulated, PieceAbort, PieceRules, token_piece
 from tokaudit.stream.detokenizers import DecodeContext, Detokenizer, StepError
 from tokaudit.worker import WorkerFailure
 
@@ -189,7 +190,7 @@ def _emulated_rules(model: Any, path: Any) -> PieceRules | None:
     if record is None or getattr(record, "path", None) != path:
         return None
     try:
-        rules = piece_rules(record)
+        rules = piece_rules(record, model.llamacpp)
     except (NotEmulated, AttributeError):
         return None
     return None if rules.vocab_type in OWN_PIECES else rules

@@ -52,10 +52,9 @@ def prepended(model: TokenizerModel) -> Prefix | None:
     """What the serving stack prepends: tokenizer.json's post-processor when there is one, else add_bos_token."""
     tj = model.artifacts.tokenizer_json
     if model.artifacts.gguf_only:
-        from tokaudit.model.llamacpp_load import cached_load
-
         g = model.artifacts.gguf
-        load = cached_load(g)  # type: ignore[arg-type]
+        load = model.llamacpp  # set: the model is a GGUF
+        assert load is not None
         bos = load.id_of("bos")
         if not load.flags.get("add_bos") or bos is None:
             return None

@@ -72,10 +72,9 @@ def special_token_context(model: TokenizerModel) -> dict[str, str]:
     """bos_token, eos_token, ... as their text (the ``content`` of AddedToken dicts), as transformers passes them."""
     out: dict[str, str] = {}
     if model.artifacts.gguf_only:  # llama.cpp's server passes bos_token and eos_token, as the tokens' text
-        from tokaudit.model.llamacpp_load import cached_load
-
         g = model.artifacts.gguf
-        load = cached_load(g)  # type: ignore[arg-type]
+        load = model.llamacpp  # set: the model is a GGUF
+        assert load is not None
         for name in ("bos", "eos"):
             i = load.id_of(name)
             if i is not None:
