@@ -11,6 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tokaudit.artifacts.kinds import FILE_KINDS, FileKind, names_of_rank_files
+from tokaudit.artifacts.load import Artifacts, load_artifacts, sniff_vocabulary
 from tokaudit.artifacts.model_config import parse_generation_config, parse_model_config
 from tokaudit.artifacts.remote_code import parse_remote_code
 from tokaudit.artifacts.safetensors_header import parse_safetensors, parse_safetensors_index
@@ -562,3 +564,59 @@ def test_vocabulary_kind_by_content(tmp_path: Path, name: str, content: str, kin
     from tokaudit.artifacts.load import sniff_vocabulary
 
     assert sniff_vocabulary(write(tmp_path / name, content)) == kind
+
+
+def _files_of_kind(globs: tuple[str, ...]) -> list[Path]:
+    """The fixture files (in path order) named by one of ``globs``."""
+    import fnmatch
+
+    from conftest import ROOT
+
+    return [p for glob in globs
+            for p in sorted(p for p in (ROOT / "fixtures").rglob("*") if p.is_file() and fnmatch.fnmatchcase(p.name, glob))]
+
+
+def _load_kind(kind: FileKind, source: Path, target: Path) -> Artifacts:
+    """``source`` as the only file of its kind in ``target``: beside a GPT-2 vocabulary unless it is one."""
+    import shutil
+
+    from conftest import ROOT
+
+    target.mkdir()
+    if not kind.vocabulary:
+        for f in (ROOT / "fixtures" / "gpt2-files").iterdir():
+            shutil.copy(f, target)
+    shutil.copy(source, target / source.name)
+    return load_artifacts(target / source.name if kind.name == "gguf" else target)
+
+
+def test_every_file_kind_of_the_table_loads_into_its_field(tmp_path: Path) -> None:
+    """Each row of FILE_KINDS, from a real file: found by its name beside a GPT-2 vocabulary (or alone, for a
+    vocabulary; as the target, for a GGUF), parsed by the row's parser into the Artifacts field named like the row,
+    recognised by content where the row says so; Artifacts has no field without a row."""
+    import dataclasses
+
+    assert {f.name for f in dataclasses.fields(Artifacts)} == {"root"} | {kind.name for kind in FILE_KINDS}
+    assert names_of_rank_files() == "tiktoken.model, *.tiktoken, tekken.json"
+    entries = {}
+    for kind in FILE_KINDS:
+        sources = _files_of_kind(kind.globs or ("*.gguf",))
+        if kind.name == "added_tokens_json":  # no fixture ships one: the slow tokenizers' file as they write it
+            sources = [write(tmp_path / "added_tokens.json", '{"<|extra|>": 1000}')]
+        # the first fixture of the kind that is one (fixtures/spm-fake-model's tokenizer.model holds tiktoken ranks)
+        for n, source in enumerate(sources[:3]):
+            artifacts = _load_kind(kind, source, tmp_path / f"{kind.name}-{n}")
+            record = getattr(artifacts, kind.name)
+            if kind.name == "remote_code":
+                assert [type(r).__module__ for r in record] == ["tokaudit.artifacts.remote_code"], source
+                record = record[0]
+            if record is not None:
+                break
+        assert record is not None, (kind.name, sources[:3])
+        assert type(record).__module__ == f"tokaudit.artifacts.{kind.parser[0]}", (kind.name, source)
+        assert (kind.name, record) in artifacts.present()
+        if kind.sniff is not None:
+            assert sniff_vocabulary(source) == kind.name
+        entries[kind.name] = artifacts.entries(kind.name, record)
+    assert len(entries) == len(FILE_KINDS) == 17
+    assert (entries["tekken"], entries["added_tokens_json"], entries["merges"], entries["config"]) == (600, 1, 741, None)

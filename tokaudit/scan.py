@@ -99,24 +99,8 @@ def artifact_summary(a: Artifacts) -> list[dict[str, Any]]:
     """One row per parsed file: its kind and how many entries it holds."""
     rows = []
     for kind, record in a.present():
-        rows.append({"file": record.name, "kind": kind, "entries": _entries(kind, record)})  # type: ignore[attr-defined]
+        rows.append({"file": record.name, "kind": kind, "entries": a.entries(kind, record)})  # type: ignore[attr-defined]
     return rows
-
-
-def _entries(kind: str, record: Any) -> int | None:
-    if kind in ("tiktoken", "tekken", "sentencepiece"):
-        return len(record.by_id)
-    if kind in ("tokenizer_json", "vocab_json", "vocab_txt"):
-        return len(record.vocab) + len(getattr(record, "added_tokens", ()))
-    if kind == "tokenizer_config":
-        return len(record.added_tokens_decoder)
-    if kind == "added_tokens_json":
-        return len(record.tokens)
-    if kind == "merges":
-        return len(record.merges)
-    if kind == "remote_code":
-        return sum(len(lst.tokens) for lst in record.special_token_lists) + (record.num_reserved_special_tokens or 0)
-    return None
 
 
 def vocab_summary(model: TokenizerModel) -> dict[str, Any]:

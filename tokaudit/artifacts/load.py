@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import fnmatch
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tokaudit.artifacts.kinds import BY_NAME, FILE_KINDS
 from tokaudit.artifacts.safe_files import outside_error, read_bytes, read_bytes_head, regular_file_error
 from tokaudit.errors import InputError
 from tokaudit.result_cache import exclude
 
 if TYPE_CHECKING:  # each parser module is imported when a file of its kind is found (a scan needs a few)
+    from tokaudit.records import AddedToken
     from tokaudit.artifacts.added_tokens import AddedTokensJson
     from tokaudit.artifacts.gguf import GGUFTokenizer
     from tokaudit.artifacts.model_config import GenerationConfig, ModelConfig
@@ -27,32 +28,11 @@ if TYPE_CHECKING:  # each parser module is imported when a file of its kind is f
     from tokaudit.artifacts.tokenizer_config import SpecialTokensMap, TokenizerConfig
     from tokaudit.artifacts.tokenizer_json import TokenizerJson
 
-#: (kind, file-name glob) in precedence order; the first file of a kind wins.
-KINDS: tuple[tuple[str, str], ...] = (
-    ("tokenizer_json", "tokenizer.json"),
-    ("tiktoken", "tiktoken.model"),
-    ("tiktoken", "*.tiktoken"),
-    ("tekken", "tekken.json"),
-    # SentencePiece ModelProto, or (GLM-4) tiktoken ranks under that name: told apart by content
-    ("sentencepiece", "tokenizer.model"),
-    ("tokenizer_config", "tokenizer_config.json"),
-    ("special_tokens_map", "special_tokens_map.json"),
-    ("added_tokens_json", "added_tokens.json"),
-    ("config", "config.json"),
-    ("generation_config", "generation_config.json"),
-    ("chat_template", "chat_template.jinja"),
-    ("vocab_json", "vocab.json"),
-    ("merges", "merges.txt"),
-    ("vocab_txt", "vocab.txt"),
-    ("safetensors", "model.safetensors"),
-    ("safetensors_index", "model.safetensors.index.json"),
-    ("remote_code", "tokenization_*.py"),
-    # Meta's own tokenizer code beside its rank file (llama_models/llama3, llama4): read with ast, never run
-    ("remote_code", "tokenizer.py"),
-)
+#: (kind, file-name glob) in precedence order; the first file of a kind wins (from ``FILE_KINDS``).
+KINDS: tuple[tuple[str, str], ...] = tuple((kind.name, glob) for kind in FILE_KINDS for glob in kind.globs)
 
-#: File kinds that hold a vocabulary; a target needs at least one.
-VOCAB_KINDS = ("tokenizer_json", "tiktoken", "tekken", "sentencepiece", "vocab_json", "vocab_txt")
+#: File kinds found by name that hold a vocabulary; a target needs at least one (or a GGUF).
+VOCAB_KINDS = tuple(kind.name for kind in FILE_KINDS if kind.vocabulary and kind.globs)
 
 #: Single-file targets named like SentencePiece models (mistral-common ships ``tokenizer.model.v3``,
 #: ``mistral_instruct_tokenizer_240216.model.v2``); the content decides what they are.
@@ -62,30 +42,9 @@ MODEL_FILE_GLOBS = ("*.model", "*.model.v*")
 #: only read when they are already present).
 TOKENIZER_FILE_PATTERNS = [glob for _, glob in KINDS if glob != "model.safetensors"]
 
-#: kind -> (module, parser function), imported on first use.
-_PARSER_NAMES = {
-    "tokenizer_json": ("tokenizer_json", "parse_tokenizer_json"),
-    "tiktoken": ("tiktoken_ranks", "parse_tiktoken_ranks"),
-    "tekken": ("tekken", "parse_tekken"),
-    "tokenizer_config": ("tokenizer_config", "parse_tokenizer_config"),
-    "special_tokens_map": ("tokenizer_config", "parse_special_tokens_map"),
-    "added_tokens_json": ("added_tokens", "parse_added_tokens_json"),
-    "config": ("model_config", "parse_model_config"),
-    "generation_config": ("model_config", "parse_generation_config"),
-    "chat_template": ("text_files", "parse_chat_template"),
-    "vocab_json": ("text_files", "parse_vocab_json"),
-    "merges": ("text_files", "parse_merges"),
-    "vocab_txt": ("text_files", "parse_vocab_txt"),
-    "safetensors": ("safetensors_header", "parse_safetensors"),
-    "safetensors_index": ("safetensors_header", "parse_safetensors_index"),
-    "remote_code": ("remote_code", "parse_remote_code"),
-    "sentencepiece": ("sentencepiece_model", "parse_sentencepiece"),
-}
-
-
 def _parser(kind: str) -> Callable[..., Any]:
-    """The parser of one file kind (``sentencepiece`` also takes the bytes already read)."""
-    module, function = _PARSER_NAMES[kind]
+    """The parser of one file kind (``sentencepiece`` also takes the bytes already read), imported on first use."""
+    module, function = BY_NAME[kind].parser
     return getattr(import_module(f"tokaudit.artifacts.{module}"), function)
 
 
@@ -132,6 +91,31 @@ class Artifacts:
         return self.gguf is not None and not any(getattr(self, kind) is not None for kind in VOCAB_KINDS)
 
     @property
+    def rank_file(self) -> TiktokenRanks | Tekken | None:
+        """The byte-level rank file tiktoken encodes with (tiktoken.model, *.tiktoken, tekken.json), by precedence."""
+        return next((getattr(self, kind.name) for kind in FILE_KINDS if kind.rank_file and getattr(self, kind.name) is not None),
+                    None)
+
+    @property
+    def registered_added_tokens(self) -> Sequence[AddedToken]:
+        """The added tokens the tokenizer registers: the vocabulary file's own list (tokenizer.json ``added_tokens``,
+        tekken.json ``special_tokens``), else tokenizer_config.json's ``added_tokens_decoder`` (by precedence)."""
+        for kind in FILE_KINDS:
+            record = getattr(self, kind.name)
+            if kind.added_tokens is not None and record is not None:
+                return kind.added_tokens(record)
+        return ()
+
+    def vocabularies(self) -> list[tuple[str, Mapping[int, bytes]]]:
+        """(file name, id -> token bytes) of every file whose vocabulary can be compared with the others'."""
+        return [(record.name, kind.id_bytes(record)) for kind in FILE_KINDS
+                if kind.id_bytes is not None and (record := getattr(self, kind.name)) is not None]
+
+    def entries(self, kind: str, record: Any) -> int | None:
+        """How many entries one parsed file holds (the scan's artifact summary)."""
+        return BY_NAME[kind].entries(record)
+
+    @property
     def embedding(self) -> EmbeddingShapes | None:
         return self.safetensors or self.safetensors_index
 
@@ -168,25 +152,12 @@ def _model_file(file: Path, found: dict[str, object]) -> None:
 #: How much of a file's start the content sniffing reads, and how many unnamed files it looks at in one directory.
 SNIFF_BYTES = 4096
 MAX_SNIFFED_FILES = 256
-#: A tiktoken rank file's first line: base64 of a token, one space, its rank.
-_RANK_LINE = re.compile(rb"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|=)? \d{1,19}\r?\n")
-#: Keys that tokenizers writes at the start of every tokenizer.json (``Tokenizer.save``), before the model.
-_TOKENIZER_JSON_KEYS = (b'"added_tokens"', b'"truncation"', b'"pre_tokenizer"', b'"normalizer"')
-
-
 def sniff_vocabulary(file: Path) -> str | None:
     """The vocabulary kind of a file whose name says nothing (tiktoken's cache files are named by the sha1
     of their URL, litellm ships ``anthropic_tokenizer.json``): decided by its first bytes, as
     ``tokenizer.model`` is. ``tiktoken``, ``tokenizer_json``, ``gguf`` or None."""
     head = read_bytes_head(file, SNIFF_BYTES)
-    if head.startswith(b"GGUF"):
-        return "gguf"
-    if _RANK_LINE.match(head):
-        return "tiktoken"
-    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if text.startswith(b"{") and any(key in text for key in _TOKENIZER_JSON_KEYS):
-        return "tokenizer_json"
-    return None
+    return next((kind.name for kind in FILE_KINDS if kind.sniff is not None and kind.sniff(head)), None)
 
 
 def _vocabulary_by_content(files: list[Path], directory: Path) -> tuple[str, Path] | None:
@@ -206,9 +177,7 @@ def _vocabulary_by_content(files: list[Path], directory: Path) -> tuple[str, Pat
 
 
 def _gguf(file: Path) -> GGUFTokenizer:
-    from tokaudit.artifacts.gguf import read_gguf_tokenizer
-
-    return read_gguf_tokenizer(file)
+    return _parser("gguf")(file)
 
 
 def load_artifacts(path: Path) -> Artifacts:

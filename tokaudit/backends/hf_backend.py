@@ -289,7 +289,7 @@ class HFBackend:
                 return backend
             legacy = tokenizer_from_vocab_files(model)
             if legacy is None:
-                if model.artifacts.tiktoken is not None or model.artifacts.tekken is not None:
+                if model.artifacts.rank_file is not None:
                     from tokaudit.backends.vocab import byte_vocab
 
                     byte_vocab(model)  # the ranks are there but unusable: raises the precise reason

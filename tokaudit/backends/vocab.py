@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from tokaudit.artifacts.kinds import names_of_rank_files
 from tokaudit.backends.base import BackendUnavailable
 from tokaudit.model.text import TokenText
 from tokaudit.model.tokenizer_model import TokenizerModel
@@ -16,7 +17,7 @@ MAX_U32 = 2**32 - 1
 
 @dataclass(frozen=True)
 class ByteVocab:
-    #: token bytes -> rank (rank == id for tiktoken files; tekken ids are shifted by the special block).
+    #: token bytes -> rank (rank == id, except in a rank file whose ids are shifted by a block of specials first).
     ranks: dict[bytes, int]
     #: special/added token text -> id (every added token: encoders match them all in text).
     specials: dict[str, int]
@@ -32,11 +33,12 @@ class ByteVocab:
 
 
 def byte_vocab(model: TokenizerModel) -> ByteVocab:
-    """Ranks and specials from the files profile; requires a rank file (tiktoken.model, *.tiktoken, tekken.json)."""
+    """Ranks and specials from the files profile; requires a rank file (``Artifacts.rank_file``)."""
     a = model.artifacts
-    if a.tiktoken is None and a.tekken is None:
-        raise BackendUnavailable("needs byte-level ranks (tiktoken.model, *.tiktoken or tekken.json)")
-    base = a.tiktoken.by_id if a.tiktoken else a.tekken.by_id  # type: ignore[union-attr]
+    rank_file = a.rank_file
+    if rank_file is None:
+        raise BackendUnavailable(f"needs byte-level ranks ({names_of_rank_files(last=' or ')})")
+    base = rank_file.by_id
     # An empty *special* token makes tiktoken's encode loop forever: it is kept out below (scan reports
     # it as TA206 empty-token). An empty rank is harmless (whisper's multilingual.tiktoken has one, id
     # 50256) and stays, so that decoding it behaves as tiktoken does.

@@ -101,19 +101,7 @@ def remote_code_required(model: TokenizerModel) -> Iterator[Finding]:
 
 
 def _vocabularies(model: TokenizerModel) -> list[tuple[str, Mapping[int, bytes]]]:
-    a = model.artifacts
-    out: list[tuple[str, Mapping[int, bytes]]] = []
-    if a.tokenizer_json is not None:
-        tj = a.tokenizer_json
-        out.append((tj.name, tj.by_id))
-    if a.tiktoken is not None:
-        out.append((a.tiktoken.name, a.tiktoken.by_id))
-    if a.tekken is not None:
-        out.append((a.tekken.name, a.tekken.by_id))
-    for record in (a.vocab_json, a.vocab_txt):
-        if record is not None:
-            out.append((record.name, {i: record.token_bytes(i) or b"" for i in record.vocab}))
-    return out
+    return model.artifacts.vocabularies()
 
 
 @rule("TA303")

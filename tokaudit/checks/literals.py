@@ -16,7 +16,7 @@ the two never disagree:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,13 +71,7 @@ class LiteralClassifier:
             if record is not None:
                 named |= {t.content for t in record.special.values()} | {t.content for t in record.additional_special_tokens}
         self.named = named
-        if a.tokenizer_json is not None:
-            primary: Any = a.tokenizer_json.added_tokens
-        elif a.tekken is not None:
-            primary = a.tekken.specials
-        else:
-            primary = a.tokenizer_config.added_tokens_decoder if a.tokenizer_config else ()
-        self.registered = {t.content: t.id for t in primary}
+        self.registered: Mapping[str, int | None] = {t.content: t.id for t in a.registered_added_tokens}
         if a.gguf_only:  # llama.cpp's special-token cache: what llama_tokenize(parse_special) splits out whole
             from tokaudit.model.llamacpp_load import special_cache
 

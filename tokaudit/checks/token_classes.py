@@ -80,7 +80,7 @@ def _encoder(model: TokenizerModel) -> tuple[str, Any] | str | None:
     from tokaudit.backends.registry import load_backends
 
     a = model.artifacts
-    if a.tokenizer_json is None and (a.tiktoken is not None or a.tekken is not None):
+    if model.ranks is not None:
         loaded = load_backends(model, ["tiktoken"])[0]
         if loaded.backend is not None:
             enc = loaded.backend.encoding  # type: ignore[attr-defined]

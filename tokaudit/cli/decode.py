@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from tokaudit.artifacts.kinds import names_of_rank_files
 from tokaudit.backends.kinds import names_help
 from tokaudit.cli.common import (
     Color,
@@ -33,7 +34,7 @@ BackendOpt = Annotated[
     str | None,
     typer.Option("--backend", help=f"{names_help(last=' or ', decode_only=True)}. "
                  "Default: what a files-only gateway (smg, Dynamo) uses: hf (tokenizers) when there is a tokenizer.json, "
-                 "else tiktoken for a rank file (tiktoken.model, *.tiktoken, tekken.json)."),
+                 f"else tiktoken for a rank file ({names_of_rank_files()})."),
 ]
 
 

@@ -14,6 +14,8 @@ from tokaudit.model.id_table import IdTable, Layer
 
 if TYPE_CHECKING:  # the GGUF reader is loaded with a GGUF target's file, not by every scan
     from tokaudit.artifacts.gguf import GGUFTokenizer
+    from tokaudit.artifacts.tekken import Tekken
+    from tokaudit.artifacts.tiktoken_ranks import TiktokenRanks
     from tokaudit.model.llamacpp_load import LlamaCppLoad
 
 FILES = "files"
@@ -85,6 +87,12 @@ class TokenizerModel:
         from tokaudit.model.llamacpp_load import llamacpp_load
 
         return llamacpp_load(g)
+
+    @property
+    def ranks(self) -> TiktokenRanks | Tekken | None:
+        """The byte-level rank file the base vocabulary comes from (tiktoken encodes with it: tiktoken.model,
+        *.tiktoken, tekken.json), or None when the base vocabulary is something else (a tokenizer.json comes first)."""
+        return None if self.artifacts.tokenizer_json is not None else self.artifacts.rank_file
 
     @property
     def files(self) -> IdTable:

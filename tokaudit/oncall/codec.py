@@ -22,13 +22,13 @@ from tokaudit.report.text import visible
 
 def gateway_backend(model: TokenizerModel, encode: bool) -> str:
     """The engine a files-only gateway (smg, Dynamo) uses: tokenizers for tokenizer.json, else tiktoken
-    for a rank file (tiktoken.model, *.tiktoken, tekken.json); hf for anything else. A GGUF alone is
+    for a rank file (``model.ranks``); hf for anything else. A GGUF alone is
     llama.cpp's: it encodes with llama.cpp, and decodes with ``strict`` (llama_detokenize emulated from the
     GGUF, so decoding needs no extra)."""
     a = model.artifacts
     if a.gguf_only:
         return "llama.cpp" if encode else "strict"
-    if a.tokenizer_json is None and (a.tiktoken is not None or a.tekken is not None):
+    if model.ranks is not None:
         return "tiktoken"
     return "hf"
 
