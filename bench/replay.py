@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from tokaudit.scan import load_model  # noqa: E402 - after sys.path names the checkout
 from tokaudit.stream.detokenizers import DecodeContext, TokenBytes, build_detokenizers, run  # noqa: E402 - after sys.path names the checkout
-from tokaudit.stream.readers import Stream  # noqa: E402 - after sys.path names the checkout
+from tokaudit.stream.steps import Stream  # noqa: E402 - after sys.path names the checkout
 from tokaudit.stream.replay import load_tokenizer  # noqa: E402 - after sys.path names the checkout
 from scan import bytecode_env  # noqa: E402  (bench/scan.py: the same bytecode cache for every bench)
 

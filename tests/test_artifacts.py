@@ -20,7 +20,14 @@ from tokaudit.artifacts.tekken import parse_tekken
 from tokaudit.artifacts.text_files import parse_merges, parse_vocab_json, parse_vocab_txt
 from tokaudit.artifacts.tiktoken_ranks import parse_tiktoken_ranks
 from tokaudit.artifacts.tokenizer_config import parse_special_tokens_map, parse_tokenizer_config
-from tokaudit.artifacts.token_bytes import Scheme, TokenBytes, byte_decoder, token_bytes, token_bytes_table, undecodable_ids
+from tokaudit.artifacts.token_bytes import (
+    Scheme,
+    TokenBytes,
+    byte_decoder,
+    token_bytes,
+    token_bytes_table,
+    undecodable_ids,
+)
 from tokaudit.artifacts.tokenizer_json import parse_tokenizer_json
 from tokaudit.errors import InputError
 

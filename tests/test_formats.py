@@ -396,7 +396,7 @@ def test_the_report_stream_guard_keeps_json_meaning_and_breaks_workflow_commands
 @pytest.mark.parametrize("fmt", ["rich", "markdown", "github", "junit", "sarif", "json"])
 def test_no_format_writes_a_raw_control_character_or_a_workflow_command(fmt: str) -> None:
     """Each renderer through the report stream (its guard), on a finding whose message and key are hostile."""
-    from tokaudit.cli.common import _ValidText
+    from tokaudit.cli.report_stream import ValidText
     from tokaudit.report.render_github import render_github
     from tokaudit.report.render_markdown import render_markdown
     from tokaudit.report.render_rich import render_rich
@@ -404,7 +404,7 @@ def test_no_format_writes_a_raw_control_character_or_a_workflow_command(fmt: str
     f = Finding("TA202", "eos-mismatch", Severity.ERROR, HOSTILE, location=Provenance("x.json", key=HOSTILE), target="t")
     report = Report("scan", [TargetResult("t", {})], [f])
     buf = io.StringIO()
-    stream = _ValidText(buf, {"json": "json", "sarif": "json", "github": "commands"}.get(fmt, "text"))
+    stream = ValidText(buf, {"json": "json", "sarif": "json", "github": "commands"}.get(fmt, "text"))
     if fmt == "rich":
         render_rich(report, stream, color="never", quiet=True)
     elif fmt == "markdown":

@@ -1,4 +1,4 @@
-"""tokaudit's own GGUF reader (tokaudit/artifacts/gguf.py): what it reads from real files, and the one-line
+"""tokaudit's own GGUF reader (tokaudit/artifacts/gguf_reader.py, gguf.py): what it reads from real files, and the one-line
 errors for every kind of broken file the GGUF issue lists. Broken files are crafted byte by byte here (the
 ``gguf`` writer refuses to write most of them); well-formed ones come from the ``gguf`` writer and the
 committed fixtures."""
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from tokaudit.artifacts.gguf import read_gguf, read_gguf_tokenizer
+from tokaudit.artifacts.gguf import read_gguf_tokenizer
+from tokaudit.artifacts.gguf_reader import read_gguf
 from tokaudit.errors import InputError
 
 CLEAN = FIXTURES / "llamacpp" / "clean-bpe.gguf"

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from tests.conftest import FIXTURES
 from tokaudit.scan import load_model
 from tokaudit.stream.detokenizers import INITIAL_OFFSET, REPLACEMENT, build_detokenizers, run
-from tokaudit.stream.readers import Stream, read_stream
+from tokaudit.stream.readers import read_stream
+from tokaudit.stream.steps import Stream
 from tokaudit.stream.replay import _generated, _reference_chars, decode_context, load_tokenizer
 from tokaudit.stream.utf8 import character_starts, decode_at_cuts
 

@@ -11,7 +11,8 @@ import pytest
 
 from tests.conftest import FIXTURES, run_cli
 from tokaudit.stream.detokenizers import build_detokenizers
-from tokaudit.stream.readers import Stream, read_stream
+from tokaudit.stream.readers import read_stream
+from tokaudit.stream.steps import Stream
 from tokaudit.stream.replay import ReplayOptions, decode_context, replay
 
 STREAMS = FIXTURES / "streams"

@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from tokaudit.errors import InputError
-from tokaudit.stream.readers import Stream, detect_format, parse_stream, read_stream
+from tokaudit.stream.readers import detect_format, parse_stream, read_stream
+from tokaudit.stream.steps import Stream
 
 
 def test_json_array_is_one_id_per_step():
@@ -219,7 +220,7 @@ SSE_EVENTS = [
 def test_sse_read_in_bulk_equals_the_line_parser(k):
     """Each chunk shape the bulk reader takes gives the steps the line parser gives (a capture of every
     shape rotated, so that each one comes first once)."""
-    from tokaudit.stream.readers import _sse_in_bulk, _sse_line_by_line
+    from tokaudit.stream.stream_formats import _sse_in_bulk, _sse_line_by_line
 
     events = SSE_EVENTS[k:] + SSE_EVENTS[:k]
     lines = (": comment\nevent: chunk\n" + "".join(f"data: {e}\n\n" for e in events) + "data: [DONE]\n").splitlines()
@@ -238,6 +239,6 @@ def test_sse_read_in_bulk_equals_the_line_parser(k):
     '[1, 2]',
 ])
 def test_sse_shapes_the_bulk_reader_leaves_to_the_line_parser(event):
-    from tokaudit.stream.readers import _sse_in_bulk
+    from tokaudit.stream.stream_formats import _sse_in_bulk
 
     assert _sse_in_bulk([f"data: {event}", "", "data: [DONE]"]) is None

@@ -64,7 +64,7 @@ def published_encodings() -> dict[str, PublishedEncoding]:
     import ast
     import importlib.util
 
-    from tokaudit.artifacts.remote_code import evaluate_constant
+    from tokaudit.artifacts.constant_eval import evaluate_constant
 
     spec = importlib.util.find_spec("tiktoken_ext.openai_public")
     if spec is None or spec.origin is None:
@@ -93,7 +93,7 @@ def _constructor(func: ast.FunctionDef, module_env: dict[str, object]) -> Publis
     """``def cl100k_base(): ... load_tiktoken_bpe(url, expected_hash=H) ... return {"pat_str": ..., ...}``."""
     import ast
 
-    from tokaudit.artifacts.remote_code import evaluate_constant
+    from tokaudit.artifacts.constant_eval import evaluate_constant
 
     env = dict(module_env)
     digest = None

@@ -20,16 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tokaudit.artifacts.constant_eval import BUDGET_KEY, NOT_CONSTANT, Budget, OverBudget, evaluate, why_not_constant
 from tokaudit.artifacts.safe_files import read_text
 from tokaudit.records import Provenance
 
-#: Size limits for one evaluated value: container items and string characters (a real pattern is < 2 KB,
-#: Qwen's extra-token list 205 items, Llama 3's reserved block 256).
-_MAX_ITEMS = 100_000
-_MAX_CHARS = 100_000
-#: Expression nodes evaluated per file (comprehension items included); real files need a few thousand.
-_MAX_STEPS = 300_000
-_BUDGET_KEY = " budget"  # not an identifier: cannot collide with a name in the file
 _PATTERN_NAME = re.compile(r"^_*(pat|pat_str|pattern|regex_pattern|pre_tokenize_regex)$", re.IGNORECASE)
 _TOKEN_SHAPE = re.compile(r"^(<\|.*\|>|<[^<>\s]+>|\[[^\[\]\s]+\])$")
 
@@ -75,161 +69,6 @@ class RemoteCode:
         return self.path.name
 
 
-class _Unknown(Exception):
-    """The expression is not a constant this evaluator understands."""
-
-
-class _OverBudget(_Unknown):
-    """The expression exceeds the evaluator's step or size budget."""
-
-
-class _Budget:
-    def __init__(self, steps: int = _MAX_STEPS) -> None:
-        self.steps = steps
-
-    def step(self) -> None:
-        self.steps -= 1
-        if self.steps < 0:
-            raise _OverBudget(f"over the evaluator's budget of {_MAX_STEPS} steps")
-
-
-def _check_size(value: Any) -> Any:
-    if isinstance(value, (str, bytes)) and len(value) > _MAX_CHARS:
-        raise _OverBudget(f"a string of {len(value)} characters (limit {_MAX_CHARS})")
-    if isinstance(value, (tuple, list, set, dict, range)) and len(value) > _MAX_ITEMS:
-        raise _OverBudget(f"a collection of {len(value)} items (limit {_MAX_ITEMS})")
-    return value
-
-
-def _evaluate(node: ast.AST, env: dict[str, Any]) -> Any:
-    env[_BUDGET_KEY].step()
-    ev = lambda n: _evaluate(n, env)  # noqa: E731 - a closure over env, as short as the calls it shortens
-    if isinstance(node, ast.Constant):
-        return _check_size(node.value)
-    if isinstance(node, ast.Name):
-        if node.id in env:
-            return env[node.id]
-        raise _Unknown
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-        if f"self.{node.attr}" in env:
-            return env[f"self.{node.attr}"]
-        raise _Unknown
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        _check_size(node.elts)
-        items = [ev(e) for e in node.elts]
-        return tuple(items) if isinstance(node, ast.Tuple) else (set(items) if isinstance(node, ast.Set) else items)
-    if isinstance(node, ast.Dict):
-        if any(k is None for k in node.keys):
-            raise _Unknown
-        return {ev(k): ev(v) for k, v in zip(node.keys, node.values)}
-    if isinstance(node, ast.JoinedStr):
-        parts = []
-        for value in node.values:
-            if isinstance(value, ast.FormattedValue):
-                if value.format_spec is not None or value.conversion not in (-1, None):
-                    raise _Unknown
-                inner = ev(value.value)
-                if not isinstance(inner, (str, int)):
-                    raise _Unknown
-                parts.append(str(inner))
-            else:
-                parts.append(ev(value))
-        if sum(len(p) for p in parts) > _MAX_CHARS:
-            raise _OverBudget(f"an f-string longer than {_MAX_CHARS} characters")
-        return "".join(parts)
-    if isinstance(node, ast.BinOp):
-        left, right = ev(node.left), ev(node.right)
-        if isinstance(node.op, ast.Add) and type(left) is type(right) and isinstance(left, (str, int, tuple, list)):
-            if not isinstance(left, int) and len(left) + len(right) > max(_MAX_CHARS, _MAX_ITEMS):
-                raise _OverBudget(f"a concatenation of {len(left) + len(right)} items")
-            return _check_size(left + right)
-        if isinstance(node.op, (ast.Sub, ast.Mult)) and all(isinstance(x, int) and not isinstance(x, bool) for x in (left, right)):
-            if abs(left) > 2**40 or abs(right) > 2**40:
-                raise _Unknown
-            return left - right if isinstance(node.op, ast.Sub) else left * right
-        raise _Unknown
-    if isinstance(node, (ast.GeneratorExp, ast.ListComp, ast.SetComp)):
-        return _comprehension(node, env)
-    if isinstance(node, ast.Call):
-        return _call(node, env)
-    raise _Unknown
-
-
-def evaluate_constant(node: ast.AST, env: dict[str, Any]) -> Any:
-    """Fold one constant expression with a fresh budget; ``ValueError`` when it is not understood."""
-    try:
-        return _evaluate(node, {**env, _BUDGET_KEY: _Budget()})
-    except (_Unknown, RecursionError, TypeError, OverflowError, MemoryError, AttributeError, KeyError) as exc:
-        raise ValueError(_why(exc, node)) from None
-
-
-def _bind(target: ast.AST, value: Any, env: dict[str, Any]) -> None:
-    if isinstance(target, ast.Name):
-        env[target.id] = value
-    elif isinstance(target, ast.Tuple) and isinstance(value, (tuple, list)) and len(value) == len(target.elts):
-        for t, v in zip(target.elts, value):
-            _bind(t, v, env)
-    else:
-        raise _Unknown
-
-
-def _comprehension(node: ast.GeneratorExp | ast.ListComp | ast.SetComp, env: dict[str, Any]) -> Any:
-    if len(node.generators) != 1 or node.generators[0].is_async:
-        raise _Unknown
-    gen = node.generators[0]
-    iterable = _evaluate(gen.iter, env)
-    if not isinstance(iterable, (range, tuple, list, str)):
-        raise _Unknown
-    _check_size(iterable)
-    out = []
-    for item in iterable:
-        local = dict(env)
-        _bind(gen.target, item, local)
-        if all(_evaluate(cond, local) for cond in gen.ifs):
-            out.append(_evaluate(node.elt, local))
-    return set(out) if isinstance(node, ast.SetComp) else (out if isinstance(node, ast.ListComp) else tuple(out))
-
-
-def _call(node: ast.Call, env: dict[str, Any]) -> Any:
-    args = [_evaluate(a, env) for a in node.args]
-    kwargs = {k.arg: _evaluate(k.value, env) for k in node.keywords if k.arg}
-    if len(kwargs) != len(node.keywords):
-        raise _Unknown
-    func = node.func
-    if isinstance(func, ast.Attribute) and func.attr == "join" and not kwargs and len(args) == 1:
-        sep = _evaluate(func.value, env)
-        if isinstance(sep, str) and isinstance(args[0], (tuple, list)) and all(isinstance(a, str) for a in args[0]):
-            total = sum(len(a) for a in args[0]) + len(sep) * max(len(args[0]) - 1, 0)
-            if total > _MAX_CHARS:
-                raise _OverBudget(f"a join of {total} characters (limit {_MAX_CHARS})")
-            return sep.join(args[0])
-        raise _Unknown
-    if not isinstance(func, ast.Name):
-        raise _Unknown
-    name = func.id
-    if name == "range" and not kwargs and 1 <= len(args) <= 3 and all(isinstance(a, int) for a in args):
-        if len(args) == 3 and args[2] == 0:
-            raise _Unknown  # range(a, b, 0) raises
-        return _check_size(range(*args))
-    if name == "len" and not kwargs and len(args) == 1 and isinstance(args[0], (str, tuple, list, set, dict, range)):
-        return len(args[0])
-    if name in ("tuple", "list", "set") and not kwargs and len(args) <= 1:
-        items = args[0] if args else ()
-        if not isinstance(items, (tuple, list, set, range, str)):
-            raise _Unknown
-        _check_size(items)
-        return {"tuple": tuple, "list": list, "set": set}[name](items)
-    if name == "enumerate" and 1 <= len(args) <= 2 and set(kwargs) <= {"start"}:
-        start = kwargs.get("start", args[1] if len(args) == 2 else 0)
-        if not isinstance(start, int) or not isinstance(args[0], (tuple, list, range)):
-            raise _Unknown
-        _check_size(args[0])
-        return tuple(enumerate(args[0], start))
-    if name == "dict" and not args:
-        return dict(kwargs)
-    raise _Unknown
-
-
 def _reserved_templates(tree: ast.AST) -> tuple[str, ...]:
     out = []
     for node in ast.walk(tree):
@@ -254,23 +93,6 @@ def _as_special_list(name: str, value: Any, source: Provenance) -> SpecialTokenL
         if "special" in name.lower() and all(isinstance(t, str) and _TOKEN_SHAPE.match(t) for t in items):
             return SpecialTokenList(name, tuple(items), (), source)
     return None
-
-
-_FAILURES = (_Unknown, RecursionError, TypeError, ValueError, OverflowError, MemoryError, AttributeError, KeyError)
-
-
-def _why(exc: BaseException, node: ast.AST) -> str:
-    """A short reason an expression was not understood."""
-    if isinstance(exc, _OverBudget) and exc.args:
-        return str(exc.args[0])
-    if isinstance(exc, (RecursionError, MemoryError)):
-        return "nested too deeply"
-    if isinstance(node, ast.Call):
-        try:
-            return f"the value is a call to {ast.unparse(node.func)[:60]}"
-        except (RecursionError, ValueError):
-            return "the value is a call"
-    return f"the value is not a constant ({type(node).__name__})"
 
 
 def _encoding_pattern_arg(call: ast.Call) -> ast.AST | None:
@@ -301,18 +123,18 @@ def parse_remote_code(path: Path) -> RemoteCode:
     #: 1: self.<pattern name> = ..., 2: a pattern-named variable or constant.
     patterns: list[tuple[int, int, str | None, Provenance, str | None]] = []
     not_understood: list[tuple[Provenance, str]] = []
-    budget = _Budget()
+    budget = Budget()
     defined: dict[str, tuple[str, Provenance]] = {}
     uses_tiktoken = re.search(r"^\s*(import tiktoken|from tiktoken)|\bEncoding\(", text, re.MULTILINE) is not None
 
     def note_pattern(priority: int, node: ast.AST, env: dict[str, Any], line: int, key: str) -> None:
         source = Provenance(path.name, line=line, key=key)
         try:
-            value = _evaluate(node, env)
-        except _FAILURES as exc:
-            patterns.append((priority, len(patterns), None, source, _why(exc, node)))
-            if isinstance(exc, _OverBudget):
-                not_understood.append((source, _why(exc, node)))
+            value = evaluate(node, env)
+        except NOT_CONSTANT as exc:
+            patterns.append((priority, len(patterns), None, source, why_not_constant(exc, node)))
+            if isinstance(exc, OverBudget):
+                not_understood.append((source, why_not_constant(exc, node)))
             return
         if isinstance(value, str):
             ref = f"self.{node.attr}" if isinstance(node, ast.Attribute) else getattr(node, "id", None)
@@ -376,11 +198,11 @@ def parse_remote_code(path: Path) -> RemoteCode:
                     env[f"self.{name}"] = value  # a class attribute, read as self.pat_str
                 continue
             try:
-                value = _evaluate(value_node, env)
-            except _FAILURES as exc:
+                value = evaluate(value_node, env)
+            except NOT_CONSTANT as exc:
                 env.pop(name, None)
-                if isinstance(exc, _OverBudget):
-                    not_understood.append((Provenance(path.name, line=stmt.lineno, key=name), _why(exc, value_node)))
+                if isinstance(exc, OverBudget):
+                    not_understood.append((Provenance(path.name, line=stmt.lineno, key=name), why_not_constant(exc, value_node)))
                 continue
             env[name] = value
             if isinstance(value, str):  # a constant that may be passed on as pat_str: remember where it is written
@@ -403,7 +225,7 @@ def parse_remote_code(path: Path) -> RemoteCode:
 
     locals_found: list[SpecialTokenList] = []
     try:
-        visit_body(tree.body, {_BUDGET_KEY: budget}, True)
+        visit_body(tree.body, {BUDGET_KEY: budget}, True)
     except (RecursionError, MemoryError):
         not_understood.append((Provenance(path.name), "nested too deeply to read"))
     readable = sorted((p for p in patterns if p[2] is not None), key=lambda p: (p[0], p[1]))

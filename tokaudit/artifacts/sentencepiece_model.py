@@ -19,16 +19,13 @@ from typing import Any, NamedTuple
 
 from tokaudit.artifacts.decoder_chain import DecoderChain, parse_decoder
 from tokaudit.artifacts.safe_files import read_bytes
+from tokaudit.artifacts.sentencepiece_wire import I32, LEN, VARINT, expect_wire, fields, int32, text_field, wire_error
 from tokaudit.records import Provenance
 from tokaudit.errors import InputError
 
 #: Budgets: real models are a few MB (Gemma 3: 4.7 MB, 262144 pieces).
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_PIECES = 8_000_000
-_MAX_VARINT_BYTES = 10
-
-_VARINT, _I64, _LEN, _SGROUP, _EGROUP, _I32 = 0, 1, 2, 3, 4, 5
-_WIRE_NAMES = {_VARINT: "varint", _I64: "fixed64", _LEN: "length-delimited", _I32: "fixed32"}
 
 
 class PieceType(IntEnum):
@@ -161,98 +158,27 @@ def looks_like_sentencepiece(data: bytes) -> bool:
     return bool(data[:4096].translate(None, _RANK_FILE_BYTES))
 
 
-# -- wire format ----------------------------------------------------------------------------------
-
-
-def _varint(data: bytes, pos: int, end: int, path: Path | None, where: str) -> tuple[int, int]:
-    result = shift = 0
-    start = pos
-    while True:
-        if pos >= end:
-            raise _error(path, f"truncated varint in {where}", start)
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if pos - start >= _MAX_VARINT_BYTES:
-            raise _error(path, f"bad varint in {where} (more than {_MAX_VARINT_BYTES} bytes)", start)
-
-
-def _error(path: Path | None, message: str, offset: int) -> InputError:
-    return InputError(f"malformed SentencePiece model: {message} at byte {offset}", file=str(path) if path else None)
-
-
-def _fields(data: bytes, pos: int, end: int, path: Path, where: str):  # type: ignore[no-untyped-def]
-    """(field number, wire type, value, offset) of each field in ``data[pos:end]``; the value is an
-    int (varint), a (start, end) span (length-delimited) or raw bytes (fixed32/64)."""
-    while pos < end:
-        offset = pos
-        key, pos = _varint(data, pos, end, path, f"a field key of {where}")
-        number, wire = key >> 3, key & 7
-        if number == 0:
-            raise _error(path, f"field number 0 in {where}", offset)
-        if wire == _VARINT:
-            value, pos = _varint(data, pos, end, path, f"{where} field {number}")
-            yield number, wire, value, offset
-        elif wire == _LEN:
-            length, start = _varint(data, pos, end, path, f"the length of {where} field {number}")
-            if length > end - start:
-                raise _error(path, f"{where} field {number} declares {length} bytes but only {end - start} remain", offset)
-            pos = start + length
-            yield number, wire, (start, pos), offset
-        elif wire in (_I32, _I64):
-            size = 4 if wire == _I32 else 8
-            if size > end - pos:
-                raise _error(path, f"truncated {_WIRE_NAMES[wire]} in {where} field {number}", offset)
-            yield number, wire, data[pos:pos + size], offset
-            pos += size
-        else:
-            raise _error(path, f"invalid wire type {wire} in {where} field {number}", offset)
-
-
-def _expect(path: Path, where: str, number: int, wire: int, expected: int, offset: int) -> None:
-    if wire != expected:
-        raise _error(path, f"{where} field {number} has wire type {_WIRE_NAMES.get(wire, wire)}, expected {_WIRE_NAMES[expected]}", offset)
-
-
-def _text(data: bytes, span: tuple[int, int], path: Path, where: str, offset: int) -> str:
-    try:
-        return data[span[0]:span[1]].decode("utf-8")
-    except UnicodeDecodeError:
-        raise _error(path, f"{where} is not valid UTF-8", offset) from None
-
-
-def _int32(value: int) -> int:
-    """A protobuf int32 (negative values are 10-byte two's complement varints)."""
-    value &= 0xFFFFFFFFFFFFFFFF
-    if value >= 1 << 63:
-        value -= 1 << 64
-    return max(-(2**31), min(value, 2**31 - 1))
-
-
 # -- messages -------------------------------------------------------------------------------------
 
 
 def _piece(data: bytes, span: tuple[int, int], path: Path, index: int) -> Piece:
     where = f"pieces[{index}]"
     text, score, kind = None, 0.0, PieceType.NORMAL
-    for number, wire, value, offset in _fields(data, span[0], span[1], path, where):
+    for number, wire, value, offset in fields(data, span[0], span[1], path, where):
         if number == 1:
-            _expect(path, where, number, wire, _LEN, offset)
-            text = _text(data, value, path, f"{where}.piece", offset)
+            expect_wire(path, where, number, wire, LEN, offset)
+            text = text_field(data, value, path, f"{where}.piece", offset)
         elif number == 2:
-            _expect(path, where, number, wire, _I32, offset)
+            expect_wire(path, where, number, wire, I32, offset)
             score = struct.unpack("<f", value)[0]
         elif number == 3:
-            _expect(path, where, number, wire, _VARINT, offset)
+            expect_wire(path, where, number, wire, VARINT, offset)
             try:
                 kind = PieceType(value)
             except ValueError:
-                raise _error(path, f"{where}.type is {value}, not a piece type (1-6)", offset) from None
+                raise wire_error(path, f"{where}.type is {value}, not a piece type (1-6)", offset) from None
     if text is None:
-        raise _error(path, f"{where} has no piece string", span[0])
+        raise wire_error(path, f"{where} has no piece string", span[0])
     return Piece(text, score, kind)
 
 
@@ -294,16 +220,16 @@ _DEFAULT_UNK_SURFACE = " \u2047 "
 
 def _trainer(data: bytes, span: tuple[int, int], path: Path) -> dict[str, Any]:
     out: dict[str, Any] = {"unk_surface": _DEFAULT_UNK_SURFACE, "model_type": 1, "unk_id": 0, "bos_id": 1, "eos_id": 2, "pad_id": -1, "byte_fallback": 0, "treat_whitespace_as_suffix": 0}
-    for number, wire, value, offset in _fields(data, span[0], span[1], path, "trainer_spec"):
+    for number, wire, value, offset in fields(data, span[0], span[1], path, "trainer_spec"):
         name = _TRAINER_INTS.get(number) or _TRAINER_BOOLS.get(number)
         if name is not None:
-            _expect(path, "trainer_spec", number, wire, _VARINT, offset)
-            out[name] = _int32(value) if number in _TRAINER_INTS else int(bool(value))
+            expect_wire(path, "trainer_spec", number, wire, VARINT, offset)
+            out[name] = int32(value) if number in _TRAINER_INTS else int(bool(value))
             if name == "model_type" and value not in MODEL_TYPES:
-                raise _error(path, f"trainer_spec.model_type is {value}, not a model type (1-4)", offset)
+                raise wire_error(path, f"trainer_spec.model_type is {value}, not a model type (1-4)", offset)
         elif number == 44:
-            _expect(path, "trainer_spec", number, wire, _LEN, offset)
-            out["unk_surface"] = _text(data, value, path, "trainer_spec.unk_surface", offset)
+            expect_wire(path, "trainer_spec", number, wire, LEN, offset)
+            out["unk_surface"] = text_field(data, value, path, "trainer_spec.unk_surface", offset)
     return out
 
 
@@ -311,15 +237,15 @@ def _normalizer(data: bytes, span: tuple[int, int], path: Path) -> dict[str, obj
     out: dict[str, object] = {"name": None, "precompiled_charsmap": b"", "add_dummy_prefix": True,
                               "remove_extra_whitespaces": True, "escape_whitespaces": True}
     bools = {3: "add_dummy_prefix", 4: "remove_extra_whitespaces", 5: "escape_whitespaces"}
-    for number, wire, value, offset in _fields(data, span[0], span[1], path, "normalizer_spec"):
+    for number, wire, value, offset in fields(data, span[0], span[1], path, "normalizer_spec"):
         if number == 1:
-            _expect(path, "normalizer_spec", number, wire, _LEN, offset)
-            out["name"] = _text(data, value, path, "normalizer_spec.name", offset)
+            expect_wire(path, "normalizer_spec", number, wire, LEN, offset)
+            out["name"] = text_field(data, value, path, "normalizer_spec.name", offset)
         elif number == 2:
-            _expect(path, "normalizer_spec", number, wire, _LEN, offset)
+            expect_wire(path, "normalizer_spec", number, wire, LEN, offset)
             out["precompiled_charsmap"] = data[value[0]:value[1]]
         elif number in bools:
-            _expect(path, "normalizer_spec", number, wire, _VARINT, offset)
+            expect_wire(path, "normalizer_spec", number, wire, VARINT, offset)
             out[bools[number]] = bool(value)
     return out
 
@@ -377,17 +303,17 @@ def parse_sentencepiece(path: Path, data: bytes | None = None) -> SentencePieceM
     pieces, pos = _leading_pieces(data)
     trainer: dict[str, Any] | None = None
     normalizer: dict[str, object] | None = None
-    for number, wire, value, offset in _fields(data, pos, len(data), path, "ModelProto"):
+    for number, wire, value, offset in fields(data, pos, len(data), path, "ModelProto"):
         if number == 1:
-            _expect(path, "ModelProto", number, wire, _LEN, offset)
+            expect_wire(path, "ModelProto", number, wire, LEN, offset)
             if len(pieces) >= MAX_PIECES:
-                raise _error(path, f"more than {MAX_PIECES} pieces", offset)
+                raise wire_error(path, f"more than {MAX_PIECES} pieces", offset)
             pieces.append(_fast_piece(data, value) or _piece(data, value, path, len(pieces)))
         elif number == 2:
-            _expect(path, "ModelProto", number, wire, _LEN, offset)
+            expect_wire(path, "ModelProto", number, wire, LEN, offset)
             trainer = _trainer(data, value, path)
         elif number == 3:
-            _expect(path, "ModelProto", number, wire, _LEN, offset)
+            expect_wire(path, "ModelProto", number, wire, LEN, offset)
             normalizer = _normalizer(data, value, path)
     if not pieces:
         raise InputError("malformed SentencePiece model: no pieces", file=str(path))

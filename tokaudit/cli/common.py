@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
 import traceback
 from collections.abc import Iterable, Iterator
@@ -16,7 +15,8 @@ import typer
 
 from tokaudit.errors import InputError
 from tokaudit.report.report import Report
-from tokaudit.report.text import guard_output, plural, safe, severity_counts
+from tokaudit.cli.report_stream import ValidText, printable
+from tokaudit.report.text import plural, safe, severity_counts
 
 
 class OutputFormat(str, Enum):
@@ -183,58 +183,6 @@ def guard_std_streams(argv: list[str]) -> None:
     sys.stderr = stream
 
 
-def printable(text: str) -> str:
-    """Lone surrogates (undecodable bytes of a path, ``\\ud800`` from a JSON file) cannot be encoded:
-    show an undecodable byte once as ``\\xff``, any other surrogate as ``\\ud800``."""
-    if not _SURROGATES.search(text):
-        return text
-    return _SURROGATES.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}" if 0xDC80 <= ord(m.group()) <= 0xDCFF
-                           else f"\\u{ord(m.group()):04x}", text)
-
-
-_SURROGATES = re.compile("[\ud800-\udfff]")
-
-
-class _ValidText:
-    """The report stream with lone surrogates replaced by U+FFFD: every format stays valid UTF-8
-    (and valid JSON/XML) whatever bytes a path or a token holds; and guarded (:func:`guard_output`, ``kind``
-    as it says) against what a renderer left unescaped. Writes are gathered up to 64 KiB until :meth:`flush`:
-    renderers write in small pieces, and with PYTHONUNBUFFERED=1 (usual in containers) each would be a system
-    call (~600 for one scan's JSON)."""
-
-    _LIMIT = 1 << 16
-
-    def __init__(self, stream: TextIO, kind: str = "text") -> None:
-        self._stream = stream
-        self._kind = kind
-        self._line_start = True
-        self._pending: list[str] = []
-        self._size = 0
-
-    def write(self, text: str) -> int:
-        self._pending.append(_SURROGATES.sub("\ufffd", text))
-        self._size += len(text)
-        if self._size >= self._LIMIT:
-            self._write_pending()
-        return len(text)
-
-    def flush(self) -> None:
-        self._write_pending()
-        self._stream.flush()
-
-    def _write_pending(self) -> None:
-        if self._pending:
-            text = guard_output("".join(self._pending), self._kind, self._line_start)
-            self._pending, self._size = [], 0
-            if text:
-                tail = text[text.rfind("\n") + 1:]
-                self._line_start = ("\n" in text or self._line_start) and not tail.strip(" \t")
-            self._stream.write(text)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
 @contextmanager
 def handle_errors(debug: bool) -> Iterator[None]:
     """Input errors: one line, exit 2. Anything else: a short internal-error line, exit 3.
@@ -272,7 +220,7 @@ def _open_output(output: Path | None, kind: str = "text") -> Iterator[TextIO]:
     if output is None or to_stdout(output):
         if sys.stdout is None:  # started with stdout closed (>&-)
             raise InputError("cannot write report: stdout is closed", file="<stdout>")
-        stream = _ValidText(sys.stdout, kind)
+        stream = ValidText(sys.stdout, kind)
         yield stream  # type: ignore[misc]
         stream.flush()
         return
@@ -282,7 +230,7 @@ def _open_output(output: Path | None, kind: str = "text") -> Iterator[TextIO]:
         raise InputError(f"cannot write report: {exc.strerror or exc}", file=str(output)) from None
     try:
         with fh:
-            stream = _ValidText(fh, kind)
+            stream = ValidText(fh, kind)
             yield stream  # type: ignore[misc]
             stream.flush()
     except OSError as exc:  # /dev/full, /proc files: the write or the close fails
@@ -324,7 +272,7 @@ def emit(
 
 
 def _stream_kind(fmt: OutputFormat) -> str:
-    """What the report stream guards (:class:`_ValidText`): a JSON document, GitHub's commands, or text."""
+    """What the report stream guards (:class:`ValidText`): a JSON document, GitHub's commands, or text."""
     from tokaudit.report.formats import FORMATS
 
     return FORMATS[fmt.value].stream
@@ -410,68 +358,3 @@ def emit_lines(command: str, outcomes: Iterable[Any], output: Path | None, fail_
     if not quiet:
         err(f"tokaudit {command}: {plural(done, 'target')}, {unreadable} unreadable: {severity_counts(totals)}")
     raise typer.Exit(code)
-
-
-class ProgressBar:
-    """A transient rich progress bar on stderr. Cores report through one of two small protocols:
-    ``start(total)`` + ``advance(label, amount)`` (compare, fuzz), or being called as a sink
-    ``bar(label, done, total)`` with one task per label (slow scan rules)."""
-
-    def __init__(self, progress: Any) -> None:
-        self.progress = progress
-        self.task: Any = None
-        self.tasks: dict[str, Any] = {}
-
-    def start(self, total: int) -> None:
-        self.task = self.progress.add_task("", total=total)
-
-    def advance(self, label: str, amount: int) -> None:
-        self.progress.update(self.task, advance=amount, description=label)
-
-    def __call__(self, label: str, done: int, total: int) -> None:
-        if label not in self.tasks:
-            self.tasks[label] = self.progress.add_task(label, total=total)
-        self.progress.update(self.tasks[label], completed=done, total=total)
-
-
-@contextmanager
-def loading_status(quiet: bool) -> Iterator[None]:
-    """A transient status line on stderr while backends load (``loading backends 2/6: hf``): loading Gemma 3's
-    six backends takes ~25 s, which would otherwise be a blank screen. Only on a terminal, not with --quiet."""
-    from tokaudit.backends.registry import watching_loads
-
-    if quiet or sys.stderr is None or not sys.stderr.isatty():
-        yield
-        return
-    from rich.console import Console
-
-    console = Console(file=sys.stderr, markup=False, highlight=False)
-    status = console.status("loading backends")
-
-    def show(name: str, index: int, total: int) -> None:
-        if index >= total:  # all loaded: the command's own progress bar (if any) takes over
-            status.stop()
-            return
-        status.update(f"loading backends {index + 1}/{total}: {name}")
-        status.start()
-
-    try:
-        with watching_loads(show):
-            yield
-    finally:
-        status.stop()
-
-
-@contextmanager
-def progress_bar(quiet: bool) -> Iterator[ProgressBar | None]:
-    """A progress bar only when stderr is a terminal and not ``--quiet``; else ``None``."""
-    if quiet or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    console = Console(file=sys.stderr, markup=False, highlight=False)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
-        yield ProgressBar(progress)

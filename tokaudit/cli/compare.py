@@ -12,7 +12,6 @@ from tokaudit.backends.kinds import names_help
 from tokaudit.cli.common import (
     Color,
     ColorOpt,
-    TargetArg,
     DebugOpt,
     FailOn,
     FailOnOpt,
@@ -21,12 +20,12 @@ from tokaudit.cli.common import (
     OutputOpt,
     QuietOpt,
     RevisionOpt,
+    TargetArg,
     emit,
     handle_errors,
-    loading_status,
-    progress_bar,
     within_limit,
 )
+from tokaudit.cli.progress import loading_status, progress_bar
 
 
 class Sweep(str, Enum):

@@ -11,21 +11,21 @@ from tokaudit.backends.kinds import names_help
 from tokaudit.cli.common import (
     Color,
     ColorOpt,
-    TargetArg,
     DebugOpt,
     FailOn,
     FailOnOpt,
     FormatOpt,
+    GgufOpt,
+    MAX_DECODE_IDS,
     OutputFormat,
     OutputOpt,
     QuietOpt,
-    GgufOpt,
     RevisionOpt,
     SkipSpecialOpt,
+    TargetArg,
     emit,
     handle_errors,
     read_text_arg,
-    MAX_DECODE_IDS,
 )
 from tokaudit.cli.replay import StreamFormat
 from tokaudit.errors import InputError

@@ -10,20 +10,20 @@ from tokaudit.backends.kinds import names_help
 from tokaudit.cli.common import (
     Color,
     ColorOpt,
-    TargetArg,
     DebugOpt,
     FailOn,
     FailOnOpt,
     FormatOpt,
+    GgufOpt,
     OutputFormat,
     OutputOpt,
     QuietOpt,
-    GgufOpt,
     RevisionOpt,
+    TargetArg,
     emit,
     handle_errors,
-    loading_status,
 )
+from tokaudit.cli.progress import loading_status
 
 BackendsOpt = Annotated[
     str | None,

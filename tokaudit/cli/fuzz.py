@@ -9,22 +9,21 @@ import typer
 from tokaudit.cli.common import (
     Color,
     ColorOpt,
-    TargetArg,
     DebugOpt,
     FailOn,
     FailOnOpt,
     FormatOpt,
+    GgufOpt,
     OutputFormat,
     OutputOpt,
     QuietOpt,
-    GgufOpt,
     RevisionOpt,
+    TargetArg,
     emit,
     handle_errors,
-    loading_status,
-    progress_bar,
     within_limit,
 )
+from tokaudit.cli.progress import loading_status, progress_bar
 from tokaudit.cli.explain import BackendsOpt, PatStrOpt, TrustOpt
 
 

@@ -11,7 +11,6 @@ import typer
 from tokaudit.cli.common import (
     Color,
     ColorOpt,
-    TargetArg,
     DebugOpt,
     FailOn,
     FailOnOpt,
@@ -21,6 +20,7 @@ from tokaudit.cli.common import (
     QuietOpt,
     RevisionOpt,
     SkipSpecialOpt,
+    TargetArg,
     emit,
     handle_errors,
 )
@@ -91,7 +91,8 @@ def replay(
         from tokaudit.scan import load_model
         from tokaudit.stream.detokenizers import parse_detokenizer_list
         from tokaudit.stream.readers import parse_stream, read_stream
-        from tokaudit.stream.replay import ReplayOptions, parse_steps, replay_result
+        from tokaudit.stream.replay import ReplayOptions, replay_result
+        from tokaudit.stream.timeline import parse_steps
 
         names = parse_detokenizer_list(detokenizers)
         if tool_parser or reasoning_parser or stack:

@@ -10,9 +10,9 @@ import typer
 
 from tokaudit.cli.common import (
     AlsoOpt,
+    BaselineOpt,
     Color,
     ColorOpt,
-    BaselineOpt,
     DebugOpt,
     FailOn,
     FailOnOpt,
@@ -31,9 +31,9 @@ from tokaudit.cli.common import (
     err,
     handle_errors,
     parse_also,
-    progress_bar,
     to_stdout,
 )
+from tokaudit.cli.progress import progress_bar
 
 
 def scan(

@@ -30,7 +30,7 @@ class Format:
 
     name: str
     render: Callable[[Report, TextIO, RenderOptions], None]
-    #: What the report stream guards (``cli/common.py``'s ``_ValidText``): a JSON document, GitHub's commands, or text.
+    #: What the report stream guards (``cli/report_stream.py``'s ``ValidText``): a JSON document, GitHub's commands, or text.
     stream: str
     #: One line, for ``--help`` and the docs.
     help: str

@@ -12,7 +12,7 @@ from typing import Any
 from tokaudit.stream.detokenizers.core import INITIAL_OFFSET, REPLACEMENT, STALL_IDS, DecodeContext, Detokenizer, StepError
 from tokaudit.stream.detokenizers.offsets import Offsets
 from tokaudit.stream.detokenizers.runs import Run, spliced
-from tokaudit.stream.readers import Steps
+from tokaudit.stream.steps import Steps
 
 
 #: DecodeStream is stepped in slices of this many ids, the stall checked after each.

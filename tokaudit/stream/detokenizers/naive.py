@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from tokaudit.stream.detokenizers.core import Detokenizer, joined_per_step
-from tokaudit.stream.readers import Steps
+from tokaudit.stream.steps import Steps
 
 
 class Naive(Detokenizer):

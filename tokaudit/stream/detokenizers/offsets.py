@@ -17,7 +17,7 @@ from tokaudit.stream.detokenizers.core import (
     StepError,
     joined_per_step,
 )
-from tokaudit.stream.readers import Steps
+from tokaudit.stream.steps import Steps
 
 
 #: what a memo lookup returns for a step never taken (None is a memoised step that holds)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate, chain, islice, repeat
 
 from tokaudit.stream.detokenizers.core import Detokenizer, StepError
-from tokaudit.stream.readers import Steps
+from tokaudit.stream.steps import Steps
 
 
 #: Steps fed to a detokenizer per call: bounds the transient list of chunk strings on long streams.

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from itertools import chain
 
 from tokaudit.stream.detokenizers.core import DecodeContext, Detokenizer, StepError, TokenBytes, summed_per_step
-from tokaudit.stream.readers import Steps
+from tokaudit.stream.steps import Steps
 from tokaudit.stream.utf8 import character_starts, decode_at_cuts
 
 
