@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import re
 from json import JSONDecoder
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]  # json's own string scanner: public, not in the stubs
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _INDEX = re.compile(r"\[(\d+)\]")
-_SCAN = JSONDecoder().scan_once
+_SCAN = JSONDecoder().scan_once  # type: ignore[attr-defined]  # set by JSONDecoder.__init__, not in the stubs
 #: Members and elements passed over in one lookup: a path into a 262k-entry vocabulary stays bounded.
 MAX_STEPS = 1_000_000
 

@@ -213,7 +213,7 @@ def load_artifacts(path: Path) -> Artifacts:
         if kind_of(path.name) is None:  # tokenizer.model.v3 and the like
             single: dict[str, object] = {}
             _model_file(path, single)
-            return Artifacts(root=root, **single)  # type: ignore[arg-type]
+            return Artifacts(root=root, **single)  # type: ignore[arg-type]  # kind -> that kind's record
     else:
         raise regular_file_error(path) or InputError("no such file or directory", file=str(path))
 
@@ -244,4 +244,4 @@ def load_artifacts(path: Path) -> Artifacts:
             raise InputError(f"no tokenizer vocabulary found (looked for {names}, *.gguf, and for a tokenizer.json "
                              "or tiktoken rank file under another name)", file=str(path))
         found[sniffed[0]] = _parser(sniffed[0])(sniffed[1])
-    return Artifacts(root=root, remote_code=tuple(remote), gguf=gguf, **found)  # type: ignore[arg-type]
+    return Artifacts(root=root, remote_code=tuple(remote), gguf=gguf, **found)  # type: ignore[arg-type]  # kind -> that kind's record

@@ -167,8 +167,8 @@ def _sequence_bias(value: Any, path: Path, key: str) -> tuple[tuple[tuple[int, .
     for i, pair in enumerate(value):
         if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], list)):
             raise InputError("expected an [ids, bias] pair", file=str(path), key=f"{key}[{i}]")
-        ids = tuple(expect_int(v, path, f"{key}[{i}][0][{j}]") for j, v in enumerate(pair[0]))
-        out.append((ids, _bias(pair[1], path, f"{key}[{i}][1]")))
+        token_ids = tuple(expect_int(v, path, f"{key}[{i}][0][{j}]") for j, v in enumerate(pair[0]))
+        out.append((token_ids, _bias(pair[1], path, f"{key}[{i}][1]")))
     return tuple(out)
 
 

@@ -157,7 +157,7 @@ def search_pattern(a: Artifacts, override: str | None = None) -> PatternSearch:
         return PatternSearch(Pattern(tj.patterns[0], f"{tj.name} pre_tokenizer", Provenance(tj.name, key="pre_tokenizer"), "oniguruma"))
     known = published_encoding(a)
     if known is not None:
-        name = a.tiktoken.name  # type: ignore[union-attr]
+        name = a.tiktoken.name  # type: ignore[union-attr]  # a published encoding is a tiktoken rank file  # a published encoding is a tiktoken rank file
         return PatternSearch(Pattern(known.pattern, f"tiktoken's {known.name} ({name} has its published sha256)", Provenance(name)))
     return PatternSearch(None)
 
@@ -177,6 +177,6 @@ def registry_special_tokens(a: Artifacts) -> tuple[AddedToken, ...]:
         return ()
     if a.tokenizer_config is not None and a.tokenizer_config.declares_added_tokens:
         return ()
-    name = a.tiktoken.name  # type: ignore[union-attr]
+    name = a.tiktoken.name  # type: ignore[union-attr]  # a published encoding is a tiktoken rank file
     src = Provenance(name, key=f"tiktoken registry: {known.name} special_tokens")
     return tuple(AddedToken(i, text, True, src) for text, i in sorted(known.special_tokens.items(), key=lambda kv: kv[1]))

@@ -73,7 +73,7 @@ def _reserved_templates(tree: ast.AST) -> tuple[str, ...]:
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr):
-            text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+            text = "".join(str(v.value) if isinstance(v, ast.Constant) else "{}" for v in node.values)  # an f-string's constants are str
             if "{}" in text and re.search(r"reserved|extra|unused|special", text, re.IGNORECASE) and _TOKEN_SHAPE.match(text):
                 out.append(text)
     return tuple(dict.fromkeys(out))
@@ -237,7 +237,7 @@ def parse_remote_code(path: Path) -> RemoteCode:
     if encoding_args and all(p[2] is None for p in encoding_args):
         bad = (encoding_args[0][3], encoding_args[0][4] or "not understood")
     elif readable:
-        pat = (readable[0][2], readable[0][3])  # type: ignore[assignment]
+        pat = (readable[0][2], readable[0][3])  # type: ignore[assignment]  # readable: the value is a str
     elif unreadable:
         bad = (unreadable[0][3], unreadable[0][4] or "not understood")
     elif uses_tiktoken:

@@ -78,7 +78,7 @@ def _pick(names: list[str], pattern: re.Pattern[str]) -> str | None:
     matches = sorted((n for n in names if pattern.search(n)), key=lambda n: (n.count("."), n))
     # prefer the language model's tensor over vision/audio towers
     text = [n for n in matches if not re.search(r"vision|visual|audio|image|mm_projector", n)]
-    return (text or matches or [None])[0]
+    return next(iter(text or matches), None)
 
 
 def parse_safetensors(path: Path) -> EmbeddingShapes:

@@ -283,9 +283,10 @@ def _leading_pieces(data: bytes) -> tuple[list[Piece], int]:
             score = unpack(data, q + 1)[0]
             q += 5
         if q + 2 <= stop and data[q] == 0x18:
-            kind = types.get(data[q + 1])
-            if kind is None:
+            typed = types.get(data[q + 1])
+            if typed is None:
                 break
+            kind = typed
             q += 2
         if q != stop:
             break
@@ -328,11 +329,11 @@ def parse_sentencepiece(path: Path, data: bytes | None = None) -> SentencePieceM
         pieces=tuple(pieces),
         model_type=MODEL_TYPES[t["model_type"]],
         byte_fallback=bool(t["byte_fallback"]),
-        normalizer=n["name"],  # type: ignore[arg-type]
+        normalizer=n["name"],  # type: ignore[arg-type]  # _normalizer sets a str
         add_dummy_prefix=bool(n["add_dummy_prefix"]),
         remove_extra_whitespaces=bool(n["remove_extra_whitespaces"]),
         escape_whitespaces=bool(n["escape_whitespaces"]),
-        precompiled_charsmap=n["precompiled_charsmap"],  # type: ignore[arg-type]
+        precompiled_charsmap=n["precompiled_charsmap"],  # type: ignore[arg-type]  # _normalizer sets bytes or None
         treat_whitespace_as_suffix=bool(t["treat_whitespace_as_suffix"]),
         unk_surface=t["unk_surface"],
         unk_id=t["unk_id"],

@@ -18,7 +18,7 @@ from tokaudit.records import AddedToken, Provenance
 try:  # a faster parser for the large files (tokenizer.json: ~35 MB); json decides whenever they could differ
     import orjson as _orjson
 except ImportError:  # pragma: no cover - a dependency, but the stdlib path is complete on its own
-    _orjson = None  # type: ignore[assignment]
+    _orjson = None  # type: ignore[assignment]  # no orjson: the stdlib path alone
 
 #: Largest id (or vocabulary size) we accept from a file; beyond it the value is nonsense and
 #: only ranges (never per-id structures) could represent it anyway.

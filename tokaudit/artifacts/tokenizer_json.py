@@ -35,7 +35,7 @@ class DenseVocab(Mapping[int, str]):
             return self._tokens[token_id]
         raise KeyError(token_id)
 
-    def get(self, token_id: int, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, token_id: int, default: Any = None) -> Any:
         if isinstance(token_id, int) and 0 <= token_id < len(self._tokens):
             return self._tokens[token_id]
         return default
@@ -145,7 +145,7 @@ class TokenizerJson:
             return raw_vocab  # token -> id, and vocab is its exact inverse: each token has one id
         ids = list(self.vocab)
         if ids == sorted(ids):  # the usual order (sorting a sorted list is one pass): the lowest id is written last
-            return dict(zip(reversed(self.vocab.values()), reversed(ids)))
+            return dict(zip(reversed(self.vocab.values()), reversed(ids)))  # type: ignore[call-overload]  # dict views are reversible (3.8+); typeshed's ValuesView is not
         out: dict[str, int] = {}
         for i, token in sorted(self.vocab.items()):
             out.setdefault(token, i)

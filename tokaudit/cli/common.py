@@ -221,7 +221,7 @@ def _open_output(output: Path | None, kind: str = "text") -> Iterator[TextIO]:
         if sys.stdout is None:  # started with stdout closed (>&-)
             raise InputError("cannot write report: stdout is closed", file="<stdout>")
         stream = ValidText(sys.stdout, kind)
-        yield stream  # type: ignore[misc]
+        yield stream  # type: ignore[misc]  # ValidText writes as a TextIO
         stream.flush()
         return
     try:
@@ -231,7 +231,7 @@ def _open_output(output: Path | None, kind: str = "text") -> Iterator[TextIO]:
     try:
         with fh:
             stream = ValidText(fh, kind)
-            yield stream  # type: ignore[misc]
+            yield stream  # type: ignore[misc]  # ValidText writes as a TextIO
             stream.flush()
     except OSError as exc:  # /dev/full, /proc files: the write or the close fails
         if isinstance(exc, BrokenPipeError):

@@ -30,22 +30,23 @@ def outlier(runs: Sequence[BackendRun]) -> tuple[BackendRun, list[int]] | None:
         return None
     for x in enc:
         others = [r for r in enc if r is not x]
-        differ: list[int] | None = []
-        for i, own in enumerate(x.ids):  # type: ignore[arg-type]
-            seen = [r.ids[i] for r in others if r.ids[i] is not None]  # type: ignore[index]
+        differ: list[int] = []
+        blamed = True
+        for i, own in enumerate(x.ids):  # type: ignore[arg-type]  # encoders: ids are set
+            seen = [r.ids[i] for r in others if r.ids[i] is not None]  # type: ignore[index]  # encoders: ids are set
             if any(ids != seen[0] for ids in seen[1:]):
-                differ = None  # the others disagree too: no single backend to blame
+                blamed = False  # the others disagree too: no single backend to blame
                 break
             if own is not None and seen and own != seen[0]:
                 differ.append(i)
-        if differ:
+        if blamed and differ:
             return x, differ
     return None
 
 
 def _differs_from_all(x: BackendRun, others: Sequence[BackendRun], i: int) -> bool:
-    own = x.ids[i]  # type: ignore[index]
-    return own is not None and all(r.ids[i] is not None and r.ids[i] != own for r in others)  # type: ignore[index]
+    own = x.ids[i]  # type: ignore[index]  # encoders: ids are set
+    return own is not None and all(r.ids[i] is not None and r.ids[i] != own for r in others)  # type: ignore[index]  # encoders: ids are set
 
 
 def one_cause(findings: list[Finding], runs: Sequence[BackendRun], cases: list[Case], losses: dict[str, list[int]]) -> list[Finding]:

@@ -98,7 +98,7 @@ def own_roundtrip_findings(
                 benign[REWRITE][run.name] = hits
             bad = [i for i in bad if i not in set(hits)]
         if triage is not None:
-            kinds = {i: triage.classify(cases[i].text, run.texts[i]) for i in bad}  # type: ignore[arg-type]
+            kinds = {i: triage.classify(cases[i].text, run.texts[i]) for i in bad}  # type: ignore[arg-type]  # the run decoded: texts are set
             for kind in benign:
                 hits = [i for i in bad if kinds[i] == kind]
                 if hits:
@@ -107,7 +107,7 @@ def own_roundtrip_findings(
         if not bad:
             continue
         losses[run.name] = bad
-        examples = [{**text_example(cases[i], run.ids[i], cases[i].text, run.texts[i], "input", "output"),  # type: ignore[arg-type]
+        examples = [{**text_example(cases[i], run.ids[i], cases[i].text, run.texts[i], "input", "output"),  # type: ignore[arg-type]  # the run encoded and decoded
                      "encode": run.name, "decode": run.name} for i in bad[:max_examples]]
         ex = examples[0]
         out.append(finding(
@@ -134,7 +134,7 @@ def _benign_roundtrips(benign: dict[str, dict[str, list[int]]], runs: list[Backe
         first_backend = next(iter(per_backend))
         run = by_name[first_backend]
         shown = per_backend[first_backend][:max_examples]
-        examples = [{**text_example(cases[i], run.ids[i], cases[i].text, run.texts[i], "input", "output"),  # type: ignore[arg-type, index]
+        examples = [{**text_example(cases[i], run.ids[i], cases[i].text, run.texts[i], "input", "output"),  # type: ignore[arg-type, index]  # the run encoded and decoded
                      "encode": run.name, "decode": run.name} for i in shown]
         ex = examples[0]
         counts = ", ".join(f"{name} {len(ids)}" for name, ids in per_backend.items())

@@ -191,9 +191,9 @@ def check_golden(golden: Golden, name: str, ids: list[list[int] | None], max_exa
         if tuple(got) == case.ids:
             continue
         result.mismatches += 1
-        if len(result.examples) < max_examples:  # type: ignore[arg-type]
+        if len(result.examples) < max_examples:  # type: ignore[arg-type]  # a result that checks keeps examples
             k = first_difference(case.ids, got)
-            result.examples.append({  # type: ignore[union-attr]
+            result.examples.append({  # type: ignore[union-attr]  # a result that checks keeps examples
                 "case": case.where, "text": visible(case.text[:200]), "position": k,
                 "expected": _window(case.ids, k), "got": _window(got, k),
                 "expected_count": len(case.ids), "got_count": len(got),
@@ -210,7 +210,7 @@ def golden_findings(golden: Golden, results: list[GoldenResult], target: str) ->
     for r in results:
         if not r.mismatches:
             continue
-        ex = r.examples[0]  # type: ignore[index]
+        ex = r.examples[0]  # type: ignore[index]  # a mismatch keeps an example
         out.append(Finding(
             GOLDEN_MISMATCH.code, GOLDEN_MISMATCH.name, GOLDEN_MISMATCH.severity,
             f"{r.backend}: {r.mismatches} of {plural(r.checked, 'golden case')} encode to other ids than {golden.path.name} expects. "

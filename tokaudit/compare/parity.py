@@ -212,7 +212,7 @@ def compare_encoders(a: BackendRun, b: BackendRun, cases: list[Case], view: Toke
             if holds_a(x, own_a) and holds_b(x, own_b):
                 res.cross_roundtrip_failure += 1
             e, d, t = failing[0]
-            keep("roundtrip", lambda: {**text_example(case, a.ids[i] if e == a.name else b.ids[i], x, t, "input", "output"),  # type: ignore[index]
+            keep("roundtrip", lambda: {**text_example(case, a.ids[i] if e == a.name else b.ids[i], x, t, "input", "output"),  # type: ignore[arg-type]  # both encoded the case
                                        "encode": e, "decode": d})
     return res
 

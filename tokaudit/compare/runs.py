@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, cast
 
 from tokaudit.backends.base import Backend, Outcome, call, decode_batch, encode_batch
 
@@ -114,7 +114,7 @@ def _decode_into(run: BackendRun, ids: list[list[int] | None], spans: list[tuple
 
     def batch(xs: list[list[int] | None]) -> list[str | None]:
         if all(x is not None for x in xs):
-            return decode_batch(backend, xs)  # type: ignore[arg-type]
+            return cast("list[str | None]", decode_batch(backend, cast("list[list[int]]", xs)))  # none of xs is None
         return [one(x) for x in xs]
 
     for lo, hi in spans:

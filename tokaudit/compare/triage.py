@@ -77,7 +77,7 @@ def _library_normalizer(component: Any) -> Callable[[str], str] | None:
 
     from tokenizers import Tokenizer
 
-    spec = {"version": "1.0", "normalizer": component, "pre_tokenizer": None, "post_processor": None, "decoder": None,
+    spec: dict[str, Any] = {"version": "1.0", "normalizer": component, "pre_tokenizer": None, "post_processor": None, "decoder": None,
             "added_tokens": [], "truncation": None, "padding": None,
             "model": {"type": "WordLevel", "vocab": {"x": 0}, "unk_token": "x"}}
     try:
@@ -87,6 +87,11 @@ def _library_normalizer(component: Any) -> Callable[[str], str] | None:
             raise
         return None
     return None if normalizer is None else normalizer.normalize_str
+
+
+def _unicode_form(form: str) -> Callable[[str], str]:
+    """unicodedata.normalize to one form, as a step."""
+    return lambda t: unicodedata.normalize(form, t)  # type: ignore[arg-type]  # NFC, NFD, NFKC or NFKD: the caller checked
 
 
 def _effects(component: Any, depth: int = 0) -> tuple[list[str], list[Callable[[str], str]]]:
@@ -104,7 +109,7 @@ def _effects(component: Any, depth: int = 0) -> tuple[list[str], list[Callable[[
             steps += s
     elif kind in ("NFC", "NFD", "NFKC", "NFKD"):
         names.append(kind)
-        steps.append(lambda t, form=kind: unicodedata.normalize(form, t))
+        steps.append(_unicode_form(kind))
     elif kind == "Precompiled":
         names.append("Precompiled (SentencePiece charsmap, NFKC-like)")
         steps.append(lambda t: unicodedata.normalize("NFKC", t))
@@ -216,23 +221,23 @@ def _gguf_triage(model: TokenizerModel) -> Triage:
     load = model.llamacpp
     assert g is not None and load is not None  # a GGUF alone
     unk_id = load.id_of("unk")
-    unk = g.tokens[unk_id].decode("utf-8", "replace") if unk_id is not None else None  # type: ignore[union-attr]
+    unk = g.tokens[unk_id].decode("utf-8", "replace") if unk_id is not None else None
     if load.vocab_type == "WPM":
         from tokenizers import normalizers
 
         bert = normalizers.BertNormalizer(lowercase=True, strip_accents=True, handle_chinese_chars=True)
         return Triage("llama.cpp's WordPiece preprocessing (lower-casing, accent stripping)", (bert.normalize_str,),
                       "llama.cpp's WordPiece splits on whitespace and punctuation", unk)
-    if load.vocab_type == "UGM" and g.precompiled_charsmap:  # type: ignore[union-attr]
+    if load.vocab_type == "UGM" and g.precompiled_charsmap:
         from tokenizers import normalizers
 
         try:
-            charsmap = normalizers.Precompiled(g.precompiled_charsmap).normalize_str  # type: ignore[union-attr]
+            charsmap = normalizers.Precompiled(g.precompiled_charsmap).normalize_str
         except BaseException as exc:  # a charsmap tokenizers refuses (a panic included)
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
             return Triage(None, (), None, unk)
-        spaces = "llama.cpp's UGM normalizer removes extra whitespace" if g.flags.get("remove_extra_whitespaces", True) else None  # type: ignore[union-attr]
+        spaces = "llama.cpp's UGM normalizer removes extra whitespace" if g.flags.get("remove_extra_whitespaces", True) else None
         return Triage("the GGUF's precompiled SentencePiece charsmap", (charsmap,), spaces, unk)
     return Triage(None, (), None, unk)
 
@@ -258,28 +263,28 @@ def _triage(model: TokenizerModel) -> Triage:
 
         bert = normalizers.BertNormalizer(lowercase=wp.do_lower_case, strip_accents=wp.strip_accents,
                                           handle_chinese_chars=wp.tokenize_chinese_chars)
-        steps: list[Callable[[str], str]] = [bert.normalize_str]
+        bert_steps: list[Callable[[str], str]] = [bert.normalize_str]
         unk = "[UNK]" if "[UNK]" in (a.vocab_txt.vocab.values() if a.vocab_txt else ()) else None
         assumption = None
         if wp.defaulted:
             assumption = (f"BertTokenizer's defaults are assumed for {', '.join(wp.defaulted)} "
                           f"({'tokenizer_config.json does not set them' if a.tokenizer_config else 'there is no tokenizer_config.json'})")
-        return Triage(wp.describe(), tuple(steps), "BERT's pre-tokenizer splits on whitespace and punctuation", unk, assumption)
+        return Triage(wp.describe(), tuple(bert_steps), "BERT's pre-tokenizer splits on whitespace and punctuation", unk, assumption)
     sp = getattr(a, "sentencepiece", None)
     if sp is not None and sp.name == model.base.artifact:
         name = getattr(sp, "normalizer", None)
         nfkc = isinstance(name, str) and "nfkc" in name.lower()
         surface = str(getattr(sp, "unk_surface", "") or "").strip()
-        steps: tuple[Callable[[str], str], ...] = (lambda t: unicodedata.normalize("NFKC", t),) if nfkc else ()
+        sp_steps: tuple[Callable[[str], str], ...] = (lambda t: unicodedata.normalize("NFKC", t),) if nfkc else ()
         try:  # the library's own normalizer (its precompiled charsmap), exact
             import sentencepiece
 
             processor = sentencepiece.SentencePieceProcessor(model_proto=sp.data)
-            steps = (lambda t: processor.normalize(t).replace("\u2581", " "),)
+            sp_steps = (lambda t: processor.normalize(t).replace("\u2581", " "),)
         except Exception:  # noqa: BLE001 - a model the library refuses: keep the NFKC stand-in
             pass
         return Triage(f"SentencePiece {name}" if name else None,
-                      steps,
+                      sp_steps,
                       "SentencePiece removes extra whitespace" if getattr(sp, "remove_extra_whitespaces", False) else None,
                       getattr(sp, "unk_piece", None), unk_forms=(surface,) if surface else ())
     return Triage(None, (), None, None)

@@ -53,7 +53,7 @@ def probes(model: TokenizerModel) -> list[Probe]:
     out += [Probe("declared size", size), Probe("2**32", 2**32), Probe("negative", -1)]
     # two probes on one id (a gap at the very end) say the same thing: keep the first
     seen: set[int] = set()
-    return [p for p in out if not (p.id in seen or seen.add(p.id))]  # type: ignore[func-returns-value]
+    return [p for p in out if not (p.id in seen or seen.add(p.id))]  # type: ignore[func-returns-value]  # set.add's None keeps the first of each id
 
 
 def answer(backend: Backend, token_id: int) -> Answer:

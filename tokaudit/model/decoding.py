@@ -150,7 +150,7 @@ class PieceStream:
         elif first:
             data = self._token(token, True)
         else:
-            data = self._cache.get(token)  # type: ignore[assignment]
+            data = self._cache.get(token)  # type: ignore[assignment]  # None is handled on the next line
             if data is None:
                 data = self._cache[token] = self._token(token, False)
         for lead in self.lead:

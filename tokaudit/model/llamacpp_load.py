@@ -269,29 +269,29 @@ def llamacpp_load(g: GGUFTokenizer) -> LlamaCppLoad:
 
     eog: dict[int, str] = {}
     for name in ("fim_pad", "fim_rep", "fim_sep"):
-        if (i := special[name].id) is not None:
-            eog.setdefault(i, f"{name} id")
+        if (tid := special[name].id) is not None:
+            eog.setdefault(tid, f"{name} id")
     for t in EOG_TEXTS:
-        i = text_ids.get(t.encode())
-        if i is not None:
-            eog.setdefault(i, f"its text {t}")
-            make_control(i)
+        tid = text_ids.get(t.encode())
+        if tid is not None:
+            eog.setdefault(tid, f"its text {t}")
+            make_control(tid)
     for t in ALWAYS_RENDERED:
-        if (i := text_ids.get(t.encode())) is not None:
-            attrs[i] = ATTR_USER_DEFINED
+        if (tid := text_ids.get(t.encode())) is not None:
+            attrs[tid] = ATTR_USER_DEFINED
     for name in ("eos", "eot", "eom"):
-        i = special[name].id
-        if i is not None and i not in eog:
-            eog[i] = f"the {name} id"
+        tid = special[name].id
+        if tid is not None and tid not in eog:
+            eog[tid] = f"the {name} id"
             warnings.append(f"special_{name}_id is not in special_eog_ids - the tokenizer config may be incorrect")
-    texts = {g.tokens[i]: i for i in eog if 0 <= i < n}
-    if b"<|end|>" in texts and ((b"<|return|>" in texts and (b"<|call|>" in texts or b"<|calls|>" in texts))
-                                or ((b"<|call|>" in texts or b"<|calls|>" in texts) and b"<|flush|>" in texts)):
-        end = texts[b"<|end|>"]
+    eog_texts = {g.tokens[tid]: tid for tid in eog if 0 <= tid < n}
+    if b"<|end|>" in eog_texts and ((b"<|return|>" in eog_texts and (b"<|call|>" in eog_texts or b"<|calls|>" in eog_texts))
+                                    or ((b"<|call|>" in eog_texts or b"<|calls|>" in eog_texts) and b"<|flush|>" in eog_texts)):
+        end = eog_texts[b"<|end|>"]
         del eog[end]
         attrs[end] = ATTR_USER_DEFINED
-    if b"</s>" in texts and (b"<|tool_response>" in texts or b"<|plamo:eos|>" in texts):
-        s = texts[b"</s>"]
+    if b"</s>" in eog_texts and (b"<|tool_response>" in eog_texts or b"<|plamo:eos|>" in eog_texts):
+        s = eog_texts[b"</s>"]
         del eog[s]
         attrs[s] = ATTR_NORMAL
     override = {i: a for i, a in sorted(attrs.items()) if a != base_attr(i)}
@@ -339,4 +339,4 @@ def gguf_pieces(g: GGUFTokenizer, load: LlamaCppLoad) -> dict[int, bytes]:
             out[i] = token_piece(rules, i, True)
         except (NotEmulated, PieceAbort):
             out[i] = g.tokens[i]
-    return dict(enumerate(out))  # type: ignore[arg-type]
+    return dict(enumerate(out))  # type: ignore[arg-type]  # the loop above filled every None

@@ -26,8 +26,11 @@ class ModelMemo(Generic[T]):
             if hit is not None and hit[0]() is model:
                 return hit[1]
         value = compute()
+        def dropped(_: object) -> None:  # the model is gone: so is its entry
+            self._drop(key)
+
         with self._lock:
-            self._entries[key] = (weakref.ref(model, lambda _, key=key: self._drop(key)), value)
+            self._entries[key] = (weakref.ref(model, dropped), value)
         return value
 
     def _drop(self, key: int) -> None:

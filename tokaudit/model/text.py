@@ -177,8 +177,8 @@ class TokenText:
                 # an invalid ByteFallback run is one U+FFFD per byte: the exact chain says so
         kept = self._kept(ids, skip_special_tokens)
         if self.chain is None:
-            return b"".join(kept).decode("utf-8", "replace")  # type: ignore[arg-type]
-        return decode(self.chain, kept)  # type: ignore[arg-type]
+            return b"".join(kept).decode("utf-8", "replace")  # type: ignore[arg-type]  # no chain: rank files spell bytes
+        return decode(self.chain, kept)  # type: ignore[arg-type]  # a chain spells str
 
     @cached_property
     def _byte_level_only(self) -> bool:

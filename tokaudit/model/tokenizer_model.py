@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tokaudit.artifacts.added_tokens import config_added_tokens
@@ -112,6 +113,16 @@ class TokenizerModel:
         return max((t.mapped.ranges[-1][1] + 1 for t in self.profiles.values() if t.mapped), default=0)
 
 
+def _always(source: Provenance) -> Callable[[int], Provenance]:
+    """Where every id of a layer comes from, when one place declares them all."""
+    return lambda _i: source
+
+
+def _sources(by_key: Mapping[int, AddedToken]) -> Callable[[int], Provenance]:
+    """Where each id of an added-token layer is declared."""
+    return lambda i: by_key[i].source
+
+
 def _added_layers(tokens: tuple[AddedToken, ...], rule: str, artifact: str) -> list[Layer]:
     """Split added tokens into a special and a non-special layer (ids without a token are skipped)."""
     by_key = {t.id: t for t in tokens if t.id is not None}
@@ -125,7 +136,7 @@ def _added_layers(tokens: tuple[AddedToken, ...], rule: str, artifact: str) -> l
                     artifact,
                     chosen,
                     special,
-                    lambda i, by_key=by_key: by_key[i].source,
+                    _sources(by_key),
                 )
             )
     return layers
@@ -206,7 +217,7 @@ def _remote_code_layers(a: Artifacts, files: IdTable, base_count: int, declared_
         for lst in rc.special_token_lists:
             if lst.ids:
                 tokens = {i: t.encode("utf-8") for i, t in zip(lst.ids, lst.tokens)}
-                layers.append(Layer(f"special tokens {lst.name}", rc.name, tokens, True, lambda _i, s=lst.source: s))
+                layers.append(Layer(f"special tokens {lst.name}", rc.name, tokens, True, _always(lst.source)))
         if rc.num_reserved_special_tokens and rc.reserved_names is not None:
             # Meta's llama_models: the N names its __init__ builds (specials, then reserved), ids from the rank count on
             names = rc.reserved_names
@@ -216,7 +227,7 @@ def _remote_code_layers(a: Artifacts, files: IdTable, base_count: int, declared_
             named = {i: names.tokens[i - base_count].encode("utf-8") for i in range(base_count, stop) if i not in mapped}
             if named:
                 layers.append(Layer(f"special tokens {names.name} (num_reserved_special_tokens, from the rank count)", rc.name,
-                                    named, True, lambda _i, s=names.source: s))
+                                    named, True, _always(names.source)))
         elif rc.num_reserved_special_tokens:
             # Kimi: slots [len(ranks), len(ranks) + N) named from added_tokens_decoder, else placeholders.
             template = next((t for t in rc.reserved_templates if t.count("{}") == 1), DEFAULT_RESERVED_TEMPLATE)
@@ -228,8 +239,9 @@ def _remote_code_layers(a: Artifacts, files: IdTable, base_count: int, declared_
             fill = {i: template.replace("{}", str(i)).encode("utf-8") for i in range(base_count, stop) if i not in mapped}
             if fill:
                 src = rc.num_reserved_source
+                assert src is not None  # set with num_reserved_special_tokens
                 layers.append(
-                    Layer("reserved-slot fill (num_reserved_special_tokens)", rc.name, fill, True, lambda _i, s=src: s)
+                    Layer("reserved-slot fill (num_reserved_special_tokens)", rc.name, fill, True, _always(src))
                 )
     return layers
 
@@ -260,8 +272,9 @@ def build_model(artifacts: Artifacts, target: str) -> TokenizerModel:
 
     if a.config and a.config.vocab_size is not None:
         declared = DeclaredSize(a.config.vocab_size, a.config.vocab_size_source, f"{a.config.name} {a.config.vocab_size_key}")
-    elif a.gguf_only and a.gguf.vocab_size is not None:  # type: ignore[union-attr]
+    elif a.gguf_only and a.gguf.vocab_size is not None:  # type: ignore[union-attr]  # gguf_only: a.gguf is set
         g = a.gguf
+        assert g is not None  # gguf_only
         key = f"{g.arch}.vocab_size"
         declared = DeclaredSize(g.vocab_size, g.source(key), f"{g.path.name} {key}")
     elif a.tekken and a.tekken.default_vocab_size is not None:
@@ -276,7 +289,7 @@ def build_model(artifacts: Artifacts, target: str) -> TokenizerModel:
         entries=len(base.tokens),
         max_rank_plus_one=(base.mapped.ranges[-1][1] + 1) if base.mapped else None,
         max_added_plus_one=(max(added_ids) + 1) if added_ids else None,
-        config_vocab_size=a.config.vocab_size if a.config else (a.gguf.vocab_size if a.gguf_only else None),  # type: ignore[union-attr]
+        config_vocab_size=a.config.vocab_size if a.config else (a.gguf.vocab_size if a.gguf_only else None),  # type: ignore[union-attr]  # gguf_only: a.gguf is set
         embedding_rows=emb.embedding.rows if emb and emb.embedding else (emb.lm_head.rows if emb and emb.lm_head else
                                                                          _gguf_rows(a) if a.gguf_only else None),
     )

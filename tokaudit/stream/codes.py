@@ -11,4 +11,4 @@ ALL_CODES = catalog_codes("TA501", "TA502", "TA503", "TA504", "TA505", "TA506", 
 
 def finding(kind: Code, message: str, *, severity: Severity | None = None, **kwargs: object) -> Finding:
     """A stream finding with its code, name and default severity (``severity`` overrides it)."""
-    return Finding(kind.code, kind.name, severity or kind.severity, message, **kwargs)  # type: ignore[arg-type]
+    return Finding(kind.code, kind.name, severity or kind.severity, message, **kwargs)  # type: ignore[arg-type]  # Finding's own keyword fields, passed through

@@ -35,7 +35,7 @@ from tokaudit.worker import WorkerFailure
 # -- the server's streaming ---------------------------------------------------------------------
 
 
-def validate_utf8(data: bytes) -> int:
+def validate_utf8(data: bytes | bytearray) -> int:
     """The server's ``validate_utf8``: the length of ``data`` without a multi-byte character cut at its end."""
     n = len(data)
     for i in range(1, min(4, n) + 1):
@@ -228,7 +228,7 @@ def build_server(model: Any, gguf: Any, ctx: DecodeContext, ids: Sequence[int], 
     if rules is None and real is None:
         return f"cannot make llama.cpp's pieces: tokaudit has not read the GGUF's tokens and {reason}"
     info: dict[str, Any] = {"gguf": str(path), "special": special}
-    n_vocab = len(rules.tokens) if rules is not None else real.n_vocab  # type: ignore[union-attr]
+    n_vocab = len(rules.tokens) if rules is not None else real.n_vocab  # type: ignore[union-attr]  # rules or real is set (checked above)
     if rules is not None:
         def piece(token_id: int) -> bytes:
             return token_piece(rules, token_id, special)
@@ -240,13 +240,13 @@ def build_server(model: Any, gguf: Any, ctx: DecodeContext, ids: Sequence[int], 
             info["checked"] = {"against": real.describe(), "ids": len(distinct), "differ": differ[:20], "differing": len(differ)}
     else:
         distinct = sorted({i for i in ids if 0 <= i < n_vocab})
-        known = dict(zip(distinct, _real_pieces(real, distinct, special)))  # type: ignore[arg-type]
+        known = dict(zip(distinct, _real_pieces(real, distinct, special)))
 
         def piece(token_id: int) -> bytes:
             found = known.get(token_id)
-            return found if found is not None else real.piece(token_id, special)  # type: ignore[union-attr]
+            return found if found is not None else real.piece(token_id, special)  # type: ignore[union-attr]  # no rules: real is set
 
-        info["pieces"] = f"llama_token_to_piece ({real.describe()})"  # type: ignore[union-attr]
+        info["pieces"] = f"llama_token_to_piece ({real.describe()})"  # type: ignore[union-attr]  # no rules: real is set
     eog = set(stop_ids)
     if real is not None:
         try:

@@ -93,7 +93,7 @@ def load_tokenizer(model: TokenizerModel, ids: Collection[int] | None = None) ->
     loaded = load_backends(model, ["hf"], decode_only=True, for_ids=ids)[0]  # replay only decodes: no pattern needed
     if loaded.backend is None:
         raise InputError(f"cannot build a tokenizer to replay with: {loaded.unavailable}", file=model.target)
-    return LoadedTokenizer(loaded.backend.tokenizer, loaded.backend.origin, loaded.load_seconds, loaded.subset)  # type: ignore[attr-defined]
+    return LoadedTokenizer(loaded.backend.tokenizer, loaded.backend.origin, loaded.load_seconds, loaded.subset)  # type: ignore[attr-defined]  # the hf backend, the one asked for
 
 
 def decode_context(model: TokenizerModel, tokenizer: Any, skip_special_tokens: bool) -> DecodeContext:
@@ -260,7 +260,7 @@ def replay(
                                 else _reference_chars(ctx, prompt, ids, full))
         if r.text == full:  # a run that agrees with the reference or another run shares their arrays (memory)
             r.text = full
-        r.ends = next((e for e in chain((chars.ends,), (o.ends for o in done.values())) if e == r.ends), r.ends)
+        r.ends = next((e for e in chain((chars.ends,), (o.ends for o in done.values())) if e == r.ends), r.ends)  # type: ignore[misc]  # equal to r.ends: an array
         r.held = next((h for h in (o.held for o in done.values()) if h == r.held), r.held)
         seconds[d.name] = time.perf_counter() - t
     runs = [done[k] for k in range(len(detoks))]
@@ -318,7 +318,7 @@ def replay(
         per_token = [full[(ends[p - 1] if p else 0):ends[p]] for p in range(len(ids))]
         reference = apply_stops(per_token, [(i,) for i in ids], ends, options.stop_strings, stop_ids)
         outcomes: dict[str, StopOutcome] = {
-            r.name: stop_outcome(server.piece, ids, options.stop_strings, stop_ids | server.eog)  # type: ignore[union-attr]
+            r.name: stop_outcome(server.piece, ids, options.stop_strings, stop_ids | server.eog)  # type: ignore[union-attr]  # the server run exists only with a server
             if r.name == SERVER else apply_stops(r.chunks, steps, ends, options.stop_strings, stop_ids) for r in runs
         }
         findings += inv.stop_findings(reference, outcomes, ids)
@@ -336,7 +336,7 @@ def replay(
         seconds["chunk_invariance"] = time.perf_counter() - t
 
     seconds["total"] = time.perf_counter() - started
-    data = {
+    result: dict[str, Any] = {
         "stream": {"format": stream.format, "tokens": len(ids), "steps": len(steps), "prompt_tokens": len(prompt),
                    "skip_special_tokens": options.skip_special_tokens},
         "tokenizer": {"origin": origin, "load_seconds": round(load_seconds, 4), **({"subset": subset} if subset else {})},
@@ -348,15 +348,15 @@ def replay(
         "chunk_invariance": {"checked": options.chunk_invariance, "sizes": list(CHUNK_SIZES), "varied": variance, **checked},
     }
     if stops is not None:
-        data["stops"] = stops
+        result["stops"] = stops
     if parser_data is not None:
-        data["parser"] = parser_data
+        result["parser"] = parser_data
     if isinstance(server, Server):
-        data["llama_cpp_server"] = server.info
+        result["llama_cpp_server"] = server.info
     rows = Timeline(ctx, steps, runs, findings, options.steps)
-    data["timeline_steps"] = {"shown": rows.shown, "rows": len(rows), "steps": len(steps), "summary": step_summary(runs)}
-    data["timeline"] = rows if options.steps is not None else list(rows)
-    return Replay(full, runs, findings, data, seconds)
+    result["timeline_steps"] = {"shown": rows.shown, "rows": len(rows), "steps": len(steps), "summary": step_summary(runs)}
+    result["timeline"] = rows if options.steps is not None else list(rows)
+    return Replay(full, runs, findings, result, seconds)
 
 
 def replay_result(model: TokenizerModel, stream: Stream, options: ReplayOptions) -> tuple[TargetResult, list[Finding]]:

@@ -60,7 +60,7 @@ class Steps(Sequence[tuple[int, ...]]):
             return False
         return all(a == tuple(b) for a, b in zip(self, other))
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # equal by value, so unhashable
 
     def __repr__(self) -> str:
         return f"Steps({list(self)[:8]!r}{'...' if len(self) > 8 else ''})"
@@ -93,7 +93,7 @@ class Stream:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Stream) and self.format == other.format and self.steps == other.steps
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # equal by value, so unhashable
 
     def __repr__(self) -> str:
         return f"Stream({self.format!r}, {self.steps!r})"

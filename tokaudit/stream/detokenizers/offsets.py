@@ -48,14 +48,16 @@ class Offsets(Detokenizer):
         if isinstance(steps, Steps) and steps:  # several ids per step: id by id, then each step's share
             self.like_decodestream = False  # DecodeStream decodes a multi-id step once, not id by id
             outs, helds = self._tokens(steps.ids, position, True)
-            ends = islice(steps.starts, 1, None)  # type: ignore[arg-type]
-            return joined_per_step(outs, steps.starts), list(map(helds.__getitem__, map(operator.sub, ends, repeat(1)))) if track_held else []  # type: ignore[arg-type]
+            ends = islice(steps.starts, 1, None)  # type: ignore[arg-type]  # multi-id steps: starts is set
+            return joined_per_step(outs, steps.starts), list(map(helds.__getitem__, map(operator.sub, ends, repeat(1)))) if track_held else []  # type: ignore[arg-type]  # multi-id steps: starts is set
         steps = steps if isinstance(steps, Sequence) else list(steps)
         if all(len(step) == 1 for step in steps):
             return self._tokens([step[0] for step in steps], position, track_held)
         self.like_decodestream = False  # DecodeStream decodes a multi-id step once, not id by id
         outs, helds = self._tokens([i for step in steps for i in step], position, True)
-        chunks, held, k = [], [], 0
+        chunks: list[str] = []
+        held: list[int] = []
+        k = 0
         for step in steps:
             chunks.append("".join(outs[k:k + len(step)]))
             k += len(step)
@@ -144,7 +146,7 @@ class Offsets(Detokenizer):
                     b += 1
                 end = breaks[b] if b < len(breaks) else n
                 if end > k:  # a run of steps that emit from one-token windows
-                    outs += found[k:end]
+                    outs += found[k:end]  # type: ignore[arg-type]  # between two breaks: memoised str, none None or unseen
                     window, held_now, k = (tokens[end - 1],), 0, end
                     here = ctx.moves_from(window, 1)
                     continue

@@ -25,7 +25,7 @@ class Chunks(Sequence[str]):
     def __len__(self) -> int:
         return len(self.ends)
 
-    def __getitem__(self, s: int) -> str:  # type: ignore[override]
+    def __getitem__(self, s: int) -> str:  # type: ignore[override]  # indexed by step only, never sliced
         if s < 0:
             s += len(self.ends)
         if not 0 <= s < len(self.ends):

@@ -58,7 +58,7 @@ class BytesDetok(Detokenizer):
         assert text is not None
         if self.steady:
             return text.cached_piece(token_id)
-        data = self.pieces.piece(text.spelling(token_id))  # type: ignore[arg-type]
+        data = self.pieces.piece(text.spelling(token_id))  # type: ignore[arg-type]  # a mapped id: spelled
         self.steady = not any(lead[1] for lead in self.pieces.lead)
         self.moved = self.moved or data != entry[0]
         return data
@@ -87,7 +87,7 @@ class BytesDetok(Detokenizer):
                     steady = self.steady
                     added = b"" if skip and entry[1] else (
                         entry[0] if self.pieces is None else
-                        text.cached_piece(token_id) if steady else self._data(token_id, entry))  # type: ignore[union-attr]
+                        text.cached_piece(token_id) if steady else self._data(token_id, entry))  # type: ignore[union-attr]  # pieces set: text is set
                     if steady:
                         memo[token_id] = added
                     data += added
@@ -125,7 +125,7 @@ class BytesDetok(Detokenizer):
                 if entry is None:
                     unmapped.add(token_id)
                     continue
-                added = b"" if skip and entry[1] else entry[0] if self.pieces is None else text.cached_piece(token_id)  # type: ignore[union-attr]
+                added = b"" if skip and entry[1] else entry[0] if self.pieces is None else text.cached_piece(token_id)  # type: ignore[union-attr]  # pieces set: text is set
                 memo[token_id] = added
             starts[token_id] = character_starts(added)
         piece_of, starts_of = memo.__getitem__, starts.__getitem__
