@@ -86,6 +86,9 @@ def test_marker_pairs() -> None:
     assert marker_pairs("<|start|>assistant<|end|><|begin_of_text|><|end_of_text|><｜begin▁of▁sentence｜><｜end▁of▁sentence｜>") == []
     assert marker_pairs("<｜tool▁calls▁begin｜><｜tool▁calls▁end｜><|START_OF_TURN_TOKEN|><|END_OF_TURN_TOKEN|>") == [
         ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"), ("<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>")]
+    # Gemma 4's one-sided markers: the bar is on the open side; its thought channel is reasoning, not a turn
+    assert marker_pairs("<|turn>user\nhi<turn|><|tool_call>call:f{}<tool_call|><|channel>thought<channel|><|\"|>") == [
+        ("<|turn>", "<turn|>"), ("<|tool_call>", "<tool_call|>")]
 
 
 def test_balance_reads_from_the_first_message() -> None:
@@ -98,3 +101,10 @@ def test_balance_reads_from_the_first_message() -> None:
     assert _balance(again, pairs, again.index("hi")) == ("reopened", "<|im_start|>", 0)
     tag = "<|im_start|>user\nhi<|im_end|><tool_call name=\"f\">x</tool_call></tool_call>"
     assert _balance(tag, [("<tool_call>", "</tool_call>")], tag.index("hi")) == ("unopened", "<tool_call>", tag.rindex("</tool_call>"))
+    # Gemma 4 keeps the model turn open around its own call and response: pairs closed inside an open turn are nested
+    gemma = [("<|turn>", "<turn|>"), ("<|tool_call>", "<tool_call|>"), ("<|tool_response>", "<tool_response|>")]
+    turn = "<|turn>user\nhi<turn|>\n<|turn>model\n<|tool_call>call:f{}<tool_call|><|tool_response>response:f{}<tool_response|>"
+    assert _balance(turn, gemma, turn.index("hi")) is None
+    # a pair opened before the open marker and closed after it crosses it: the marker was left open
+    crossed = "<|im_start|>user\nhi<|im_end|><|im_start|>assistant\n<tool_call>{}<|im_end|>"
+    assert _balance(crossed, pairs, crossed.index("hi")) == ("unclosed", "<tool_call>", crossed.index("<tool_call>"))

@@ -107,6 +107,9 @@ TRUE_ERRORS: dict[str, dict[str, dict[tuple[str, str], str]]] = {
     "gguf-qwen2": {"scan": {("TA207", "eog-mismatch"): "eos_token_id is 151643 <|endoftext|> while turns end with <|im_end|> "
                             "151645: llama.cpp stops on both (is_eog), eos-only runtimes run on"}},
     "gguf-qwen35": {"scan": {("TA207", "eog-mismatch"): "as gguf-qwen2: eos 151643, turns end with <|im_end|> 151645"}},
+    "gguf-gemma-4": {"scan": {("TA207", "eog-mismatch"): "eos_token_id is 1 <eos> while the template ends turns with <turn|> "
+                              "106 (Gemma 4's one-sided markers <|turn> ... <turn|>): llama.cpp stops on <turn|> by its text "
+                              "(llama-vocab.cpp's EOG list names it for gemma4), runtimes reading only the eos id run on"}},
     "gguf-bert-bge": {"compare": {("TA603", "roundtrip-failure"): "llama.cpp's own WordPiece (llama-cpp-python, not tokaudit) "
                                   "drops Hangul vowel and final jamo: '안녕하세요' decodes to ' ᄋᄂᄒᄉᄋ'; lower-casing, accents and "
                                   "[UNK] are notes"}},
@@ -230,6 +233,19 @@ def test_gemma3_double_bos_is_a_warning(real_dirs: dict[str, Path]) -> None:
     prompt = "<bos><start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\n"
     assert tok.encode(prompt).ids[:4] == [2, 2, 105, 2364]
     assert tok.encode(prompt, add_special_tokens=False).ids[:4] == [2, 105, 2364, 107]
+
+
+def test_gemma_4_gguf_never_stops_on_its_eos_alone(real_dirs: dict[str, Path]) -> None:
+    """Gemma 4 ends turns with <turn|> (106), the one-sided marker form (<|turn> ... <turn|>); the vocab GGUF's only
+    eos is <eos> (1). llama.cpp stops on 106 by its text (llama-vocab.cpp's EOG list names <turn|> for gemma4, checked
+    id by id against llama-cpp-python in test_gguf_real.py); a runtime stopping on the eos id alone runs on."""
+    found = [f for f in _findings("scan", str(real_dirs["gguf-gemma-4"])) if f["code"] == "TA207"]
+    assert [(f["severity"], f["ids"], f["details"]["template_end_of_turn"], f["details"]["eos_id"], f["details"]["llamacpp_eog"],
+             f["details"]["llamacpp_stops"]) for f in found] == [
+        ("error", [[1, 1], [106, 106]], {"token": "<turn|>", "id": 106}, 1, [1, 50, 106], True)]
+    assert found[0]["message"].startswith(
+        "the chat template ends each turn with <turn|> (106), but ggml-vocab-gemma-4.gguf's eos id is 1 '<eos>': llama.cpp "
+        "(and Ollama, LM Studio on current llama.cpp) stops on it (its text <turn|> makes it end-of-generation)")
 
 
 def test_qwen3_tojson_divergence_names_tgi_and_dynamo(real_dirs: dict[str, Path]) -> None:

@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from tokaudit.checks.common import _CONTROL
 from tokaudit.report.finding import Code, Finding, Severity, catalog_codes
 from tokaudit.template.rendering import RequestRun, TemplateRun
 
@@ -322,26 +323,28 @@ def dropped_content(runs: list[TemplateRun]) -> list[Finding]:
 
 # --------------------------------------------------------------------------- TA812
 
-_LITERAL = re.compile(r"<\|[^<>|\s]{1,80}\|>|<｜[^<>｜\s]{1,80}｜>|\[/?[A-Z][A-Z0-9_]{0,40}\]|</?[A-Za-z][A-Za-z0-9_.:-]{0,40}>")
 _EDGE = re.compile(r"(?i)(?<![a-z])(start|begin|end)(?![a-z])")
 #: Pairs that are the sequence's BOS and EOS, not a turn (written once, or EOS after every turn: DeepSeek), and
 #: reasoning markers (a template closes reasoning it never opened on purpose: DeepSeek V3.2's thinking-off ``</think>``;
 #: TA824/TA825 are about those).
-_NOT_TURNS = ("text", "sentence", "seq", "document", "think", "reason")
+_NOT_TURNS = ("text", "sentence", "seq", "document", "think", "reason", "channel")
 
 
 def marker_pairs(template: str) -> list[tuple[str, str]]:
-    """The (opener, closer) pairs among the literals a template writes: ``<x>``/``</x>``, ``[X]``/``[/X]``, and
+    """The (opener, closer) pairs among the literals a template writes: ``<x>``/``</x>``, ``[X]``/``[/X]``, Gemma 4's
+    ``<|x>``/``<x|>``, and
     names that differ only by start/begin vs end (``<|im_start|>``/``<|im_end|>``, ``<start_of_turn>``/
     ``<end_of_turn>``, ``<｜tool▁calls▁begin｜>``/``<｜tool▁calls▁end｜>``). A bare ``<|start|>``/``<|end|>`` is not
     a pair (gpt-oss ends turns with ``<|end|>``, ``<|call|>`` or ``<|return|>``), nor BOS/EOS."""
-    literals = list(dict.fromkeys(m.group() for m in _LITERAL.finditer(template)))
+    literals = list(dict.fromkeys(m.group() for m in _CONTROL.finditer(template)))
     present = set(literals)
     pairs = []
     for lit in literals:
-        if lit.startswith("</") or lit.startswith("[/"):
+        if lit.startswith(("</", "[/")) or (lit.endswith("|>") and not lit.startswith("<|")):
             continue
-        if lit.startswith("<") and not lit.startswith(("<|", "<｜")):
+        if lit.startswith("<|") and not lit.endswith("|>"):  # Gemma 4: <|turn> ... <turn|>
+            closer = "<" + lit[2:-1] + "|>"
+        elif lit.startswith("<") and not lit.startswith(("<|", "<｜")):
             closer = "</" + lit[1:]
         elif lit.startswith("["):
             closer = "[/" + lit[1:]
@@ -373,7 +376,8 @@ def _balance(prompt: str, pairs: list[tuple[str, str]], start: int) -> tuple[str
     """The first marker problem of a prompt from the first non-system message's text (``start``): (problem,
     marker, position). Before it, only whether each marker is open counts (its last event): a system prompt and tool
     instructions name markers in prose ("call it inside <tool_call></tool_call>"). Markers still open at the end
-    are fine when nothing closes after them (the generation prompt opens the assistant's turn)."""
+    are fine when nothing opened before them closes after them (the generation prompt opens the assistant's turn;
+    Gemma 4's model turn stays open around its own tool call and response pairs)."""
     events = []
     for opener, closer in pairs:
         # a tag opens with attributes too: <parameter=city>, <invoke name="f">
@@ -386,7 +390,7 @@ def _balance(prompt: str, pairs: list[tuple[str, str]], start: int) -> tuple[str
     # before the first message: only whether each marker is open (its last event)
     depth = {opener: int(step > 0) for at, opener, step in events if at < start}
     opened_at = {opener: at for at, opener, step in events if at < start and step > 0}
-    last_close = -1
+    closes: list[tuple[int, int]] = []  # (where a marker closes, where it was opened)
     for at, opener, step in (e for e in events if e[0] >= start):
         if step > 0:
             if depth.get(opener, 0) > 0:
@@ -397,9 +401,9 @@ def _balance(prompt: str, pairs: list[tuple[str, str]], start: int) -> tuple[str
             if depth.get(opener, 0) == 0:
                 return ("unopened", opener, at)
             depth[opener] = 0
-            last_close = at
+            closes.append((at, opened_at[opener]))
     for opener, d in depth.items():
-        if d and opened_at[opener] < last_close:
+        if d and any(opened < opened_at[opener] < at for at, opened in closes):
             return ("unclosed", opener, opened_at[opener])
     return None
 
