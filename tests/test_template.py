@@ -230,8 +230,8 @@ def test_clean_chatml_fixture() -> None:
     assert [s["id"] for s in doc["stacks"] if not s["rendered"]] == []  # llama.cpp with its own engine
     names = [c["name"] for c in doc["conversations"]]
     assert names == ["system-user", "system-user-no-generation-prompt", "user-only", "multi-turn", "tools-offered", "tool-call",
-                     "tool-call-empty-content", "tool-call-multi-turn", "tool-call-with-content", "parallel-tool-calls", "empty-content",
-                     "content-parts", "long-non-ascii", "system-midway", "reasoning-only"]
+                     "tool-call-empty-content", "tool-call-multi-turn", "tool-call-with-content", "parallel-tool-calls",
+                     "tool-result-then-user", "empty-content", "content-parts", "long-non-ascii", "system-midway", "reasoning-only"]
     first = doc["conversations"][0]["renders"]
     assert [r["stack"] for r in first] == STACKS
     assert {r["text"] for r in first} == {"<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
@@ -242,7 +242,7 @@ def test_clean_chatml_fixture() -> None:
     assert [r["stack"] for r in doc["conversations"][1]["renders"]] == ["transformers", "vllm", "llama.cpp"]
     # content parts: the template joins them itself ("openai" format: vLLM, SGLang and smg keep the list); mistral.rs
     # joins them into one part with " ", Dynamo into a string with "\n"
-    div = doc["conversations"][11]["divergence"]
+    div = next(c for c in doc["conversations"] if c["name"] == "content-parts")["divergence"]
     # llama-server joins the parts with "\n" for a template that reads content as a string
     assert div["groups"] == [["transformers", "vllm", "sglang", "smg", "tgi"], ["mistral.rs"], ["llama.cpp", "dynamo"]]
     assert [side["excerpt"][:28] for side in div["sides"]] == ["<|im_start|>user\nDescribe  t", "<|im_start|>user\nDescribe \nt"]
@@ -263,7 +263,7 @@ def test_qwen_tools_names_the_stacks_whose_prompts_differ() -> None:
                                              "llama.cpp: auto; dynamo: hermes, qwen25, llama3_json")
     tgi, dynamo = doc["findings"][:2]
     assert tgi["details"]["conversations"] == ["tools-offered", "tool-call", "tool-call-empty-content", "tool-call-multi-turn",
-                                               "tool-call-with-content", "parallel-tool-calls"]
+                                               "tool-call-with-content", "parallel-tool-calls", "tool-result-then-user"]
     assert "MiniJinja's escapes < > & '" in tgi["message"] and "its maps iterate and serialize in key order" in tgi["message"]
     assert dynamo["details"]["excerpts"]["stack"].endswith('{"type":"function","function":{"name":"get_weath…')
     # no stack that registers its own tojson is named: smg and mistral.rs render the tools as transformers does
@@ -327,7 +327,7 @@ def test_llama3_double_bos_whole_process() -> None:
     f = doc["findings"][0]
     assert "no stack's chat endpoint is hit" in f["message"] and f["details"]["rendered_by"] == STACKS
     assert f["ids"] == [[260, 260]] and f["details"]["added_by"] == "tokenizer.json post_processor"
-    assert f["details"]["first_ids"][:2] == [260, 260] and len(f["details"]["conversations"]) == 15
+    assert f["details"]["first_ids"][:2] == [260, 260] and len(f["details"]["conversations"]) == 16
     tok = Tokenizer.from_file(str(T / "llama3-double-bos" / "tokenizer.json"))
     text = doc["conversations"][0]["renders"][0]["text"]
     assert text.startswith("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n")
@@ -348,7 +348,7 @@ def test_deepseek_percent_format_fails_in_minijinja_stacks() -> None:
     assert doc["findings"][1]["details"]["error"].startswith('Unknown operator "%" between String and Tuple')
     f = doc["findings"][0]
     assert f["details"]["conversations"] == ["tool-call", "tool-call-empty-content", "tool-call-multi-turn", "tool-call-with-content",
-                                             "parallel-tool-calls"]
+                                             "parallel-tool-calls", "tool-result-then-user"]
     assert "% operator" in f["message"] and f["message"].endswith("; transformers, vllm, sglang, tgi render them.")
     # TGI renders it: it never passes tool_calls (the calls are JSON in the content)
     j2 = doc["conversations"][5]["renders"][0]["text"]
@@ -367,7 +367,7 @@ def test_broken_template_is_an_error_for_every_stack() -> None:
     # llama.cpp's parser names no line
     assert [f["location"] for f in doc["findings"]] == [{"file": "chat_template.jinja", "line": 16}] * 2 + [{"file": "chat_template.jinja", "line": 1}]
     assert doc["findings"][0]["details"]["error"].startswith("TemplateSyntaxError: line 16: Unexpected end of template.")
-    assert len(doc["findings"][0]["details"]["conversations"]) == 15
+    assert len(doc["findings"][0]["details"]["conversations"]) == 16
 
 
 def test_token_split_agrees_with_ta205() -> None:
@@ -411,7 +411,7 @@ def test_tool_call_dropped() -> None:
     assert code == 1 and codes(doc) == [("TA806", "error", ["transformers", "vllm", "sglang", "smg", "mistral.rs", "llama.cpp", "dynamo"])]
     f = doc["findings"][0]
     assert f["details"]["conversations"] == ["tool-call", "tool-call-empty-content", "tool-call-multi-turn", "tool-call-with-content",
-                                             "parallel-tool-calls"]
+                                             "parallel-tool-calls", "tool-result-then-user"]
     assert f["details"]["missing"] == ["get_weather", "Centro"]
     # the template offers the tools (TA806's condition) ...
     assert "Tools: get_weather" in doc["conversations"][4]["renders"][0]["text"]

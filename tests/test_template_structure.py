@@ -13,7 +13,8 @@ from tokaudit.template.structure import _balance, marker_pairs
 
 T = FIXTURES / "templates"
 ALL = ["transformers", "vllm", "sglang", "smg", "tgi", "mistral.rs", "llama.cpp", "dynamo"]
-CALLS = ["tool-call", "tool-call-empty-content", "tool-call-multi-turn", "tool-call-with-content", "parallel-tool-calls"]
+CALLS = ["tool-call", "tool-call-empty-content", "tool-call-multi-turn", "tool-call-with-content", "parallel-tool-calls",
+         "tool-result-then-user"]
 
 
 def findings(path: Path, code: str, *args: str) -> list[dict[str, Any]]:
@@ -34,13 +35,13 @@ def test_python_repr_leaks() -> None:
         # feature the template does not serve: a warning, as TA801's are)
         ("warning", ["transformers"], ["content-parts"], "messages[0].content", 67),
         # content: null printed: smg keeps the null (transformers drops the key, the others make it "")
-        ("error", ["smg"], ["tool-call", "tool-call-multi-turn", "parallel-tool-calls"], "messages[2].content", 121),
+        ("error", ["smg"], ["tool-call", "tool-call-multi-turn", "parallel-tool-calls", "tool-result-then-user"], "messages[2].content", 121),
         # the reasoning-only turn (content null, no calls): smg keeps the null, TGI too (its content is an Option);
         # optional, so a warning (chatlint's reasoning_only shape on Llama 3.x)
         ("warning", ["smg", "tgi"], ["reasoning-only"], "messages[1].content", 110),
     ]
     leak = findings(T / "structure", "TA810")[2]
-    assert leak["message"].startswith("smg: requests tool-call, tool-call-multi-turn, parallel-tool-calls: a content: null (messages[2].content) is printed as 'None', at character "
+    assert leak["message"].startswith("smg: requests tool-call, tool-call-multi-turn, parallel-tool-calls, tool-result-then-user: a content: null (messages[2].content) is printed as 'None', at character "
                                       "121: 'im_start|>assistant\\nNone<tool_call>get_weath")
 
 
@@ -64,7 +65,7 @@ def test_content_dropped() -> None:
 def test_unbalanced_markers() -> None:
     got = [(f["severity"], f["details"]["stacks"], f["details"]["conversations"], f["details"]["problem"], f["details"]["marker"],
             f["details"]["position"]) for f in findings(T / "structure", "TA812")]
-    assert got == [("warning", ALL, ["tool-call-multi-turn"], "unclosed", "<tool_response>", 313),
+    assert got == [("warning", ALL, ["tool-call-multi-turn", "tool-result-then-user"], "unclosed", "<tool_response>", 313),
                    ("warning", ALL, ["parallel-tool-calls"], "reopened", "<tool_response>", 364)]
 
 

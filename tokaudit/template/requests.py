@@ -40,6 +40,10 @@ class Request:
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     #: What a RAG request passes as ``documents`` (transformers, vLLM).
     documents: list[dict[str, Any]] | None = None
+    #: The request this one extends by a turn the API and the model's reference format take: a template that renders
+    #: that request for a stack but refuses this one (``raise_exception``) refuses the added turn, which is the
+    #: template's gap, not a documented limit of the model.
+    extends: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"messages": self.messages, "add_generation_prompt": self.add_generation_prompt}
@@ -93,6 +97,7 @@ FOLLOW = {"role": "user", "content": "And of Japan?"}
 SECOND_SYSTEM = {"role": "system", "content": "From now on, answer in one word."}
 ASK = {"role": "user", "content": "Weather in São Paulo?"}
 RESULT = {"role": "tool", "tool_call_id": TOOL_CALL_ID, "name": "get_weather", "content": '{"temperature": 21, "sky": "<clear>"}'}
+INTERJECT = {"role": "user", "content": "Actually, make it Lima."}
 REASONING = "The user asks about France; its capital is Paris."
 #: The second call of a parallel tool-call turn and its result (a nine-character id, as Mistral's templates want).
 SECOND_CALL_ID = "f5G6h7J8k"
@@ -140,6 +145,11 @@ def builtin_requests(template: str, name: str = "default") -> list[Request]:
         # chatlint's shapes: the assistant's text beside its call (Llama 3.1 drops it), two calls at once
         Request("tool-call-with-content", [SYSTEM, ASK, tool_call("Let me check the weather."), RESULT], tools=tools, required=False),
         Request("parallel-tool-calls", [SYSTEM, ASK, parallel_calls(), RESULT, SECOND_RESULT], tools=tools, required=False),
+        # chatlint's tool_then_user: the user speaks right after a tool result, before the assistant answers it (an
+        # agent loop that lets the user interject). OpenAI's API takes the order, and so does the reference encoder of
+        # the templates that refuse it (mistral_common's validator allows tool -> user): a refusal is no model limit
+        Request("tool-result-then-user", [SYSTEM, ASK, tool_call(None), RESULT, INTERJECT], tools=tools, required=False,
+                extends="tool-call"),
         Request("empty-content", [{"role": "user", "content": ""}], required=False),
         Request("content-parts", [{"role": "user", "content": [{"type": "text", "text": "Describe "},
                                                                 {"type": "text", "text": "this in one line."}]}],
