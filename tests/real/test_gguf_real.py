@@ -19,7 +19,12 @@ NEEDS_GGUF = pytest.mark.skipif(find_spec("gguf") is None, reason="the gguf pack
 ATTR_MASK = 0x3F
 
 
-@pytest.fixture(scope="module")
+#: The 19 vocab GGUFs by name (``gguf-NAME`` in the lock file), known at collection: a test per file spreads them
+#: over the xdist workers.
+VOCAB_NAMES = sorted(e["name"][len("gguf-"):] for e in fetch_module().load_lock()["tokenizers"] if e["name"].startswith("gguf-"))
+
+
+@pytest.fixture(scope="session")  # per worker, not per module: the module's tests are not tied to one worker
 def vocab_files() -> dict[str, Path]:
     names = [e["name"] for e in fetch_module().load_lock()["tokenizers"] if e["name"].startswith("gguf-")]
     try:
@@ -136,7 +141,8 @@ def test_diff_hf_and_gguf_of_the_same_model(hf_dir: str, vocab: str, findings: l
 
 
 @NEEDS_LLAMACPP
-def test_replay_a_gguf_alone_streams_as_llamacpp(vocab_files: dict[str, Path], tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", VOCAB_NAMES)
+def test_replay_a_gguf_alone_streams_as_llamacpp(vocab_files: dict[str, Path], tmp_path: Path, name: str) -> None:
     """replay on a bare .gguf: a stream that llama-cpp-python encodes is replayed to the text llama.cpp's own
     pieces make (``llama_token_to_piece`` per id, specials skipped, as the server streams it), no error."""
     import json
@@ -145,14 +151,14 @@ def test_replay_a_gguf_alone_streams_as_llamacpp(vocab_files: dict[str, Path], t
     from realkit import STREAM_TEXT
     from tokaudit.backends.llamacpp_backend import LlamaCppBackend
 
-    for name, path in vocab_files.items():
-        real = LlamaCppBackend.load(path)
-        ids = real.encode(STREAM_TEXT)
-        stream = tmp_path / f"{name}.json"
-        stream.write_text(json.dumps({"ids": ids}), encoding="utf-8")
-        result = run_cli("replay", str(path), str(stream), "--format", "json")
-        assert result.exit_code == 0, (name, result.stderr)
-        doc = json.loads(result.stdout)
-        assert doc["text"] == b"".join(real.piece(i, False) for i in ids).decode("utf-8", "replace"), name
-        assert "llama.cpp-server" in {r["name"] for r in doc["detokenizers"]}, name
-        assert [f["code"] for f in doc["findings"] if f["severity"] == "error"] == [], name
+    path = vocab_files[name]
+    real = LlamaCppBackend.load(path)
+    ids = real.encode(STREAM_TEXT)
+    stream = tmp_path / f"{name}.json"
+    stream.write_text(json.dumps({"ids": ids}), encoding="utf-8")
+    result = run_cli("replay", str(path), str(stream), "--format", "json")
+    assert result.exit_code == 0, (name, result.stderr)
+    doc = json.loads(result.stdout)
+    assert doc["text"] == b"".join(real.piece(i, False) for i in ids).decode("utf-8", "replace"), name
+    assert "llama.cpp-server" in {r["name"] for r in doc["detokenizers"]}, name
+    assert [f["code"] for f in doc["findings"] if f["severity"] == "error"] == [], name
