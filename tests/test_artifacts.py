@@ -528,7 +528,7 @@ def _vocab_dir(tmp_path: Path, config: dict | None = None, added: str | None = N
 def test_added_tokens_json_is_read_with_special_by_name(tmp_path: Path) -> None:
     """transformers 5 (_from_pretrained): added_tokens.json entries are added tokens, special when their text is a
     named special token, normalized when not."""
-    from tokaudit.artifacts.added_tokens import config_added_tokens
+    from tokaudit.model.config_added import config_added_tokens
     from tokaudit.artifacts.load import load_artifacts
 
     directory = _vocab_dir(tmp_path, {"eos_token": "<|eot|>"}, json.dumps({"<|eot|>": 2, "<x>": 3}))
@@ -539,7 +539,7 @@ def test_added_tokens_json_is_read_with_special_by_name(tmp_path: Path) -> None:
 
 
 def test_added_tokens_json_is_ignored_when_the_config_has_added_tokens_decoder(tmp_path: Path) -> None:
-    from tokaudit.artifacts.added_tokens import config_added_tokens
+    from tokaudit.model.config_added import config_added_tokens
     from tokaudit.artifacts.load import load_artifacts
 
     decoder = {"2": {"content": "<y>", "special": True}}

@@ -7,10 +7,10 @@ from functools import cached_property
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from tokaudit.artifacts.added_tokens import config_added_tokens
 from tokaudit.records import AddedToken, Provenance
 from tokaudit.artifacts.load import Artifacts
 from tokaudit.artifacts.pattern import registry_special_tokens
+from tokaudit.model.config_added import config_added_tokens
 from tokaudit.model.id_table import IdTable, Layer
 
 if TYPE_CHECKING:  # the GGUF reader is loaded with a GGUF target's file, not by every scan
