@@ -55,13 +55,13 @@ CASE_LIST: list[tuple[str, str, str, str, dict[str, Any], list[str], list[str]]]
     ("cohere2moe", "Cohere2MoE.jinja", "markers-cohere", "cohere2", {}, [], []),
     ("command-r7b", "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", "markers-cohere", "cohere2", {}, [], []),
     ("gigachat3", "GigaChat3-10B-A1.8B.jinja", "markers-gigachat", "deepseek_v3", {}, [], []),
-    ("kimi-k3", "Kimi-K3.jinja", "markers-kimi-k3", "kimi_k3", {}, [], []),
+    ("kimi-k3", "Kimi-K3.jinja", "markers-kimi-k3", "kimi_k3", {}, ["kimi_k3"], ["kimi_k3"]),
     ("lfm2.5", "LFM2.5-8B-A1B.jinja", "markers-lfm2", "lfm2_moe", {}, ["qwen3"], ["qwen3"]),
-    ("minimax-m3", "MiniMax-M3.jinja", "markers-minimax-m3", "minimax_m3", {}, [], []),
+    ("minimax-m3", "MiniMax-M3.jinja", "markers-minimax-m3", "minimax_m3", {}, ["minimax_m3"], ["minimax-m3"]),
     ("mistral-small-3.2", "Mistral-Small-3.2-24B-Instruct-2506.jinja", "markers-mistral", "mistral3", {}, [], []),
-    ("gemma4", "google-gemma-4-31B-it.jinja", "markers-gemma4", "gemma4", {}, [], []),
-    ("muse-glimmer", "muse-glimmer.jinja", "markers-muse", "muse_glimmer", {}, [], []),
-    ("hy3", "tencent-Hy3.jinja", "markers-hy3", "hy_v3", {}, [], []),
+    ("gemma4", "google-gemma-4-31B-it.jinja", "markers-gemma4", "gemma4", {}, ["gemma4"], ["gemma4"]),
+    ("muse-glimmer", "muse-glimmer.jinja", "markers-muse", "muse_glimmer", {}, ["muse_glimmer", "muse"], ["muse"]),
+    ("hy3", "tencent-Hy3.jinja", "markers-hy3", "hy_v3", {}, ["hy_v3"], ["hunyuan"]),
 ]
 
 #: The tool parsers run on a case, per stack (cases not named here: every tool parser, and every reasoning parser alone).
@@ -140,8 +140,8 @@ def make_cases(tokenizers: Path) -> None:
 
 
 def run_golden(tokenizers: Path, only: set[str] | None, stacks: set[str]) -> None:
-    """Run the real classes of ``stacks`` on every case (or the ``only`` ones); the rows of the other stacks are kept
-    from the committed file, so regenerating one stack leaves the other's rows as they were."""
+    """Run the real classes of ``stacks`` on every case (or the ``only`` ones); the rows of the other stacks and cases
+    are kept from the committed file, so regenerating one stack or case leaves the others' rows as they were."""
     import logging
 
     logging.disable(logging.WARNING)
@@ -152,7 +152,7 @@ def run_golden(tokenizers: Path, only: set[str] | None, stacks: set[str]) -> Non
     from tokaudit.parsers.installed import STEPS, load_tokenizer, run_sglang, run_vllm  # the standard library and the stacks only
 
     kept: dict[tuple[str, str], list[str]] = {}
-    if GOLDEN.exists() and stacks != {"vllm", "sglang"}:
+    if GOLDEN.exists() and (stacks != {"vllm", "sglang"} or only):
         for line in GOLDEN.read_text(encoding="utf-8").splitlines()[1:]:
             row = json.loads(line)
             kept.setdefault((row["case"], row["stack"]), []).append(line)
@@ -162,6 +162,7 @@ def run_golden(tokenizers: Path, only: set[str] | None, stacks: set[str]) -> Non
     data = _data()
     for case in (json.loads(line) for line in CASES.read_text(encoding="utf-8").splitlines()):
         if only and case["case"] not in only:
+            lines += kept.get((case["case"], "vllm"), []) + kept.get((case["case"], "sglang"), [])
             continue
         tok = load_tokenizer(str(tokenizers / case["tokenizer"]))
         start = time.time()

@@ -124,8 +124,10 @@ class ReasoningParser:
     stream_reads_prompt: bool = False
     #: the chat-template kwarg that turns thinking on or off for this parser, when it reads one
     kwarg: str | None = None
-    #: reasoning is parsed only when the request sets ``thinking`` or ``enable_thinking`` (else all is content)
+    #: reasoning is parsed only when the request sets one of the ``gate`` kwargs (else all is content)
     needs_kwarg: bool = False
+    #: the kwargs that turn a ``needs_kwarg`` parser on (a value of "no_think" does not)
+    gate: tuple[str, ...] = ("thinking", "enable_thinking")
     #: streamed: a start marker that arrives in one step with other ids (no end marker in that step) stays in the
     #: reasoning text (vLLM's BaseThinkingReasoningParser returns the whole delta as reasoning)
     stream_start_leaks: bool = False
@@ -356,6 +358,18 @@ REASONING_PARSERS: tuple[ReasoningParser, ...] = (
                     stream_reads_prompt=True, source=_VP + "minimax_m2.py"),
     ReasoningParser("vllm", "seed_oss", "<seed:think>", "</seed:think>", no_start="reasoning", ends_at=("<seed:tool_call>",),
                     keep_special="always", source=_VP + "seed_oss.py"),
+    # the new families' reasoning parsers (vllm/reasoning/__init__.py names them)
+    ReasoningParser("vllm", "gemma4", "<|channel>", "<channel|>", no_start="reasoning", keep_special="always", kwarg="enable_thinking",
+                    stream_reads_prompt=True,
+                    source=_VP + "gemma4.py"),
+    ReasoningParser("vllm", "kimi_k3", "<|open|>think<|sep|>", "<|close|>think<|sep|>", no_start="reasoning", kwarg="thinking", keep_special="always",
+                    source=_VR + "kimi_k3_reasoning_parser.py"),
+    ReasoningParser("vllm", "minimax_m3", "<mm:think>", "</mm:think>", no_start="content", source=_VR + "minimax_m3_reasoning_parser.py"),
+    ReasoningParser("vllm", "hy_v3", "<think:opensource>", "</think:opensource>", no_start="reasoning", needs_kwarg=True,
+                    gate=("reasoning_effort",), source=_VR + "hy_v3_reasoning_parser.py",
+                    note="reasoning only when the request sets a reasoning_effort other than no_think"),
+    ReasoningParser("vllm", "muse", " to=self<|message|>", "<|eom|>", no_start="content", keep_special="always", source=_VR + "muse_reasoning_parser.py"),
+    ReasoningParser("vllm", "muse_glimmer", " to=self<|message|>", "<|eom|>", no_start="content", keep_special="always", source=_VR + "muse_glimmer_reasoning_parser.py"),
     # SGLang 0.5.23 (ReasoningParser.DetectorMap). "prompt": reasoning when the server forces it, which it decides from
     # the template's toggle and the request's kwargs (tokaudit.parsers.toggle); deepseek-r1, gpt-oss and minimax are
     # always in reasoning whatever the server passes
@@ -373,6 +387,17 @@ REASONING_PARSERS: tuple[ReasoningParser, ...] = (
     ReasoningParser("sglang", "mistral", "[THINK]", "[/THINK]", no_start="prompt", start_only_at_beginning=True, default="mistral", source=_SR),
     ReasoningParser("sglang", "minimax", *_THINK, no_start="reasoning", ends_at=("<tool_call>",), start_only_at_beginning=True,
                     default="enable_thinking", source=_SR, note="the qwen3 detector with force_reasoning"),
+    ReasoningParser("sglang", "gemma4", "<|channel>", "<channel|>", no_start="prompt", start_only_at_beginning=True,
+                    default="explicit_enable_thinking", source=_SR),
+    ReasoningParser("sglang", "kimi_k3", "<|open|>think<|sep|>", "<|close|>think<|sep|>", no_start="prompt", ends_at=("<|open|>tools<|sep|>",),
+                    start_only_at_beginning=True, default="thinking", source=_SR),
+    ReasoningParser("sglang", "minimax-m3", "<mm:think>", "</mm:think>", no_start="prompt", start_only_at_beginning=True, default="always",
+                    source=_SR, note="forced only when the request sets thinking_mode to enabled"),
+    # hunyuan's markers carry no token suffix: on Hy3's suffixed tokenizer only the tool section ends reasoning
+    ReasoningParser("sglang", "hunyuan", *_THINK, no_start="prompt", ends_at=("<tool_calls:opensource>",),
+                    start_only_at_beginning=True, default="always", source=_SR, note="forced by the request's reasoning_effort"),
+    ReasoningParser("sglang", "muse", " to=self<|message|>", "<|eom|>", no_start="prompt", no_end="content", start_only_at_beginning=True,
+                    default="always", source=_SR),
     # llama.cpp's server: --reasoning-format deepseek (the default, <think> tags; reasoning when the prompt opened it)
     ReasoningParser("llama.cpp", "deepseek", *_THINK, no_start="prompt", source="common/chat.cpp"),
     # Ollama: the thinking half of the qwen3 / qwen3.5 / deepseek3 / glm-4.7 parsers

@@ -54,8 +54,8 @@ def prompt_state(parser: ReasoningParser, prompt: str) -> str | None:
 
 
 def enabled(parser: ReasoningParser, kwargs: dict[str, Any]) -> bool:
-    """A parser gated by a chat-template kwarg (vLLM's deepseek_v3) parses reasoning only when it is set."""
-    return not parser.needs_kwarg or any(bool(kwargs.get(k)) for k in ("thinking", "enable_thinking"))
+    """A parser gated by a chat-template kwarg (vLLM's deepseek_v3, hy_v3) parses reasoning only when it is set."""
+    return not parser.needs_kwarg or any(bool(kwargs.get(k)) and kwargs.get(k) != "no_think" for k in parser.gate)
 
 
 def split_reasoning(text: str, parser: ReasoningParser | None, prompt: str, kwargs: dict[str, Any] | None = None,
