@@ -62,6 +62,7 @@ CASE_LIST: list[tuple[str, str, str, str, dict[str, Any], list[str], list[str]]]
     ("gemma4", "google-gemma-4-31B-it.jinja", "markers-gemma4", "gemma4", {}, ["gemma4"], ["gemma4"]),
     ("muse-glimmer", "muse-glimmer.jinja", "markers-muse", "muse_glimmer", {}, ["muse_glimmer", "muse"], ["muse"]),
     ("hy3", "tencent-Hy3.jinja", "markers-hy3", "hy_v3", {}, ["hy_v3"], ["hunyuan"]),
+    ("minicpm5", "openbmb-MiniCPM5-1B.jinja", "markers-minicpm5", "minicpm", {}, [], []),
 ]
 
 #: The tool parsers run on a case, per stack (cases not named here: every tool parser, and every reasoning parser alone).
@@ -77,6 +78,7 @@ ONLY: dict[str, dict[str, list[str]]] = {
     "gemma4": {"vllm": ["gemma4", "hermes"], "sglang": ["gemma4", "hermes"]},
     "muse-glimmer": {"vllm": ["muse_glimmer", "minimax_m2"], "sglang": ["muse", "minimax-m2"]},
     "hy3": {"vllm": ["hy_v3", "glm45"], "sglang": ["hunyuan", "glm45"]},
+    "minicpm5": {"vllm": ["minicpm5", "hermes"], "sglang": ["minicpm5", "hermes"]},
 }
 
 #: Tokenizers the real cache does not hold as a directory, built by tests/parser_data.py.

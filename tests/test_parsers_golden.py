@@ -51,6 +51,11 @@ KNOWN: dict[tuple[str, str, str | None, str | None], tuple[str, str]] = {
     **{(case, "vllm", "muse_glimmer", None): ("stream", "vLLM's muse_glimmer, streamed, returns none of the text when it finds no "
                                                       "call (the whole parse returns it as content)")
        for case in ("qwen3-0.6b", "qwen3.5", "glm-4.6", "muse-glimmer")},
+    **{(case, "vllm", None, name): ("stream", f"vLLM's {name} reasoning parser, streamed, returns none of the text when the output has "
+                                               "no Muse channel (the whole parse returns it as content)")
+       for case in ("qwen3-0.6b", "qwen3.5", "glm-4.6") for name in ("muse", "muse_glimmer")},
+    ("minicpm5", "vllm", "minicpm5", None): ("stream", "vLLM's minicpm5, streamed, returns the thinking block as content (its whole "
+                                                      "parse returns nothing around the call)"),
     ("kimi-k3", "vllm", "kimi_k3", None): ("stream", "vLLM's kimi_k3, streamed, returns the think section as content"),
     ("kimi-k3", "sglang", "kimi_k3", None): ("stream", "SGLang's kimi_k3, streamed, returns the think section as content"),
     ("mistral-small-3.2", "vllm", "mistral", None): ("stream", "vLLM's mistral, streamed, returns the [CALL_ID] call as reasoning "

@@ -128,6 +128,9 @@ class ReasoningParser:
     needs_kwarg: bool = False
     #: the kwargs that turn a ``needs_kwarg`` parser on (a value of "no_think" does not)
     gate: tuple[str, ...] = ("thinking", "enable_thinking")
+    #: the stack checks ``requires`` at start-up even when the request leaves the parser off (vLLM's deepseek_v3 is the
+    #: identity parser then, and checks nothing until a request sets thinking)
+    startup_check: bool = True
     #: streamed: a start marker that arrives in one step with other ids (no end marker in that step) stays in the
     #: reasoning text (vLLM's BaseThinkingReasoningParser returns the whole delta as reasoning)
     stream_start_leaks: bool = False
@@ -173,6 +176,8 @@ _HY3 = ("<tool_call:opensource>", "</tool_call:opensource>", "<arg_key:opensourc
         "<arg_value:opensource>", "</arg_value:opensource>", "<tool_sep:opensource>")
 _MUSE = ("<atem:function_calls>", "</atem:function_calls>", "<atem:invoke name=", "</atem:invoke>", "<atem:parameter name=",
          "</atem:parameter>")
+#: MiniCPM5: function opener, closer, parameter opener, closer (no block around the calls)
+_MINICPM5 = ("<function name=", "</function>", "<param name=", "</param>")
 _THINK = ("<think>", "</think>")
 
 _V = "vllm/tool_parsers/"
@@ -232,6 +237,7 @@ TOOL_PARSERS: tuple[ToolParser, ...] = (
     ToolParser("vllm", "hy_v3", "arg-kv", _HY3, keep_special="never", requires=("<tool_calls:opensource>", "</tool_calls:opensource>"), source=_V + "hy_v3_tool_parser.py"),
     ToolParser("vllm", "muse_glimmer", "invoke-no-prefix", _MUSE, source=_V + "muse_tool_parser.py"),
     ToolParser("vllm", "lfm2", "lfm2", _LFM2, requires=_LFM2, source=_V + "lfm2_tool_parser.py"),
+    ToolParser("vllm", "minicpm5", "cdata-xml-no-prefix", _MINICPM5, source=_V + "minicpm5xml_tool_parser.py"),
     # SGLang 0.5.23 (FunctionCallParser.ToolCallParserEnum)
     ToolParser("sglang", "hermes", "json-tags", _HERMES, source=_S + "hermes_detector.py"),
     ToolParser("sglang", "qwen25", "json-tags", _HERMES, source=_S + "qwen25_detector.py"),
@@ -259,6 +265,7 @@ TOOL_PARSERS: tuple[ToolParser, ...] = (
     ToolParser("sglang", "hunyuan", "arg-kv", _HY3, source=_S + "hunyuan_detector.py"),
     ToolParser("sglang", "muse", "invoke", _MUSE, source=_S + "muse_glimmer_detector.py"),
     ToolParser("sglang", "lfm2", "lfm2", _LFM2, source=_S + "lfm2_detector.py"),
+    ToolParser("sglang", "minicpm5", "cdata-xml", _MINICPM5, source=_S + "minicpm5_detector.py"),
     # llama.cpp's server takes no parser flag: common/chat.cpp picks a specialised parser by markers in the template
     # (common_chat_try_specialized_template, in this order), else its auto-parser derives one from the template
     # itself (chat-auto-parser-generator.cpp), stood for here by every grammar in turn
@@ -336,7 +343,7 @@ REASONING_PARSERS: tuple[ReasoningParser, ...] = (
     ReasoningParser("vllm", "deepseek_r1", *_THINK, no_start="reasoning", by_id=_THINK, requires=_THINK, stream_reads_prompt=True,
                     stream_start_leaks=True, source=_VR + "deepseek_r1_reasoning_parser.py"),
     ReasoningParser("vllm", "deepseek_v3", *_THINK, no_start="reasoning", by_id=_THINK, requires=_THINK, stream_reads_prompt=True,
-                    stream_start_leaks=True, kwarg="thinking", needs_kwarg=True, source=_VR + "deepseek_v3_reasoning_parser.py",
+                    stream_start_leaks=True, kwarg="thinking", needs_kwarg=True, startup_check=False, source=_VR + "deepseek_v3_reasoning_parser.py",
                     note="deepseek_r1 when the request sets thinking or enable_thinking, else no reasoning"),
     ReasoningParser("vllm", "qwen3", *_THINK, no_start="reasoning", ends_at=("<tool_call>",), keep_special="always",
                     stream_reads_prompt=True, kwarg="enable_thinking", source=_VP + "qwen3.py"),
@@ -359,15 +366,17 @@ REASONING_PARSERS: tuple[ReasoningParser, ...] = (
     ReasoningParser("vllm", "seed_oss", "<seed:think>", "</seed:think>", no_start="reasoning", ends_at=("<seed:tool_call>",),
                     keep_special="always", source=_VP + "seed_oss.py"),
     # the new families' reasoning parsers (vllm/reasoning/__init__.py names them)
-    ReasoningParser("vllm", "gemma4", "<|channel>", "<channel|>", no_start="reasoning", keep_special="always", kwarg="enable_thinking",
+    ReasoningParser("vllm", "gemma4", "<|channel>", "<channel|>", no_start="reasoning", no_end="content", keep_special="always", kwarg="enable_thinking",
                     stream_reads_prompt=True,
                     source=_VP + "gemma4.py"),
     ReasoningParser("vllm", "kimi_k3", "<|open|>think<|sep|>", "<|close|>think<|sep|>", no_start="reasoning", kwarg="thinking", keep_special="always",
                     source=_VR + "kimi_k3_reasoning_parser.py"),
-    ReasoningParser("vllm", "minimax_m3", "<mm:think>", "</mm:think>", no_start="content", source=_VR + "minimax_m3_reasoning_parser.py"),
+    ReasoningParser("vllm", "minimax_m3", "<mm:think>", "</mm:think>", no_start="content", requires=("<mm:think>", "</mm:think>"), source=_VR + "minimax_m3_reasoning_parser.py"),
     ReasoningParser("vllm", "hy_v3", "<think:opensource>", "</think:opensource>", no_start="reasoning", needs_kwarg=True,
+                    requires=_THINK,
                     gate=("reasoning_effort",), source=_VR + "hy_v3_reasoning_parser.py",
-                    note="reasoning only when the request sets a reasoning_effort other than no_think"),
+                    note="reasoning only when the request sets a reasoning_effort other than no_think; vLLM requires the think "
+                         "markers with the tokenizer's token_suffix at start-up, modelled as the unsuffixed pair"),
     ReasoningParser("vllm", "muse", " to=self<|message|>", "<|eom|>", no_start="content", keep_special="always", source=_VR + "muse_reasoning_parser.py"),
     ReasoningParser("vllm", "muse_glimmer", " to=self<|message|>", "<|eom|>", no_start="content", keep_special="always", source=_VR + "muse_glimmer_reasoning_parser.py"),
     # SGLang 0.5.23 (ReasoningParser.DetectorMap). "prompt": reasoning when the server forces it, which it decides from

@@ -187,6 +187,36 @@ def invoke(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
     return Parsed(tuple(calls), _content(text[:first]))
 
 
+_CDATA = ("<![CDATA[", "]]>")
+
+
+def cdata_xml(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
+    """MiniCPM5: ``<function name="N"><param name="K">V</param>...</function>`` repeated, with no block around them; a
+    value in ``<![CDATA[...]]>`` is text, any other is read as JSON, else as a Python literal, else kept as text.
+    The markers are: function opener, function closer, parameter opener, parameter closer."""
+    fn, fn_end, par, par_end = markers[:4]
+    first = text.find(fn)
+    if first < 0:
+        return Parsed(content=_content(text))
+    fn_re = re.compile(re.escape(fn) + r"\s*[\"']([^\"']+)[\"'][^>]*>(.*?)(?:" + re.escape(fn_end) + "|$)", re.S)
+    par_re = re.compile(re.escape(par) + r"\s*[\"']([^\"']+)[\"']>(.*?)" + re.escape(par_end), re.S)
+    calls: list[Call] = []
+    for m in fn_re.finditer(text, first):
+        if len(calls) >= MAX_CALLS:
+            break
+        args: dict[str, Any] = {}
+        for p in par_re.finditer(m.group(2)):
+            value = p.group(2).strip()
+            if value.startswith(_CDATA[0]) and value.endswith(_CDATA[1]):
+                args[p.group(1)] = value[len(_CDATA[0]):-len(_CDATA[1])]
+            else:
+                args[p.group(1)] = _loose_value(value)
+        calls.append(Call(m.group(1).strip(), args))
+    if not calls:
+        return Parsed(content=_content(text), error=f"no complete {fn} block")
+    return Parsed(tuple(calls), _content(text[:first].strip()))
+
+
 def arg_kv(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
     """``START N <arg_key>K</arg_key><arg_value>V</arg_value>... END`` (GLM-4.5/4.6/4.7; Hy3 with its :opensource
     tags). Markers: start, end, key open, key close, value open, value close, and a separator after the name."""
@@ -738,4 +768,7 @@ GRAMMARS: dict[str, Callable[[str, Sequence[str], Any], Parsed]] = {
     "minimax-m3-items-text": lambda text, markers, tools=None: minimax_m3(text, markers, tools, items_text=True),
     "lfm2": lfm2,
     "invoke-no-prefix": lambda text, markers, tools=None: _no_prefix(invoke(text, markers, tools)),
+    "cdata-xml": cdata_xml,
+    # vLLM's minicpm5 returns only what follows the thinking block, and none of it around a call
+    "cdata-xml-no-prefix": lambda text, markers, tools=None: _no_prefix(cdata_xml(text, markers, tools)),
 }

@@ -132,7 +132,7 @@ def _refusal(parsers: Sequence[ToolParser | ReasoningParser | None], id_of: Call
         if harmony and p.stack == "vllm" and not p.harmony_only:
             kind, needed = ("tool parser", "openai") if isinstance(p, ToolParser) else ("reasoning parser", "openai_gptoss")
             return f"vllm refuses the {kind} {p.name}: a harmony (gpt-oss) model requires {needed}"
-        if isinstance(p, ReasoningParser) and not enabled(p, kwargs):
+        if isinstance(p, ReasoningParser) and not p.startup_check and not enabled(p, kwargs):
             continue  # vLLM's deepseek_v3 without thinking is the identity parser: it needs nothing
         missing = [t for t in p.requires if id_of(t) is None]
         if missing:
