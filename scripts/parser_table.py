@@ -3,7 +3,11 @@ of its family where the real-tokenizer cache has one (else at text level: every 
 survives decoding), as a Markdown table: per template and stack, the tool parsers that recover its call, and per
 stack the templates whose call no parser recovers.
 
-    python scripts/parser_table.py [--json FILE]
+    python scripts/parser_table.py [--json FILE] [--parsers builtin|installed]
+
+``--parsers installed`` runs vLLM's and SGLang's own parser classes where they import (``TOKAUDIT_STACK_PYTHON``
+names their venv; exit 2 when one does not import) on every template that has token ids, and the grammars elsewhere
+(text-level templates, the other stacks); each row's JSON ``grammar`` says which ran.
 """
 
 from __future__ import annotations
@@ -31,16 +35,28 @@ FAMILY = (
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--parsers", choices=["builtin", "installed"], default="builtin")
     args = ap.parse_args()
     import parser_data
 
+    from dataclasses import replace
+
     from tokaudit.records import Provenance
     from tokaudit.roundtrip.analysis import ParserChoice, run_template
-    from tokaudit.roundtrip.choice import ROUNDTRIP_STACKS
+    from tokaudit.roundtrip.choice import ROUNDTRIP_STACKS, resolve_parsers
     from tokaudit.template.turn import renders_call
     from tokaudit.scan import load_model
     from tokaudit.template.source import TemplateSource
 
+    choice = ParserChoice()
+    if args.parsers == "installed":  # the stacks must import; a template without ids falls back to the grammars
+        from tokaudit.errors import InputError
+
+        try:
+            choice = replace(resolve_parsers(ParserChoice(parsers="installed")), parsers="auto")
+        except InputError as exc:
+            raise SystemExit(f"parser_table: {exc}") from None
+        print(f"grammars: {dict(choice.grammars)}", file=sys.stderr)
     tmp = Path(tempfile.mkdtemp(prefix="tokaudit-table-"))
     built = {"kimi": ROOT / "fixtures" / "kimi-k2.5", "glm": parser_data.glm_tokenizer(tmp / "glm")}
     models: dict[str, object] = {}
@@ -53,11 +69,11 @@ def main() -> None:
             model = models.get(str(path)) or load_model(str(path))
             models[str(path)] = model
         start = time.perf_counter()
-        run = run_template(model, TemplateSource("default", text, Provenance(name, line=1)), ParserChoice())  # type: ignore[arg-type]
+        run = run_template(model, TemplateSource("default", text, Provenance(name, line=1)), choice)  # type: ignore[arg-type]
         summary = run.summary()
         rows.append({"template": name, "tokenizer": family if model is not None else None, "error": run.error,
                      "calls_rendered": run.calls_rendered, "reasoning_rendered": run.reasoning_rendered,
-                     "generation_prompt": run.state, "toggle": run.toggle,
+                     "generation_prompt": run.state, "toggle": run.toggle, "grammars": sorted({r.grammar for r in run.rows}),
                      "stacks": {s: summary.get(s, {"tool_parsers": [], "pairs": []}) for s in ROUNDTRIP_STACKS},
                      # the stacks whose own turn does not render (their profile's render fails) or writes no call
                      "unrendered": {s: why for s, why in run.renders.items() if not why.startswith("its own turn: ")
