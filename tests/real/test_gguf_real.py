@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from realkit import fetch_module, gguf_keys
+from test_llamacpp_real import GOLDEN_CASES
 
 pytestmark = pytest.mark.real
 
@@ -108,25 +109,28 @@ def test_load_port_equals_llamacpp_on_every_vocab_file(vocab_files: dict[str, Pa
         assert len(load.eog) == EOG_SIZES[name]
 
 
+def test_the_vocab_files_with_golden_ids_are_the_ones_checked(vocab_files: dict[str, Path]) -> None:
+    """The detokenize port's test is parametrized at collection: its list is the files that ship .inp (15)."""
+    assert sorted(n for n, p in vocab_files.items() if p.with_name(p.name + ".inp").is_file()) == sorted(GOLDEN_CASES)
+    assert sum(GOLDEN_CASES.values()) == 694
+
+
 @NEEDS_LLAMACPP
-def test_detokenize_port_equals_llamacpp_on_the_golden_ids(vocab_files: dict[str, Path]) -> None:
+@pytest.mark.parametrize("name", sorted(GOLDEN_CASES))
+def test_detokenize_port_equals_llamacpp_on_the_golden_ids(vocab_files: dict[str, Path], name: str) -> None:
     """The strict backend decodes a GGUF alone as ``llama_detokenize`` does, specials kept or skipped."""
     from tokaudit.backends.llamacpp_backend import LlamaCppBackend
     from tokaudit.backends.strict import StrictBackend
     from tokaudit.compare.golden import read_golden
     from tokaudit.scan import load_model
 
-    checked = 0
-    for name, path in vocab_files.items():
-        inp = path.with_name(path.name + ".inp")
-        if not inp.is_file():
-            continue
-        real, strict = LlamaCppBackend.load(path), StrictBackend(load_model(str(path)))
-        for case in read_golden(inp).cases:
-            for skip in (False, True):
-                assert strict.decode(list(case.ids), skip) == real.decode(list(case.ids), skip), (name, case.where, skip)
-            checked += 1
-    assert checked == 694
+    path = vocab_files[name]
+    real, strict = LlamaCppBackend.load(path), StrictBackend(load_model(str(path)))
+    cases = read_golden(path.with_name(path.name + ".inp")).cases
+    for case in cases:
+        for skip in (False, True):
+            assert strict.decode(list(case.ids), skip) == real.decode(list(case.ids), skip), (name, case.where, skip)
+    assert len(cases) == GOLDEN_CASES[name]
 
 
 @pytest.mark.parametrize(("hf_dir", "vocab", "findings"), [
