@@ -87,6 +87,8 @@ class ToolParser:
     stream_drops_tail: bool = False
     #: llama.cpp: the texts a template must hold for the server to pick this parser (it takes no flag)
     detect: tuple[str, ...] = ()
+    #: llama.cpp: texts that keep the server from picking this parser
+    detect_not: tuple[str, ...] = ()
     #: the stack constrains a tool request's generation to this parser's own format with a grammar (TGI): what the
     #: template teaches is not what the model is made to generate
     constrained: bool = False
@@ -278,9 +280,16 @@ TOOL_PARSERS: tuple[ToolParser, ...] = (
     ToolParser("llama.cpp", "kimi-k3", "xtml", _KIMI_K3, detect=("<|open|>", "<|close|>", "<|end_of_msg|>"), source=_L + "kimi-k3.cpp"),
     ToolParser("llama.cpp", "cohere2moe", "json-block", _COHERE, detect=("<|START_TEXT|>", "<|START_ACTION|>"), source=_L + "cohere2moe.cpp"),
     ToolParser("llama.cpp", "lfm2", "lfm2", _LFM2, detect=("<|tool_call_start|>", "<|tool_list_start|>"), source=_L + "lfm2.cpp"),
+    ToolParser("llama.cpp", "gigachat-v3", "json-block", _GIGACHAT, detect=("<|role_sep|>", "<|message_sep|>"),
+               detect_not=("<|function_call|>",), source=_L + "gigachat-v3.cpp", note="reads the call after the content, not only at the start"),
+    ToolParser("llama.cpp", "minimax-m3", "minimax-m3", _MINIMAX_M3, detect=("]<]minimax[>[", "<tool_call>", "<invoke name="),
+               source=_L + "minimax-m3.cpp"),
     ToolParser("llama.cpp", "deepseek-v3.2", "invoke", _DSML, detect=("dsml_token", "DSML", "function_calls"), source=_L + "deepseek.cpp"),
     ToolParser("llama.cpp", "deepseek-v4", "invoke", _DSML4, detect=("dsml_token", "DSML"), source=_L + "deepseek.cpp",
                note="the deepseek-v3.2 parser with a tool_calls block, when the template has no function_calls"),
+    ToolParser("llama.cpp", "gemma4", "gemma4", _GEMMA4, detect=("'<|tool_call>call:'",), source=_L + "gemma4.cpp"),
+    ToolParser("llama.cpp", "minicpm5", "cdata-xml-json", _MINICPM5, detect=("Tool usage guidelines:", '<function name="', '<param name="'),
+               source=_L + "minicpm5.cpp", note="a value the schema does not type as a string must be JSON"),
     ToolParser("llama.cpp", "qwen3-coder", "xml-function", _HERMES, detect=("<tool_call>", "<function=", "<parameter="),
                source=_L + "qwen3-coder.cpp"),
     ToolParser("llama.cpp", "auto", "any", (), source="common/chat-auto-parser-generator.cpp",
@@ -446,7 +455,8 @@ def picked_by_template(stack: str, template: str) -> ToolParser | None:
     """The tool parser a stack that takes no flag (llama.cpp's server) picks for a template: the first whose
     markers the template holds, else its auto-parser."""
     rows = tool_parsers(stack)
-    return next((p for p in rows if p.detect and all(d in template for d in p.detect)), next((p for p in rows if not p.detect), None))
+    return next((p for p in rows if p.detect and all(d in template for d in p.detect) and not any(d in template for d in p.detect_not)),
+                next((p for p in rows if not p.detect), None))
 
 
 def find_tool_parser(stack: str, name: str) -> ToolParser | None:

@@ -190,10 +190,11 @@ def invoke(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
 _CDATA = ("<![CDATA[", "]]>")
 
 
-def cdata_xml(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
+def cdata_xml(text: str, markers: Sequence[str], tools: Any = None, json_only: bool = False) -> Parsed:
     """MiniCPM5: ``<function name="N"><param name="K">V</param>...</function>`` repeated, with no block around them; a
     value in ``<![CDATA[...]]>`` is text, any other is read as JSON, else as a Python literal, else kept as text.
-    The markers are: function opener, function closer, parameter opener, parameter closer."""
+    The markers are: function opener, function closer, parameter opener, parameter closer. ``json_only`` (llama.cpp's
+    minicpm5): a value the tool's schema does not allow as a string must be JSON, else nothing parses."""
     fn, fn_end, par, par_end = markers[:4]
     first = text.find(fn)
     if first < 0:
@@ -205,12 +206,20 @@ def cdata_xml(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
         if len(calls) >= MAX_CALLS:
             break
         args: dict[str, Any] = {}
+        schema = schema_of(tools, m.group(1).strip())
         for p in par_re.finditer(m.group(2)):
-            value = p.group(2).strip()
+            key, value = p.group(1), p.group(2).strip()
             if value.startswith(_CDATA[0]) and value.endswith(_CDATA[1]):
-                args[p.group(1)] = value[len(_CDATA[0]):-len(_CDATA[1])]
+                args[key] = value[len(_CDATA[0]):-len(_CDATA[1])]
+            elif not json_only:
+                args[key] = _loose_value(value)
+            elif (((schema or {}).get("properties") or {}).get(key) or {}).get("type") == "string":
+                args[key] = value
             else:
-                args[p.group(1)] = _loose_value(value)
+                ok, parsed = _loads(value)
+                if not ok:
+                    return Parsed(content=_content(text), error=f"the value of {key} is not JSON")
+                args[key] = parsed
         calls.append(Call(m.group(1).strip(), args))
     if not calls:
         return Parsed(content=_content(text), error=f"no complete {fn} block")
@@ -771,4 +780,5 @@ GRAMMARS: dict[str, Callable[[str, Sequence[str], Any], Parsed]] = {
     "cdata-xml": cdata_xml,
     # vLLM's minicpm5 returns only what follows the thinking block, and none of it around a call
     "cdata-xml-no-prefix": lambda text, markers, tools=None: _no_prefix(cdata_xml(text, markers, tools)),
+    "cdata-xml-json": lambda text, markers, tools=None: cdata_xml(text, markers, tools, json_only=True),
 }
