@@ -43,6 +43,12 @@ def _run(template: str, tokenizer: Path, choice: ParserChoice = ParserChoice()) 
     return run_template(load_model(str(tokenizer)), source, choice)
 
 
+def _run_text(template: str) -> ParserRun:
+    """The round trip at text level (no tokenizer: markers taken as tokens)."""
+    source = TemplateSource("default", _template(template), Provenance("chat_template.jinja", line=1))
+    return run_template(None, source, ParserChoice())
+
+
 def _row(run: ParserRun, stack: str, tool: str | None, reasoning: str | None) -> Any:
     return next(r for r in run.rows if (r.stack, r.tool_parser, r.reasoning_parser) == (stack, tool, reasoning))
 
@@ -226,6 +232,10 @@ ARGS = {"q": "a \"b\" <c> ü", "n": {"x": [1, None]}}
                                                                      ']<]minimax[>[</x>]<]minimax[>[</n>]<]minimax[>[</invoke>\n]<]minimax[>['
                                                                      '</tool_call>'),
     ("lfm2", ("<|tool_call_start|>", "<|tool_call_end|>"), '<|tool_call_start|>[f(q=\'a "b" <c> ü\', n={"x": [1, null]})]<|tool_call_end|>'),
+    ("cdata-xml", ("<function name=", "</function>", "<param name=", "</param>"),
+     '<function name="f"><param name="q"><![CDATA[a "b" <c> ü]]></param><param name="n">{\'x\': [1, None]}</param></function>'),
+    ("cdata-xml-json", ("<function name=", "</function>", "<param name=", "</param>"),
+     '<function name="f"><param name="q">a "b" <c> ü</param><param name="n">{"x": [1, null]}</param></function>'),
 ])
 def test_each_grammar_reads_its_format_with_quotes_angle_brackets_non_ascii_and_nesting(grammar: str, markers: tuple[str, ...], text: str) -> None:
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"q": {"type": "string"},
@@ -305,3 +315,20 @@ def test_a_template_that_prints_arguments_as_they_come_is_rendered_with_the_json
     assert run.case is not None and '<|tool_call_argument_begin|>{"city": "São Paulo <Centro>"' in run.case.text
     assert {s: v["tool_parsers"] for s, v in run.summary().items()} == {"vllm": ["kimi_k2"], "sglang": ["kimi_k2"], "smg": ["kimik2"],
                                                                              "tgi": [], "llama.cpp": ["kimi-k2"], "dynamo": ["kimi_k2"]}
+
+
+def test_llama_cpp_picks_its_specialised_parsers_in_chat_cpp_order_and_minicpm5_needs_json_values() -> None:
+    """llama.cpp's server picks GigaChat 3's parser only without <|function_call|> (GigaChat 3.1 goes to the auto-parser),
+    and its MiniCPM5 parser reads a non-string value as JSON: the template prints the object as a Python literal."""
+    from tokaudit.parsers.families import picked_by_template
+
+    picks = {n: picked_by_template("llama.cpp", _template(n)).name for n in (  # type: ignore[union-attr]
+        "GigaChat3-10B-A1.8B.jinja", "GigaChat3.1-10B-A1.8B.jinja", "MiniMax-M3.jinja", "google-gemma-4-31B-it.jinja",
+        "openbmb-MiniCPM5-1B.jinja", "Qwen3-Coder.jinja")}
+    assert picks == {"GigaChat3-10B-A1.8B.jinja": "gigachat-v3", "GigaChat3.1-10B-A1.8B.jinja": "auto", "MiniMax-M3.jinja": "minimax-m3",
+                     "google-gemma-4-31B-it.jinja": "gemma4", "openbmb-MiniCPM5-1B.jinja": "minicpm5", "Qwen3-Coder.jinja": "qwen3-coder"}
+    run = _run_text("openbmb-MiniCPM5-1B.jinja")
+    lcpp, vllm = _row(run, "llama.cpp", "minicpm5", None), _row(run, "vllm", "minicpm5", None)
+    assert (lcpp.tool_calls, lcpp.stage, lcpp.outcome.error) == ("lost", "format", "the value of filter is not JSON")
+    assert vllm.tool_calls == "ok"
+
