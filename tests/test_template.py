@@ -231,7 +231,8 @@ def test_clean_chatml_fixture() -> None:
     names = [c["name"] for c in doc["conversations"]]
     assert names == ["system-user", "system-user-no-generation-prompt", "user-only", "multi-turn", "tools-offered", "tool-call",
                      "tool-call-empty-content", "tool-call-multi-turn", "tool-call-with-content", "parallel-tool-calls",
-                     "tool-result-then-user", "empty-content", "content-parts", "long-non-ascii", "system-midway", "reasoning-only"]
+                     "tool-result-then-user", "empty-content", "content-parts", "long-non-ascii", "system-midway", "assistant-prefill",
+                     "reasoning-only"]
     first = doc["conversations"][0]["renders"]
     assert [r["stack"] for r in first] == STACKS
     assert {r["text"] for r in first} == {"<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
@@ -327,7 +328,7 @@ def test_llama3_double_bos_whole_process() -> None:
     f = doc["findings"][0]
     assert "no stack's chat endpoint is hit" in f["message"] and f["details"]["rendered_by"] == STACKS
     assert f["ids"] == [[260, 260]] and f["details"]["added_by"] == "tokenizer.json post_processor"
-    assert f["details"]["first_ids"][:2] == [260, 260] and len(f["details"]["conversations"]) == 16
+    assert f["details"]["first_ids"][:2] == [260, 260] and len(f["details"]["conversations"]) == 17
     tok = Tokenizer.from_file(str(T / "llama3-double-bos" / "tokenizer.json"))
     text = doc["conversations"][0]["renders"][0]["text"]
     assert text.startswith("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n")
@@ -367,7 +368,7 @@ def test_broken_template_is_an_error_for_every_stack() -> None:
     # llama.cpp's parser names no line
     assert [f["location"] for f in doc["findings"]] == [{"file": "chat_template.jinja", "line": 16}] * 2 + [{"file": "chat_template.jinja", "line": 1}]
     assert doc["findings"][0]["details"]["error"].startswith("TemplateSyntaxError: line 16: Unexpected end of template.")
-    assert len(doc["findings"][0]["details"]["conversations"]) == 16
+    assert len(doc["findings"][0]["details"]["conversations"]) == 17
 
 
 def test_token_split_agrees_with_ta205() -> None:
@@ -608,3 +609,20 @@ def test_a_template_stops_after_its_total_time() -> None:
     (f,) = render_errors([run])
     assert f.severity.value == "warning" and len(f.details["conversations"]) == 200 - rendered
     assert "the 0.3 s all renders of one template may take ran out" in f.message
+
+
+def test_assistant_prefill_is_continued_by_the_stacks_that_take_it() -> None:
+    """continue_final_message: transformers and vLLM cut the prompt after the final message's text (transformers 5.24
+    tags it and cuts at the tag), llama-server's prefill_assistant continues it too; the stacks that always add the
+    generation prompt are not sent the request. transformers' own function gives the same prompt."""
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    code, doc = template_json(T / "chatml")
+    (conv,) = [c for c in doc["conversations"] if c["name"] == "assistant-prefill"]
+    prompt = ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nWhat is the capital of France?"
+              "<|im_end|>\n<|im_start|>assistant\nThe capital of France is")
+    assert [(r["stack"], r["text"]) for r in conv["renders"]] == [("transformers", prompt), ("vllm", prompt), ("llama.cpp", prompt)]
+    template = (T / "chatml" / "chat_template.jinja").read_text(encoding="utf-8")
+    messages = next(r for r in builtin_requests(template) if r.name == "assistant-prefill").messages
+    (rendered,), _ = render_jinja_template(conversations=[messages], chat_template=template, continue_final_message=True)
+    assert rendered == prompt

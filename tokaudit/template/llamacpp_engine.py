@@ -247,7 +247,9 @@ def server_render(template: str, request: dict[str, Any], special: dict[str, str
     refuses (its HTTP 400) is ``refused``."""
     data = {k: v for k, v in request.items() if k in ("messages", "tools", "chat_template_kwargs")}
     data["add_generation_prompt"] = request.get("add_generation_prompt", True) if generation is None else generation
-    server = {"prefill_assistant": False} if reply or not data["add_generation_prompt"] else {}
+    # a final assistant message is continued (prefill_assistant, on by default) only when the request asks for it
+    prefill = request.get("continue_final_message") and not reply
+    server = {"prefill_assistant": False} if not prefill and (reply or not data["add_generation_prompt"]) else {}
     applied = load_engine(budget).apply(template, data, bos_token=special.get("bos_token") or "",
                                         eos_token=special.get("eos_token") or "", server=server)
     r = applied.render

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tokaudit.template.prefill import CONTINUES_FINAL_MESSAGE, cut_at_tag, tag_final_message
 from tokaudit.template.renders import SIZE_BOMB, Budget, EngineConfig, Render
 from tokaudit.template.requests import SENTINEL, Request
 from tokaudit.template.source import TemplateSource
@@ -192,6 +193,10 @@ class Renderer:
             return StackRender(profile.id, self._server_render(request, generation, reply))
         ctx = self.context(profile, request, generation, reply, tail)
         text = self.text_for(profile)
+        if request.get("continue_final_message") and not isinstance(ctx, Refused):
+            # (a template that reads no messages renders without the tag, and then fails transformers' check)
+            final = tag_final_message(ctx) or ""
+            return StackRender(profile.id, cut_at_tag(self.render(profile.engine, text, ctx), final))
         out = StackRender(profile.id, self.render(profile.engine, text, ctx))
         if with_reference and profile.engine.kind != "jinja2" and not isinstance(ctx, Refused):
             out.reference = self.render(JINJA2_TRANSFORMERS, self.text_for(profile, reference=True), ctx)
@@ -240,8 +245,9 @@ def _as_jinja2(config: EngineConfig) -> list[tuple[str, EngineConfig]]:
 
 def receives(profile: StackProfile, request: Request) -> bool:
     """Whether the stack can be sent this request (a stack that always adds the generation prompt cannot be
-    asked to leave it out)."""
-    return request.add_generation_prompt or profile.rules.generation_prompt == "request"
+    asked to leave it out, or to continue the final message)."""
+    return (profile.id in CONTINUES_FINAL_MESSAGE if request.continue_final_message
+            else request.add_generation_prompt or profile.rules.generation_prompt == "request")
 
 
 def render_template(template: TemplateSource, requests: list[Request], profiles: list[StackProfile], special: dict[str, str],

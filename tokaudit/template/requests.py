@@ -44,6 +44,9 @@ class Request:
     #: that request for a stack but refuses this one (``raise_exception``) refuses the added turn, which is the
     #: template's gap, not a documented limit of the model.
     extends: str | None = None
+    #: An assistant prefill: the final assistant message is continued, not closed (vLLM's ``continue_final_message``,
+    #: transformers' argument of that name, llama-server's ``prefill_assistant`` default). Sent only to those stacks.
+    continue_final_message: bool = False
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"messages": self.messages, "add_generation_prompt": self.add_generation_prompt}
@@ -53,6 +56,8 @@ class Request:
             out["chat_template_kwargs"] = self.chat_template_kwargs
         if self.documents is not None:
             out["documents"] = self.documents
+        if self.continue_final_message:
+            out["continue_final_message"] = True
         return out
 
     @property
@@ -98,6 +103,7 @@ SECOND_SYSTEM = {"role": "system", "content": "From now on, answer in one word."
 ASK = {"role": "user", "content": "Weather in São Paulo?"}
 RESULT = {"role": "tool", "tool_call_id": TOOL_CALL_ID, "name": "get_weather", "content": '{"temperature": 21, "sky": "<clear>"}'}
 INTERJECT = {"role": "user", "content": "Actually, make it Lima."}
+PREFILL = {"role": "assistant", "content": "The capital of France is"}
 REASONING = "The user asks about France; its capital is Paris."
 #: The second call of a parallel tool-call turn and its result (a nine-character id, as Mistral's templates want).
 SECOND_CALL_ID = "f5G6h7J8k"
@@ -158,6 +164,10 @@ def builtin_requests(template: str, name: str = "default") -> list[Request]:
         # chatlint's multiple_system / system_midway: a second system message (frameworks prepend their own, agents
         # insert reminders); templates that keep only the first or the last one lose the other
         Request("system-midway", [SYSTEM, USER, ANSWER, SECOND_SYSTEM, FOLLOW], required=False),
+        # chatlint's assistant_prefill: the client starts the answer and the stack continues it (only the stacks that
+        # take the request: vLLM's continue_final_message, transformers', llama-server's prefill_assistant)
+        Request("assistant-prefill", [SYSTEM, USER, PREFILL], add_generation_prompt=False, required=False,
+                continue_final_message=True),
     ]
     if reads_reasoning(template):
         out.append(Request("reasoning", [USER, {**ANSWER, "reasoning_content": REASONING}, FOLLOW], required=False))
