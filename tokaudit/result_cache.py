@@ -169,9 +169,9 @@ def _directory() -> tuple[int, str] | None:
     root = cache_dir()
     if root is None:
         return None
-    found = _dirs.get(str(root), False)
-    if found is False:
-        found = _dirs[str(root)] = _open_directory(root)
+    if str(root) not in _dirs:
+        _dirs[str(root)] = _open_directory(root)
+    found = _dirs[str(root)]
     if found is not None and any(_within(found[1], target) for target in _targets):
         return None
     return found
