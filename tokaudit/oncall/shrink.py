@@ -37,10 +37,9 @@ class Shrinker:
 
     def one_id_class(self, token_id: int) -> str | None:
         """The failure class of ``decode([token_id])`` (None when it decodes), memoised."""
-        got = self.classes.get(token_id, False)
-        if got is False:
-            got = self.classes[token_id] = failure_class(self.outcome([token_id]))
-        return got
+        if token_id not in self.classes:
+            self.classes[token_id] = failure_class(self.outcome([token_id]))
+        return self.classes[token_id]
 
     def single_reproducer(self, ids: list[int], cls: str) -> tuple[list[int], Outcome] | None:
         """The first id of ``ids`` that fails alone with class ``cls`` (the usual 1-minimal
