@@ -118,7 +118,7 @@ class Worker:
             wall = self.limits.wall_seconds if wall_seconds is None else wall_seconds
             deadline = time.monotonic() + wall
             try:
-                _write_all(self._to_child, _HEADER.pack(len(request)) + request)  # type: ignore[arg-type]
+                _write_all(self._to_child, _HEADER.pack(len(request)) + request)  # type: ignore[arg-type]  # _start() above opened the pipe
                 header = self._read(_HEADER.size, deadline)
                 (size,) = _HEADER.unpack(header)
                 if size > MAX_MESSAGE_BYTES:
@@ -192,6 +192,7 @@ class Worker:
     def _read(self, n: int, deadline: float) -> bytes:
         chunks, got = [], 0
         fd = self._from_child
+        assert fd is not None, "call() reads only after _start() opened the pipe"
         while got < n:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -199,7 +200,7 @@ class Worker:
             ready, _, _ = select.select([fd], [], [], left)
             if not ready:
                 raise _TimedOut
-            chunk = os.read(fd, min(n - got, 1 << 20))  # type: ignore[arg-type]
+            chunk = os.read(fd, min(n - got, 1 << 20))
             if not chunk:
                 raise _Died("")
             chunks.append(chunk)
@@ -286,7 +287,7 @@ def _exception(module: str, name: str, message: str) -> Exception:
             cls = None
         if isinstance(cls, type) and issubclass(cls, Exception):
             try:
-                return cls(message)  # type: ignore[no-any-return]
+                return cls(message)
             except Exception:  # noqa: BLE001 - a constructor with other arguments
                 pass
     return WorkerError(name, message)
