@@ -4,7 +4,7 @@ Token text is data: ``Text`` objects with invisible characters shown."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from rich.console import Console
@@ -78,10 +78,10 @@ def _lines(console: Console, rows: Iterable[dict[str, Any]], names: list[str]) -
 MAX_TABLE_ROWS = 2000
 
 
-def _timeline(console: Console, rows: Iterable[dict[str, Any]], names: list[str]) -> None:
+def _timeline(console: Console, rows: Collection[dict[str, Any]], names: list[str]) -> None:
     """The rows as computed (already selected), a gap mark between non-consecutive steps, printed
     in blocks so that a streamed full timeline is never held whole."""
-    if len(rows) > MAX_TABLE_ROWS:  # type: ignore[arg-type]
+    if len(rows) > MAX_TABLE_ROWS:
         _lines(console, rows, names)
         return
     table, count, last = _table(names), 0, None
@@ -126,7 +126,7 @@ def replay_section(console: Console, result: TargetResult) -> None:
         if not d.get("applicable", True):
             summary.add_row(Text(d["name"]), Text(f"not applicable: {d['reason']}", style="dim"))
             continue
-        errors = {}
+        errors: dict[str, int] = {}
         for e in d["errors"]:
             errors[e["kind"]] = errors.get(e["kind"], 0) + 1
         status = Text(f"held {d['held_bytes']} bytes" if d["held_bytes"] else "nothing held", style="yellow" if d["held_bytes"] else "dim")
