@@ -61,12 +61,13 @@ def id_collision(model: TokenizerModel) -> Iterator[Finding]:
     if not claims:
         return
     ids = IdRanges.from_ids(claims)
-    first = sorted(claims)[:3]
-    examples = "; ".join(f"{i}: " + " vs ".join(f"{c['token']} ({c['artifact']} {c['rule']})" for c in claims[i]) for i in first)
+    first_ids = sorted(claims)[:3]
+    examples = "; ".join(f"{i}: " + " vs ".join(f"{c['token']} ({c['artifact']} {c['rule']})" for c in claims[i]) for i in first_ids)
+    where = model.files.lookup(first_ids[0])
     yield id_collision.finding(
         f"{plural(ids.count, 'id')} {'is' if ids.count == 1 else 'are'} claimed by two different tokens: {examples}. Which one a loader decodes depends on its "
         "lookup order, so encode and decode disagree.",
-        location=model.files.lookup(first[0]).source if model.files.lookup(first[0]) else None,
+        location=where.source if where else None,
         ids=ids,
         details={"examples": [{"id": i, "claims": claims[i]} for i in sorted(claims)[:20]]},
     )
@@ -85,14 +86,14 @@ def id_drift(model: TokenizerModel) -> Iterator[Finding]:
         if a.tokenizer_config is not None:
             loaded_ids = {tok.content: loaded for tok, loaded in tokenizers_added_ids(model)}
             for tok in a.tokenizer_config.added_tokens_decoder:
-                loaded = loaded_ids.get(tok.content)
-                if tok.id is not None and loaded is not None and loaded != tok.id:
+                loaded_id = loaded_ids.get(tok.content)
+                if tok.id is not None and loaded_id is not None and loaded_id != tok.id:
                     drifts.setdefault("transformers (tokenizer.json over tokenizer_config.json)", []).append(
-                        {"token": tok.content, "declared": tok.id, "loaded": loaded, "source": tok.source.to_json()})
+                        {"token": tok.content, "declared": tok.id, "loaded": loaded_id, "source": tok.source.to_json()})
     compact = compacted_added_ids(model)
     if compact and a.tokenizer_config is not None:
         by_id = {t.id: t for t in a.tokenizer_config.added_tokens_decoder}
-        moved = [{"token": by_id[d].content, "declared": d, "loaded": n, "source": by_id[d].source.to_json()}
+        moved: list[dict[str, Any]] = [{"token": by_id[d].content, "declared": d, "loaded": n, "source": by_id[d].source.to_json()}
                  for d, n in sorted(compact.items()) if d != n]
         if moved:
             drifts[f"transformers v5 conversion of {model.vocab_artifact} (no tokenizer.json)"] = moved
