@@ -69,12 +69,12 @@ def hf_regex(model: TokenizerModel) -> str | None:
     if tj is None:
         return None
     pre = tj.raw.get("pre_tokenizer") or {}
-    parts = pre.get("pretokenizers") if pre.get("type") == "Sequence" else [pre]
-    for part in parts or []:
+    parts = (pre.get("pretokenizers") if pre.get("type") == "Sequence" else [pre]) or []
+    for part in parts:
         if isinstance(part, dict) and part.get("type") == "Split":
             pattern = part.get("pattern") or {}
             return pattern.get("Regex") if isinstance(pattern, dict) else None
-    if len(parts or []) == 1 and isinstance(parts[0], dict) and parts[0].get("type") == "ByteLevel" and parts[0].get("use_regex", True):
+    if len(parts) == 1 and isinstance(parts[0], dict) and parts[0].get("type") == "ByteLevel" and parts[0].get("use_regex", True):
         return "gpt2-bytelevel"
     return None
 
@@ -129,7 +129,7 @@ def gguf_pre_tokenizer(model: TokenizerModel, g: GGUFTokenizer, load: LlamaCppLo
     if families is not None and load.pre_family is not None and load.pre_family not in families:
         yield gguf_pre_tokenizer.finding(
             f"{g.path.name} says tokenizer.ggml.pre = '{load.pre}' (llama.cpp's {load.pre_family} regexes), but "
-            f"{model.artifacts.tokenizer_json.name} splits with {'GPT-2' if regex == 'gpt2-bytelevel' else 'another'} "  # type: ignore[union-attr]
+            f"{model.artifacts.tokenizer_json.name} splits with {'GPT-2' if regex == 'gpt2-bytelevel' else 'another'} "  # type: ignore[union-attr]  # families is set only for a regex hf_regex read from tokenizer.json
             f"regex ({', '.join(sorted(families))} in llama.cpp): the GGUF tokenizes text differently from the HF files.",
             location=where, details={"pre": load.pre, "family": load.pre_family, "hf_regex": regex, "hf_families": sorted(families)})
 
@@ -153,7 +153,7 @@ def gguf_merges_missing(model: TokenizerModel, g: GGUFTokenizer, load: LlamaCppL
     hf_text = [m if isinstance(m, str) else " ".join(map(str, m)) for m in hf]
     first = next((i for i, (a, b) in enumerate(zip(hf_text, g.merges)) if a.encode("utf-8") != b), min(len(hf_text), len(g.merges)))
     yield gguf_merges_missing.finding(
-        f"{g.path.name} holds {len(g.merges):,} merges and {tj.name} {len(hf_text):,}: the conversion lost or added "  # type: ignore[union-attr]
+        f"{g.path.name} holds {len(g.merges):,} merges and {tj.name} {len(hf_text):,}: the conversion lost or added "  # type: ignore[union-attr]  # hf is a list only when tj is set
         f"merges (first difference at merge {first}), so llama.cpp merges text into other tokens than the HF files.",
         location=g.source("tokenizer.ggml.merges"),
         details={"gguf_merges": len(g.merges), "hf_merges": len(hf_text), "first_difference": first})
