@@ -52,11 +52,11 @@ def special_token_missing(model: TokenizerModel) -> Iterator[Finding]:
                 ids=IdRanges.from_ids([token_id]) if token_id is not None else None,
                 details={"subject": f"{record.name}:{field}", "field": field, "token": tok.content, "remote_code_id": token_id},
             )
-    for record in (a.config, a.generation_config):
-        if record is None:
+    for ids_record in (a.config, a.generation_config):
+        if ids_record is None:
             continue
-        for name, ids in (("bos", record.ids.bos), ("eos", record.ids.eos), ("pad", record.ids.pad)):
-            key = record.ids.keys.get(name, f"{name}_token_id")
+        for name, ids in (("bos", ids_record.ids.bos), ("eos", ids_record.ids.eos), ("pad", ids_record.ids.pad)):
+            key = ids_record.ids.keys.get(name, f"{name}_token_id")
             for token_id in ids:
                 if token_id in model.files.mapped and token_id < size:
                     continue
@@ -67,20 +67,21 @@ def special_token_missing(model: TokenizerModel) -> Iterator[Finding]:
                 else:
                     why = "it is in the vocabulary gap: no loader maps it"
                 yield special_token_missing.finding(
-                    f"{key} {token_id} ({record.name}) has no token for a loader of the data files: {why}.",
-                    location=Provenance(record.name, key=key),
+                    f"{key} {token_id} ({ids_record.name}) has no token for a loader of the data files: {why}.",
+                    location=Provenance(ids_record.name, key=key),
                     ids=IdRanges.from_ids([token_id]),
-                    details={"subject": f"{record.name}:{key}:{token_id}", "field": key, "id": token_id},
+                    details={"subject": f"{ids_record.name}:{key}:{token_id}", "field": key, "id": token_id},
                 )
     from tokaudit.checks.gguf_rules import gguf_special_out_of_range
 
     for name, value, used, key in gguf_special_out_of_range(model):
         g = a.gguf
-        instead = f"its {g.model} default id {used}" if used is not None else "no id at all"  # type: ignore[union-attr]
+        assert g is not None, "gguf_special_out_of_range yields only for a GGUF"
+        instead = f"its {g.model} default id {used}" if used is not None else "no id at all"
         yield special_token_missing.finding(
-            f"{key} = {value} is outside the {len(g.tokens)} tokens of {g.path.name}: llama.cpp warns \"bad special token\" "  # type: ignore[union-attr]
+            f"{key} = {value} is outside the {len(g.tokens)} tokens of {g.path.name}: llama.cpp warns \"bad special token\" "
             f"and uses {instead} as {name}, other GGUF readers fail or index past the vocabulary.",
-            location=g.source(key), ids=IdRanges.from_ids([value]),  # type: ignore[union-attr]
+            location=g.source(key), ids=IdRanges.from_ids([value]),
             details={"subject": f"gguf:{key}", "field": key, "id": value, "llamacpp_uses": used},
         )
 
@@ -129,7 +130,7 @@ def eos_mismatch(model: TokenizerModel) -> Iterator[Finding]:
     tail = (f". A stack that reads only {' or '.join(narrow)} never stops on {term.text} and runs into a fake next turn"
             if narrow and term is not None else "")
     if severity is Severity.ERROR:
-        tail += f". No file lists {term.text}: generation only stops at max_tokens"  # type: ignore[union-attr]
+        tail += f". No file lists {term.text}: generation only stops at max_tokens"  # type: ignore[union-attr]  # ERROR needs term_id, set only from a term
     location = term_outside[0]["location"] if term_outside else sets[0]["location"] if sets else (term.source if term else None)
     yield eos_mismatch.finding(
         f"end-of-sequence sets disagree between {', '.join(parts)}. {stacks}{tail}.",
