@@ -47,7 +47,7 @@ def _undecodable(layer: Layer) -> list[int]:
     n = len(layer.tokens)
     hit = load(key, lambda v: conforms(v, [int]) and v == sorted(set(v)) and (not v or (v[0] >= 0 and v[-1] < n)))
     if hit is not None:
-        return hit  # type: ignore[no-any-return]
+        return hit
     bad = undecodable_ids(layer.tokens)
     store(key, bad)
     return bad
@@ -83,14 +83,14 @@ def _encoder(model: TokenizerModel) -> tuple[str, Any] | str | None:
     if model.ranks is not None:
         loaded = load_backends(model, ["tiktoken"])[0]
         if loaded.backend is not None:
-            enc = loaded.backend.encoding  # type: ignore[attr-defined]
+            enc = loaded.backend.encoding  # type: ignore[attr-defined]  # the backend loaded by the name "tiktoken" has it
             # a plain loop: encode_ordinary_batch's thread pool costs ~10x more than it saves on short texts
             return "tiktoken", lambda texts: map(enc.encode_ordinary, texts)
         return f"tiktoken: {loaded.unavailable}"
     if a.tokenizer_json is not None and a.tokenizer_json.scheme.value == "byte-level":
         loaded = load_backends(model, ["hf"])[0]
         if loaded.backend is not None:
-            tok = loaded.backend.tokenizer  # type: ignore[attr-defined]
+            tok = loaded.backend.tokenizer  # type: ignore[attr-defined]  # the backend loaded by the name "hf" has it
             return "hf", lambda texts: (e.ids for e in tok.encode_batch(texts, add_special_tokens=False))
         return f"hf: {loaded.unavailable}"
     return None
@@ -124,7 +124,7 @@ def unreachable_token(model: TokenizerModel) -> Iterator[Finding]:
     bad = sorted(single.keys() | multi.keys())
     if not bad:
         return
-    examples = [{"id": i, "token": token_text(vocab[i]), "encodes_to": (single.get(i) or multi.get(i))[:8]} for i in bad[:10]]
+    examples = [{"id": i, "token": token_text(vocab[i]), "encodes_to": (single.get(i) or multi[i])[:8]} for i in bad[:10]]
     shown = "; ".join(f"{e['id']} \"{e['token']}\" → {e['encodes_to']}" for e in examples[:3])
     yield unreachable_token.finding(
         f"{len(bad)} tokens never come out of encoding their own text with the {name} encoder ({len(multi)} split into "
