@@ -193,7 +193,7 @@ def tokenizer_from_parsed(tj: TokenizerJson) -> Any | None:
     shell = {**data, "added_tokens": [], "model": {"type": "BPE", "vocab": {}, "merges": []}}
     try:
         tok = Tokenizer.from_str(json.dumps(shell))
-        tok.model = models.BPE(vocab=vocab, merges=pairs, **{k: model[k] for k in _BPE_OPTIONS if model.get(k) is not None})
+        tok.model = models.BPE(vocab=vocab, merges=pairs, **{k: model[k] for k in _BPE_OPTIONS if model.get(k) is not None})  # type: ignore[arg-type]  # listed pairs are unchecked: BPE refuses a non-pair inside the try
         tok.add_tokens(tokens)
         if any(tok.token_to_id(item["content"]) != item["id"] for item in added):
             return None
@@ -253,6 +253,8 @@ def tokenizer_from_vocab_files(model: TokenizerModel) -> tuple[Any, str] | None:
 
 class HFBackend:
     name = "hf"
+    #: False for a tokenizer rebuilt for decoding only (read by ``backends.base.can_encode``).
+    can_encode = True
 
     def __init__(self, tokenizer: Any, origin: str) -> None:
         self.tokenizer = tokenizer
