@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,6 +21,9 @@ from tokaudit.cli.common import (
     err,
     handle_errors,
 )
+
+if TYPE_CHECKING:
+    from tokaudit.report.finding import Finding
 
 
 def diff(
@@ -97,7 +100,7 @@ def diff(
         if target is None and counts_baseline is None and write_counts is None:
             raise InputError("missing TARGET_B (or --counts-baseline / --write-counts with --corpus)", key="TARGET_B")
         a = load_model(draft, revision)
-        findings = []
+        findings: list[Finding] = []
         if target is None:
             result = TargetResult(a.target, {})
         else:
