@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Annotated
 
 import typer
@@ -100,7 +101,7 @@ def replay(
 
             check_choice(ParserChoice((stack or "vllm",), tool_parser, reasoning_parser))
         tokens = read_stream(stream, stream_format.value if stream_format else None)
-        prompt_ids: tuple[int, ...] = ()
+        prompt_ids: Sequence[int] = ()
         if prompt:
             source = read_stream(prompt) if is_existing_file(prompt) else parse_stream(prompt, "--prompt")
             prompt_ids = source.ids

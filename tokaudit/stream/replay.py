@@ -48,7 +48,7 @@ CHUNK_SIZES = chunks.CHUNK_SIZES
 @dataclass(frozen=True)
 class ReplayOptions:
     detokenizers: Sequence[str]
-    prompt: tuple[int, ...] = ()
+    prompt: Sequence[int] = ()
     stop_strings: tuple[str, ...] = ()
     stop_ids: tuple[int, ...] = ()
     skip_special_tokens: bool = True
