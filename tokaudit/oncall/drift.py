@@ -103,7 +103,7 @@ def read_counts(path: Path, cases: list[Case]) -> Counts:
 
 def drift(a: Counts, b: Counts, cases: list[Case], corpus: str, max_growth: float) -> tuple[dict[str, Any], list[Finding]]:
     """The per-text and total counts of both sides, and TA704 when B's total grows past ``max_growth`` percent."""
-    rows = [{"name": c.source, "a": x, "b": y, "delta": y - x} for c, x, y in zip(cases, a.counts, b.counts)]
+    rows: list[dict[str, Any]] = [{"name": c.source, "a": x, "b": y, "delta": y - x} for c, x, y in zip(cases, a.counts, b.counts)]
     growth = (b.total - a.total) / a.total * 100 if a.total else (0.0 if b.total == 0 else float("inf"))
     data = {
         "corpus": corpus, "texts": rows, "max_growth_percent": max_growth,
