@@ -1118,11 +1118,12 @@ def fake_hub(files: dict[str, tuple[int, int]], drip: bool = False) -> tuple[Any
     return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
-def hub_case(files: dict[str, tuple[int, int]], drip: bool = False) -> Callable[[Path], Run]:
+def hub_case(files: dict[str, tuple[int, int]], drip: bool = False, deadline: str | None = None) -> Callable[[Path], Run]:
+    """``deadline``: ``$TOKAUDIT_HUB_DEADLINE`` (the whole resolution's deadline, 30 s when unset)."""
     def build(tmp: Path) -> Run:
         server, url = fake_hub(files, drip)
         env: dict[str, str | None] = {"HF_ENDPOINT": url, "HF_HUB_OFFLINE": None, "HF_HOME": str(tmp / "hf"),
-                                      "HF_HUB_DISABLE_XET": "1"}
+                                      "HF_HUB_DISABLE_XET": "1", "TOKAUDIT_HUB_DEADLINE": deadline}
         return Run(["scan", "org/model", "--format", "json"], cwd=tmp, env=env, keep=(server,))
     return build
 
@@ -1132,7 +1133,11 @@ CASES += [
          "tokenizer.json is 300.0 MiB on the Hub; the limit is 256 MiB (not downloaded)"),
     Case("hub-file-lies-about-size", hub_case({"tokenizer.json": (1000, 400 * 1024**2)}), (2,),
          "a file grew past the limit of 256 MiB while downloading"),
-    Case("hub-drip-feed", hub_case({"tokenizer.json": (1000, 1000)}, drip=True), (2,), "no answer within 30 s from http://"),
+    # each byte comes within the 10 s read timeout: only the deadline stops it (set to 2 s here, 30 s by default)
+    Case("hub-drip-feed", hub_case({"tokenizer.json": (1000, 1000)}, drip=True, deadline="2"), (2,),
+         "no answer within 2 s from http://"),
+    Case("hub-deadline-not-a-number", hub_case({"tokenizer.json": (1000, 1000)}, deadline="soon"), (2,),
+         "TOKAUDIT_HUB_DEADLINE='soon': not a positive number of seconds"),
 ]
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import fnmatch
+import math
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -117,6 +119,22 @@ def resolve(target: str, revision: str | None = None) -> Source:
 #: The Hub: each request's connect/read timeout, and the deadline of a whole resolution (listing, downloads).
 HUB_REQUEST_SECONDS = 10.0
 HUB_DEADLINE_SECONDS = 30.0
+#: Sets the whole resolution's deadline in seconds instead (a slow mirror may need more, a CI job less).
+HUB_DEADLINE_ENV = "TOKAUDIT_HUB_DEADLINE"
+
+
+def hub_deadline_seconds() -> float:
+    """The deadline of a whole resolution: ``$TOKAUDIT_HUB_DEADLINE`` seconds when set, else 30."""
+    value = os.environ.get(HUB_DEADLINE_ENV, "").strip()
+    if not value:
+        return HUB_DEADLINE_SECONDS
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise InputError(f"{HUB_DEADLINE_ENV}={value[:40]!r}: not a positive number of seconds")
+    return seconds
 
 
 def _snapshot(repo_id: str, revision: str | None) -> Path:
@@ -124,11 +142,12 @@ def _snapshot(repo_id: str, revision: str | None) -> Path:
 
     Honours ``HF_HUB_OFFLINE`` and the HF cache (``HF_HOME`` / ``HF_HUB_CACHE``). Online, the repo's file list
     (with sizes) comes first, and a file over the read budget is refused before anything is downloaded; then
-    the download runs in a thread the caller stops waiting for at :data:`HUB_DEADLINE_SECONDS` (an endpoint that
+    the download runs in a thread the caller stops waiting for at :func:`hub_deadline_seconds` (an endpoint that
     accepts and never answers hung tokaudit forever), or when a file being written grows past the budget.
     """
     import threading
 
+    deadline_seconds = hub_deadline_seconds()
     done: dict[str, Any] = {}
 
     def work() -> None:
@@ -139,11 +158,11 @@ def _snapshot(repo_id: str, revision: str | None) -> Path:
 
     thread = threading.Thread(target=work, name="tokaudit-hub", daemon=True)
     thread.start()
-    deadline = time.monotonic() + HUB_DEADLINE_SECONDS
+    deadline = time.monotonic() + deadline_seconds
     while thread.is_alive():
         thread.join(0.2)
         if thread.is_alive() and (time.monotonic() > deadline or _partial_over_budget(repo_id)):
-            reason = (f"no answer within {HUB_DEADLINE_SECONDS:g} s from {_endpoint()}" if time.monotonic() > deadline
+            reason = (f"no answer within {deadline_seconds:g} s from {_endpoint()}" if time.monotonic() > deadline
                       else f"a file grew past the limit of {MAX_FILE_BYTES >> 20} MiB while downloading")
             _stop_downloads()
             raise InputError(f"not a local path, and the Hugging Face repo could not be resolved: {reason}", file=repo_id)
