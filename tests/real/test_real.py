@@ -260,7 +260,7 @@ def test_qwen3_tojson_divergence_names_tgi_and_dynamo(real_dirs: dict[str, Path]
     tgi, dynamo = (f["details"] for f in found)
     assert (tgi["conversations"], tgi["position"], tgi["token_position"]) == (
         ["tools-offered", "tool-call", "tool-call-empty-content", "tool-call-multi-turn", "tool-call-with-content",
-         "parallel-tool-calls"], 210, 45)
+         "parallel-tool-calls", "tool-result-then-user"], 210, 45)
     assert dynamo["excerpts"]["stack"].endswith('<tools>\n{"type":"function","function":{"name":"get_weath…')
     assert "(291 vs 293 tokens)" in found[0]["message"]
 
