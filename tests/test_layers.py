@@ -11,7 +11,7 @@ from conftest import ROOT
 #: Lowest first; a package may import the ones in the layers below its own.
 LAYERS = (
     # records: Provenance and AddedToken, which the artifacts build and every layer above reads
-    {"__init__", "errors", "ids", "catalog", "collector", "result_cache", "worker", "records"},
+    {"__init__", "errors", "ids", "catalog", "collector", "result_cache", "worker", "records", "jinja_generation"},
     {"rule_docs"},  # the rule pages (docs/rules): read by the SARIF renderer and `tokaudit rule`
     {"artifacts", "fleet", "parsers"},  # parsers: the stacks' tool-call/reasoning grammars, plain text in and out
     {"source", "config", "model"},

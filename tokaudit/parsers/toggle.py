@@ -24,18 +24,8 @@ import jinja2
 import jinja2.ext
 import jinja2.nodes
 
+from tokaudit.jinja_generation import Generation
 from tokaudit.parsers.families import ReasoningParser
-
-
-class _Generation(jinja2.ext.Extension):
-    """transformers' ``{% generation %}`` blocks (assistant masks): parsed as a scope, so such templates parse."""
-
-    tags = {"generation"}
-
-    def parse(self, parser: Any) -> Any:
-        lineno = next(parser.stream).lineno
-        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
-        return jinja2.nodes.Scope(body).set_lineno(lineno)
 
 
 @dataclass(frozen=True)
@@ -52,7 +42,7 @@ class Toggle:
 def _default_filters(template: str) -> tuple[Any, ...]:
     """The template's ``default`` / ``d`` filter nodes (parsed once per template; none when Jinja cannot parse it)."""
     try:
-        tree = jinja2.Environment(extensions=[jinja2.ext.loopcontrols, _Generation]).parse(template)
+        tree = jinja2.Environment(extensions=[jinja2.ext.loopcontrols, Generation]).parse(template)
     except Exception:  # noqa: BLE001 - a template Jinja cannot parse has no detectable toggle (as SGLang decides)
         return ()
     return tuple(n for n in tree.find_all(jinja2.nodes.Filter) if n.name in ("default", "d"))

@@ -30,7 +30,7 @@ _memo: ModelMemo[list[Finding]] = ModelMemo()
 
 #: the profile modules: each stack's turn renders through its profile
 _PROFILE_MODULES = ("transformers", "vllm", "sglang", "smg", "tgi", "mistralrs", "llamacpp", "dynamo")
-_MODULES = ("tokaudit.parsers.families", "tokaudit.parsers.grammars", "tokaudit.parsers.parse", "tokaudit.parsers.toggle",
+_MODULES = ("tokaudit.jinja_generation", "tokaudit.parsers.families", "tokaudit.parsers.grammars", "tokaudit.parsers.parse", "tokaudit.parsers.toggle",
             "tokaudit.roundtrip.analysis",
             "tokaudit.roundtrip.case", "tokaudit.roundtrip.decode", "tokaudit.roundtrip.run", "tokaudit.template.turn",
             "tokaudit.template.serving", "tokaudit.template.engines", "tokaudit.template.stacks.engines", "tokaudit.template.renders",

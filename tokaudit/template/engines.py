@@ -156,21 +156,10 @@ def _with_deadline(fn: Callable[[], str], seconds: float) -> str:
 
 def _jinja_env(max_chars: int) -> Any:
     import jinja2
-    from jinja2.ext import Extension, loopcontrols
+    from jinja2.ext import loopcontrols
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    class Generation(Extension):
-        """transformers' ``{% generation %}`` tag (assistant-token tracking): renders its body."""
-
-        tags = {"generation"}
-
-        def parse(self, parser: Any) -> Any:
-            lineno = next(parser.stream).lineno
-            body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
-            return jinja2.nodes.CallBlock(self.call_method("_body"), [], [], body).set_lineno(lineno)
-
-        def _body(self, caller: Callable[[], str]) -> str:
-            return caller()
+    from tokaudit.jinja_generation import Generation
 
     class Sandbox(ImmutableSandboxedEnvironment):
         intercepted_binops = frozenset({"*", "**"})

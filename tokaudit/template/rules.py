@@ -90,7 +90,7 @@ def _render(template: TemplateSource, special: dict[str, str], stacks: tuple[str
 
 
 #: The modules whose code decides a template run (a change to any of them misses the cache).
-_MODULES = ("tokaudit.template.engines", "tokaudit.template.isolated", "tokaudit.template.renders", "tokaudit.template.rendering",
+_MODULES = ("tokaudit.jinja_generation", "tokaudit.template.engines", "tokaudit.template.isolated", "tokaudit.template.renders", "tokaudit.template.rendering",
             "tokaudit.template.requests", "tokaudit.template.stacks", "tokaudit.template.stacks.context", "tokaudit.template.stacks.facts",
             "tokaudit.template.stacks.rewrites", "tokaudit.template.stacks.profile", "tokaudit.template.stacks.engines", "tokaudit.worker",
             "tokaudit.template.llamacpp_engine", "tokaudit.template.llamacpp_build",
