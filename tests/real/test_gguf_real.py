@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from realkit import fetch_module, gguf_keys
-from test_llamacpp_real import GOLDEN_CASES
+from test_llamacpp_real import GOLDEN_CASES, VOCAB_NAMES
 
 pytestmark = pytest.mark.real
 
@@ -18,11 +18,6 @@ NEEDS_LLAMACPP = pytest.mark.skipif(find_spec("llama_cpp") is None, reason="llam
 NEEDS_GGUF = pytest.mark.skipif(find_spec("gguf") is None, reason="the gguf package is not installed (pip install 'tokaudit[test]')")
 #: The token attribute bits the port computes (llama.h: UNDEFINED .. BYTE); llama.cpp adds LSTRIP/RSTRIP/... by model name.
 ATTR_MASK = 0x3F
-
-
-#: The 19 vocab GGUFs by name (``gguf-NAME`` in the lock file), known at collection: a test per file spreads them
-#: over the xdist workers.
-VOCAB_NAMES = sorted(e["name"][len("gguf-"):] for e in fetch_module().load_lock()["tokenizers"] if e["name"].startswith("gguf-"))
 
 
 @pytest.fixture(scope="session")  # per worker, not per module: the module's tests are not tied to one worker
