@@ -73,6 +73,22 @@ def test_every_output_format_has_a_row_and_its_own_renderer(tmp_path: Path, monk
         assert others == [], (name, others)
 
 
+def test_format_option_help_comes_from_the_table() -> None:
+    """Every command's ``--format`` help lists the formats of report/formats.py, each with its help line, in the
+    table's order (no hand-written list to fall behind a new format)."""
+    import typer.main
+
+    from tokaudit.cli.app import build_app
+    from tokaudit.report.formats import FORMATS
+
+    expected = "Output format: " + "; ".join(f"{name}: {f.help}" for name, f in FORMATS.items()) + "."
+    commands = typer.main.get_command(build_app()).commands
+    # the commands whose --format takes the report formats (rule and rules print a page: rich or json)
+    helps = {name: p.help for name, c in commands.items() for p in c.params
+             if "--format" in getattr(p, "opts", ()) and list(getattr(p.type, "choices", ())) == list(FORMATS)}
+    assert len(helps) >= 8 and set(helps.values()) == {expected}, helps
+
+
 def _safe(looks, out: str) -> bool:
     try:
         return bool(looks(out))

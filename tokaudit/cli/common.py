@@ -14,6 +14,7 @@ from typing import Annotated, Any, TextIO
 import typer
 
 from tokaudit.errors import InputError
+from tokaudit.report.formats import FORMATS, RenderOptions
 from tokaudit.report.report import Report
 from tokaudit.cli.report_stream import ValidText, printable
 from tokaudit.report.text import plural, safe, severity_counts
@@ -50,7 +51,9 @@ class FailOn(str, Enum):
 TargetArg = Annotated[
     str, typer.Argument(metavar="TARGET", help="Model directory, tokenizer file, or Hugging Face repo id (org/name).", show_default=False)
 ]
-FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)]
+#: ``--format``'s help: each format's help line from the table, in its order.
+FORMAT_HELP = "Output format: " + "; ".join(f"{name}: {f.help}" for name, f in FORMATS.items()) + "."
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help=FORMAT_HELP, case_sensitive=False)]
 OutputOpt = Annotated[
     Path | None,
     typer.Option("--output", "-o", metavar="FILE", help="Write the report to this file instead of stdout (- is stdout).", dir_okay=False),
@@ -273,21 +276,15 @@ def emit(
 
 def _stream_kind(fmt: OutputFormat) -> str:
     """What the report stream guards (:class:`ValidText`): a JSON document, GitHub's commands, or text."""
-    from tokaudit.report.formats import FORMATS
-
     return FORMATS[fmt.value].stream
 
 
 def _render(report: Report, fmt: OutputFormat, stream: TextIO, fail_on: FailOn, quiet: bool, color: Color) -> None:
-    from tokaudit.report.formats import FORMATS, RenderOptions
-
     FORMATS[fmt.value].render(report, stream, RenderOptions(fail_on.value, quiet, color.value))
 
 
 def parse_also(values: Iterable[str] | None) -> list[tuple[OutputFormat, Path]]:
     """``--also sarif=tokaudit.sarif --also markdown=summary.md`` -> [(sarif, path), (markdown, path)]."""
-    from tokaudit.report.formats import FORMATS
-
     out = []
     for value in values or ():
         name, sep, path = value.partition("=")
