@@ -141,11 +141,12 @@ def _cycle(graph: dict[str, set[str]]) -> list[str]:
     return []
 
 
-@pytest.mark.parametrize("package", ["model", "artifacts"])
+@pytest.mark.parametrize("package", ["model", "artifacts", "backends"])
 def test_no_import_cycle_in_model_or_artifacts(package: str) -> None:
     """Issue 33: llamacpp_load and llamacpp_vocab imported each other (the load was a global cache the vocab read);
     the load is now TokenizerModel.llamacpp and the vocabulary module knows nothing of it. artifacts/added_tokens
-    imported load for the loader rule over added tokens, which is now model/config_added.py."""
+    imported load for the loader rule over added tokens, which is now model/config_added.py. backends/kinds (the
+    table) and backends/registry (which reads it) imported each other for LoadInputs, now backends/inputs.py."""
     graph = _module_imports(package)
     assert len(graph) > 8
     assert _cycle(graph) == []

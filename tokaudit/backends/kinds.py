@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tokaudit.backends.base import Backend
-    from tokaudit.backends.registry import LoadInputs
+    from tokaudit.backends.inputs import LoadInputs
 
 
 @dataclass(frozen=True)

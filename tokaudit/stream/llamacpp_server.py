@@ -210,7 +210,7 @@ def build_server(model: Any, gguf: Any, ctx: DecodeContext, ids: Sequence[int], 
     the GGUF (:func:`token_piece`) when tokaudit has read its tokens, and checked id by id against
     llama-cpp-python's real ``llama_token_to_piece`` when that is installed (which alone serves otherwise)."""
     from tokaudit.backends.base import BackendUnavailable
-    from tokaudit.backends.registry import gguf_file, no_gguf_reason
+    from tokaudit.backends.inputs import gguf_file, no_gguf_reason
 
     path = gguf_file(model, gguf)
     if path is None:

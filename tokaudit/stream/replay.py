@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from tokaudit.backends.base import call
-from tokaudit.backends.registry import NO_GGUF
+from tokaudit.backends.inputs import NO_GGUF
 from tokaudit.errors import InputError
 from tokaudit.model.text import TokenText
 from tokaudit.model.tokenizer_model import TokenizerModel
