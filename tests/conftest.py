@@ -95,6 +95,21 @@ def real_dirs() -> dict[str, Path]:
         pytest.skip(f"real tokenizers cannot be downloaded: {exc}")
 
 
+@pytest.fixture(scope="session")  # per worker: the per-file tests of the vocab GGUFs spread over the xdist workers
+def vocab_files() -> dict[str, Path]:
+    """llama.cpp's 19 vocab GGUFs (ggml-vocab-NAME.gguf by NAME), fetched into the real cache by
+    scripts/fetch_real_tokenizers.py; skipped, with the reason, only when the download is impossible."""
+    from tests.real import realkit
+
+    fetch = realkit.fetch_module()
+    names = [e["name"] for e in fetch.load_lock()["tokenizers"] if e["name"].startswith("gguf-")]
+    try:
+        dirs = fetch.fetch(only=names)
+    except fetch.OfflineError as exc:
+        pytest.skip(f"llama.cpp's vocab GGUFs cannot be downloaded: {exc}")
+    return {name[len("gguf-"):]: next(d.glob("*.gguf")) for name, d in dirs.items()}
+
+
 @pytest.fixture(scope="module")
 def replay_models():
     """``get(target)``: the model and replay's full decode tokenizer (a LoadedTokenizer), loaded once per module."""

@@ -20,16 +20,6 @@ NEEDS_GGUF = pytest.mark.skipif(find_spec("gguf") is None, reason="the gguf pack
 ATTR_MASK = 0x3F
 
 
-@pytest.fixture(scope="session")  # per worker, not per module: the module's tests are not tied to one worker
-def vocab_files() -> dict[str, Path]:
-    names = [e["name"] for e in fetch_module().load_lock()["tokenizers"] if e["name"].startswith("gguf-")]
-    try:
-        dirs = fetch_module().fetch(only=names)
-    except Exception as exc:  # noqa: BLE001 - offline: the suite skips, as the rest of the real suite does
-        pytest.skip(f"cannot fetch llama.cpp's vocab GGUFs: {exc}")
-    return {name[len("gguf-"):]: next(d.glob("*.gguf")) for name, d in dirs.items()}
-
-
 #: The gguf package's reader takes seconds per MB (about 7 s on Llama 3's 7.8 MB): it checks the files under 2.5 MB,
 #: these 11 (held to the sizes by test_the_19_vocab_files_and_the_ones_the_gguf_package_reads).
 GGUF_PACKAGE_MAX_BYTES = 2_500_000

@@ -15,7 +15,6 @@ package ships Mistral's tokenizer.json), so that pair is not run.
 
 from __future__ import annotations
 
-import os
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -36,20 +35,6 @@ GOLDEN_CASES = {
     "bert-bge": 46, "command-r": 46, "deepseek-coder": 46, "deepseek-llm": 46, "falcon": 46, "gemma-4": 46, "gpt-2": 46,
     "llama-bpe": 46, "llama-spm": 46, "mpt": 46, "phi-3": 46, "qwen2": 46, "qwen35": 50, "refact": 46, "starcoder": 46,
 }
-
-
-@pytest.fixture(scope="session")  # per worker, not per module: the module's tests are not tied to one worker
-def vocab_files() -> dict[str, Path]:
-    """ggml-vocab-NAME.gguf by NAME: from $TOKAUDIT_VOCAB_GGUF_DIR, else wherever the real cache holds them."""
-    env = os.environ.get("TOKAUDIT_VOCAB_GGUF_DIR")
-    roots = [Path(env)] if env else [fetch_module().default_cache() / "models"]
-    found: dict[str, Path] = {}
-    for root in roots:
-        for path in sorted(root.rglob("ggml-vocab-*.gguf")) if root.is_dir() else []:
-            found.setdefault(path.name[len("ggml-vocab-"):-len(".gguf")], path)
-    if not found:
-        pytest.skip("llama.cpp's vocab GGUFs are not in the real cache (scripts/fetch_real_tokenizers.py)")
-    return found
 
 
 def test_the_vocab_files_and_the_ones_with_golden_ids(vocab_files: dict[str, Path]) -> None:

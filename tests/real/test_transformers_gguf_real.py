@@ -25,10 +25,9 @@ Every difference was checked by hand and is listed with its reason:
 from __future__ import annotations
 
 from importlib.util import find_spec
+from pathlib import Path
 
 import pytest
-
-from test_llamacpp_real import _vocab_files
 
 pytestmark = [
     pytest.mark.real,
@@ -44,11 +43,11 @@ UNSUPPORTED = ["bert-bge", "command-r", "refact", "mpt", "gpt-neox", "baichuan",
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_transformers_gguf_on_llamacpp_golden_ids(name: str) -> None:
+def test_transformers_gguf_on_llamacpp_golden_ids(vocab_files: dict[str, Path], name: str) -> None:
     from tokaudit.backends.transformers_backend import TransformersBackend
     from tokaudit.compare.golden import read_golden
 
-    path = _vocab_files()[name]
+    path = vocab_files[name]
     backend = TransformersBackend.load_gguf(path)
     golden = read_golden(path.with_name(path.name + ".inp"))
     wrong = [k for k, case in enumerate(golden.cases, start=1) if tuple(backend.encode(case.text)) != case.ids]
@@ -56,9 +55,9 @@ def test_transformers_gguf_on_llamacpp_golden_ids(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", UNSUPPORTED)
-def test_transformers_gguf_unsupported_architectures_are_unavailable_with_the_reason(name: str) -> None:
+def test_transformers_gguf_unsupported_architectures_are_unavailable_with_the_reason(vocab_files: dict[str, Path], name: str) -> None:
     from tokaudit.backends.base import BackendUnavailable
     from tokaudit.backends.transformers_backend import TransformersBackend
 
     with pytest.raises(BackendUnavailable, match=r"AutoTokenizer\(gguf_file=ggml-vocab-.*\.gguf\) failed: ValueError: GGUF model with architecture"):
-        TransformersBackend.load_gguf(_vocab_files()[name])
+        TransformersBackend.load_gguf(vocab_files[name])
