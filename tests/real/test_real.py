@@ -109,7 +109,10 @@ TRUE_ERRORS: dict[str, dict[str, dict[tuple[str, str], str]]] = {
     "gguf-qwen35": {"scan": {("TA207", "eog-mismatch"): "as gguf-qwen2: eos 151643, turns end with <|im_end|> 151645"}},
     "gguf-gemma-4": {"scan": {("TA207", "eog-mismatch"): "eos_token_id is 1 <eos> while the template ends turns with <turn|> "
                               "106 (Gemma 4's one-sided markers <|turn> ... <turn|>): llama.cpp stops on <turn|> by its text "
-                              "(llama-vocab.cpp's EOG list names it for gemma4), runtimes reading only the eos id run on"}},
+                              "(llama-vocab.cpp's EOG list names it for gemma4), runtimes reading only the eos id run on",
+                              ("TA810", "python-repr-leak"): "vLLM hands Gemma 4's system message to the template as a list of "
+                              "text parts (an openai-format template: it loops over content) and the system turn prints "
+                              "`content | trim`: Python's repr of the list (tests/real/test_templates_real.py VLLM_TEXT_PARTS)"}},
     "gguf-bert-bge": {"compare": {("TA603", "roundtrip-failure"): "llama.cpp's own WordPiece (llama-cpp-python, not tokaudit) "
                                   "drops Hangul vowel and final jamo: '안녕하세요' decodes to ' ᄋᄂᄒᄉᄋ'; lower-casing, accents and "
                                   "[UNK] are notes"}},

@@ -302,6 +302,11 @@ NEMO_SYSTEM_DROPPED = ("the template writes the system prompt into the last user
 TGI_GEMMA4_RESULT = ("TGI passes no tool_calls and no tool_call_id, and Gemma 4's template writes a tool result only inside the call "
                      "it answers: the result never reaches the prompt")
 
+VLLM_TEXT_PARTS = ("vLLM detects an openai content format (the template loops over a message's content: _detect_content_format, "
+                   "checked with vLLM 0.33.0's own function) and then hands every content but a tool result's to the template as a "
+                   "list of text parts (parse_chat_message_content); this spot prints the content whole, so Python's repr of the "
+                   "list reaches the prompt")
+
 SHAPE_ERRORS: dict[str, dict[tuple[str, tuple[str, ...], str], str]] = {
     'Bielik-11B-v3.0-Instruct': {
         ('TA801', ('smg',), 'invalid operation: cannot perform a containment check on this value (in chat:43)'): SMG_NULL_DICT,
@@ -350,6 +355,14 @@ SHAPE_ERRORS: dict[str, dict[tuple[str, tuple[str, ...], str], str]] = {
     },
     'google-gemma-4-31B-it': {
         ('TA811', ('tgi',), 'dropped:tool:3'): TGI_GEMMA4_RESULT,
+        ('TA810', ('vllm',), 'messages[0].content as text parts'): VLLM_TEXT_PARTS,  # the system turn: `content | trim`
+    },
+    'google-gemma-4-31B-it-interleaved': {
+        ('TA810', ('vllm',), 'messages[0].content as text parts'): VLLM_TEXT_PARTS,  # the system turn: `content | trim`
+    },
+    'moonshotai-Kimi-K2': {
+        # the assistant's text beside its tool calls: `{{ message['content'] }}` (line 18)
+        ('TA810', ('vllm',), 'messages[2].content as text parts'): VLLM_TEXT_PARTS,
     },
     'ibm-granite-granite-3.3-2B-Instruct': {
         ('TA801', ('dynamo',), "invalid operation: tried to use + operator on unsupported types string and undefined (`message['content']` is undefined) (in chat:50)"): DYNAMO_NULL,

@@ -118,6 +118,15 @@ def _values(request: dict[str, Any]) -> Iterator[tuple[str, Any]]:
                 yield f"tools[{k}].function.parameters.properties", fn["parameters"]["properties"]
 
 
+def _stack_parts(request: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """A string content as the stacks that pass every content as typed parts hand it to the template (vLLM, SGLang and
+    smg for a template that loops over a content: ``[{'type': 'text', 'text': ...}]``): a template that prints such a
+    message's content whole prints the list."""
+    for i, m in enumerate(request.get("messages") or []):
+        if isinstance(m.get("content"), str) and m["content"]:
+            yield f"messages[{i}].content as text parts", [{"type": "text", "text": m["content"]}]
+
+
 def _nested(value: Any, budget: list[int]) -> Iterator[Any]:
     """``value`` and the dicts and lists inside it (bounded)."""
     if budget[0] <= 0:
@@ -152,7 +161,7 @@ def repr_leaks(runs: list[TemplateRun]) -> list[Finding]:
             data = rrun.request.to_json()
             budget = [200]
             seen: set[str] = set()
-            for where, value in _values(data):
+            for where, value in (*_values(data), *_stack_parts(data)):
                 for v in _nested(value, budget):
                     shown = repr(v)
                     if len(shown) < 8 or shown in seen or "'" not in shown:

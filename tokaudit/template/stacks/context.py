@@ -108,7 +108,7 @@ def _message(m: dict[str, Any], rules: RequestRules, fmt: str) -> dict[str, Any]
         present = content is not _ABSENT
     elif isinstance(content, list):
         content = _parts(content, rules.parts, fmt, role)
-    elif isinstance(content, str) and rules.parts == "vllm" and fmt == "openai":
+    elif isinstance(content, str) and rules.parts == "vllm" and fmt == "openai" and role != "tool":
         content = [{"type": "text", "text": content}]
     if rules.tool_calls == "tgi" and calls:
         # TGI: a message body is either content or tool_calls (an untagged enum, content first): with content
@@ -161,8 +161,8 @@ def _parts(parts: list[Any], rule: str, fmt: str, role: Any) -> Any:
     texts = _texts(parts)
     if rule == "raw":
         return parts
-    if rule == "vllm":
-        return [{"type": "text", "text": t} for t in texts] if fmt == "openai" else "\n".join(texts)
+    if rule == "vllm":  # a tool result's text parts are joined back into a string, as for string-format templates
+        return [{"type": "text", "text": t} for t in texts] if fmt == "openai" and role != "tool" else "\n".join(texts)
     if rule == "sglang":
         if role == "tool" and fmt == "string":
             return " ".join(texts)

@@ -8,7 +8,9 @@ transformers 5.24 (:mod:`tokaudit.template.stacks.transformers`):
   ``name`` (any role, when a string); other keys are not kept;
 * content: ``null`` becomes an empty list of parts, then ``""`` for string-format templates, ``[]`` for
   openai-format ones; text parts are joined with ``"\\n"`` for string-format templates; for openai-format
-  templates every content, a string too, becomes a list of ``{"type": "text", "text": ...}`` parts. The format
+  templates every content, a string too, becomes a list of ``{"type": "text", "text": ...}`` parts, except a tool
+  result's, whose text parts are joined back with ``"\\n"`` (0.33.0 ``renderers/chat_utils/chat_message.py``
+  ``parse_chat_message_content``, kept as parts only when one is not text). The format
   is the template's, detected from its AST (a loop over a message's content: ``_detect_content_format``);
 * tool-call ``arguments`` (a JSON string) are parsed to a dict (``_postprocess_messages``; an empty one becomes
   ``{}``, one that does not parse fails the request);
@@ -33,7 +35,7 @@ PROFILE = StackProfile(
                        tool_calls="keep", arguments="dict", parts="vllm", content_format="vllm", drop_none_keys=True,
                        reasoning="vllm"),
     differs=('content null → "" (string-format templates) or [] (openai-format)', "arguments parsed to dicts",
-             'text parts joined with "\\n" (string format); every content a list of parts (openai format)',
+             'text parts joined with "\\n" (string format); every content but a tool result\'s a list of parts (openai format)',
              "a client's reasoning_content dropped (only `reasoning` is read)"),
     prompt_tokens=PromptTokens(add_special_tokens=False, source="ChatCompletionRequest.add_special_tokens defaults to False"),
     parsers="vllm",
