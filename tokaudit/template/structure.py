@@ -119,9 +119,9 @@ def _values(request: dict[str, Any]) -> Iterator[tuple[str, Any]]:
 
 
 def _stack_parts(request: dict[str, Any]) -> Iterator[tuple[str, Any]]:
-    """A string content as the stacks that pass every content as typed parts hand it to the template (vLLM, SGLang and
-    smg for a template that loops over a content: ``[{'type': 'text', 'text': ...}]``): a template that prints such a
-    message's content whole prints the list."""
+    """A string content as vLLM hands it to a template that loops over a content (its openai content format: every
+    content but a tool result's becomes ``[{'type': 'text', 'text': ...}]``, the vLLM profile's ``parts`` rule): a
+    template that prints such a message's content whole prints the list."""
     for i, m in enumerate(request.get("messages") or []):
         if isinstance(m.get("content"), str) and m["content"]:
             yield f"messages[{i}].content as text parts", [{"type": "text", "text": m["content"]}]
