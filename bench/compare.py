@@ -40,7 +40,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def make_corpus(path: Path, specials: list[str], megabytes: float, seed: int = 0) -> None:
-    lines = [line for case in builtin_corpus(specials, seed=seed, generated=256, sweep="off") for line in case.text.splitlines() if line]
+    lines = [
+        line
+        for case in builtin_corpus(specials, seed=seed, generated=256, sweep="off")
+        for line in case.text.splitlines()
+        if line
+    ]
     rng = random.Random(seed)
     out, size = [], 0
     while size < megabytes * 1_000_000:
@@ -51,8 +56,9 @@ def make_corpus(path: Path, specials: list[str], megabytes: float, seed: int = 0
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
 
 
-def baseline(target: str, names: list[str], texts: list[str], per_backend: dict | None = None,
-             gguf: Path | None = None) -> tuple[float, float]:
+def baseline(
+    target: str, names: list[str], texts: list[str], per_backend: dict | None = None, gguf: Path | None = None
+) -> tuple[float, float]:
     """Each backend's own batch encode + decode of the corpus, summed (wall, CPU seconds); ``per_backend``
     collects name -> [encode seconds, decode seconds] runs."""
     loaded = [lb.backend for lb in load_backends(load_model(target), names, gguf=gguf) if lb.backend is not None]
@@ -69,7 +75,9 @@ def baseline(target: str, names: list[str], texts: list[str], per_backend: dict 
         total += time.perf_counter() - start
         cpu += time.process_time() - cpu_start
         if per_backend is not None:
-            per_backend.setdefault(b.name, []).append((encoded - start if can_encode(b) else None, time.perf_counter() - encoded))
+            per_backend.setdefault(b.name, []).append(
+                (encoded - start if can_encode(b) else None, time.perf_counter() - encoded)
+            )
     return total, cpu
 
 
@@ -116,9 +124,12 @@ def fastokens_vs_tokenizers(tokenizer_json: Path, texts: list[str], runs: int) -
     print(f"  {'':12} {'load s':>8} {'batch MB/s':>11} {'loop MB/s':>10}")
     for name in loaded:
         print(f"  {name:12} {load_s[name]:8.3f} {size / batch[name]:11.2f} {size / loop[name]:10.2f}")
-    print(f"  ratio fastokens/tokenizers: load {load_s['fastokens'] / load_s['tokenizers']:.2f}x, batch throughput "
-          f"{batch['tokenizers'] / batch['fastokens']:.2f}x, loop throughput {loop['tokenizers'] / loop['fastokens']:.2f}x; "
-          f"same ids on {same} of {len(texts)} lines")
+    print(
+        f"  ratio fastokens/tokenizers: load {load_s['fastokens'] / load_s['tokenizers']:.2f}x, batch throughput "
+        f"{batch['tokenizers'] / batch['fastokens']:.2f}x, loop throughput "
+        f"{loop['tokenizers'] / loop['fastokens']:.2f}x; "
+        f"same ids on {same} of {len(texts)} lines"
+    )
 
 
 def main() -> None:
@@ -155,7 +166,10 @@ def main() -> None:
             base_cpus.append(base_cpu)
     used = [b["name"] for b in result.data["backends"] if b["available"]]
     wall, base = statistics.median(walls), statistics.median(bases)
-    print(f"corpus: {result.data['corpus']['bytes'] / 1e6:.2f} MB, {result.data['corpus']['cases']} cases; backends: {', '.join(used)}")
+    print(
+        f"corpus: {result.data['corpus']['bytes'] / 1e6:.2f} MB, {result.data['corpus']['cases']} cases; backends: "
+        f"{', '.join(used)}"
+    )
     print(f"compare wall time:                 {wall:.3f} s (median of {args.runs})")
     print(f"sum of own batch encode + decode:  {base:.3f} s")
     print(f"ratio: {wall / base:.2f} (target <= 1.3)")

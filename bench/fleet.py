@@ -27,8 +27,9 @@ def peak(args: list[str]) -> tuple[int, float, int]:
     """(exit code, seconds, peak MiB) of ``python -m tokaudit ARGS``."""
     env = dict(os.environ, TOKAUDIT_CACHE="off", HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "tokaudit", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tokaudit", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     return os.waitstatus_to_exitcode(status), time.perf_counter() - start, usage.ru_maxrss // 1024
 
@@ -54,12 +55,16 @@ def main() -> None:
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as fh:
         fh.write("\n".join(t for _, t in singles) + "\n")
     try:
-        code, seconds, mib = peak(["scan", "--targets-from", fh.name, "--format", opts.format, "-q", "--jobs", str(opts.jobs)])
+        code, seconds, mib = peak(
+            ["scan", "--targets-from", fh.name, "--format", opts.format, "-q", "--jobs", str(opts.jobs)]
+        )
     finally:
         os.unlink(fh.name)
     print(f"largest single scan: {largest} MiB ({Path(which).name}); {len(singles)} targets scanned singly")
-    print(f"fleet scan (--format {opts.format} --jobs {opts.jobs}): {mib} MiB in {seconds:.1f} s, exit {code}: "
-          f"ratio {mib / largest:.2f} (bound 1.5)")
+    print(
+        f"fleet scan (--format {opts.format} --jobs {opts.jobs}): {mib} MiB in {seconds:.1f} s, exit {code}: "
+        f"ratio {mib / largest:.2f} (bound 1.5)"
+    )
 
 
 if __name__ == "__main__":

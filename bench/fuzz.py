@@ -55,7 +55,10 @@ def main() -> None:
     model = load_model(args.target)
     seqs, _ = sequences(model, FuzzOptions(iterations=args.iterations, seed=0))
     print(f"{args.target}: {len(seqs)} sequences, {sum(map(len, seqs))} ids, best of {args.repeat}")
-    print(f"{'backend':<10} {'raw s':>8} {'fuzz s':>8} {'decode s':>9} {'shrink s':>9} {'failures':>9} {'ratio':>6} {'CPU ratio':>10}")
+    print(
+        f"{'backend':<10} {'raw s':>8} {'fuzz s':>8} {'decode s':>9} {'shrink s':>9} {'failures':>9} {'ratio':>6} "
+        f"{'CPU ratio':>10}"
+    )
     worst = 0.0
     for lb in load_backends(model, args.backends.split(",")):
         lib = library_decode(lb.backend) if lb.backend is not None else None
@@ -74,8 +77,11 @@ def main() -> None:
                 best_fuzz, best_run = run.seconds + run.shrink_seconds, run
         ratio = best_fuzz / best_raw
         worst = max(worst, ratio)
-        print(f"{lb.name:<10} {best_raw:>8.2f} {best_fuzz:>8.2f} {best_run.seconds:>9.2f} {best_run.shrink_seconds:>9.2f} "
-              f"{len(best_run.failures):>9} {ratio:>6.2f} {best_fuzz_cpu / best_raw_cpu:>10.2f}")
+        print(
+            f"{lb.name:<10} {best_raw:>8.2f} {best_fuzz:>8.2f} {best_run.seconds:>9.2f} "
+            f"{best_run.shrink_seconds:>9.2f} "
+            f"{len(best_run.failures):>9} {ratio:>6.2f} {best_fuzz_cpu / best_raw_cpu:>10.2f}"
+        )
     print(f"worst ratio {worst:.2f} (target <= 2.0)")
 
 

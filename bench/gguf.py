@@ -39,7 +39,7 @@ def baseline_read(path: str) -> dict:
         nonlocal pos
         n = struct.unpack_from("<Q", data, pos)[0]
         pos += 8 + n
-        return data[pos - n:pos]
+        return data[pos - n : pos]
 
     def value(kind: int):
         nonlocal pos
@@ -89,7 +89,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="*", type=Path)
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--baseline", metavar="FILE", help="run only the baseline reader on FILE (the baseline process)")
+    parser.add_argument(
+        "--baseline", metavar="FILE", help="run only the baseline reader on FILE (the baseline process)"
+    )
     args = parser.parse_args()
     if args.baseline:
         print(len(baseline_read(args.baseline)["tokenizer.ggml.tokens"]))
@@ -100,8 +102,10 @@ def main() -> None:
 
     from tokaudit.scan import load_model, scan_model
 
-    print(f"{'file':<28} {'reader s':>8} {'baseline s':>10} {'ratio':>6} {'scan s':>7} {'ratio':>6} {'scan proc s':>11} "
-          f"{'base proc s':>11} {'ratio':>6}")
+    print(
+        f"{'file':<28} {'reader s':>8} {'baseline s':>10} {'ratio':>6} {'scan s':>7} {'ratio':>6} {'scan proc s':>11} "
+        f"{'base proc s':>11} {'ratio':>6}"
+    )
     for path in files:
         scan_model(load_model(str(path)))  # imports and first-use caches, as a warm process has them
         ours = _median(lambda: read_gguf_tokenizer(path), args.runs)
@@ -112,8 +116,10 @@ def main() -> None:
         run = lambda cmd: subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)  # noqa: E731 - a one-line helper of this function
         run(scan), run(base)  # warm the page cache
         scan_s, base_s = _median(lambda: run(scan), args.runs), _median(lambda: run(base), args.runs)
-        print(f"{path.name:<28} {ours:>8.3f} {theirs:>10.3f} {ours / theirs:>6.2f} {whole:>7.3f} {whole / theirs:>6.2f} "
-              f"{scan_s:>11.2f} {base_s:>11.2f} {scan_s / base_s:>6.2f}")
+        print(
+            f"{path.name:<28} {ours:>8.3f} {theirs:>10.3f} {ours / theirs:>6.2f} {whole:>7.3f} {whole / theirs:>6.2f} "
+            f"{scan_s:>11.2f} {base_s:>11.2f} {scan_s / base_s:>6.2f}"
+        )
 
 
 if __name__ == "__main__":

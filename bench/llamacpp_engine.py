@@ -29,20 +29,43 @@ from tokaudit.template.llamacpp_build import ensure_engine, find_sdist  # noqa: 
 
 TREE = "llama_cpp_python-0.3.36/vendor/llama.cpp/"
 CONTEXTS = [
-    {"messages": [{"role": "system", "content": "You are helpful."}, {"role": "user", "content": "Hello"},
-                  {"role": "assistant", "content": "Hi there"}, {"role": "user", "content": "Weather?"}],
-     "bos_token": "<s>", "eos_token": "</s>", "add_generation_prompt": True},
-    {"messages": [{"role": "user", "content": "Weather in Paris?"}],
-     "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Get weather",
-                                                  "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}],
-     "bos_token": "<s>", "eos_token": "</s>", "add_generation_prompt": True},
+    {
+        "messages": [
+            {"role": "system", "content": "You are helpful."},
+            {"role": "user", "content": "Hello"},
+            {"role": "assistant", "content": "Hi there"},
+            {"role": "user", "content": "Weather?"},
+        ],
+        "bos_token": "<s>",
+        "eos_token": "</s>",
+        "add_generation_prompt": True,
+    },
+    {
+        "messages": [{"role": "user", "content": "Weather in Paris?"}],
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "description": "Get weather",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+                },
+            }
+        ],
+        "bos_token": "<s>",
+        "eos_token": "</s>",
+        "add_generation_prompt": True,
+    },
 ]
 
 
 def _templates(sdist: Path) -> dict[str, str]:
     with tarfile.open(sdist, "r:gz") as tar:
-        return {Path(m.name).name: tar.extractfile(m).read().decode("utf-8")  # type: ignore[union-attr]
-                for m in tar.getmembers() if m.name.startswith(TREE + "models/templates/") and m.name.endswith(".jinja")}
+        return {
+            Path(m.name).name: tar.extractfile(m).read().decode("utf-8")  # type: ignore[union-attr]
+            for m in tar.getmembers()
+            if m.name.startswith(TREE + "models/templates/") and m.name.endswith(".jinja")
+        }
 
 
 def _jinja2():
@@ -92,8 +115,10 @@ def main() -> None:
         t = time.perf_counter()
         _jinja2().from_string(simple).render(**CONTEXTS[0])
         jstarts.append(time.perf_counter() - t)
-    print(f"start-up (engine + first render): llama.cpp {statistics.median(starts) * 1000:.1f} ms, "
-          f"Jinja2 {statistics.median(jstarts) * 1000:.1f} ms")
+    print(
+        f"start-up (engine + first render): llama.cpp {statistics.median(starts) * 1000:.1f} ms, "
+        f"Jinja2 {statistics.median(jstarts) * 1000:.1f} ms"
+    )
 
     templates = _templates(sdist)
     env = _jinja2()
@@ -122,13 +147,20 @@ def main() -> None:
                 pass
 
         jcper = _time_each(jinja_compile_render, items, args.repeat)
-        print(f"per render ({len(items)} renders, {len(compiled)} templates): llama.cpp {per * 1000:.3f} ms "
-              f"(the template is sent and parsed each time); Jinja2 compiled once {jper * 1000:.3f} ms (ratio "
-              f"{per / jper:.2f}), compiled each time {jcper * 1000:.3f} ms (ratio {per / jcper:.2f})")
-        requests = [(name, {"messages": ctx["messages"], **({"tools": ctx["tools"]} if "tools" in ctx else {})})
-                    for name, ctx in items]
-        aper = _time_each(lambda item: engine.apply(templates[item[0]], item[1], bos_token="<s>", eos_token="</s>"),
-                          requests, max(1, args.repeat // 2))
+        print(
+            f"per render ({len(items)} renders, {len(compiled)} templates): llama.cpp {per * 1000:.3f} ms "
+            f"(the template is sent and parsed each time); Jinja2 compiled once {jper * 1000:.3f} ms (ratio "
+            f"{per / jper:.2f}), compiled each time {jcper * 1000:.3f} ms (ratio {per / jcper:.2f})"
+        )
+        requests = [
+            (name, {"messages": ctx["messages"], **({"tools": ctx["tools"]} if "tools" in ctx else {})})
+            for name, ctx in items
+        ]
+        aper = _time_each(
+            lambda item: engine.apply(templates[item[0]], item[1], bos_token="<s>", eos_token="</s>"),
+            requests,
+            max(1, args.repeat // 2),
+        )
         print(f"per request (apply: llama-server's whole path): {aper * 1000:.2f} ms")
         _fidelity(engine, sdist)
 
@@ -143,9 +175,17 @@ def _fidelity(engine, sdist: Path) -> None:
     def conv(case):
         return [{"role": r, "content": t} for r, t in CONVERSATION + case["extra_conversation"]]
 
-    native = sum(engine.apply(c["template_str"], {"messages": conv(c)}, bos_token=c["bos_token"],
-                              eos_token=c["eos_token"], server={"reasoning_format": "none"}).render.text
-                 == (c["expected_output_jinja"] or c["expected_output"]) for c in cases)
+    native = sum(
+        engine.apply(
+            c["template_str"],
+            {"messages": conv(c)},
+            bos_token=c["bos_token"],
+            eos_token=c["eos_token"],
+            server={"reasoning_format": "none"},
+        ).render.text
+        == (c["expected_output_jinja"] or c["expected_output"])
+        for c in cases
+    )
     print(f"llama.cpp's own Jinja expectations (tests/test-chat-template.cpp): this build {native}/{len(cases)}")
     try:
         from ggufdoctor.engines.llamacpp_engine import LlamaCppEngine as Wasm  # type: ignore[import-not-found]
@@ -159,12 +199,21 @@ def _fidelity(engine, sdist: Path) -> None:
     ok = 0
     t = time.perf_counter()
     for c in cases:
-        r = wasm.render(c["template_str"], {"messages": conv(c), "bos_token": c["bos_token"], "eos_token": c["eos_token"],
-                                            "add_generation_prompt": True})
+        r = wasm.render(
+            c["template_str"],
+            {
+                "messages": conv(c),
+                "bos_token": c["bos_token"],
+                "eos_token": c["eos_token"],
+                "add_generation_prompt": True,
+            },
+        )
         ok += r.text == (c["expected_output_jinja"] or c["expected_output"])
     per = (time.perf_counter() - t) / len(cases)
-    print(f"WebAssembly build (ggufdoctor): module compile {compile_s:.2f} s, per render {per * 1000:.2f} ms, "
-          f"expectations {ok}/{len(cases)}")
+    print(
+        f"WebAssembly build (ggufdoctor): module compile {compile_s:.2f} s, per render {per * 1000:.2f} ms, "
+        f"expectations {ok}/{len(cases)}"
+    )
 
 
 if __name__ == "__main__":

@@ -85,8 +85,12 @@ def child(argv: list[str], cpu: list[float] | None = None) -> tuple[float, int]:
     child is started by GNU time: a child forked from this (large) process would report this process's
     RSS as its own peak. Compiled modules are cached, as after a normal install."""
     t = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "maxrss=%M cpu=%U+%S", *argv], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, env=bytecode_env(True))
+    proc = subprocess.run(
+        ["/usr/bin/time", "-f", "maxrss=%M cpu=%U+%S", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=bytecode_env(True),
+    )
     wall = time.perf_counter() - t
     err = proc.stderr.decode()
     if proc.returncode not in (0, 1):
@@ -110,8 +114,11 @@ def main() -> int:
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--formats", default="json,rich,sarif,junit,markdown,github")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--text", help="a UTF-8 file to encode for the streams instead of the repeated sample (e.g. a "
-                                   "concatenation of source files: distinct text, so memoised steps rarely hit)")
+    ap.add_argument(
+        "--text",
+        help="a UTF-8 file to encode for the streams instead of the repeated sample (e.g. a "
+        "concatenation of source files: distinct text, so memoised steps rarely hit)",
+    )
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     formats = args.formats.split(",")
@@ -140,29 +147,84 @@ def main() -> int:
             files[n].write_text(json.dumps((unit * (n // len(unit) + 1))[:n]))
         out = str(Path(tmp) / "report")
         print(f"baseline: {raw_name}, whole process (python start, tokenizer load, json ids, the loop)")
-        print(f"{'tokens':>9}  {'baseline s':>10} {'cpu s':>6} {'RSS MB':>7}  {'replay json s':>13} {'cpu s':>6} "
-              f"{'RSS MB':>7}  {'time x':>6} {'cpu x':>6} {'RSS x':>6}")
+        print(
+            f"{'tokens':>9}  {'baseline s':>10} {'cpu s':>6} {'RSS MB':>7}  {'replay json s':>13} {'cpu s':>6} "
+            f"{'RSS MB':>7}  {'time x':>6} {'cpu x':>6} {'RSS x':>6}"
+        )
         walls = {}
         for n in sizes:
             extra = [pat] if raw[0] is RAW_TIKTOKEN else []
-            base_s, base_kb, base_cpu = median_child([py, "-c", raw[0], str(target), str(files[n]), *extra], args.repeat)
-            rep_s, rep_kb, rep_cpu = median_child([py, "-m", "tokaudit", "replay", str(target), str(files[n]), "--format",
-                                                   "json", "--quiet", "--output", out], args.repeat)
+            base_s, base_kb, base_cpu = median_child(
+                [py, "-c", raw[0], str(target), str(files[n]), *extra], args.repeat
+            )
+            rep_s, rep_kb, rep_cpu = median_child(
+                [
+                    py,
+                    "-m",
+                    "tokaudit",
+                    "replay",
+                    str(target),
+                    str(files[n]),
+                    "--format",
+                    "json",
+                    "--quiet",
+                    "--output",
+                    out,
+                ],
+                args.repeat,
+            )
             walls[n] = (rep_s, base_s, base_kb, rep_cpu, base_cpu)
-            print(f"{n:>9}  {base_s:>10.2f} {base_cpu:>6.2f} {base_kb / 1024:>7.0f}  {rep_s:>13.2f} {rep_cpu:>6.2f} "
-                  f"{rep_kb / 1024:>7.0f}  {rep_s / base_s:>6.2f} {rep_cpu / base_cpu:>6.2f} {rep_kb / base_kb:>6.2f}")
+            print(
+                f"{n:>9}  {base_s:>10.2f} {base_cpu:>6.2f} {base_kb / 1024:>7.0f}  {rep_s:>13.2f} {rep_cpu:>6.2f} "
+                f"{rep_kb / 1024:>7.0f}  {rep_s / base_s:>6.2f} {rep_cpu / base_cpu:>6.2f} {rep_kb / base_kb:>6.2f}"
+            )
         big = max(sizes)
-        print(f"\npeak RSS per output format at {big} tokens (target <= 2.00x the baseline's {walls[big][2] / 1024:.0f} MB):")
+        print(
+            f"\npeak RSS per output format at {big} tokens (target <= 2.00x the baseline's {walls[big][2] / 1024:.0f} "
+            "MB):"
+        )
         for fmt in formats:
-            wall, kb = child([py, "-m", "tokaudit", "replay", str(target), str(files[big]), "--format", fmt, "--quiet",
-                              "--output", out])
+            wall, kb = child(
+                [
+                    py,
+                    "-m",
+                    "tokaudit",
+                    "replay",
+                    str(target),
+                    str(files[big]),
+                    "--format",
+                    fmt,
+                    "--quiet",
+                    "--output",
+                    out,
+                ]
+            )
             print(f"  {fmt:<9} {wall:6.2f}s  {kb / 1024:6.0f} MB  {kb / walls[big][2]:.2f}x")
-        wall, kb = child([py, "-m", "tokaudit", "replay", str(target), str(files[big]), "--format", "json", "--quiet",
-                          "--steps", "all", "--output", out])
-        print(f"  json --steps all {wall:6.2f}s  {kb / 1024:6.0f} MB  {kb / walls[big][2]:.2f}x  "
-              f"({os.path.getsize(out) / 1e6:.0f} MB written)")
-        print(f"\nwhole replay at {big} tokens: {walls[big][0] / walls[big][1]:.2f}x the baseline wall time, "
-              f"{walls[big][3] / walls[big][4]:.2f}x its CPU time (target <= 3.00x)")
+        wall, kb = child(
+            [
+                py,
+                "-m",
+                "tokaudit",
+                "replay",
+                str(target),
+                str(files[big]),
+                "--format",
+                "json",
+                "--quiet",
+                "--steps",
+                "all",
+                "--output",
+                out,
+            ]
+        )
+        print(
+            f"  json --steps all {wall:6.2f}s  {kb / 1024:6.0f} MB  {kb / walls[big][2]:.2f}x  "
+            f"({os.path.getsize(out) / 1e6:.0f} MB written)"
+        )
+        print(
+            f"\nwhole replay at {big} tokens: {walls[big][0] / walls[big][1]:.2f}x the baseline wall time, "
+            f"{walls[big][3] / walls[big][4]:.2f}x its CPU time (target <= 3.00x)"
+        )
         if 100_000 in walls and 1_000_000 in walls:
             print(f"linearity: time(1M)/time(100k) = {walls[1_000_000][0] / walls[100_000][0]:.2f} (target <= 11)")
 
@@ -188,6 +250,7 @@ def main() -> int:
     raw_rate = len(ids) / best(raw_loop)
     print(f"\nin-process, {len(ids)} tokens: raw DecodeStream loop {raw_rate:,.0f} tok/s (1.00x)")
     for name in ("offsets", "decodestream", "bytes", "naive"):
+
         def one(name: str = name) -> None:
             ctx = DecodeContext(tokenizer, True, TokenBytes(model.files))  # fresh caches each time
             run(build_detokenizers([name], ctx, ())[0], steps)

@@ -132,32 +132,50 @@ def measure(target: Path, runs: int, env: dict[str, str]) -> tuple[list[Run], li
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("targets", nargs="*", help="model directories or real-tokenizer names (default: Kimi fixture, "
-                        + ", ".join(DEFAULT_REAL) + ")")
+    parser.add_argument(
+        "targets",
+        nargs="*",
+        help="model directories or real-tokenizer names (default: Kimi fixture, " + ", ".join(DEFAULT_REAL) + ")",
+    )
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--no-bytecode-cache", action="store_true",
-                        help="also measure with PYTHONDONTWRITEBYTECODE=1 (every run recompiles tokaudit)")
-    parser.add_argument("--imports", action="store_true", help="also print the start-up cost: interpreter, typer, a scan's imports")
+    parser.add_argument(
+        "--no-bytecode-cache",
+        action="store_true",
+        help="also measure with PYTHONDONTWRITEBYTECODE=1 (every run recompiles tokaudit)",
+    )
+    parser.add_argument(
+        "--imports", action="store_true", help="also print the start-up cost: interpreter, typer, a scan's imports"
+    )
     parser.add_argument("--json", metavar="FILE", help="also write every run's figures to FILE")
     args = parser.parse_args()
     targets = [resolve_target(t) for t in args.targets] or default_targets()
-    print(f"load average {os.getloadavg()[0]:.1f}; medians of {args.runs} paired runs; target: time <= 1.2, "
-          "peak RSS <= 1.3 (Gemma 3)")
+    print(
+        f"load average {os.getloadavg()[0]:.1f}; medians of {args.runs} paired runs; target: time <= 1.2, "
+        "peak RSS <= 1.3 (Gemma 3)"
+    )
     dump: dict[str, dict[str, list[dict[str, float]]]] = {}
     for cache in (True, False) if args.no_bytecode_cache else (True,):
         env = bytecode_env(cache)
         print("bytecode cached (a normal install):" if cache else "no bytecode cache (PYTHONDONTWRITEBYTECODE=1):")
-        print(f"  {'target':<12} {'scan wall':>9} {'base wall':>9} {'ratio':>6}   {'scan cpu':>8} {'base cpu':>8} "
-              f"{'ratio':>6}   {'scan RSS':>8} {'base RSS':>8} {'ratio':>6}")
+        print(
+            f"  {'target':<12} {'scan wall':>9} {'base wall':>9} {'ratio':>6}   {'scan cpu':>8} {'base cpu':>8} "
+            f"{'ratio':>6}   {'scan RSS':>8} {'base RSS':>8} {'ratio':>6}"
+        )
         for target in targets:
             scan_runs, base_runs = measure(target, args.runs, env)
             dump[f"{target.name}{'' if cache else ' (no bytecode cache)'}"] = {
-                "scan": [vars(r) for r in scan_runs], "baseline": [vars(r) for r in base_runs]}
+                "scan": [vars(r) for r in scan_runs],
+                "baseline": [vars(r) for r in base_runs],
+            }
             s = {k: statistics.median(getattr(r, k) for r in scan_runs) for k in ("wall", "cpu", "rss")}
             b = {k: statistics.median(getattr(r, k) for r in base_runs) for k in ("wall", "cpu", "rss")}
-            print(f"  {target.name:<12} {s['wall'] * 1000:7.0f}ms {b['wall'] * 1000:7.0f}ms {s['wall'] / b['wall']:6.2f}   "
-                  f"{s['cpu'] * 1000:6.0f}ms {b['cpu'] * 1000:6.0f}ms {s['cpu'] / b['cpu']:6.2f}   "
-                  f"{s['rss'] / 1024:6.0f}MB {b['rss'] / 1024:6.0f}MB {s['rss'] / b['rss']:6.2f}", flush=True)
+            print(
+                f"  {target.name:<12} {s['wall'] * 1000:7.0f}ms {b['wall'] * 1000:7.0f}ms "
+                f"{s['wall'] / b['wall']:6.2f}   "
+                f"{s['cpu'] * 1000:6.0f}ms {b['cpu'] * 1000:6.0f}ms {s['cpu'] / b['cpu']:6.2f}   "
+                f"{s['rss'] / 1024:6.0f}MB {b['rss'] / 1024:6.0f}MB {s['rss'] / b['rss']:6.2f}",
+                flush=True,
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(dump, indent=1), encoding="utf-8")
     if args.imports:
@@ -166,7 +184,7 @@ def main() -> None:
 
 #: What a scan of an HF or tiktoken directory imports before its first rule runs (a GGUF adds its reader and
 #: llama.cpp's load; a result-cache miss adds the template engines and regex libraries).
-SCAN_IMPORTS = ("import tokaudit.cli.app, tokaudit.cli.scan, tokaudit.scan, tokaudit.rules as r; r.all_rules()")
+SCAN_IMPORTS = "import tokaudit.cli.app, tokaudit.cli.scan, tokaudit.scan, tokaudit.rules as r; r.all_rules()"
 
 
 def imports(runs: int) -> None:

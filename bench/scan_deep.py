@@ -68,15 +68,19 @@ def main() -> None:
     print(f"tokaudit scan:         {b:.2f} s wall, {bc:.2f} s CPU; --deep/scan {d / b:.2f}")
     if raw_times:
         r, rc = _medians(raw_times)
-        print(f"raw tiktoken build + per-token encode: {r:.2f} s wall, {rc:.2f} s CPU; --deep/raw {d / r:.2f} wall, "
-              f"{dc / rc:.2f} CPU (target <= 1.2)")
+        print(
+            f"raw tiktoken build + per-token encode: {r:.2f} s wall, {rc:.2f} s CPU; --deep/raw {d / r:.2f} wall, "
+            f"{dc / rc:.2f} CPU (target <= 1.2)"
+        )
 
     start = time.perf_counter()
     (finding,) = list(unreachable_token.check(model)) or [None]
     rule_seconds = time.perf_counter() - start
     checked = finding.details["checked"] if finding else 0
-    print(f"TA402 in-process: {rule_seconds:.2f} s for {checked} tokens (backend build included): "
-          f"{checked / rule_seconds:,.0f} tokens/s; {finding.ids.count if finding else 0} unreachable")
+    print(
+        f"TA402 in-process: {rule_seconds:.2f} s for {checked} tokens (backend build included): "
+        f"{checked / rule_seconds:,.0f} tokens/s; {finding.ids.count if finding else 0} unreachable"
+    )
 
 
 def _medians(runs: list[tuple[float, float]]) -> tuple[float, float]:

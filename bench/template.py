@@ -121,7 +121,9 @@ def scan_against(target: str, ref: str, repeat: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "ref"
         base.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "tokaudit"], capture_output=True, check=True).stdout
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", ref, "tokaudit"], capture_output=True, check=True
+        ).stdout
         subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
         trees = {"this tree": ROOT, ref: base}
         for mode in ("cold", "warm"):
@@ -130,11 +132,21 @@ def scan_against(target: str, ref: str, repeat: int) -> None:
             cpus: dict[str, list[float]] = {name: [] for name in trees}
             for i in range(repeat + (1 if mode == "warm" else 0)):
                 for name, tree in trees.items():
-                    env = {**os.environ, "PYTHONPATH": str(tree), "TOKAUDIT_CACHE": "off" if mode == "cold" else str(caches[name])}
+                    env = {
+                        **os.environ,
+                        "PYTHONPATH": str(tree),
+                        "TOKAUDIT_CACHE": "off" if mode == "cold" else str(caches[name]),
+                    }
                     before = resource.getrusage(resource.RUSAGE_CHILDREN)
                     start = time.perf_counter()
-                    subprocess.run([sys.executable, "-m", "tokaudit", "scan", target, "--format", "json"], cwd=tmp, env=env,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+                    subprocess.run(
+                        [sys.executable, "-m", "tokaudit", "scan", target, "--format", "json"],
+                        cwd=tmp,
+                        env=env,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                        check=False,
+                    )
                     wall = time.perf_counter() - start
                     after = resource.getrusage(resource.RUSAGE_CHILDREN)
                     if mode == "warm" and i == 0:
@@ -143,15 +155,19 @@ def scan_against(target: str, ref: str, repeat: int) -> None:
                     cpus[name].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
             a, b = (statistics.median(times[n]) for n in trees)
             ca, cb = (statistics.median(cpus[n]) for n in trees)
-            print(f"scan {mode:<4}  this tree {a:5.2f} s ({ca:5.2f} s CPU)   {ref} {b:5.2f} s ({cb:5.2f} s CPU)   "
-                  f"ratio {a / b:4.2f} wall, {ca / cb:4.2f} CPU   {'OK' if ca / cb <= 1.5 else 'OVER'} (target <= 1.5)")
+            print(
+                f"scan {mode:<4}  this tree {a:5.2f} s ({ca:5.2f} s CPU)   {ref} {b:5.2f} s ({cb:5.2f} s CPU)   "
+                f"ratio {a / b:4.2f} wall, {ca / cb:4.2f} CPU   {'OK' if ca / cb <= 1.5 else 'OVER'} (target <= 1.5)"
+            )
             for c in caches.values():
                 shutil.rmtree(c, ignore_errors=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("target", nargs="?", default=str(REAL if REAL.is_dir() else ROOT / "fixtures" / "templates" / "qwen-tools"))
+    ap.add_argument(
+        "target", nargs="?", default=str(REAL if REAL.is_dir() else ROOT / "fixtures" / "templates" / "qwen-tools")
+    )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--against", metavar="REF", help="also compare this tree's scan with git REF's (issue 29: <= 1.5x)")
     args = ap.parse_args()
@@ -159,16 +175,26 @@ def main() -> None:
         scan_against(args.target, args.against, args.repeat)
         return
 
-    command, command_cpu = best([sys.executable, "-m", "tokaudit", "template", args.target, "--format", "json"], args.repeat)
+    command, command_cpu = best(
+        [sys.executable, "-m", "tokaudit", "template", args.target, "--format", "json"], args.repeat
+    )
     bare, bare_cpu = best([sys.executable, "-c", BARE, args.target], args.repeat)
     print(f"{args.target} (best of {args.repeat})")
-    print(f"template command   {command:6.2f} s   bare render+encode script {bare:6.2f} s   ratio {command / bare:5.2f}"
-          f"   {'OK' if command < 2 else 'OVER'} (target < 2 s)")
-    print(f"  CPU (user+sys)   {command_cpu:6.2f} s                             {bare_cpu:6.2f} s   ratio {command_cpu / bare_cpu:5.2f}")
+    print(
+        f"template command   {command:6.2f} s   bare render+encode script {bare:6.2f} s   ratio {command / bare:5.2f}"
+        f"   {'OK' if command < 2 else 'OVER'} (target < 2 s)"
+    )
+    print(
+        f"  CPU (user+sys)   {command_cpu:6.2f} s                             {bare_cpu:6.2f} s   ratio "
+        f"{command_cpu / bare_cpu:5.2f}"
+    )
     raw = raw_render_seconds(args.target, args.repeat)
     share = scan_share(args.target, args.repeat)
-    print(f"TA8xx inside scan  {share:6.3f} s   raw jinja2 render {raw:6.3f} s   ratio {share / raw if raw else float('nan'):5.2f}   "
-          f"{'OK' if share < 0.3 else 'OVER'} (target < 0.3 s)")
+    print(
+        f"TA8xx inside scan  {share:6.3f} s   raw jinja2 render {raw:6.3f} s   ratio "
+        f"{share / raw if raw else float('nan'):5.2f}   "
+        f"{'OK' if share < 0.3 else 'OVER'} (target < 0.3 s)"
+    )
 
 
 if __name__ == "__main__":

@@ -46,7 +46,10 @@ def startup(repeat: int) -> None:
         subprocess.run([sys.executable, "-c", "pass"], check=True)
         bare.append(time.perf_counter() - t)
     s, b = _median(spawn), _median(bare)
-    print(f"start-up: first call of a new worker {s * 1000:.1f} ms vs python -c pass {b * 1000:.1f} ms (ratio {s / b:.2f})")
+    print(
+        f"start-up: first call of a new worker {s * 1000:.1f} ms vs python -c pass {b * 1000:.1f} ms (ratio "
+        f"{s / b:.2f})"
+    )
 
 
 def round_trips(repeat: int) -> None:
@@ -68,7 +71,10 @@ def round_trips(repeat: int) -> None:
             echo(payload)
             local.append(time.perf_counter() - t)
         w, b = _median(through), _median(local)
-        print(f"round trip, {label:22}: {w * 1e6:8.0f} us vs in-process {b * 1e6:6.2f} us (+{(w - b) * 1e6:.0f} us per call)")
+        print(
+            f"round trip, {label:22}: {w * 1e6:8.0f} us vs in-process {b * 1e6:6.2f} us (+{(w - b) * 1e6:.0f} us per "
+            "call)"
+        )
     worker.close()
 
 
@@ -97,8 +103,11 @@ def llamacpp(gguf: Path, repeat: int) -> None:
         local.append(time.perf_counter() - t)
     assert ids_one == ids_batch == ids_local
     o, b, loc = _median(one), _median(batch), _median(local)
-    print(f"llama.cpp encode of {len(texts)} texts ({gguf.name}): one call each {o * 1000:.1f} ms, one batch {b * 1000:.1f} ms, "
-          f"in-process {loc * 1000:.1f} ms (ratios {o / loc:.2f}, {b / loc:.2f})")
+    print(
+        f"llama.cpp encode of {len(texts)} texts ({gguf.name}): one call each {o * 1000:.1f} ms, one batch "
+        f"{b * 1000:.1f} ms, "
+        f"in-process {loc * 1000:.1f} ms (ratios {o / loc:.2f}, {b / loc:.2f})"
+    )
 
 
 def main() -> None:

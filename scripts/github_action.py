@@ -52,7 +52,9 @@ def main() -> int:
     sarif = Path(env.get("INPUT_SARIF_FILE") or "tokaudit.sarif")
     with tempfile.TemporaryDirectory() as tmp:
         summary = Path(tmp) / "summary.md"
-        code = subprocess.run([*command, "--format", "sarif", "--output", str(sarif), "--also", f"markdown={summary}"]).returncode
+        code = subprocess.run(
+            [*command, "--format", "sarif", "--output", str(sarif), "--also", f"markdown={summary}"]
+        ).returncode
         text = summary.read_text(encoding="utf-8") if summary.is_file() else ""
     if sarif.is_file():
         set_category(sarif, env.get("INPUT_CATEGORY") or "tokaudit")

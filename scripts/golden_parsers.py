@@ -43,8 +43,15 @@ CASE_LIST: list[tuple[str, str, str, str, dict[str, Any], list[str], list[str]]]
     ("qwen2.5", "Qwen-Qwen2.5-7B-Instruct.jinja", "qwen3", "qwen2", {}, [], []),
     ("qwen3.5", "Qwen3.5-4B.jinja", "qwen3", "qwen3_5", {}, ["qwen3"], ["qwen3"]),
     ("llama-3.1+llama-3.0-tokenizer", "meta-llama-Llama-3.1-8B-Instruct.jinja", "llama3", "llama", {}, [], []),
-    ("deepseek-v3.1+v3-tokenizer", "deepseek-ai-DeepSeek-V3.1.jinja", "deepseek-v3", "deepseek_v3", {"thinking": True},
-     ["deepseek_v3", "deepseek_r1"], ["deepseek-v3", "deepseek-r1"]),
+    (
+        "deepseek-v3.1+v3-tokenizer",
+        "deepseek-ai-DeepSeek-V3.1.jinja",
+        "deepseek-v3",
+        "deepseek_v3",
+        {"thinking": True},
+        ["deepseek_v3", "deepseek_r1"],
+        ["deepseek-v3", "deepseek-r1"],
+    ),
     ("gpt-oss", "openai-gpt-oss-120b.jinja", "gpt-oss", "gpt_oss", {}, ["openai_gptoss"], ["gpt-oss"]),
     ("kimi-k2", "moonshotai-Kimi-K2.jinja", "kimi-k2.5", "kimi_k2", {}, ["kimi_k2"], ["kimi_k2"]),
     ("glm-4.6", "GLM-4.6.jinja", "glm-4.6-markers", "glm4_moe", {}, ["glm45"], ["glm45"]),
@@ -112,7 +119,7 @@ def make_cases(tokenizers: Path) -> None:
         if tok in BUILT:
             getattr(data, BUILT[tok])(dest)
         elif tok.startswith("markers-"):
-            data.family_tokenizer(tok[len("markers-"):], dest)
+            data.family_tokenizer(tok[len("markers-") :], dest)
         else:
             src = data.real_cache() / "models" / tok
             dest.mkdir(parents=True, exist_ok=True)
@@ -128,10 +135,22 @@ def make_cases(tokenizers: Path) -> None:
             raise SystemExit(f"{name}: {why}")
         case = build_case(name, turn, model, ServingEncoder(model), special)
         assert case.prompt_ids is not None and case.output_ids is not None
-        lines.append({"case": name, "template": template, "tokenizer": tok, "kwargs": kwargs, "tools": [SENTINEL_TOOL],
-                      "prompt_tail": case.prompt_ids[-PROMPT_TAIL:], "prompt_state": case.prompt_state, "output_ids": case.output_ids,
-                      "text": case.text, "vllm_reasoning": vllm_r, "sglang_reasoning": sglang_r,
-                      "expected": {"name": SENTINEL_NAME, "arguments": SENTINEL_ARGUMENTS, "reasoning": SENTINEL_REASONING}})
+        lines.append(
+            {
+                "case": name,
+                "template": template,
+                "tokenizer": tok,
+                "kwargs": kwargs,
+                "tools": [SENTINEL_TOOL],
+                "prompt_tail": case.prompt_ids[-PROMPT_TAIL:],
+                "prompt_state": case.prompt_state,
+                "output_ids": case.output_ids,
+                "text": case.text,
+                "vllm_reasoning": vllm_r,
+                "sglang_reasoning": sglang_r,
+                "expected": {"name": SENTINEL_NAME, "arguments": SENTINEL_ARGUMENTS, "reasoning": SENTINEL_REASONING},
+            }
+        )
         print(f"{name}: {len(case.output_ids)} output ids", file=sys.stderr)
     DATA.mkdir(parents=True, exist_ok=True)
     CASES.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
@@ -151,15 +170,23 @@ def run_golden(tokenizers: Path, only: set[str] | None, stacks: set[str]) -> Non
     from importlib.metadata import version
 
     from tokaudit.parsers.families import reasoning_parsers, tool_parsers  # plain data, no dependencies
-    from tokaudit.parsers.installed import STEPS, load_tokenizer, run_sglang, run_vllm  # the standard library and the stacks only
+    from tokaudit.parsers.installed import (
+        STEPS,
+        load_tokenizer,
+        run_sglang,
+        run_vllm,
+    )  # the standard library and the stacks only
 
     kept: dict[tuple[str, str], list[str]] = {}
     if GOLDEN.exists() and (stacks != {"vllm", "sglang"} or only):
         for line in GOLDEN.read_text(encoding="utf-8").splitlines()[1:]:
             row = json.loads(line)
             kept.setdefault((row["case"], row["stack"]), []).append(line)
-    head = {"stacks": {"vllm": version("vllm"), "sglang": version("sglang")}, "transformers": version("transformers"),
-            "tokenizers": version("tokenizers")}
+    head = {
+        "stacks": {"vllm": version("vllm"), "sglang": version("sglang")},
+        "transformers": version("transformers"),
+        "tokenizers": version("tokenizers"),
+    }
     lines = [json.dumps(head)]
     data = _data()
     for case in (json.loads(line) for line in CASES.read_text(encoding="utf-8").splitlines()):
@@ -171,7 +198,10 @@ def run_golden(tokenizers: Path, only: set[str] | None, stacks: set[str]) -> Non
         case["harmony"] = case["tokenizer"] == "gpt-oss"
         # the template's text: SGLang's server decides from it whether the output starts inside reasoning
         case["template"] = data.llamacpp_template(case["template"])
-        for stack, run, reasons in (("vllm", run_vllm, case["vllm_reasoning"]), ("sglang", run_sglang, case["sglang_reasoning"])):
+        for stack, run, reasons in (
+            ("vllm", run_vllm, case["vllm_reasoning"]),
+            ("sglang", run_sglang, case["sglang_reasoning"]),
+        ):
             if stack not in stacks:
                 lines += kept.get((case["case"], stack), [])
                 continue
@@ -185,8 +215,18 @@ def run_golden(tokenizers: Path, only: set[str] | None, stacks: set[str]) -> Non
                 for size in STEPS:  # a streamed outcome equal to the whole one is written as "same" (smaller file)
                     if f"stream{size}" in result and result[f"stream{size}"] == result.get("whole"):
                         result[f"stream{size}"] = "same"
-                lines.append(json.dumps({"case": case["case"], "stack": stack, "tool_parser": tool, "reasoning_parser": reasoning, **result},
-                                        ensure_ascii=False))
+                lines.append(
+                    json.dumps(
+                        {
+                            "case": case["case"],
+                            "stack": stack,
+                            "tool_parser": tool,
+                            "reasoning_parser": reasoning,
+                            **result,
+                        },
+                        ensure_ascii=False,
+                    )
+                )
         print(f"{case['case']}: {time.time() - start:.1f} s", file=sys.stderr)
     GOLDEN.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
@@ -194,10 +234,18 @@ def run_golden(tokenizers: Path, only: set[str] | None, stacks: set[str]) -> Non
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("step", choices=["cases", "run"])
-    ap.add_argument("--tokenizers", type=Path, default=Path(os.environ.get("TOKAUDIT_GOLDEN_TOKENIZERS", "/tmp/tokaudit-golden-tokenizers")))
+    ap.add_argument(
+        "--tokenizers",
+        type=Path,
+        default=Path(os.environ.get("TOKAUDIT_GOLDEN_TOKENIZERS", "/tmp/tokaudit-golden-tokenizers")),
+    )
     ap.add_argument("--case", action="append", help="only these cases (run)")
-    ap.add_argument("--stack", action="append", choices=["vllm", "sglang"],
-                    help="run only these stacks' classes and keep the other's rows from the committed file (run)")
+    ap.add_argument(
+        "--stack",
+        action="append",
+        choices=["vllm", "sglang"],
+        help="run only these stacks' classes and keep the other's rows from the committed file (run)",
+    )
     args = ap.parse_args()
     if args.step == "cases":
         make_cases(args.tokenizers)

@@ -25,10 +25,21 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 #: Template file name prefix -> tokenizer (a real-cache model name, or a builder of tests/parser_data.py).
 FAMILY = (
-    ("Qwen", "qwen3"), ("deepseek-ai-DeepSeek-R1-Distill-Qwen", None), ("deepseek-ai-DeepSeek-R1-Distill-Llama", "llama3"),
-    ("deepseek-ai", "deepseek-v3"), ("llama-cpp-deepseek-r1", "deepseek-v3"), ("meta-llama", "llama3"), ("NousResearch", "llama3"),
-    ("fireworks-ai-llama-3", "llama3"), ("meetkai-functionary", "llama3"), ("openai-gpt-oss", "gpt-oss"), ("google-gemma", "gemma3"),
-    ("mistralai-Mistral-Nemo", "mistral-7b-json"), ("Kimi-K2", "kimi"), ("moonshotai-Kimi-K2", "kimi"), ("GLM-4", "glm"),
+    ("Qwen", "qwen3"),
+    ("deepseek-ai-DeepSeek-R1-Distill-Qwen", None),
+    ("deepseek-ai-DeepSeek-R1-Distill-Llama", "llama3"),
+    ("deepseek-ai", "deepseek-v3"),
+    ("llama-cpp-deepseek-r1", "deepseek-v3"),
+    ("meta-llama", "llama3"),
+    ("NousResearch", "llama3"),
+    ("fireworks-ai-llama-3", "llama3"),
+    ("meetkai-functionary", "llama3"),
+    ("openai-gpt-oss", "gpt-oss"),
+    ("google-gemma", "gemma3"),
+    ("mistralai-Mistral-Nemo", "mistral-7b-json"),
+    ("Kimi-K2", "kimi"),
+    ("moonshotai-Kimi-K2", "kimi"),
+    ("GLM-4", "glm"),
 )
 
 
@@ -71,14 +82,26 @@ def main() -> None:
         start = time.perf_counter()
         run = run_template(model, TemplateSource("default", text, Provenance(name, line=1)), choice)  # type: ignore[arg-type]
         summary = run.summary()
-        rows.append({"template": name, "tokenizer": family if model is not None else None, "error": run.error,
-                     "calls_rendered": run.calls_rendered, "reasoning_rendered": run.reasoning_rendered,
-                     "generation_prompt": run.state, "toggle": run.toggle, "grammars": sorted({r.grammar for r in run.rows}),
-                     "stacks": {s: summary.get(s, {"tool_parsers": [], "pairs": []}) for s in ROUNDTRIP_STACKS},
-                     # the stacks whose own turn does not render (their profile's render fails) or writes no call
-                     "unrendered": {s: why for s, why in run.renders.items() if not why.startswith("its own turn: ")
-                                    or not renders_call(why)},
-                     "seconds": round(time.perf_counter() - start, 2)})
+        rows.append(
+            {
+                "template": name,
+                "tokenizer": family if model is not None else None,
+                "error": run.error,
+                "calls_rendered": run.calls_rendered,
+                "reasoning_rendered": run.reasoning_rendered,
+                "generation_prompt": run.state,
+                "toggle": run.toggle,
+                "grammars": sorted({r.grammar for r in run.rows}),
+                "stacks": {s: summary.get(s, {"tool_parsers": [], "pairs": []}) for s in ROUNDTRIP_STACKS},
+                # the stacks whose own turn does not render (their profile's render fails) or writes no call
+                "unrendered": {
+                    s: why
+                    for s, why in run.renders.items()
+                    if not why.startswith("its own turn: ") or not renders_call(why)
+                },
+                "seconds": round(time.perf_counter() - start, 2),
+            }
+        )
         print(f"{name}: {rows[-1]['seconds']} s", file=sys.stderr)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1, ensure_ascii=False), encoding="utf-8")
@@ -91,14 +114,25 @@ def main() -> None:
         if not r["calls_rendered"]:
             print(f"| {r['template']} | {r['tokenizer'] or 'text'} | no tool call rendered | | |")
             continue
-        cells = [", ".join(r["stacks"][s]["tool_parsers"]) or ("constrained" if r["stacks"][s].get("constrained") else
-                                                               "not rendered" if s in r["unrendered"] else "**none**")
-                 for s in ROUNDTRIP_STACKS]
+        cells = [
+            ", ".join(r["stacks"][s]["tool_parsers"])
+            or (
+                "constrained"
+                if r["stacks"][s].get("constrained")
+                else "not rendered"
+                if s in r["unrendered"]
+                else "**none**"
+            )
+            for s in ROUNDTRIP_STACKS
+        ]
         print(f"| {r['template']} | {r['tokenizer'] or 'text'} | " + " | ".join(cells) + " |")
     print()
     rendered = [r for r in rows if r["calls_rendered"] and not r["error"]]
-    print(f"{len(rows)} templates; {sum(1 for r in rows if r['error'])} do not render the turn; "
-          f"{sum(1 for r in rows if not r['error'] and not r['calls_rendered'])} render no tool call; {len(rendered)} render one.")
+    print(
+        f"{len(rows)} templates; {sum(1 for r in rows if r['error'])} do not render the turn; "
+        f"{sum(1 for r in rows if not r['error'] and not r['calls_rendered'])} render no tool call; {len(rendered)} "
+        "render one."
+    )
     for s in ROUNDTRIP_STACKS:
         held = [r["template"] for r in rendered if r["stacks"][s].get("constrained")]
         if held:  # TGI: a tool request is held to its own JSON grammar, whatever the template teaches
@@ -106,8 +140,10 @@ def main() -> None:
             continue
         mine = [r for r in rendered if s not in r["unrendered"]]
         lost = [r["template"] for r in mine if not r["stacks"][s]["tool_parsers"]]
-        print(f"- {s}: no parser recovers the call of {len(lost)} of the {len(mine)} whose turn it renders with a call: "
-              f"{', '.join(lost)}")
+        print(
+            f"- {s}: no parser recovers the call of {len(lost)} of the {len(mine)} whose turn it renders with a call: "
+            f"{', '.join(lost)}"
+        )
 
 
 if __name__ == "__main__":

@@ -26,13 +26,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Files that make a directory under fixtures/ a target.
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tiktoken.model", "tekken.json", "tokenizer.model",
-                    "vocab.txt", "vocab.json", "config.json")
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "tiktoken.model",
+    "tekken.json",
+    "tokenizer.model",
+    "vocab.txt",
+    "vocab.json",
+    "config.json",
+)
 #: One run of each command per format; explain asks about id 1 (every fixture has one).
 #: compare leaves its Unicode sweep out (the built-in corpus still runs every backend): a snapshot of all fixtures
 #: takes minutes, not an hour, on 2 cores.
-COMMANDS: tuple[tuple[str, ...], ...] = (("scan",), ("template",), ("compare", "{target}", "--unicode-sweep", "off"),
-                                         ("explain", "{target}", "1"))
+COMMANDS: tuple[tuple[str, ...], ...] = (
+    ("scan",),
+    ("template",),
+    ("compare", "{target}", "--unicode-sweep", "off"),
+    ("explain", "{target}", "1"),
+)
 FORMATS = ("json", "rich")
 _TIMING = re.compile(r'("[a-z_]*seconds[a-z_]*": )[0-9.e-]+|\b[0-9]+(\.[0-9]+)? ?(ms|s)\b')
 

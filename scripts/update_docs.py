@@ -51,17 +51,32 @@ def documents() -> list[Path]:
 
 def examples(path: Path) -> list[Example]:
     text = path.read_text(encoding="utf-8")
-    return [Example(path, m.group("command"), m.group("output").splitlines(), m.start("output"), m.end("output"))
-            for m in _BLOCK.finditer(text)]
+    return [
+        Example(path, m.group("command"), m.group("output").splitlines(), m.start("output"), m.end("output"))
+        for m in _BLOCK.finditer(text)
+    ]
 
 
 def run(command: str, code: str | None = None) -> list[str]:
     """The command's stdout as the documentation shows it (only ``code``'s lines for a rule page)."""
-    env = {**os.environ, "COLUMNS": "80", "TERM": "dumb", "NO_COLOR": "1", "HF_HUB_OFFLINE": "1", "TOKAUDIT_CACHE": "off"}
+    env = {
+        **os.environ,
+        "COLUMNS": "80",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+        "HF_HUB_OFFLINE": "1",
+        "TOKAUDIT_CACHE": "off",
+    }
     for name in ("FORCE_COLOR", "GITHUB_ACTIONS", "CI"):
         env.pop(name, None)
-    proc = subprocess.run([sys.executable, "-m", "tokaudit", *shlex.split(command)], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tokaudit", *shlex.split(command)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
     if code is not None:
         return [shorten(line, MAX_RULE_LINE) for line in proc.stdout.splitlines() if f": {code} " in line]
     return [shorten(line) for line in proc.stdout.splitlines()]

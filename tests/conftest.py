@@ -107,7 +107,7 @@ def vocab_files() -> dict[str, Path]:
         dirs = fetch.fetch(only=names)
     except fetch.OfflineError as exc:
         pytest.skip(f"llama.cpp's vocab GGUFs cannot be downloaded: {exc}")
-    return {name[len("gguf-"):]: next(d.glob("*.gguf")) for name, d in dirs.items()}
+    return {name[len("gguf-") :]: next(d.glob("*.gguf")) for name, d in dirs.items()}
 
 
 @pytest.fixture(scope="module")

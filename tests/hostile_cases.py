@@ -99,8 +99,19 @@ def run(r: Run, timeout: float) -> Outcome:
     read_fd, write_fd = os.pipe()
     start = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-c", _LAUNCHER, str(MEMORY_LIMIT), str(int(r.close_stdout)), str(int(r.close_stderr)),
-         str(write_fd), sys.executable, "-m", "tokaudit", *r.args],
+        [
+            sys.executable,
+            "-c",
+            _LAUNCHER,
+            str(MEMORY_LIMIT),
+            str(int(r.close_stdout)),
+            str(int(r.close_stderr)),
+            str(write_fd),
+            sys.executable,
+            "-m",
+            "tokaudit",
+            *r.args,
+        ],
         stdin=subprocess.PIPE if r.stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -122,7 +133,10 @@ def run(r: Run, timeout: float) -> Outcome:
         except OSError:
             pass
 
-    threads = [threading.Thread(target=pump, args=("out", proc.stdout)), threading.Thread(target=pump, args=("err", proc.stderr))]
+    threads = [
+        threading.Thread(target=pump, args=("out", proc.stdout)),
+        threading.Thread(target=pump, args=("err", proc.stderr)),
+    ]
     if r.stdin is not None:
         threads.append(threading.Thread(target=feed))
     for t in threads:
@@ -217,8 +231,15 @@ def empty_token_config(tmp: Path) -> Path:
     target = _tiny(tmp)
 
     def edit(d: dict) -> None:
-        d["added_tokens_decoder"]["1010"] = {"content": "", "special": True, "lstrip": False, "rstrip": False,
-                                             "normalized": False, "single_word": False}
+        d["added_tokens_decoder"]["1010"] = {
+            "content": "",
+            "special": True,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "single_word": False,
+        }
+
     _edit_json(target / "tokenizer_config.json", edit)
     return target
 
@@ -228,6 +249,7 @@ def empty_token_tekken(tmp: Path) -> Path:
 
     def edit(d: dict) -> None:
         d["special_tokens"].append({"rank": len(d["special_tokens"]), "token_str": "", "is_control": True})
+
     _edit_json(target / "tekken.json", edit)
     return target
 
@@ -237,6 +259,7 @@ def huge_token(size: int) -> Callable[[Path], Run]:
         target = _tiny(tmp)
         _add_rank(target, b"ab" * (size // 2))
         return Run(["encode", str(target), "hello", "--backend", "hf", "--format", "json"], target=target)
+
     return build
 
 
@@ -250,8 +273,10 @@ def redos_remote(tmp: Path) -> Run:
     start = text.index(PAT_START)
     end = text.index("\n    )\n", start) + len("\n    )\n")
     code.write_text(text[:start] + f"pat_str = r'''{REDOS}'''\n" + text[end:], encoding="utf-8")
-    return Run(["compare", str(target), "--no-builtin-corpus", "--corpus", str(_redos_corpus(tmp)), "--format", "json"],
-               target=target)
+    return Run(
+        ["compare", str(target), "--no-builtin-corpus", "--corpus", str(_redos_corpus(tmp)), "--format", "json"],
+        target=target,
+    )
 
 
 def _redos_corpus(tmp: Path) -> Path:
@@ -265,6 +290,7 @@ def redos_tokenizer_json(tmp: Path) -> Run:
 
     def edit(d: dict) -> None:
         d["pre_tokenizer"] = {"type": "Split", "pattern": {"Regex": REDOS}, "behavior": "Isolated", "invert": False}
+
     _edit_json(target / "tokenizer.json", edit)
     return Run(["encode", str(target), "a" * 40, "--backend", "hf", "--format", "json"], target=target)
 
@@ -273,6 +299,7 @@ def remote_case(new: str, old: str = "num_reserved_special_tokens = 16") -> Call
     def build(tmp: Path) -> Run:
         target = _remote(tmp, old, new)
         return Run(["scan", str(target), "--format", "json"], target=target)
+
     return build
 
 
@@ -293,6 +320,7 @@ def deep_stream(fmt: str) -> Callable[[Path], Run]:
         stream = tmp / f"stream.{fmt}"
         stream.write_text(body, encoding="utf-8")
         return Run(["replay", str(target), str(stream), "--stream-format", fmt, "--format", "json"], target=target)
+
     return build
 
 
@@ -302,6 +330,7 @@ def stream_case(fmt: str, body: str) -> Callable[[Path], Run]:
         stream = tmp / f"stream.{fmt}"
         stream.write_text(body, encoding="utf-8")
         return Run(["replay", str(target), str(stream), "--stream-format", fmt, "--format", "json"], target=target)
+
     return build
 
 
@@ -312,6 +341,7 @@ def pyproject_case(content: bytes) -> Callable[[Path], Run]:
         work.mkdir()
         (work / "pyproject.toml").write_bytes(content)
         return Run(["scan", str(target), "--format", "json"], cwd=work, target=target)
+
     return build
 
 
@@ -319,6 +349,7 @@ def scan_json(edit_target: Callable[[Path], Path]) -> Callable[[Path], Run]:
     def build(tmp: Path) -> Run:
         target = edit_target(tmp)
         return Run(["scan", str(target), "--format", "json"], target=target)
+
     return build
 
 
@@ -327,6 +358,7 @@ def config_edit(file: str, edit: Callable[[dict], None], base: str = "tiny-tikto
         target = _copy(base, tmp)
         _edit_json(target / file, edit)
         return target
+
     return make
 
 
@@ -335,6 +367,7 @@ def raw_file(file: str, content: bytes, base: str = "tiny-tiktoken") -> Callable
         target = _copy(base, tmp)
         (target / file).write_bytes(content)
         return target
+
     return make
 
 
@@ -351,6 +384,7 @@ def symlink_to(dest: str) -> Callable[[Path], Path]:
         (target / "tiktoken.model").unlink()
         (target / "tiktoken.model").symlink_to(dest)
         return target
+
     return make
 
 
@@ -388,8 +422,10 @@ def long_prompt(tmp: Path) -> Run:
     target = _tiny(tmp)
     stream = tmp / "s.json"
     stream.write_text("[104, 105]", encoding="utf-8")
-    return Run(["replay", str(target), str(stream), "--prompt", ",".join(str(i) for i in range(100, 200)),
-                "--format", "json"], target=target)
+    return Run(
+        ["replay", str(target), str(stream), "--prompt", ",".join(str(i) for i in range(100, 200)), "--format", "json"],
+        target=target,
+    )
 
 
 def long_repo_id(tmp: Path) -> Run:
@@ -401,6 +437,7 @@ def ff_path(fmt: str) -> Callable[[Path], Run]:
         target = Path(os.fsdecode(os.fsencode(str(tmp)) + b"/model\xff"))
         shutil.copytree(FIXTURES / "tiny-tiktoken", target)
         return Run(["scan", str(target), "--format", fmt], target=target)
+
     return build
 
 
@@ -408,6 +445,7 @@ def output_to(dest: str) -> Callable[[Path], Run]:
     def build(tmp: Path) -> Run:
         target = _tiny(tmp)
         return Run(["scan", str(target), "--format", "json", "--output", dest], target=target)
+
     return build
 
 
@@ -426,8 +464,11 @@ def stderr_closed(tmp: Path) -> Run:
 
 def arabic_digits(tmp: Path) -> Run:
     target = _tiny(tmp)
-    return Run(["replay", str(target), "-", "--stream-format", "ids", "--format", "json"],
-               stdin="104 ١٠٥\n".encode(), target=target)
+    return Run(
+        ["replay", str(target), "-", "--stream-format", "ids", "--format", "json"],
+        stdin="104 ١٠٥\n".encode(),
+        target=target,
+    )
 
 
 def tiktoken_overflow(tmp: Path) -> Run:
@@ -469,8 +510,21 @@ def big_corpus(tmp: Path) -> Run:
     with corpus.open("w", encoding="utf-8") as fh:
         line = "hello world, a line of plain text for the corpus 123\n"
         fh.write(line * (8 * 1024 * 1024 // len(line)))
-    return Run(["compare", str(target), "--corpus", str(corpus), "--whole-file", "--no-builtin-corpus",
-                "--unicode-sweep", "off", "--format", "json"], target=target)
+    return Run(
+        [
+            "compare",
+            str(target),
+            "--corpus",
+            str(corpus),
+            "--whole-file",
+            "--no-builtin-corpus",
+            "--unicode-sweep",
+            "off",
+            "--format",
+            "json",
+        ],
+        target=target,
+    )
 
 
 def big_line_corpus(tmp: Path) -> Run:
@@ -478,7 +532,9 @@ def big_line_corpus(tmp: Path) -> Run:
     corpus = tmp / "big.txt"
     line = "hello world, a line of plain text for the corpus 123\n"
     corpus.write_text(line * (17 * 1024 * 1024 // len(line)), encoding="utf-8")
-    return Run(["compare", str(target), "--corpus", str(corpus), "--no-builtin-corpus", "--format", "json"], target=target)
+    return Run(
+        ["compare", str(target), "--corpus", str(corpus), "--no-builtin-corpus", "--format", "json"], target=target
+    )
 
 
 def big_stdin(tmp: Path) -> Run:
@@ -490,6 +546,7 @@ def args_case(*args: str, stdin: bytes | None = None) -> Callable[[Path], Run]:
     def build(tmp: Path) -> Run:
         target = _tiny(tmp)
         return Run([a.replace("{T}", str(target)) for a in args], stdin=stdin, target=target)
+
     return build
 
 
@@ -497,6 +554,7 @@ def with_target(make: Callable[[Path], Path], *args: str) -> Callable[[Path], Ru
     def build(tmp: Path) -> Run:
         target = make(tmp)
         return Run([a.replace("{T}", str(target)) for a in args], target=target)
+
     return build
 
 
@@ -506,6 +564,7 @@ def bom_file(file: str, base: str) -> Callable[[Path], Path]:
         p = target / file
         p.write_bytes(b"\xef\xbb\xbf" + p.read_bytes())
         return target
+
     return make
 
 
@@ -543,33 +602,110 @@ ENCODE_HF = ("encode", "{T}", "hello", "--backend", "hf", "--format", "json")
 CASES: list[Case] = [
     # hangs and blow-ups
     Case("empty-token-config-scan", scan_json(empty_token_config), (1,), "", 10, codes=("TA206",)),
-    Case("empty-token-config-compare", with_target(empty_token_config, "compare", "{T}", "--backends", "tiktoken,reference",
-                                                   "--unicode-sweep", "off", "--format", "json"), (0, 1), ""),
+    Case(
+        "empty-token-config-compare",
+        with_target(
+            empty_token_config,
+            "compare",
+            "{T}",
+            "--backends",
+            "tiktoken,reference",
+            "--unicode-sweep",
+            "off",
+            "--format",
+            "json",
+        ),
+        (0, 1),
+        "",
+    ),
     Case("empty-token-tekken-scan", scan_json(empty_token_tekken), (1,), "", 10, codes=("TA206",)),
-    Case("empty-token-tekken-encode", with_target(empty_token_tekken, "encode", "{T}", "hello", "--backend", "tiktoken",
-                                                  "--format", "json"), (0,), ""),
+    Case(
+        "empty-token-tekken-encode",
+        with_target(empty_token_tekken, "encode", "{T}", "hello", "--backend", "tiktoken", "--format", "json"),
+        (0,),
+        "",
+    ),
     Case("huge-token-200KB", huge_token(200_000), (0, 1), ""),
     Case("huge-token-10MB", huge_token(10_000_000), (0, 1), ""),
     Case("redos-pat-str-compare", redos_remote, (1,), "", codes=("TA605",)),
     Case("redos-tokenizer-json-hf", redos_tokenizer_json, (1,), "", codes=("TA605",)),
-    Case("remote-nested-comprehension", remote_case("num_reserved_special_tokens = len([a for a in range(1000000) for b in range(1000000)])"),
-         (0, 1), "", 10, owner="patterns"),
-    Case("remote-join-big-strings", remote_case("num_reserved_special_tokens = len(''.join(['x' * 1000000 for _ in range(3000)]))"),
-         (0, 1), "", 10, owner="patterns"),
-    Case("remote-num-reserved-10M", remote_case("num_reserved_special_tokens = 10000000"), (0, 1), "", 10, owner="patterns"),
-    Case("remote-pat-str-1MB", remote_case("pat_str = " + repr("a|" * 500_000 + "b") + "\n    _unused = \"|\".join(", old=PAT_START),
-         (0, 1), "", 10, owner="patterns"),
-    Case("remote-nested-unary", remote_case("num_reserved_special_tokens = " + "-" * 100_000 + "1"), (0, 1), "", 10, owner="patterns"),
-    Case("remote-nested-not", remote_case("num_reserved_special_tokens = " + "not " * 100_000 + "1"), (0, 1), "", 10, owner="patterns"),
-    Case("remote-nested-lambda", remote_case("num_reserved_special_tokens = " + "lambda: " * 50_000 + "1"), (0, 1), "", 10, owner="patterns"),
+    Case(
+        "remote-nested-comprehension",
+        remote_case("num_reserved_special_tokens = len([a for a in range(1000000) for b in range(1000000)])"),
+        (0, 1),
+        "",
+        10,
+        owner="patterns",
+    ),
+    Case(
+        "remote-join-big-strings",
+        remote_case("num_reserved_special_tokens = len(''.join(['x' * 1000000 for _ in range(3000)]))"),
+        (0, 1),
+        "",
+        10,
+        owner="patterns",
+    ),
+    Case(
+        "remote-num-reserved-10M",
+        remote_case("num_reserved_special_tokens = 10000000"),
+        (0, 1),
+        "",
+        10,
+        owner="patterns",
+    ),
+    Case(
+        "remote-pat-str-1MB",
+        remote_case("pat_str = " + repr("a|" * 500_000 + "b") + '\n    _unused = "|".join(', old=PAT_START),
+        (0, 1),
+        "",
+        10,
+        owner="patterns",
+    ),
+    Case(
+        "remote-nested-unary",
+        remote_case("num_reserved_special_tokens = " + "-" * 100_000 + "1"),
+        (0, 1),
+        "",
+        10,
+        owner="patterns",
+    ),
+    Case(
+        "remote-nested-not",
+        remote_case("num_reserved_special_tokens = " + "not " * 100_000 + "1"),
+        (0, 1),
+        "",
+        10,
+        owner="patterns",
+    ),
+    Case(
+        "remote-nested-lambda",
+        remote_case("num_reserved_special_tokens = " + "lambda: " * 50_000 + "1"),
+        (0, 1),
+        "",
+        10,
+        owner="patterns",
+    ),
     Case("compare-whole-file-8MB", big_corpus, (2,), "--whole-file"),
     Case("compare-corpus-17MB-lines", big_line_corpus, (2,), "key --corpus: the corpus is over the limit of 16 MiB"),
     Case("encode-stdin-2.7MB", big_stdin, (2,), "TEXT"),
-    Case("encode-256KiB-at-limit-rich", args_case("encode", "{T}", "-", stdin=(b"hello world " * 22_000)[: 256 * 1024]), (0,), None),
-    Case("stream-over-2M-ids", args_case("replay", "{T}", "-", "--format", "json", stdin=b"104 " * 2_000_001), (2,),
-         "<stdin>:1: more than 2000000 ids"),
-    Case("decode-over-200k-ids", args_case("decode", "{T}", "-", "--format", "json", stdin=b"104 " * 200_001), (2,),
-         "key IDS: 200001 ids from <stdin>: decode shows one row per id, at most 200000"),
+    Case(
+        "encode-256KiB-at-limit-rich",
+        args_case("encode", "{T}", "-", stdin=(b"hello world " * 22_000)[: 256 * 1024]),
+        (0,),
+        None,
+    ),
+    Case(
+        "stream-over-2M-ids",
+        args_case("replay", "{T}", "-", "--format", "json", stdin=b"104 " * 2_000_001),
+        (2,),
+        "<stdin>:1: more than 2000000 ids",
+    ),
+    Case(
+        "decode-over-200k-ids",
+        args_case("decode", "{T}", "-", "--format", "json", stdin=b"104 " * 200_001),
+        (2,),
+        "key IDS: 200001 ids from <stdin>: decode shows one row per id, at most 200000",
+    ),
     Case("concurrency-100000", args_case("compare", "{T}", "--concurrency", "100000"), (2,), "--concurrency"),
     Case("fuzz-max-length-1e9", args_case("fuzz", "{T}", "--max-length", "1000000000"), (2,), "--max-length"),
     Case("symlink-proc-kmsg", scan_json(symlink_to("/proc/kmsg")), (2,), "not a regular file", 10),
@@ -577,22 +713,61 @@ CASES: list[Case] = [
     Case("fifo-as-target", fifo_target, (2,), "not a regular file", 10),
     Case("symlink-loop", scan_json(symlink_loop), (2,), "symlink loop", 10),
     # exit 3 on bad input
-    Case("bigint-config-json", scan_json(raw_file("config.json", b'{"vocab_size": ' + b"9" * 5000 + b"}")), (2,), "config.json", 10),
+    Case(
+        "bigint-config-json",
+        scan_json(raw_file("config.json", b'{"vocab_size": ' + b"9" * 5000 + b"}")),
+        (2,),
+        "config.json",
+        10,
+    ),
     Case("bigint-explain-arg", bigint_explain, (2,), "ID"),
     Case("bigint-json-stream", stream_case("json", "[104, " + "9" * 5000 + "]"), (2,), "s"),
-    Case("bigint-toml", pyproject_case(b"[tool.tokaudit]\nselect = " + b"9" * 5000 + b"\n"), (2,), "pyproject.toml", 10),
+    Case(
+        "bigint-toml", pyproject_case(b"[tool.tokaudit]\nselect = " + b"9" * 5000 + b"\n"), (2,), "pyproject.toml", 10
+    ),
     Case("deep-safetensors-header", scan_json(safetensors_deep), (2,), "model.safetensors", 10),
     Case("deep-json-stream", deep_stream("json"), (2,), "stream.json"),
     Case("deep-jsonl-stream", deep_stream("jsonl"), (2,), "stream.jsonl"),
     Case("deep-sse-stream", deep_stream("sse"), (2,), "stream.sse"),
-    Case("deep-pyproject", pyproject_case(b"[tool.tokaudit]\nselect = " + nested(100_000, "[", "]", "1").encode() + b"\n"),
-         (2,), "pyproject.toml", 10),
-    Case("sse-unhashable-index", stream_case("sse", 'data: {"choices": [{"index": [0], "token_ids": [104]}]}\n\n'), (2,), "stream.sse"),
-    Case("jsonl-mixed-index", stream_case("jsonl", '{"choices": [{"index": 0, "token_ids": [104]}]}\n'
-                                                   '{"choices": [{"index": "0", "token_ids": [105]}]}\n'), (2,), "stream.jsonl"),
-    Case("surrogate-added-token", scan_json(lambda t: _surrogate(t, "tokenizer_config.json")), (2,), "tokenizer_config.json", 10),
-    Case("surrogate-special-map", scan_json(lambda t: _surrogate(t, "special_tokens_map.json")), (2,), "special_tokens_map.json", 10),
-    Case("surrogate-vocab-key", scan_json(surrogate_vocab), (2,), 'vocab.json (key ["\\ud800"])', 10, stderr_lacks="\\\\"),
+    Case(
+        "deep-pyproject",
+        pyproject_case(b"[tool.tokaudit]\nselect = " + nested(100_000, "[", "]", "1").encode() + b"\n"),
+        (2,),
+        "pyproject.toml",
+        10,
+    ),
+    Case(
+        "sse-unhashable-index",
+        stream_case("sse", 'data: {"choices": [{"index": [0], "token_ids": [104]}]}\n\n'),
+        (2,),
+        "stream.sse",
+    ),
+    Case(
+        "jsonl-mixed-index",
+        stream_case(
+            "jsonl",
+            '{"choices": [{"index": 0, "token_ids": [104]}]}\n{"choices": [{"index": "0", "token_ids": [105]}]}\n',
+        ),
+        (2,),
+        "stream.jsonl",
+    ),
+    Case(
+        "surrogate-added-token",
+        scan_json(lambda t: _surrogate(t, "tokenizer_config.json")),
+        (2,),
+        "tokenizer_config.json",
+        10,
+    ),
+    Case(
+        "surrogate-special-map",
+        scan_json(lambda t: _surrogate(t, "special_tokens_map.json")),
+        (2,),
+        "special_tokens_map.json",
+        10,
+    ),
+    Case(
+        "surrogate-vocab-key", scan_json(surrogate_vocab), (2,), 'vocab.json (key ["\\ud800"])', 10, stderr_lacks="\\\\"
+    ),
     Case("long-arg-decode-100-ids", long_decode, (0, 1), ""),
     Case("long-arg-replay-prompt", long_prompt, (0, 1), ""),
     Case("long-arg-repo-id", long_repo_id, (2,), "repo id", 10),
@@ -603,7 +778,9 @@ CASES: list[Case] = [
     Case("stdout-closed", stdout_closed, (2,), "cannot write report", 10),
     # wrong exit codes
     Case("debug-keeps-exit-2", debug_exit2, (2,), None, 10),
-    Case("pyproject-not-utf8", pyproject_case(b"[tool.tokaudit]\nselect = [\"TA1\"] # \xff\n"), (2,), "pyproject.toml", 10),
+    Case(
+        "pyproject-not-utf8", pyproject_case(b'[tool.tokaudit]\nselect = ["TA1"] # \xff\n'), (2,), "pyproject.toml", 10
+    ),
     Case("stream-arabic-digits", arabic_digits, (2,), "<stdin>"),
     Case("stderr-closed-error", stderr_closed, (2,), None, 10),
     # clear messages
@@ -611,14 +788,30 @@ CASES: list[Case] = [
     Case("replay-error-names-file", replay_bad_stream, (2,), "config.json"),
     Case("error-line-1MB-word", long_word, (2,), "s.txt"),
     Case("nan-vocab-size", scan_json(raw_file("config.json", b'{"vocab_size": NaN}')), (2,), "vocab_size", 10),
-    Case("bytes-not-double-escaped", bytes_in_file, (2,), "tiktoken.model:1001: token is not valid base64: 'QUJD\\xff=='", 10,
-         stderr_lacks="\\\\"),
+    Case(
+        "bytes-not-double-escaped",
+        bytes_in_file,
+        (2,),
+        "tiktoken.model:1001: token is not valid base64: 'QUJD\\xff=='",
+        10,
+        stderr_lacks="\\\\",
+    ),
     Case("bom-tokenizer-json-encode", with_target(bom_file("tokenizer.json", "clean-bpe"), *ENCODE_HF), (0,), ""),
     Case("bom-merges-encode", with_target(bom_file("merges.txt", "gpt2-files"), *ENCODE_HF), (0,), ""),
     Case("unknown-merge-scan", scan_json(unknown_merge), (1,), "", 10),
-    Case("serde-error-names-key", with_target(config_edit("tokenizer.json", lambda d: d.__setitem__("normalizer", {"type": "Nope"}),
-                                                          base="clean-bpe"), "encode", "{T}", "hello", "--format", "json"),
-         (2,), "tokenizer.json (key normalizer.type): data did not match any variant of untagged enum NormalizerUntagged"),
+    Case(
+        "serde-error-names-key",
+        with_target(
+            config_edit("tokenizer.json", lambda d: d.__setitem__("normalizer", {"type": "Nope"}), base="clean-bpe"),
+            "encode",
+            "{T}",
+            "hello",
+            "--format",
+            "json",
+        ),
+        (2,),
+        "tokenizer.json (key normalizer.type): data did not match any variant of untagged enum NormalizerUntagged",
+    ),
 ]
 
 
@@ -636,13 +829,20 @@ def _cache_env(tmp: Path) -> dict[str, str | None]:
 def _fill_cache(target: Path, tmp: Path, *extra: str) -> list[Path]:
     """Scan ``target`` once with the result cache in ``tmp/cache``; the entries it wrote."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TOKAUDIT_CACHE=str(tmp / "cache"))
-    subprocess.run([sys.executable, "-m", "tokaudit", "scan", str(target), "--format", "json", *extra], env=env,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300, check=False)
+    subprocess.run(
+        [sys.executable, "-m", "tokaudit", "scan", str(target), "--format", "json", *extra],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=300,
+        check=False,
+    )
     return sorted((tmp / "cache").rglob("*.json"))
 
 
 def cache_entries(edit: Callable[[Path, Path], None], base: str = "clean-bpe") -> Callable[[Path], Run]:
     """Scan ``base`` once to fill the cache, apply ``edit(entry, tmp)`` to every entry, then scan again."""
+
     def build(tmp: Path) -> Run:
         target = _copy(base, tmp)
         entries = _fill_cache(target, tmp)
@@ -650,6 +850,7 @@ def cache_entries(edit: Callable[[Path, Path], None], base: str = "clean-bpe") -
         for entry in entries:
             edit(entry, tmp)
         return Run(["scan", str(target), "--format", "json"], target=target, env=_cache_env(tmp))
+
     return build
 
 
@@ -681,6 +882,7 @@ def _rewrite_value(edit: Callable[[str, Any], Any]) -> Callable[[Path, Path], No
         data = json.loads(entry.read_text(encoding="utf-8"))
         data["value"] = edit(_entry_kind(entry), data["value"])
         entry.write_text(json.dumps(data), encoding="utf-8")
+
     return apply
 
 
@@ -733,8 +935,11 @@ def hub_silent_endpoint(tmp: Path) -> Run:
     server.bind(("127.0.0.1", 0))
     server.listen(64)
     port = server.getsockname()[1]
-    env: dict[str, str | None] = {"HF_ENDPOINT": f"http://127.0.0.1:{port}", "HF_HUB_OFFLINE": None,
-                                  "HF_HOME": str(tmp / "hf")}
+    env: dict[str, str | None] = {
+        "HF_ENDPOINT": f"http://127.0.0.1:{port}",
+        "HF_HUB_OFFLINE": None,
+        "HF_HOME": str(tmp / "hf"),
+    }
     return Run(["scan", "someorg/somemodel", "--format", "json"], cwd=tmp, env=env, keep=(server,))
 
 
@@ -773,7 +978,9 @@ def _gguf_writer(path: Path, arch: str, model: str, tokens: list[str], types: li
 def wpm_without_unk(tmp: Path) -> Path:
     """A WordPiece (bert) GGUF without ``[UNK]``: llama.cpp aborts tokenizing a word it cannot split."""
     path = tmp / "wpm.gguf"
-    _gguf_writer(path, "bert", "bert", ["[PAD]", "[CLS]", "[SEP]", "a", "b", "##a", "##b", "hello"], [3, 3, 3, 1, 1, 1, 1, 1])
+    _gguf_writer(
+        path, "bert", "bert", ["[PAD]", "[CLS]", "[SEP]", "a", "b", "##a", "##b", "hello"], [3, 3, 3, 1, 1, 1, 1, 1]
+    )
     return path
 
 
@@ -799,6 +1006,7 @@ def gguf_case(make: Callable[[Path], Path], *args: str, stdin: bytes | None = No
                 a = str(stream)
             extra.append(a.replace("{T}", str(path)))
         return Run(extra, stdin=stdin, target=tmp)
+
     return build
 
 
@@ -813,10 +1021,17 @@ def injected_special(tmp: Path) -> Path:
     target = _copy("clean-bpe", tmp)
 
     def edit(d: dict) -> None:
-        d["added_tokens_decoder"]["996"] = {"content": HOSTILE_TEXT, "special": True, "lstrip": False, "rstrip": False,
-                                            "normalized": False, "single_word": False}
+        d["added_tokens_decoder"]["996"] = {
+            "content": HOSTILE_TEXT,
+            "special": True,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "single_word": False,
+        }
         d["auto_map"] = {"AutoTokenizer": ["tokenization_x." + HOSTILE_TEXT, None]}
         d["chat_template"] = "{{ raise_exception('" + HOSTILE_TEXT.replace("\r\n", "\\r\\n") + "') }}"
+
     _edit_json(target / "tokenizer_config.json", edit)
     return target
 
@@ -824,8 +1039,10 @@ def injected_special(tmp: Path) -> Path:
 def injected_key(tmp: Path) -> Path:
     """An error line quoting a JSON key (the id of an added token)."""
     target = _copy("clean-bpe", tmp)
-    _edit_json(target / "tokenizer_config.json",
-               lambda d: d["added_tokens_decoder"].__setitem__(HOSTILE_TEXT, {"content": "x", "special": True}))
+    _edit_json(
+        target / "tokenizer_config.json",
+        lambda d: d["added_tokens_decoder"].__setitem__(HOSTILE_TEXT, {"content": "x", "special": True}),
+    )
     return target
 
 
@@ -870,12 +1087,14 @@ def injected_normalizer_type(tmp: Path) -> Path:
 
 def link_out(file: str, dest: str, base: str = "tiny-tiktoken") -> Callable[[Path], Path]:
     """``file`` in the target is a symlink to ``dest`` outside it."""
+
     def make(tmp: Path) -> Path:
         target = _copy(base, tmp)
         if (target / file).exists():
             (target / file).unlink()
         (target / file).symlink_to(dest)
         return target
+
     return make
 
 
@@ -940,6 +1159,7 @@ def long_stream_line(fmt: str, size: int) -> Callable[[Path], Run]:
                     fh.write(chunk)
                 fh.write(b"104]}\n")
         return Run(["replay", str(target), str(stream), "--stream-format", fmt, "--format", "json"], target=target)
+
     return build
 
 
@@ -947,8 +1167,20 @@ def long_corpus_line(tmp: Path) -> Run:
     target = _tiny(tmp)
     corpus = tmp / "line.txt"
     corpus.write_bytes(b"hello " * (15 * 1024 * 1024 // 6) + b"\n")
-    return Run(["compare", str(target), "--corpus", str(corpus), "--no-builtin-corpus", "--unicode-sweep", "off",
-                "--format", "json"], target=target)
+    return Run(
+        [
+            "compare",
+            str(target),
+            "--corpus",
+            str(corpus),
+            "--no-builtin-corpus",
+            "--unicode-sweep",
+            "off",
+            "--format",
+            "json",
+        ],
+        target=target,
+    )
 
 
 LLAMACPP = "llama.cpp"
@@ -957,36 +1189,111 @@ CHOWN = "chown"
 CASES += [
     # hangs
     Case("cache-entry-fifo", cache_entries(entry_fifo), (0, 1), "", same_as_uncached=True),
-    Case("hub-silent-endpoint", hub_silent_endpoint, (2,), "could not be resolved (ReadTimeout: no answer from http://127.0.0.1:"),
+    Case(
+        "hub-silent-endpoint",
+        hub_silent_endpoint,
+        (2,),
+        "could not be resolved (ReadTimeout: no answer from http://127.0.0.1:",
+    ),
     Case("targets-from-fifo", targets_from_fifo, (2,), "not a regular file"),
     Case("target-list-fifo-entry", target_list_with_fifo, (2,), "not a regular file", stderr_lines=2),
-    Case("llamacpp-rwkv-encode-hang", gguf_case(rwkv_gguf, "encode", "{T}", "h\u00e9llo", "--backend", "llama.cpp",
-                                                "--format", "json"), (1,), "", requires=LLAMACPP),
+    Case(
+        "llamacpp-rwkv-encode-hang",
+        gguf_case(rwkv_gguf, "encode", "{T}", "h\u00e9llo", "--backend", "llama.cpp", "--format", "json"),
+        (1,),
+        "",
+        requires=LLAMACPP,
+    ),
     # memory and aborts
     Case("cache-entry-dev-zero", cache_entries(entry_dev_zero), (0, 1), "", same_as_uncached=True),
     Case("cache-entry-3GB", cache_entries(entry_3gb), (0, 1), "", same_as_uncached=True),
-    Case("llamacpp-wpm-encode-abort", gguf_case(wpm_without_unk, "encode", "{T}", "hello xyz", "--backend", "llama.cpp",
-                                                "--format", "json"), (1,), "", requires=LLAMACPP),
-    Case("llamacpp-wpm-compare-abort", gguf_case(wpm_without_unk, "compare", "{T}", "--backends", "llama.cpp,strict",
-                                                 "--unicode-sweep", "off", "--format", "json"), (0, 1), "", requires=LLAMACPP),
-    Case("llamacpp-wpm-golden-abort", gguf_case(wpm_without_unk, "compare", "{T}", "--backends", "llama.cpp",
-                                                "--golden", "{GOLDEN}", "--no-builtin-corpus", "--format", "json"),
-         (0, 1), "", requires=LLAMACPP),
+    Case(
+        "llamacpp-wpm-encode-abort",
+        gguf_case(wpm_without_unk, "encode", "{T}", "hello xyz", "--backend", "llama.cpp", "--format", "json"),
+        (1,),
+        "",
+        requires=LLAMACPP,
+    ),
+    Case(
+        "llamacpp-wpm-compare-abort",
+        gguf_case(
+            wpm_without_unk,
+            "compare",
+            "{T}",
+            "--backends",
+            "llama.cpp,strict",
+            "--unicode-sweep",
+            "off",
+            "--format",
+            "json",
+        ),
+        (0, 1),
+        "",
+        requires=LLAMACPP,
+    ),
+    Case(
+        "llamacpp-wpm-golden-abort",
+        gguf_case(
+            wpm_without_unk,
+            "compare",
+            "{T}",
+            "--backends",
+            "llama.cpp",
+            "--golden",
+            "{GOLDEN}",
+            "--no-builtin-corpus",
+            "--format",
+            "json",
+        ),
+        (0, 1),
+        "",
+        requires=LLAMACPP,
+    ),
     # exit 3
     Case("replay-rwkv-gguf", gguf_case(rwkv_gguf, "replay", "{T}", "{STREAM}", "--format", "json"), (0, 1), ""),
     Case("cache-deep-nesting", cache_entries(entry_deep), (0, 1), "", same_as_uncached=True),
     Case("cache-wrong-types", cache_entries(_rewrite_value(_wrong_types)), (0, 1), "", same_as_uncached=True),
-    Case("cache-ids-beyond-vocabulary", cache_entries(_rewrite_value(_beyond_vocabulary)), (0, 1), "", same_as_uncached=True),
-    Case("cache-wrong-types-kimi", cache_entries(_rewrite_value(_wrong_types), base="kimi-k2.5"), (0, 1), "",
-         same_as_uncached=True),
-    Case("cache-ids-beyond-kimi", cache_entries(_rewrite_value(_beyond_vocabulary), base="kimi-k2.5"), (0, 1), "",
-         same_as_uncached=True),
-    Case("cache-not-an-object", cache_entries(lambda e, t: e.write_text("[1, 2, 3]")), (0, 1), "", same_as_uncached=True),
+    Case(
+        "cache-ids-beyond-vocabulary",
+        cache_entries(_rewrite_value(_beyond_vocabulary)),
+        (0, 1),
+        "",
+        same_as_uncached=True,
+    ),
+    Case(
+        "cache-wrong-types-kimi",
+        cache_entries(_rewrite_value(_wrong_types), base="kimi-k2.5"),
+        (0, 1),
+        "",
+        same_as_uncached=True,
+    ),
+    Case(
+        "cache-ids-beyond-kimi",
+        cache_entries(_rewrite_value(_beyond_vocabulary), base="kimi-k2.5"),
+        (0, 1),
+        "",
+        same_as_uncached=True,
+    ),
+    Case(
+        "cache-not-an-object", cache_entries(lambda e, t: e.write_text("[1, 2, 3]")), (0, 1), "", same_as_uncached=True
+    ),
     # the cache
-    Case("cache-planted-by-other-user", cache_entries(_other_users, base="kimi-k2.5"), (1,), "", same_as_uncached=True,
-         requires=CHOWN),
-    Case("cache-shared-directory", cache_entries(_shared_directory, base="kimi-k2.5"), (1,), "", same_as_uncached=True,
-         requires=CHOWN),
+    Case(
+        "cache-planted-by-other-user",
+        cache_entries(_other_users, base="kimi-k2.5"),
+        (1,),
+        "",
+        same_as_uncached=True,
+        requires=CHOWN,
+    ),
+    Case(
+        "cache-shared-directory",
+        cache_entries(_shared_directory, base="kimi-k2.5"),
+        (1,),
+        "",
+        same_as_uncached=True,
+        requires=CHOWN,
+    ),
     Case("cache-symlinked-into-target", cache_into_target, (0, 1), ""),
     # output injection
     Case("inject-eos-rich", with_target(injected_eos, "scan", "{T}"), (0, 1), None),
@@ -999,19 +1306,38 @@ CASES += [
     Case("inject-special-github", with_target(injected_special, "scan", "{T}", "--format", "github"), (0, 1), ""),
     Case("inject-special-template", with_target(injected_special, "template", "{T}"), (0, 1), None),
     Case("inject-special-explain", with_target(injected_special, "explain", "{T}", "996"), (0, 1), None),
-    Case("inject-key-stderr", with_target(injected_key, "scan", "{T}", "--format", "json"), (2,), "added_tokens_decoder"),
+    Case(
+        "inject-key-stderr", with_target(injected_key, "scan", "{T}", "--format", "json"), (2,), "added_tokens_decoder"
+    ),
     Case("inject-target-name-rich", injected_target_name, (0, 1), None),
     Case("inject-missing-target-stderr", injected_missing_target, (2,), "no such file or directory"),
     Case("inject-gguf-names-rich", with_target(injected_gguf_names, "scan", "{T}"), (0, 1), None),
-    Case("inject-gguf-names-markdown", with_target(injected_gguf_names, "scan", "{T}", "--format", "markdown"), (0, 1), ""),
+    Case(
+        "inject-gguf-names-markdown",
+        with_target(injected_gguf_names, "scan", "{T}", "--format", "markdown"),
+        (0, 1),
+        "",
+    ),
     Case("inject-normalizer-type", with_target(injected_normalizer_type, "scan", "{T}"), (0, 1, 2), None),
     # reads outside the target
-    Case("symlink-vocab-txt-passwd", with_target(link_out("vocab.txt", "/etc/passwd", "bert-wordpiece"), "scan", "{T}", "--format", "json"),
-         (2,), "outside the target"),
-    Case("symlink-vocab-txt-decode", with_target(link_out("vocab.txt", "/etc/passwd", "bert-wordpiece"), "decode", "{T}", "0", "1", "2"),
-         (2,), "outside the target"),
-    Case("symlink-chat-template-out", with_target(link_out("chat_template.jinja", "/etc/hostname"), "scan", "{T}", "--format", "json"),
-         (2,), "outside the target"),
+    Case(
+        "symlink-vocab-txt-passwd",
+        with_target(link_out("vocab.txt", "/etc/passwd", "bert-wordpiece"), "scan", "{T}", "--format", "json"),
+        (2,),
+        "outside the target",
+    ),
+    Case(
+        "symlink-vocab-txt-decode",
+        with_target(link_out("vocab.txt", "/etc/passwd", "bert-wordpiece"), "decode", "{T}", "0", "1", "2"),
+        (2,),
+        "outside the target",
+    ),
+    Case(
+        "symlink-chat-template-out",
+        with_target(link_out("chat_template.jinja", "/etc/hostname"), "scan", "{T}", "--format", "json"),
+        (2,),
+        "outside the target",
+    ),
     Case("symlink-hf-cache-blobs", with_target(hf_cache_layout, "scan", "{T}", "--format", "json"), (0, 1), ""),
     # sizes before allocation
     Case("gguf-bool-array-400MB", with_target(gguf_bool_array, "scan", "{T}", "--format", "json"), (2,), "bools.gguf"),
@@ -1063,7 +1389,7 @@ def fake_hub(files: dict[str, tuple[int, int]], drip: bool = False) -> tuple[Any
 
         def _file(self) -> str | None:
             prefix = f"/org/model/resolve/{sha}/"
-            return self.path[len(prefix):] if self.path.startswith(prefix) else None
+            return self.path[len(prefix) :] if self.path.startswith(prefix) else None
 
         def do_HEAD(self) -> None:
             name = self._file()
@@ -1078,18 +1404,27 @@ def fake_hub(files: dict[str, tuple[int, int]], drip: bool = False) -> tuple[Any
         def do_GET(self) -> None:
             if self.path.startswith("/api/models/org/model"):
                 if "/tree/" in self.path:  # the file listing snapshot_download asks for
-                    body = json.dumps([{"type": "file", "path": n, "size": size, "oid": f"{n}-etag"}
-                                       for n, (size, _) in files.items()]).encode()
+                    body = json.dumps(
+                        [
+                            {"type": "file", "path": n, "size": size, "oid": f"{n}-etag"}
+                            for n, (size, _) in files.items()
+                        ]
+                    ).encode()
                 else:
-                    body = json.dumps({"id": "org/model", "sha": sha,
-                                       "siblings": [{"rfilename": n, "size": size} for n, (size, _) in files.items()]}).encode()
+                    body = json.dumps(
+                        {
+                            "id": "org/model",
+                            "sha": sha,
+                            "siblings": [{"rfilename": n, "size": size} for n, (size, _) in files.items()],
+                        }
+                    ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 try:
                     for i in range(len(body)) if drip else ():
-                        self.wfile.write(body[i:i + 1])
+                        self.wfile.write(body[i : i + 1])
                         self.wfile.flush()
                         time.sleep(2)
                     self.wfile.write(body)
@@ -1118,34 +1453,61 @@ def fake_hub(files: dict[str, tuple[int, int]], drip: bool = False) -> tuple[Any
     return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
-def hub_case(files: dict[str, tuple[int, int]], drip: bool = False, deadline: str | None = None) -> Callable[[Path], Run]:
+def hub_case(
+    files: dict[str, tuple[int, int]], drip: bool = False, deadline: str | None = None
+) -> Callable[[Path], Run]:
     """``deadline``: ``$TOKAUDIT_HUB_DEADLINE`` (the whole resolution's deadline, 30 s when unset)."""
+
     def build(tmp: Path) -> Run:
         server, url = fake_hub(files, drip)
-        env: dict[str, str | None] = {"HF_ENDPOINT": url, "HF_HUB_OFFLINE": None, "HF_HOME": str(tmp / "hf"),
-                                      "HF_HUB_DISABLE_XET": "1", "TOKAUDIT_HUB_DEADLINE": deadline}
+        env: dict[str, str | None] = {
+            "HF_ENDPOINT": url,
+            "HF_HUB_OFFLINE": None,
+            "HF_HOME": str(tmp / "hf"),
+            "HF_HUB_DISABLE_XET": "1",
+            "TOKAUDIT_HUB_DEADLINE": deadline,
+        }
         return Run(["scan", "org/model", "--format", "json"], cwd=tmp, env=env, keep=(server,))
+
     return build
 
 
 CASES += [
-    Case("hub-file-over-budget", hub_case({"tokenizer.json": (300 * 1024**2, 0)}), (2,),
-         "tokenizer.json is 300.0 MiB on the Hub; the limit is 256 MiB (not downloaded)"),
-    Case("hub-file-lies-about-size", hub_case({"tokenizer.json": (1000, 400 * 1024**2)}), (2,),
-         "a file grew past the limit of 256 MiB while downloading"),
+    Case(
+        "hub-file-over-budget",
+        hub_case({"tokenizer.json": (300 * 1024**2, 0)}),
+        (2,),
+        "tokenizer.json is 300.0 MiB on the Hub; the limit is 256 MiB (not downloaded)",
+    ),
+    Case(
+        "hub-file-lies-about-size",
+        hub_case({"tokenizer.json": (1000, 400 * 1024**2)}),
+        (2,),
+        "a file grew past the limit of 256 MiB while downloading",
+    ),
     # each byte comes within the 10 s read timeout: only the deadline stops it (set to 2 s here, 30 s by default)
-    Case("hub-drip-feed", hub_case({"tokenizer.json": (1000, 1000)}, drip=True, deadline="2"), (2,),
-         "no answer within 2 s from http://"),
-    Case("hub-deadline-not-a-number", hub_case({"tokenizer.json": (1000, 1000)}, deadline="soon"), (2,),
-         "TOKAUDIT_HUB_DEADLINE='soon': not a positive number of seconds"),
+    Case(
+        "hub-drip-feed",
+        hub_case({"tokenizer.json": (1000, 1000)}, drip=True, deadline="2"),
+        (2,),
+        "no answer within 2 s from http://",
+    ),
+    Case(
+        "hub-deadline-not-a-number",
+        hub_case({"tokenizer.json": (1000, 1000)}, deadline="soon"),
+        (2,),
+        "TOKAUDIT_HUB_DEADLINE='soon': not a positive number of seconds",
+    ),
 ]
 
 
 # -- chat templates (issue 34, part B): compiled and rendered in the bounded worker --------------------------------
 
+
 def template_case(template: str, *, file: bool = False, command: str = "scan") -> Callable[[Path], Run]:
     """A model whose chat template is ``template`` (in tokenizer_config.json, or chat_template.jinja), scanned
     (or rendered by ``template``) with --format json."""
+
     def build(tmp: Path) -> Run:
         target = _copy("clean-bpe", tmp)
         if file:
@@ -1153,6 +1515,7 @@ def template_case(template: str, *, file: bool = False, command: str = "scan") -
         else:
             _edit_json(target / "tokenizer_config.json", lambda d: d.__setitem__("chat_template", template))
         return Run([command, str(target), "--format", "json"], target=target)
+
     return build
 
 
@@ -1161,27 +1524,75 @@ MINIJINJA_ONLY = "{% if lipsum is not defined %}"
 
 CASES += [
     # Jinja2 folds constant filter calls while compiling (and while listing a template's variables)
-    Case("template-fold-slice", template_case("{{ [1,2]|slice(150000000)|sum(start=[])|length }}"), (0, 1), "", codes=("TA801",)),
-    Case("template-fold-bigger-literal", template_case("{{ [1,2,3,4,5,6,7,8]|slice(400000000)|sum(start=[])|length }}"), (0, 1), "",
-         codes=("TA801",)),
+    Case(
+        "template-fold-slice",
+        template_case("{{ [1,2]|slice(150000000)|sum(start=[])|length }}"),
+        (0, 1),
+        "",
+        codes=("TA801",),
+    ),
+    Case(
+        "template-fold-bigger-literal",
+        template_case("{{ [1,2,3,4,5,6,7,8]|slice(400000000)|sum(start=[])|length }}"),
+        (0, 1),
+        "",
+        codes=("TA801",),
+    ),
     # compile size: a 50 MB template is not compiled
-    Case("template-50MB", template_case("{{ messages[0]['content'] }}" * (50 * 1024 * 1024 // 28), file=True), (0, 1), "",
-         codes=("TA801",)),
+    Case(
+        "template-50MB",
+        template_case("{{ messages[0]['content'] }}" * (50 * 1024 * 1024 // 28), file=True),
+        (0, 1),
+        "",
+        codes=("TA801",),
+    ),
     # one operation allocating gigabytes
     Case("template-center-filter", template_case("{{ 'a'|center(3500000000) }}"), (0, 1), "", codes=("TA801",)),
     Case("template-percent-format", template_case("{{ '%03000000000d' % 1 }}"), (0, 1), "", codes=("TA801",)),
     Case("template-str-center", template_case("{{ 'a'.center(3500000000) }}"), (0, 1), "", codes=("TA801",)),
-    Case("template-tojson-indent", template_case("{{ messages|tojson(indent=2000000000) }}"), (0, 1), "", codes=("TA801",)),
+    Case(
+        "template-tojson-indent",
+        template_case("{{ messages|tojson(indent=2000000000) }}"),
+        (0, 1),
+        "",
+        codes=("TA801",),
+    ),
     Case("template-chained-power", template_case("{{ 2 ** 100000 ** 100000 }}"), (0, 1), "", codes=("TA801",)),
     # MiniJinja's fuel counts instructions, not bytes
-    Case("template-minijinja-doublings", template_case(
-        MINIJINJA_ONLY + "{% set x = ['" + "x" * 64 + "'] %}" + "{% set x = x + x %}" * 40 + "{{ x|length }}{% endif %}"),
-         (0, 1), "", codes=("TA801",)),
+    Case(
+        "template-minijinja-doublings",
+        template_case(
+            MINIJINJA_ONLY
+            + "{% set x = ['"
+            + "x" * 64
+            + "'] %}"
+            + "{% set x = x + x %}" * 40
+            + "{{ x|length }}{% endif %}"
+        ),
+        (0, 1),
+        "",
+        codes=("TA801",),
+    ),
     # MiniJinja calling Python methods of the context's objects
-    Case("template-minijinja-python-methods", template_case(
-        MINIJINJA_ONLY + "{% for i in range(40) %}{% set _ = messages.extend(messages) %}{% endfor %}"
-        "{{ messages|length }}{% endif %}"), (0, 1), "", codes=("TA801",)),
-    Case("template-minijinja-python-methods-template", template_case(
-        MINIJINJA_ONLY + "{% for i in range(40) %}{% set _ = messages.extend(messages) %}{% endfor %}"
-        "{{ messages|length }}{% endif %}", command="template"), (0, 1), "", codes=("TA801",)),
+    Case(
+        "template-minijinja-python-methods",
+        template_case(
+            MINIJINJA_ONLY + "{% for i in range(40) %}{% set _ = messages.extend(messages) %}{% endfor %}"
+            "{{ messages|length }}{% endif %}"
+        ),
+        (0, 1),
+        "",
+        codes=("TA801",),
+    ),
+    Case(
+        "template-minijinja-python-methods-template",
+        template_case(
+            MINIJINJA_ONLY + "{% for i in range(40) %}{% set _ = messages.extend(messages) %}{% endfor %}"
+            "{{ messages|length }}{% endif %}",
+            command="template",
+        ),
+        (0, 1),
+        "",
+        codes=("TA801",),
+    ),
 ]

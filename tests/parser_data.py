@@ -17,9 +17,25 @@ TEMPLATES = "llama_cpp_python-0.3.36/vendor/llama.cpp/models/templates/"
 ROOT = Path(__file__).resolve().parents[1]
 
 #: GLM-4.6's control and tool markers (special: true in its tokenizer.json).
-GLM_MARKERS = ("[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>", "<|observation|>", "<tool_call>", "</tool_call>",
-               "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", "<think>", "</think>", "<tool_response>", "</tool_response>",
-               "<|endoftext|>")
+GLM_MARKERS = (
+    "[gMASK]",
+    "<sop>",
+    "<|system|>",
+    "<|user|>",
+    "<|assistant|>",
+    "<|observation|>",
+    "<tool_call>",
+    "</tool_call>",
+    "<arg_key>",
+    "</arg_key>",
+    "<arg_value>",
+    "</arg_value>",
+    "<think>",
+    "</think>",
+    "<tool_response>",
+    "</tool_response>",
+    "<|endoftext|>",
+)
 
 
 def real_cache() -> Path:
@@ -42,7 +58,7 @@ def _templates() -> dict[str, str]:
             if member.name.startswith(TEMPLATES) and member.name.endswith(".jinja") and member.isfile():
                 f = tar.extractfile(member)
                 if f is not None:
-                    out[member.name[len(TEMPLATES):]] = f.read().decode("utf-8")
+                    out[member.name[len(TEMPLATES) :]] = f.read().decode("utf-8")
     return out
 
 
@@ -77,7 +93,9 @@ def glm_tokenizer(dest: Path) -> Path | None:
     return marker_tokenizer(dest, GLM_MARKERS, "<|endoftext|>", "glm4_moe")
 
 
-def marker_tokenizer(dest: Path, markers: tuple[str, ...], eos: str, model_type: str, config: dict[str, str] | None = None) -> Path | None:
+def marker_tokenizer(
+    dest: Path, markers: tuple[str, ...], eos: str, model_type: str, config: dict[str, str] | None = None
+) -> Path | None:
     """Qwen3's real tokenizer.json with a model family's markers as special added tokens (as that family's own
     tokenizer declares them), ``eos`` as the end of turn, and a config.json naming ``model_type`` (None without the
     real Qwen3 files). The project caches no tokenizer of these families; their markers are what the parsers read."""
@@ -90,8 +108,12 @@ def marker_tokenizer(dest: Path, markers: tuple[str, ...], eos: str, model_type:
     tok.add_special_tokens([AddedToken(m, special=True, normalized=False) for m in dict.fromkeys((*markers, eos))])
     dest.mkdir(parents=True, exist_ok=True)
     tok.save(str(dest / "tokenizer.json"))
-    (dest / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": eos,
-                                                            "pad_token": eos, **(config or {})}), encoding="utf-8")
+    (dest / "tokenizer_config.json").write_text(
+        json.dumps(
+            {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": eos, "pad_token": eos, **(config or {})}
+        ),
+        encoding="utf-8",
+    )
     (dest / "config.json").write_text(json.dumps({"model_type": model_type}), encoding="utf-8")
     return dest
 
@@ -105,8 +127,9 @@ def kimi_tokenizer(dest: Path) -> Path:
     model = load_model(str(ROOT / "fixtures" / "kimi-k2.5"))
     dest.mkdir(parents=True, exist_ok=True)
     load_tokenizer(model).tokenizer.save(str(dest / "tokenizer.json"))
-    (dest / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|im_end|>"}),
-                                                encoding="utf-8")
+    (dest / "tokenizer_config.json").write_text(
+        json.dumps({"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|im_end|>"}), encoding="utf-8"
+    )
     (dest / "config.json").write_text(json.dumps({"model_type": "kimi_k2"}), encoding="utf-8")
     return dest
 
@@ -115,36 +138,158 @@ def kimi_tokenizer(dest: Path) -> Path:
 #: templates write them), the end of turn, and the model type a deployed config.json names. Built by
 #: :func:`family_tokenizer` on Qwen3's real vocabulary.
 MARKER_FAMILIES: dict[str, tuple[tuple[str, ...], str, str]] = {
-    "apertus": (("<|system_start|>", "<|system_end|>", "<|developer_start|>", "<|developer_end|>", "<|user_start|>", "<|user_end|>",
-                 "<|assistant_start|>", "<|assistant_end|>", "<|inner_prefix|>", "<|inner_suffix|>", "<|tools_prefix|>",
-                 "<|tools_suffix|>"), "<|assistant_end|>", "apertus"),
-    "apriel": (("<|begin_system|>", "<|begin_user|>", "<|begin_assistant|>", "<|begin_content|>", "<|begin_tool_result|>", "<|end|>"),
-               "<|end|>", "mistral"),
-    "cohere": (("<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>", "<|SYSTEM_TOKEN|>", "<|USER_TOKEN|>", "<|CHATBOT_TOKEN|>",
-                "<|START_THINKING|>", "<|END_THINKING|>", "<|START_ACTION|>", "<|END_ACTION|>", "<|START_RESPONSE|>", "<|END_RESPONSE|>",
-                "<|START_TEXT|>", "<|END_TEXT|>", "<|START_TOOL_RESULT|>", "<|END_TOOL_RESULT|>"), "<|END_OF_TURN_TOKEN|>", "cohere2"),
+    "apertus": (
+        (
+            "<|system_start|>",
+            "<|system_end|>",
+            "<|developer_start|>",
+            "<|developer_end|>",
+            "<|user_start|>",
+            "<|user_end|>",
+            "<|assistant_start|>",
+            "<|assistant_end|>",
+            "<|inner_prefix|>",
+            "<|inner_suffix|>",
+            "<|tools_prefix|>",
+            "<|tools_suffix|>",
+        ),
+        "<|assistant_end|>",
+        "apertus",
+    ),
+    "apriel": (
+        (
+            "<|begin_system|>",
+            "<|begin_user|>",
+            "<|begin_assistant|>",
+            "<|begin_content|>",
+            "<|begin_tool_result|>",
+            "<|end|>",
+        ),
+        "<|end|>",
+        "mistral",
+    ),
+    "cohere": (
+        (
+            "<|START_OF_TURN_TOKEN|>",
+            "<|END_OF_TURN_TOKEN|>",
+            "<|SYSTEM_TOKEN|>",
+            "<|USER_TOKEN|>",
+            "<|CHATBOT_TOKEN|>",
+            "<|START_THINKING|>",
+            "<|END_THINKING|>",
+            "<|START_ACTION|>",
+            "<|END_ACTION|>",
+            "<|START_RESPONSE|>",
+            "<|END_RESPONSE|>",
+            "<|START_TEXT|>",
+            "<|END_TEXT|>",
+            "<|START_TOOL_RESULT|>",
+            "<|END_TOOL_RESULT|>",
+        ),
+        "<|END_OF_TURN_TOKEN|>",
+        "cohere2",
+    ),
     "gigachat": (("<|message_sep|>", "<|role_sep|>", "<|function_call|>"), "</s>", "deepseek_v3"),
     "kimi-k3": (("<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>"), "<|end_of_msg|>", "kimi_k3"),
-    "lfm2": (("<|im_start|>", "<|im_end|>", "<|tool_call_start|>", "<|tool_call_end|>", "<think>", "</think>"), "<|im_end|>", "lfm2_moe"),
+    "lfm2": (
+        ("<|im_start|>", "<|im_end|>", "<|tool_call_start|>", "<|tool_call_end|>", "<think>", "</think>"),
+        "<|im_end|>",
+        "lfm2_moe",
+    ),
     "minimax-m1": (("<beginning_of_sentence>", "<end_of_sentence>"), "<end_of_sentence>", "minimax_m1"),
     "minimax-m3": (("]<]minimax[>[", "[e~[", "]~b]", "<mm:think>", "</mm:think>"), "[e~[", "minimax_m3"),
-    "mistral": (("<s>", "</s>", "[INST]", "[/INST]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
-                 "[TOOL_CALLS]", "[CALL_ID]", "[ARGS]", "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CONTENT]", "[THINK]", "[/THINK]"),
-                "</s>", "mistral3"),
-    "nemotron-nano-v2": (("<SPECIAL_10>", "<SPECIAL_11>", "<SPECIAL_12>", "<TOOLCALL>", "</TOOLCALL>", "<think>", "</think>"), "<SPECIAL_12>",
-                         "nemotron_h"),
-    "gemma4": (("<bos>", "<|turn>", "<turn|>", "<|think|>", "<|channel>", "<channel|>", "<|tool>", "<tool|>", "<|tool_call>", "<tool_call|>",
-                "<|tool_response>", "<tool_response|>", '<|"|>'), "<turn|>", "gemma4"),
+    "mistral": (
+        (
+            "<s>",
+            "</s>",
+            "[INST]",
+            "[/INST]",
+            "[SYSTEM_PROMPT]",
+            "[/SYSTEM_PROMPT]",
+            "[AVAILABLE_TOOLS]",
+            "[/AVAILABLE_TOOLS]",
+            "[TOOL_CALLS]",
+            "[CALL_ID]",
+            "[ARGS]",
+            "[TOOL_RESULTS]",
+            "[/TOOL_RESULTS]",
+            "[TOOL_CONTENT]",
+            "[THINK]",
+            "[/THINK]",
+        ),
+        "</s>",
+        "mistral3",
+    ),
+    "nemotron-nano-v2": (
+        ("<SPECIAL_10>", "<SPECIAL_11>", "<SPECIAL_12>", "<TOOLCALL>", "</TOOLCALL>", "<think>", "</think>"),
+        "<SPECIAL_12>",
+        "nemotron_h",
+    ),
+    "gemma4": (
+        (
+            "<bos>",
+            "<|turn>",
+            "<turn|>",
+            "<|think|>",
+            "<|channel>",
+            "<channel|>",
+            "<|tool>",
+            "<tool|>",
+            "<|tool_call>",
+            "<tool_call|>",
+            "<|tool_response>",
+            "<tool_response|>",
+            '<|"|>',
+        ),
+        "<turn|>",
+        "gemma4",
+    ),
     "muse": (("<|start|>", "<|message|>", "<|eom|>", "<|eot|>"), "<|eot|>", "muse_glimmer"),
     "minicpm5": (("<|im_start|>", "<|im_end|>", "<think>", "</think>"), "<|im_end|>", "minicpm5"),
-    "hy3": (("<｜hy_begin_of_sentence:opensource｜>", "<｜hy_User:opensource｜>", "<｜hy_Assistant:opensource｜>", "<｜hy_eos:opensource｜>",
-             "<think:opensource>", "</think:opensource>", "<tool_calls:opensource>", "</tool_calls:opensource>", "<tool_call:opensource>",
-             "</tool_call:opensource>", "<tool_sep:opensource>", "<arg_key:opensource>", "</arg_key:opensource>", "<arg_value:opensource>",
-             "</arg_value:opensource>"), "<｜hy_eos:opensource｜>", "hy_v3"),
-    "solar": (("<|begin|>", "<|end|>", "<|content|>", "<|think|>", "<|calls|>", "<|tool_calls|>", "<|tool_call:begin|>", "<|tool_call:name|>",
-               "<|tool_call:args|>", "<|tool_call:end|>", "<|tools:begin|>", "<|tools:end|>"), "<|endoftext|>", "solar_open"),
-    "seed-oss": (("<seed:bos>", "<seed:eos>", "<seed:think>", "</seed:think>", "<seed:tool_call>", "</seed:tool_call>"), "<seed:eos>",
-                 "seed_oss"),
+    "hy3": (
+        (
+            "<｜hy_begin_of_sentence:opensource｜>",
+            "<｜hy_User:opensource｜>",
+            "<｜hy_Assistant:opensource｜>",
+            "<｜hy_eos:opensource｜>",
+            "<think:opensource>",
+            "</think:opensource>",
+            "<tool_calls:opensource>",
+            "</tool_calls:opensource>",
+            "<tool_call:opensource>",
+            "</tool_call:opensource>",
+            "<tool_sep:opensource>",
+            "<arg_key:opensource>",
+            "</arg_key:opensource>",
+            "<arg_value:opensource>",
+            "</arg_value:opensource>",
+        ),
+        "<｜hy_eos:opensource｜>",
+        "hy_v3",
+    ),
+    "solar": (
+        (
+            "<|begin|>",
+            "<|end|>",
+            "<|content|>",
+            "<|think|>",
+            "<|calls|>",
+            "<|tool_calls|>",
+            "<|tool_call:begin|>",
+            "<|tool_call:name|>",
+            "<|tool_call:args|>",
+            "<|tool_call:end|>",
+            "<|tools:begin|>",
+            "<|tools:end|>",
+        ),
+        "<|endoftext|>",
+        "solar_open",
+    ),
+    "seed-oss": (
+        ("<seed:bos>", "<seed:eos>", "<seed:think>", "</seed:think>", "<seed:tool_call>", "</seed:tool_call>"),
+        "<seed:eos>",
+        "seed_oss",
+    ),
 }
 
 

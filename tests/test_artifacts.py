@@ -55,9 +55,15 @@ def test_tiktoken_ranks_accept_crlf_and_blank_lines(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (f"{b64(b'a')} 0\n{b64(b'b')} 1\n!!!notbase64 2\n", "tiktoken.model:3: token is not valid base64: '!!!notbase64'"),
+        (
+            f"{b64(b'a')} 0\n{b64(b'b')} 1\n!!!notbase64 2\n",
+            "tiktoken.model:3: token is not valid base64: '!!!notbase64'",
+        ),
         (f"{b64(b'a')} 0\n{b64(b'b')} x1\n", "tiktoken.model:2: rank is not a non-negative integer: 'x1'"),
-        (f"{b64(b'a')} 0\n{b64(b'b')} 1\n{b64(b'c')} 2\n{b64(b'd')} 1\n", "tiktoken.model:4: duplicate rank 1 (first on line 2)"),
+        (
+            f"{b64(b'a')} 0\n{b64(b'b')} 1\n{b64(b'c')} 2\n{b64(b'd')} 1\n",
+            "tiktoken.model:4: duplicate rank 1 (first on line 2)",
+        ),
         (f"{b64(b'a')} 0 extra\n", "tiktoken.model:1: expected '<base64 token> <rank>'"),
         (f"{b64(b'a')} -1\n", "tiktoken.model:1: rank is not a non-negative integer: '-1'"),
         ("\n\n", "tiktoken.model: no ranks found: not a tiktoken rank file"),
@@ -76,8 +82,10 @@ def test_tiktoken_ranks_errors_name_the_line(tmp_path: Path, content: str, messa
         (f"{b64(b'a')} 0\n{b64(b'b')} +1\n", "tiktoken.model:2: rank is not a non-negative integer: '+1'"),
         (f"{b64(b'a')} 0\nYQ==YQ== 1\n", "tiktoken.model:2: token is not valid base64: 'YQ==YQ=='"),
         (f"i1h== 0\n{b64(b'b')} 1\n", "tiktoken.model:1: token is not valid base64: 'i1h=='"),
-        (f"{b64(b'a')} 0\n{b64(b'b')} 00000000000000000001\n",
-         "tiktoken.model:2: rank is not a non-negative integer: '00000000000000000001'"),
+        (
+            f"{b64(b'a')} 0\n{b64(b'b')} 00000000000000000001\n",
+            "tiktoken.model:2: rank is not a non-negative integer: '00000000000000000001'",
+        ),
         # a third column on one line and a lone token on the next: the counts of a two-column file
         (f"{b64(b'a')} 0 {b64(b'b')}\n1\n", "tiktoken.model:1: expected '<base64 token> <rank>'"),
     ],
@@ -100,11 +108,18 @@ _B64_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.binary(max_size=7), st.integers(0, 40)), min_size=1, max_size=6),
-       st.lists(st.tuples(st.integers(0, 200), st.sampled_from([*_B64_CHARS, " ", "\n", "\r", "  ", "==", "-"])), max_size=2),
-       st.booleans())
+@given(
+    st.lists(st.tuples(st.binary(max_size=7), st.integers(0, 40)), min_size=1, max_size=6),
+    st.lists(
+        st.tuples(st.integers(0, 200), st.sampled_from([*_B64_CHARS, " ", "\n", "\r", "  ", "==", "-"])), max_size=2
+    ),
+    st.booleans(),
+)
 def test_tiktoken_ranks_bulk_parse_agrees_with_the_line_parser(
-    tmp_path_factory: pytest.TempPathFactory, lines: list[tuple[bytes, int]], edits: list[tuple[int, str]], final_newline: bool
+    tmp_path_factory: pytest.TempPathFactory,
+    lines: list[tuple[bytes, int]],
+    edits: list[tuple[int, str]],
+    final_newline: bool,
 ) -> None:
     """Rank files with random tokens, ranks and a few one-character edits: the bulk (column) parser
     returns exactly the line parser's ranks, or declines (None) and leaves the file to it."""
@@ -127,7 +142,14 @@ def test_tiktoken_ranks_bulk_parse_agrees_with_the_line_parser(
 def test_tokenizer_config_added_tokens_and_special_fields(tmp_path: Path) -> None:
     data = {
         "added_tokens_decoder": {
-            "7": {"content": "<|eot|>", "special": True, "lstrip": False, "rstrip": False, "normalized": False, "single_word": False},
+            "7": {
+                "content": "<|eot|>",
+                "special": True,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "single_word": False,
+            },
             "5": {"content": "<tool>", "special": False},
         },
         "bos_token": {"content": "<s>", "special": True},
@@ -139,7 +161,10 @@ def test_tokenizer_config_added_tokens_and_special_fields(tmp_path: Path) -> Non
         "auto_map": {"AutoTokenizer": ["tokenization_x.T", None]},
     }
     cfg = parse_tokenizer_config(write(tmp_path / "tokenizer_config.json", json.dumps(data)))
-    assert [(t.id, t.content, t.special) for t in cfg.added_tokens_decoder] == [(5, "<tool>", False), (7, "<|eot|>", True)]
+    assert [(t.id, t.content, t.special) for t in cfg.added_tokens_decoder] == [
+        (5, "<tool>", False),
+        (7, "<|eot|>", True),
+    ]
     assert str(cfg.added_tokens_decoder[1].source) == "tokenizer_config.json (added_tokens_decoder.7)"
     assert cfg.special["bos_token"].content == "<s>" and cfg.special["eos_token"].content == "<|eot|>"
     assert "pad_token" not in cfg.special
@@ -256,7 +281,17 @@ def test_config_bad_values(tmp_path: Path, data: dict, message: str) -> None:
 
 def test_tokenizer_json_bpe_unigram_wordpiece(tmp_path: Path) -> None:
     bpe = {
-        "added_tokens": [{"id": 3, "content": "<|eot|>", "special": True, "lstrip": False, "rstrip": False, "normalized": False, "single_word": False}],
+        "added_tokens": [
+            {
+                "id": 3,
+                "content": "<|eot|>",
+                "special": True,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "single_word": False,
+            }
+        ],
         "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
         "decoder": {"type": "ByteLevel"},
         "model": {"type": "BPE", "vocab": {"a": 0, "Ġ": 1, "Ġa": 2}, "merges": ["Ġ a"]},
@@ -267,8 +302,10 @@ def test_tokenizer_json_bpe_unigram_wordpiece(tmp_path: Path) -> None:
     assert [(t.id, t.content, t.special) for t in tj.added_tokens] == [(3, "<|eot|>", True)]
     assert len(tj.patterns) == 1
 
-    unigram = {"model": {"type": "Unigram", "vocab": [["<unk>", 0.0], ["▁hi", -1.0], ["<0x0A>", -2.0]]},
-               "decoder": {"type": "Metaspace"}}
+    unigram = {
+        "model": {"type": "Unigram", "vocab": [["<unk>", 0.0], ["▁hi", -1.0], ["<0x0A>", -2.0]]},
+        "decoder": {"type": "Metaspace"},
+    }
     tu = parse_tokenizer_json(write(tmp_path / "u.json", json.dumps(unigram)))
     assert tu.vocab == {0: "<unk>", 1: "▁hi", 2: "<0x0A>"}
     assert (tu.token_bytes(1), tu.token_bytes(2)) == (b" hi", b"\n")
@@ -299,8 +336,13 @@ def test_vocab_json_merges_vocab_txt(tmp_path: Path) -> None:
 def test_tekken_shifts_ids_by_the_special_block(tmp_path: Path) -> None:
     data = {
         "config": {"pattern": r"\S+|\s+", "default_vocab_size": 6, "default_num_special_tokens": 3},
-        "vocab": [{"rank": i, "token_bytes": b64(t), "token_str": t.decode()} for i, t in enumerate([b"a", b"b", b"c", b"d"])],
-        "special_tokens": [{"rank": 0, "token_str": "<unk>", "is_control": True}, {"rank": 1, "token_str": "<s>", "is_control": True}],
+        "vocab": [
+            {"rank": i, "token_bytes": b64(t), "token_str": t.decode()} for i, t in enumerate([b"a", b"b", b"c", b"d"])
+        ],
+        "special_tokens": [
+            {"rank": 0, "token_str": "<unk>", "is_control": True},
+            {"rank": 1, "token_str": "<s>", "is_control": True},
+        ],
     }
     tk = parse_tekken(write(tmp_path / "tekken.json", json.dumps(data)))
     assert tk.by_id == {3: b"a", 4: b"b", 5: b"c"}  # only default_vocab_size - num_special ranks are used
@@ -321,8 +363,10 @@ def _safetensors(path: Path, tensors: dict[str, list[int]]) -> Path:
 
 
 def test_safetensors_header_rows(tmp_path: Path) -> None:
-    path = _safetensors(tmp_path / "model.safetensors", {"model.embed_tokens.weight": [300, 2], "lm_head.weight": [300, 2],
-                                                         "vision_tower.embeddings.weight": [9, 2]})
+    path = _safetensors(
+        tmp_path / "model.safetensors",
+        {"model.embed_tokens.weight": [300, 2], "lm_head.weight": [300, 2], "vision_tower.embeddings.weight": [9, 2]},
+    )
     shapes = parse_safetensors(path)
     assert (shapes.embedding.tensor, shapes.embedding.rows) == ("model.embed_tokens.weight", 300)
     assert shapes.lm_head.rows == 300
@@ -330,8 +374,12 @@ def test_safetensors_header_rows(tmp_path: Path) -> None:
 
 def test_safetensors_index_reads_only_the_shard_header(tmp_path: Path) -> None:
     _safetensors(tmp_path / "model-00002-of-00002.safetensors", {"lm_head.weight": [320, 2]})
-    index = {"weight_map": {"model.embed_tokens.weight": "model-00001-of-00002.safetensors",
-                            "lm_head.weight": "model-00002-of-00002.safetensors"}}
+    index = {
+        "weight_map": {
+            "model.embed_tokens.weight": "model-00001-of-00002.safetensors",
+            "lm_head.weight": "model-00002-of-00002.safetensors",
+        }
+    }
     shapes = parse_safetensors_index(write(tmp_path / "model.safetensors.index.json", json.dumps(index)))
     assert shapes.embedding is None and shapes.lm_head.rows == 320
     assert shapes.missing_shards == ("model-00001-of-00002.safetensors",)
@@ -385,7 +433,14 @@ def test_remote_code_qwen_enumerate_form(tmp_path: Path) -> None:
     lists = {lst.name: lst for lst in rc.special_token_lists}
     specials = lists["SPECIAL_TOKENS"]
     assert specials.ids == (500, 501, 502, 503, 504, 505)
-    assert specials.tokens == ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|extra_0|>", "<|extra_1|>", "<|extra_2|>")
+    assert specials.tokens == (
+        "<|endoftext|>",
+        "<|im_start|>",
+        "<|im_end|>",
+        "<|extra_0|>",
+        "<|extra_1|>",
+        "<|extra_2|>",
+    )
 
 
 def test_remote_code_syntax_error_is_recorded(tmp_path: Path) -> None:
@@ -411,8 +466,28 @@ def test_token_bytes_table_equals_a_call_per_token(scheme: Scheme) -> None:
     characters and the neighbours just outside (U+0144, space, NUL, U+00AD), non-BMP text, empty tokens,
     a token holding NUL, byte tokens and near misses."""
     alphabet = "".join(byte_decoder())
-    tokens = [alphabet, "Ġhello", "ĠĠ", "", "\u0144", "a b", "\x00", "x\x00y", "\u00ad", "🙂", "\u2581hi", "▁▁",
-              "<0x0A>", "<0xzz>", "<0x0A", "##ing", "Ā", "Ń", "ÿ", "\u0100\u0143"]
+    tokens = [
+        alphabet,
+        "Ġhello",
+        "ĠĠ",
+        "",
+        "\u0144",
+        "a b",
+        "\x00",
+        "x\x00y",
+        "\u00ad",
+        "🙂",
+        "\u2581hi",
+        "▁▁",
+        "<0x0A>",
+        "<0xzz>",
+        "<0x0A",
+        "##ing",
+        "Ā",
+        "Ń",
+        "ÿ",
+        "\u0100\u0143",
+    ]
     for n in range(len(tokens) + 1):  # every prefix: the shortcuts (and their hand-backs) at every position
         vocab = {i * 3 + 1: t for i, t in enumerate(tokens[:n])}
         assert list(token_bytes_table(vocab, scheme).items()) == [(i, token_bytes(t, scheme)) for i, t in vocab.items()]
@@ -464,8 +539,9 @@ def test_token_bytes_is_built_when_needed_whole() -> None:
     lazy = TokenBytes(vocab, Scheme.BYTE_LEVEL)
     assert len(lazy) == 3000 and 5 in lazy and 3000 not in lazy and list(lazy)[:3] == [0, 1, 2]
     assert lazy.keys() - {0} == set(range(1, 3000))
-    assert [lazy[i] for i in range(TokenBytes.LOOKUPS_ALONE)] == [token_bytes(vocab[i], Scheme.BYTE_LEVEL)
-                                                                   for i in range(TokenBytes.LOOKUPS_ALONE)]
+    assert [lazy[i] for i in range(TokenBytes.LOOKUPS_ALONE)] == [
+        token_bytes(vocab[i], Scheme.BYTE_LEVEL) for i in range(TokenBytes.LOOKUPS_ALONE)
+    ]
     assert not lazy.built  # lookups one by one so far, keys from the strings
     assert lazy[2999] == vocab[2999].encode() and lazy.built  # one lookup more: built whole
     assert dict(lazy.items()) == token_bytes_table(vocab, Scheme.BYTE_LEVEL) and lazy.get(4000) is None
@@ -475,11 +551,14 @@ def _bpe_file(tmp_path: Path, vocab: dict[str, object]) -> Path:
     return write(tmp_path / "tokenizer.json", json.dumps({"model": {"type": "BPE", "vocab": vocab, "merges": []}}))
 
 
-@pytest.mark.parametrize("vocab", [
-    {"a": 0, "b": 1, "c": 2, "ab": 3},  # ids 0 .. n-1 in file order: a list, no dict built
-    {"b": 1, "a": 0, "c": 2, "ab": 3},  # the same ids in another order
-    {"a": 0, "b": 1, "c": 5, "ab": 3},  # a gap
-])
+@pytest.mark.parametrize(
+    "vocab",
+    [
+        {"a": 0, "b": 1, "c": 2, "ab": 3},  # ids 0 .. n-1 in file order: a list, no dict built
+        {"b": 1, "a": 0, "c": 2, "ab": 3},  # the same ids in another order
+        {"a": 0, "b": 1, "c": 5, "ab": 3},  # a gap
+    ],
+)
 def test_the_vocabulary_reads_like_the_dict_of_its_ids(tmp_path: Path, vocab: dict[str, object]) -> None:
     """Whatever its representation, tokenizer.json's id -> token answers as the inverted object would."""
     tj = parse_tokenizer_json(_bpe_file(tmp_path, vocab))
@@ -535,7 +614,9 @@ def test_added_tokens_json_is_read_with_special_by_name(tmp_path: Path) -> None:
     found = config_added_tokens(load_artifacts(directory))
     assert (found.rule, found.artifact) == ("added_tokens.json", "added_tokens.json")
     assert [(t.id, t.content, t.special, t.normalized, str(t.source)) for t in found.tokens] == [
-        (2, "<|eot|>", True, False, "added_tokens.json (<|eot|>)"), (3, "<x>", False, True, "added_tokens.json (<x>)")]
+        (2, "<|eot|>", True, False, "added_tokens.json (<|eot|>)"),
+        (3, "<x>", False, True, "added_tokens.json (<x>)"),
+    ]
 
 
 def test_added_tokens_json_is_ignored_when_the_config_has_added_tokens_decoder(tmp_path: Path) -> None:
@@ -548,10 +629,13 @@ def test_added_tokens_json_is_ignored_when_the_config_has_added_tokens_decoder(t
     assert [(t.id, t.content) for t in found.tokens] == [(2, "<y>")] and found.rule == "added_tokens_decoder"
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    ('{"<x>": "3"}', 'added_tokens.json (key <x>): expected an integer, found "3"'),
-    ('["<x>"]', "added_tokens.json: expected a JSON object, found list"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"<x>": "3"}', 'added_tokens.json (key <x>): expected an integer, found "3"'),
+        ('["<x>"]', "added_tokens.json: expected a JSON object, found list"),
+    ],
+)
 def test_added_tokens_json_errors_name_the_key(tmp_path: Path, content: str, message: str) -> None:
     from tokaudit.artifacts.added_tokens import parse_added_tokens_json
 
@@ -560,13 +644,20 @@ def test_added_tokens_json_errors_name_the_key(tmp_path: Path, content: str, mes
     assert str(info.value).endswith(message)
 
 
-@pytest.mark.parametrize(("name", "content", "kind"), [
-    ("9b5ad71b2ce5302211f9c61530b329a4922fc6a4", f"{b64(b'a')} 0\n{b64(b'b')} 1\n", "tiktoken"),
-    ("ranks.txt", "= 0\nYQ== 1\n", "tiktoken"),
-    ("anthropic_tokenizer.json", '{"version": "1.0", "truncation": null, "padding": null, "added_tokens": []}', "tokenizer_json"),
-    ("settings.json", '{"model": "x"}', None),
-    ("notes.txt", "hello 1\n", None),
-])
+@pytest.mark.parametrize(
+    ("name", "content", "kind"),
+    [
+        ("9b5ad71b2ce5302211f9c61530b329a4922fc6a4", f"{b64(b'a')} 0\n{b64(b'b')} 1\n", "tiktoken"),
+        ("ranks.txt", "= 0\nYQ== 1\n", "tiktoken"),
+        (
+            "anthropic_tokenizer.json",
+            '{"version": "1.0", "truncation": null, "padding": null, "added_tokens": []}',
+            "tokenizer_json",
+        ),
+        ("settings.json", '{"model": "x"}', None),
+        ("notes.txt", "hello 1\n", None),
+    ],
+)
 def test_vocabulary_kind_by_content(tmp_path: Path, name: str, content: str, kind: str | None) -> None:
     from tokaudit.artifacts.load import sniff_vocabulary
 
@@ -579,8 +670,11 @@ def _files_of_kind(globs: tuple[str, ...]) -> list[Path]:
 
     from conftest import ROOT
 
-    return [p for glob in globs
-            for p in sorted(p for p in (ROOT / "fixtures").rglob("*") if p.is_file() and fnmatch.fnmatchcase(p.name, glob))]
+    return [
+        p
+        for glob in globs
+        for p in sorted(p for p in (ROOT / "fixtures").rglob("*") if p.is_file() and fnmatch.fnmatchcase(p.name, glob))
+    ]
 
 
 def _load_kind(kind: FileKind, source: Path, target: Path) -> Artifacts:
@@ -626,4 +720,9 @@ def test_every_file_kind_of_the_table_loads_into_its_field(tmp_path: Path) -> No
             assert sniff_vocabulary(source) == kind.name
         entries[kind.name] = artifacts.entries(kind.name, record)
     assert len(entries) == len(FILE_KINDS) == 17
-    assert (entries["tekken"], entries["added_tokens_json"], entries["merges"], entries["config"]) == (600, 1, 741, None)
+    assert (entries["tekken"], entries["added_tokens_json"], entries["merges"], entries["config"]) == (
+        600,
+        1,
+        741,
+        None,
+    )

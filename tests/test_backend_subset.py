@@ -22,17 +22,40 @@ from tokaudit.scan import load_model
 
 KIMI = FIXTURES / "kimi-k2.5"
 #: Rank-file fixtures (tiktoken.model, tekken.json), and one without ranks (nothing to cut down).
-FIXTURE_DIRS = ["kimi-k2.5", "tiny-tiktoken", "mistral-tekken", "qwen-remote", "oncall/tiny-changed-rank", "rules/id-collision",
-                "clean-bpe"]
+FIXTURE_DIRS = [
+    "kimi-k2.5",
+    "tiny-tiktoken",
+    "mistral-tekken",
+    "qwen-remote",
+    "oncall/tiny-changed-rank",
+    "rules/id-collision",
+    "clean-bpe",
+]
 #: Real rank files, and two tokenizer.json models (hf loads the json whole: no subset is claimed).
-REAL_DIRS = ["cl100k-tiktoken", "r50k-whisper-gpt2-tiktoken", "whisper-multilingual-tiktoken", "tekken-v3", "tekken-v7",
-             "qwen3", "llama3"]
+REAL_DIRS = [
+    "cl100k-tiktoken",
+    "r50k-whisper-gpt2-tiktoken",
+    "whisper-multilingual-tiktoken",
+    "tekken-v3",
+    "tekken-v7",
+    "qwen3",
+    "llama3",
+]
 NAMES = ["tiktoken", "hf", "reference", "strict"]
 EDGE_IDS = [-1, -(2**31), 2**31 - 1, 2**32 - 1, 2**32, 2**63]
 TEXTS = [
-    "", "Hello, world!", "  leading and  double  spaces\t\ttabs\n\n\nnewlines ", "检查 CDP 依赖环境", "日本語のテキスト、句読点。",
-    "emoji 👨‍👩‍👧 🇫🇷 family", "é\u0301 combining", "def add(a, b):\n    return a + b  # 1314151", "lone \ud800 surrogate",
-    "supercalifragilisticexpialidocious" * 3, "x" * 300, "0123456789" * 20,
+    "",
+    "Hello, world!",
+    "  leading and  double  spaces\t\ttabs\n\n\nnewlines ",
+    "检查 CDP 依赖环境",
+    "日本語のテキスト、句読点。",
+    "emoji 👨‍👩‍👧 🇫🇷 family",
+    "é\u0301 combining",
+    "def add(a, b):\n    return a + b  # 1314151",
+    "lone \ud800 surrogate",
+    "supercalifragilisticexpialidocious" * 3,
+    "x" * 300,
+    "0123456789" * 20,
 ]
 
 
@@ -89,7 +112,9 @@ def assert_decodes_alike(path: str) -> None:
         if f.backend is None:
             continue
         claimed = s.subset is not None
-        assert claimed == (f.name in ("tiktoken", "reference") or str(getattr(f.backend, "origin", "")).startswith("rebuilt from"))
+        assert claimed == (
+            f.name in ("tiktoken", "reference") or str(getattr(f.backend, "origin", "")).startswith("rebuilt from")
+        )
         for i in ids:
             assert answer(f.backend, i) == answer(s.backend, i), (path, f.name, i)
         for skip in (False, True):  # one sequence, as decode does
@@ -162,8 +187,10 @@ def test_kimi_subset_holds_the_asked_ids_and_says_so() -> None:
     # 256 single bytes + id 19180 (163600 is a gap: no rank); every special token
     assert len(tk.backend.encoding._mergeable_ranks) == 257
     assert len(tk.backend.encoding._special_tokens) == 23
-    expected = ("built from 257 of 163584 ranks (those decoding the asked ids reads, and the 256 single bytes) and all 23 "
-                "special tokens: its answers for decoding the asked ids are the full build's; load_seconds is this build's")
+    expected = (
+        "built from 257 of 163584 ranks (those decoding the asked ids reads, and the 256 single bytes) and all 23 "
+        "special tokens: its answers for decoding the asked ids are the full build's; load_seconds is this build's"
+    )
     assert (tk.subset, hf.subset, ref.subset, strict.subset) == (expected, expected, expected, None)
     assert "subset" not in strict.to_json() and tk.to_json()["subset"] == expected
 
@@ -183,7 +210,9 @@ def test_cli_explain_decode_encode_on_kimi_name_the_subset() -> None:
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)
     subsets = {b["name"]: b.get("subset") for b in doc["backends"]}
-    assert subsets["strict"] is None and all(subsets[n].startswith("built from 257 of 163584 ranks") for n in ("tiktoken", "hf", "reference"))
+    assert subsets["strict"] is None and all(
+        subsets[n].startswith("built from 257 of 163584 ranks") for n in ("tiktoken", "hf", "reference")
+    )
     gap, mapped = doc["ids"]
     assert gap["backends"]["tiktoken"]["message"] == "'Invalid token for decoding: 163600'"
     assert (gap["backends"]["hf"]["kind"], mapped["backends"]["hf"]["text"]) == ("dropped", "oneor")

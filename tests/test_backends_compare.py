@@ -48,7 +48,10 @@ def test_strict_decode_fails_on_unmapped_ids_and_keeps_layer_precedence() -> Non
     assert strict.decode([72, 1002]) == "H<|im_end|>"
     assert strict.decode([72, 1002], skip_special_tokens=True) == "H"
     out = call(strict.decode, [72, 1003])
-    assert (out.error_type, out.error) == ("UnknownId", "'no entry found for key 1003 (a files-only loader maps no token to it)'")
+    assert (out.error_type, out.error) == (
+        "UnknownId",
+        "'no entry found for key 1003 (a files-only loader maps no token to it)'",
+    )
     with pytest.raises(UnknownId):
         strict.decode([-1])
 
@@ -56,7 +59,9 @@ def test_strict_decode_fails_on_unmapped_ids_and_keeps_layer_precedence() -> Non
 def test_rebuilt_hf_takes_a_whole_pre_token_like_tiktoken(tmp_path: Path) -> None:
     """ranks with b"xyz" but neither b"xy" nor b"yz": tiktoken takes the whole piece; so must the rebuilt BPE."""
     ranks = [bytes([i]) for i in range(256)] + [b"xyz"]
-    (tmp_path / "tiktoken.model").write_text("".join(f"{base64.b64encode(t).decode()} {i}\n" for i, t in enumerate(ranks)))
+    (tmp_path / "tiktoken.model").write_text(
+        "".join(f"{base64.b64encode(t).decode()} {i}\n" for i, t in enumerate(ranks))
+    )
     loaded = backends(tmp_path, ["tiktoken", "hf", "reference"], pat_str=r"\S+|\s+")
     assert loaded["hf"].detail == "rebuilt from tiktoken.model ranks"
     for name in ("tiktoken", "hf", "reference"):
@@ -79,14 +84,29 @@ def test_tiktoken_drops_text_its_pattern_does_not_match_and_hf_keeps_it(tmp_path
     """Verified behaviour: text no alternative matches is skipped by tiktoken (and by reference, which mirrors
     it) but kept as its own piece by tokenizers' Split(isolated)."""
     ranks = [bytes([i]) for i in range(256)]
-    (tmp_path / "tiktoken.model").write_text("".join(f"{base64.b64encode(t).decode()} {i}\n" for i, t in enumerate(ranks)))
+    (tmp_path / "tiktoken.model").write_text(
+        "".join(f"{base64.b64encode(t).decode()} {i}\n" for i, t in enumerate(ranks))
+    )
     loaded = backends(tmp_path, ["tiktoken", "hf", "reference"], pat_str=r"[a-z]+")
     assert loaded["tiktoken"].backend.encode("ab cd") == [97, 98, 99, 100]
     assert loaded["reference"].backend.encode("ab cd") == [97, 98, 99, 100]
     assert loaded["hf"].backend.encode("ab cd") == [97, 98, 32, 99, 100]
-    code, doc = _json("compare", str(tmp_path / "tiktoken.model"), "--backends", "tiktoken,hf", "--pat-str", r"[a-z]+", "--unicode-sweep", "off")
+    code, doc = _json(
+        "compare",
+        str(tmp_path / "tiktoken.model"),
+        "--backends",
+        "tiktoken,hf",
+        "--pat-str",
+        r"[a-z]+",
+        "--unicode-sweep",
+        "off",
+    )
     p = doc["pairs"][0]
-    assert code == 1 and p["encode_mismatch_real"] > 0 and p["encode_mismatch_real"] == p["encode_mismatch"] - p["encode_mismatch_benign"]
+    assert (
+        code == 1
+        and p["encode_mismatch_real"] > 0
+        and p["encode_mismatch_real"] == p["encode_mismatch"] - p["encode_mismatch_benign"]
+    )
     # one cause: tiktoken's own round trip loses the text exactly where its ids differ from hf's (and hf's holds
     # there), so the loss is a consequence listed in the one encode-mismatch, not a second error
     errors = [f for f in doc["findings"] if f["severity"] == "error"]
@@ -110,11 +130,13 @@ def test_transformers_unavailable_reason_names_the_extra_when_missing() -> None:
     import subprocess
     import sys
 
-    code = ("import sys; sys.modules['transformers'] = None\n"
-            "from tokaudit.backends.registry import load_backends\n"
-            "from tokaudit.scan import load_model\n"
-            f"(lb,) = load_backends(load_model({str(SAME)!r}), ['transformers-fast'])\n"
-            "print(lb.unavailable)")
+    code = (
+        "import sys; sys.modules['transformers'] = None\n"
+        "from tokaudit.backends.registry import load_backends\n"
+        "from tokaudit.scan import load_model\n"
+        f"(lb,) = load_backends(load_model({str(SAME)!r}), ['transformers-fast'])\n"
+        "print(lb.unavailable)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "transformers is not installed (pip install 'tokaudit[transformers]')"
 
@@ -127,8 +149,10 @@ def test_transformers_backends_report_the_class_really_loaded() -> None:
     # no slow path, and a fast tokenizer is never called slow
     assert slow.backend is None
     assert slow.unavailable == (
-        f"transformers {version('transformers')} has no slow tokenizer for this model: AutoTokenizer(use_fast=False) gives the Rust "
-        "PreTrainedTokenizerFast; the model's remote tokenizer class may be slow: pass --trust-remote-code to run it")
+        f"transformers {version('transformers')} has no slow tokenizer for this model: AutoTokenizer(use_fast=False) "
+        "gives the Rust "
+        "PreTrainedTokenizerFast; the model's remote tokenizer class may be slow: pass --trust-remote-code to run it"
+    )
     ids = [loaded["tiktoken"].backend.encode(t) for t in TEXTS]
     assert encode_batch(fast.backend, TEXTS) == ids
     assert decode_batch(fast.backend, ids) == TEXTS
@@ -145,8 +169,10 @@ def test_transformers_slow_is_only_a_class_that_really_is_slow(tmp_path: Path) -
     assert llama["transformers-fast"].detail == "LlamaTokenizer (fast)"
     assert llama["transformers-slow"].backend is None
     assert llama["transformers-slow"].unavailable == (
-        f"transformers {version('transformers')} has no slow tokenizer for this model: AutoTokenizer(use_fast=False) gives the Rust "
-        "LlamaTokenizer; the library under transformers' SentencePiece path is compared as the sentencepiece backend")
+        f"transformers {version('transformers')} has no slow tokenizer for this model: AutoTokenizer(use_fast=False) "
+        "gives the Rust "
+        "LlamaTokenizer; the library under transformers' SentencePiece path is compared as the sentencepiece backend"
+    )
     d = tmp_path / "bert-generation"
     d.mkdir()
     shutil.copy(FIXTURES / "spm-unigram" / "tokenizer.model", d / "tokenizer.model")
@@ -174,7 +200,9 @@ def test_remote_code_is_never_trusted_by_default(tmp_path: Path) -> None:
     assert lb.backend is None
     assert lb.unavailable.startswith("needs the model's remote code; pass --trust-remote-code to run it (")
     # a named backend that cannot load is a row with its reason; what loads (tiktoken's own round trip) runs
-    r = run_cli("compare", str(d), "--backends", "tiktoken,transformers-fast", "--unicode-sweep", "off", "--format", "json")
+    r = run_cli(
+        "compare", str(d), "--backends", "tiktoken,transformers-fast", "--unicode-sweep", "off", "--format", "json"
+    )
     row = next(b for b in json.loads(r.stdout)["backends"] if b["name"] == "transformers-fast")
     assert r.exit_code == 0 and not row["available"] and "pass --trust-remote-code" in row["reason"]
     assert not marker.exists()
@@ -182,10 +210,17 @@ def test_remote_code_is_never_trusted_by_default(tmp_path: Path) -> None:
 
 
 def test_concurrent_loads_are_checked_in_threads_and_processes() -> None:
-    code, doc = _json("compare", str(SAME), "--backends", "tiktoken,transformers-fast", "--unicode-sweep", "off", "--concurrency", "2")
+    code, doc = _json(
+        "compare", str(SAME), "--backends", "tiktoken,transformers-fast", "--unicode-sweep", "off", "--concurrency", "2"
+    )
     assert code == 0
     (race,) = doc["race"]["results"]
-    assert (race["backend"], race["concurrency"], race["consistent"], race["classes"]) == ("transformers-fast", 2, True, ["TokenizersBackend"])
+    assert (race["backend"], race["concurrency"], race["consistent"], race["classes"]) == (
+        "transformers-fast",
+        2,
+        True,
+        ["TokenizersBackend"],
+    )
     assert [(load["mode"], load["class"], load["error"]) for load in race["loads"]] == [
         ("thread", "TokenizersBackend", None), ("thread", "TokenizersBackend", None),
         ("process", "TokenizersBackend", None), ("process", "TokenizersBackend", None),

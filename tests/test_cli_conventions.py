@@ -24,15 +24,24 @@ COMMANDS = ("scan", "compare", "replay", "explain", "decode", "encode", "fuzz", 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def tokaudit(*args: object, env: dict[str, str] | None = None, cwd: Path | None = None,
-             input: str | None = None) -> subprocess.CompletedProcess[str]:
+def tokaudit(
+    *args: object, env: dict[str, str] | None = None, cwd: Path | None = None, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """``python -m tokaudit ARGS`` in a child process (stdout is a pipe, as in CI)."""
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "tokaudit", *map(str, args)], capture_output=True, text=True,
-                          env=full_env, cwd=cwd, input=input, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "tokaudit", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd,
+        input=input,
+        timeout=300,
+    )
 
 
 # --- help, version, completion ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("command", [(), *((c,) for c in COMMANDS)])
 def test_dash_h_is_help(command: tuple[str, ...]) -> None:
@@ -71,37 +80,50 @@ def test_shell_completion_script_and_completions() -> None:
     # what bash asks the program when the user presses TAB after "tokaudit sc" / "--format "
     exe = Path(sys.executable).parent / "tokaudit"
     env = {**os.environ, "_TOKAUDIT_COMPLETE": "complete_bash"}
-    words = subprocess.run([exe], env={**env, "COMP_WORDS": "tokaudit sc", "COMP_CWORD": "1"}, capture_output=True, text=True)
+    words = subprocess.run(
+        [exe], env={**env, "COMP_WORDS": "tokaudit sc", "COMP_CWORD": "1"}, capture_output=True, text=True
+    )
     assert words.stdout.split() == ["scan"]
-    formats = subprocess.run([exe], env={**env, "COMP_WORDS": "tokaudit scan --format ", "COMP_CWORD": "3"},
-                             capture_output=True, text=True)
+    formats = subprocess.run(
+        [exe], env={**env, "COMP_WORDS": "tokaudit scan --format ", "COMP_CWORD": "3"}, capture_output=True, text=True
+    )
     assert formats.stdout.split() == ["rich", "json", "sarif", "junit", "markdown", "github", "jsonl", "concise"]
 
 
 # --- usage lines and placeholders ---------------------------------------------------------------
 
-@pytest.mark.parametrize(("command", "usage"), [
-    ("scan", "Usage: tokaudit scan [OPTIONS] [TARGET...]"),  # optional: --targets-from may give them
-    ("compare", "Usage: tokaudit compare [OPTIONS] TARGET"),
-    ("replay", "Usage: tokaudit replay [OPTIONS] TARGET STREAM"),
-    ("explain", "Usage: tokaudit explain [OPTIONS] TARGET ID|TEXT..."),
-    ("decode", "Usage: tokaudit decode [OPTIONS] TARGET IDS..."),
-    ("encode", "Usage: tokaudit encode [OPTIONS] TARGET TEXT"),
-    ("fuzz", "Usage: tokaudit fuzz [OPTIONS] TARGET"),
-    ("diff", "Usage: tokaudit diff [OPTIONS] TARGET_A [TARGET_B]"),
-])
+
+@pytest.mark.parametrize(
+    ("command", "usage"),
+    [
+        ("scan", "Usage: tokaudit scan [OPTIONS] [TARGET...]"),  # optional: --targets-from may give them
+        ("compare", "Usage: tokaudit compare [OPTIONS] TARGET"),
+        ("replay", "Usage: tokaudit replay [OPTIONS] TARGET STREAM"),
+        ("explain", "Usage: tokaudit explain [OPTIONS] TARGET ID|TEXT..."),
+        ("decode", "Usage: tokaudit decode [OPTIONS] TARGET IDS..."),
+        ("encode", "Usage: tokaudit encode [OPTIONS] TARGET TEXT"),
+        ("fuzz", "Usage: tokaudit fuzz [OPTIONS] TARGET"),
+        ("diff", "Usage: tokaudit diff [OPTIONS] TARGET_A [TARGET_B]"),
+    ],
+)
 def test_usage_line_names_arguments_plainly(command: str, usage: str) -> None:
     out = tokaudit(command, "--help", env={"COLUMNS": "200"}).stdout
     assert out.splitlines()[0] == usage
     assert not re.search(r"[{}]|<str>|<int|<integer|<file>|<path>|<text>", out), out
 
 
-@pytest.mark.parametrize(("command", "placeholders"), [
-    ("compare", ("--backends LIST", "--corpus PATH", "--pat-str REGEX", "--sample N", "--unicode-sweep planes|full|off")),
-    ("replay", ("--detokenizers LIST", "--prompt IDS", "--stop-id N", "--stream-format json|ids|jsonl|sse")),
-    ("decode", ("--backend NAME",)),
-    ("fuzz", ("--backends LIST", "-n, --iterations N", "--seed N")),
-])
+@pytest.mark.parametrize(
+    ("command", "placeholders"),
+    [
+        (
+            "compare",
+            ("--backends LIST", "--corpus PATH", "--pat-str REGEX", "--sample N", "--unicode-sweep planes|full|off"),
+        ),
+        ("replay", ("--detokenizers LIST", "--prompt IDS", "--stop-id N", "--stream-format json|ids|jsonl|sse")),
+        ("decode", ("--backend NAME",)),
+        ("fuzz", ("--backends LIST", "-n, --iterations N", "--seed N")),
+    ],
+)
 def test_other_commands_placeholders(command: str, placeholders: tuple[str, ...]) -> None:
     out = tokaudit(command, "--help", env={"COLUMNS": "200"}).stdout
     for placeholder in placeholders:
@@ -110,18 +132,29 @@ def test_other_commands_placeholders(command: str, placeholders: tuple[str, ...]
 
 def test_option_placeholders_say_what_they_take() -> None:
     out = tokaudit("scan", "--help", env={"COLUMNS": "200"}).stdout
-    for placeholder in ("--select RULES", "--ignore RULES", "-j, --jobs N", "--baseline FILE", "-o, --output FILE",
-                        "--revision REV", "--color auto|always|never", "--fail-on error|warning|note|never",
-                        "--targets-from FILE"):
+    for placeholder in (
+        "--select RULES",
+        "--ignore RULES",
+        "-j, --jobs N",
+        "--baseline FILE",
+        "-o, --output FILE",
+        "--revision REV",
+        "--color auto|always|never",
+        "--fail-on error|warning|note|never",
+        "--targets-from FILE",
+    ):
         assert placeholder in out, placeholder
 
 
 # --- output: -o -, --color, COLUMNS, trailing spaces --------------------------------------------
 
+
 def test_output_dash_is_stdout(tmp_path: Path) -> None:
     proc = tokaudit("scan", KIMI, "--format", "json", "-o", "-", cwd=tmp_path)
     assert proc.returncode == 1
-    assert json.loads(proc.stdout)["findings"] == json.loads(tokaudit("scan", KIMI, "--format", "json").stdout)["findings"]
+    assert (
+        json.loads(proc.stdout)["findings"] == json.loads(tokaudit("scan", KIMI, "--format", "json").stdout)["findings"]
+    )
     assert not (tmp_path / "-").exists()
 
 
@@ -149,7 +182,9 @@ def test_piped_output_follows_columns_without_trailing_spaces(columns: int) -> N
         assert max(len(line) for line in lines) > 120  # really uses the width
     else:
         # wrapped lines stay indented: only headings, badges and the verdict start at column 0
-        assert [line for line in lines if line and not line.startswith(" ") and not line.startswith(("tokaudit scan", "✗"))] == []
+        assert [
+            line for line in lines if line and not line.startswith(" ") and not line.startswith(("tokaudit scan", "✗"))
+        ] == []
         assert " ERROR  TA101 vocab-gap" in lines and "  config.json:17 (text_config.vocab_size)" in lines
         joined = re.sub(r"\n\s+", "", out)
         assert "tokenization_kimi.TikTokenTokenizer" in joined  # folded across lines, not truncated
@@ -157,7 +192,9 @@ def test_piped_output_follows_columns_without_trailing_spaces(columns: int) -> N
 
 def test_without_columns_a_pipe_gets_120() -> None:
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    proc = subprocess.run([sys.executable, "-m", "tokaudit", "scan", str(KIMI)], capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tokaudit", "scan", str(KIMI)], capture_output=True, text=True, env=env
+    )
     assert 100 < max(len(line) for line in proc.stdout.splitlines()) <= 120
 
 
@@ -173,6 +210,7 @@ def test_fuzz_table_at_60_columns_keeps_every_class() -> None:
 
 # --- quiet, verdicts, suppressed findings -------------------------------------------------------
 
+
 def test_quiet_is_findings_and_verdict_only() -> None:
     proc = tokaudit("scan", KIMI, "-q")
     out = proc.stdout
@@ -181,9 +219,11 @@ def test_quiet_is_findings_and_verdict_only() -> None:
     assert "loaders" not in out and "artifacts" not in out and "vocabulary" not in out
     assert out.startswith(" ERROR  TA101 vocab-gap")
     # exactly the findings and the verdict of the full report, in the same order
-    assert out == full.stdout[full.stdout.index(" ERROR  TA101"):]
+    assert out == full.stdout[full.stdout.index(" ERROR  TA101") :]
     json_quiet = tokaudit("scan", KIMI, "-q", "--format", "json")
-    assert json_quiet.stderr == "" and json.loads(json_quiet.stdout)["summary"]["error"] == full.stdout.count(" ERROR  ")
+    assert json_quiet.stderr == "" and json.loads(json_quiet.stdout)["summary"]["error"] == full.stdout.count(
+        " ERROR  "
+    )
 
 
 def test_explain_and_decode_report_without_a_verdict() -> None:
@@ -207,7 +247,8 @@ def test_suppressed_findings_show_in_verdict_markdown_and_junit(tmp_path: Path) 
     baseline.write_text(tokaudit("scan", KIMI, "--format", "json").stdout)
     (tmp_path / "pyproject.toml").write_text(
         f'[tool.tokaudit]\n[[tool.tokaudit.per-target-ignores]]\ntarget = "{KIMI}"\n'
-        'rules = ["TA401", "TA105"]\nreason = "we stream with a byte buffer"\n')
+        'rules = ["TA401", "TA105"]\nreason = "we stream with a byte buffer"\n'
+    )
     args = ("scan", KIMI, "--baseline", baseline)
     codes = [f["code"] for f in json.loads(baseline.read_text())["findings"]]
     ignored = codes.count("TA401") + codes.count("TA105")
@@ -216,7 +257,8 @@ def test_suppressed_findings_show_in_verdict_markdown_and_junit(tmp_path: Path) 
     rich = tokaudit(*args, cwd=tmp_path)
     assert rich.returncode == 0
     assert rich.stdout.splitlines()[-1] == (
-        f"✓ PASS: 0 errors, 0 warnings, 0 notes (--fail-on error; {baselined} baselined, 2 ignored)")
+        f"✓ PASS: 0 errors, 0 warnings, 0 notes (--fail-on error; {baselined} baselined, 2 ignored)"
+    )
     md = tokaudit(*args, "--format", "markdown", cwd=tmp_path).stdout
     assert f"0 errors, 0 warnings, 0 notes (0 at or above `--fail-on error`, {baselined} baselined, 2 ignored)" in md
     junit = tokaudit(*args, "--format", "junit", cwd=tmp_path).stdout
@@ -225,6 +267,7 @@ def test_suppressed_findings_show_in_verdict_markdown_and_junit(tmp_path: Path) 
 
 
 # --- JSON contract, token tables, wording -------------------------------------------------------
+
 
 def test_every_json_finding_has_ids_and_count() -> None:
     doc = json.loads(tokaudit("scan", KIMI, "--format", "json").stdout)
@@ -249,6 +292,7 @@ def test_one_id_is_singular() -> None:
 
 # --- one meaning everywhere: special tokens, revisions ------------------------------------------
 
+
 def test_decode_and_replay_share_the_special_token_flags_and_default() -> None:
     for command in ("decode", "replay"):
         out = tokaudit(command, "--help", env={"COLUMNS": "200"}).stdout
@@ -257,10 +301,14 @@ def test_decode_and_replay_share_the_special_token_flags_and_default() -> None:
     ids = json.loads(stream.read_text())
     replay = json.loads(tokaudit("replay", KIMI, stream, "--detokenizers", "full", "--format", "json").stdout)
     decode = json.loads(tokaudit("decode", KIMI, stream, "--format", "json").stdout)
-    assert replay["text"] == decode["text"] and replay["stream"]["skip_special_tokens"] is decode["skip_special_tokens"] is True
+    assert (
+        replay["text"] == decode["text"]
+        and replay["stream"]["skip_special_tokens"] is decode["skip_special_tokens"] is True
+    )
     kept = json.loads(tokaudit("decode", KIMI, stream, "--keep-special-tokens", "--format", "json").stdout)
-    kept_replay = json.loads(tokaudit("replay", KIMI, stream, "--detokenizers", "full", "--keep-special-tokens",
-                                      "--format", "json").stdout)
+    kept_replay = json.loads(
+        tokaudit("replay", KIMI, stream, "--detokenizers", "full", "--keep-special-tokens", "--format", "json").stdout
+    )
     assert kept["text"] == kept_replay["text"] != decode["text"] and len(ids) > 0
 
 
@@ -303,10 +351,13 @@ def test_a_long_target_wraps_under_the_heading(tmp_path: Path) -> None:
 
 # --- on call: the headline at the end, a status line while backends load, help with examples ---------------------
 
+
 @pytest.mark.parametrize("quiet", [False, True])
 def test_failing_scan_ends_with_its_errors_at_80_columns(quiet: bool) -> None:
     """The last lines of a failing scan on an 80-column terminal name the errors (they used to scroll away)."""
-    proc = tokaudit("scan", "fixtures/kimi-k2.5", *(["-q"] if quiet else []), env={"COLUMNS": "80"}, cwd=KIMI.parent.parent)
+    proc = tokaudit(
+        "scan", "fixtures/kimi-k2.5", *(["-q"] if quiet else []), env={"COLUMNS": "80"}, cwd=KIMI.parent.parent
+    )
     assert proc.returncode == 1
     # (TA802 for TGI and Dynamo is a warning: only the tools' JSON is spelled otherwise; TA810: Kimi's arguments)
     assert proc.stdout.splitlines()[-2:] == [
@@ -316,8 +367,9 @@ def test_failing_scan_ends_with_its_errors_at_80_columns(quiet: bool) -> None:
 
 
 def test_closing_summary_lists_what_fails_at_fail_on() -> None:
-    lines = tokaudit("scan", "fixtures/tiny-tiktoken", "--fail-on", "warning", env={"COLUMNS": "80"},
-                     cwd=KIMI.parent.parent).stdout.splitlines()
+    lines = tokaudit(
+        "scan", "fixtures/tiny-tiktoken", "--fail-on", "warning", env={"COLUMNS": "80"}, cwd=KIMI.parent.parent
+    ).stdout.splitlines()
     assert lines[-9:] == [
         "  TA101 vocab-gap  fixtures/tiny-tiktoken/config.json:2  19 ids",
         "  TA103 id-drift  fixtures/tiny-tiktoken/tokenizer_config.json:27  2 ids",
@@ -338,9 +390,23 @@ def test_a_status_line_shows_while_backends_load() -> None:
     import select
 
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "tokaudit", "compare", "fixtures/compare/changed-regex", "--backends",
-                             "tiktoken,hf,reference", "--format", "json"], stdout=subprocess.PIPE, stderr=slave,
-                            cwd=KIMI.parent.parent, env={**os.environ, "TERM": "xterm-256color"})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tokaudit",
+            "compare",
+            "fixtures/compare/changed-regex",
+            "--backends",
+            "tiktoken,hf,reference",
+            "--format",
+            "json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        cwd=KIMI.parent.parent,
+        env={**os.environ, "TERM": "xterm-256color"},
+    )
     os.close(slave)
     seen = b""
     while True:
@@ -369,17 +435,24 @@ def test_a_status_line_shows_while_backends_load() -> None:
 def test_every_command_help_has_examples_within_80_columns(command: str) -> None:
     out = tokaudit(command, "--help", env={"COLUMNS": "80"}).stdout
     lines = out.splitlines()
-    examples = lines[lines.index("  Examples:") + 1:]
-    shown = [line for line in examples[:3] if line == f"    tokaudit {command}" or line.startswith(f"    tokaudit {command} ")]
+    examples = lines[lines.index("  Examples:") + 1 :]
+    shown = [
+        line
+        for line in examples[:3]
+        if line == f"    tokaudit {command}" or line.startswith(f"    tokaudit {command} ")
+    ]
     assert len(shown) >= 2, out
     assert max(len(line) for line in lines) <= 80
 
 
 def test_root_help_shows_whole_summaries() -> None:
     out = tokaudit("--help", env={"COLUMNS": "80"}).stdout
-    listed = " ".join(out[out.index("Commands:"):].split())
+    listed = " ".join(out[out.index("Commands:") :].split())
     for name, command in typer.main.get_command(build_app()).commands.items():  # type: ignore[attr-defined]
         first = " ".join((command.help or "").strip().split("\n\n")[0].split())
         assert f" {name} {first} " in f"{listed} "  # click used to cut every summary at 45 characters with "..."
-    assert "  scan      Check a tokenizer's id space, special tokens and artifacts for\n            problems that break serving stacks.\n" in out
+    assert (
+        "  scan      Check a tokenizer's id space, special tokens and artifacts for\n            problems that break "
+        "serving stacks.\n" in out
+    )
     assert "  rule      Show a rule's page:" in out

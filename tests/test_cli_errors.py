@@ -21,7 +21,10 @@ def test_unexpected_exception_is_exit_3_with_a_hint(capsys: pytest.CaptureFixtur
     with pytest.raises(typer.Exit) as stop, handle_errors(debug=False):
         {}["missing"]  # a real bug would look like this
     assert stop.value.exit_code == 3
-    assert capsys.readouterr().err == "tokaudit: internal error: KeyError: 'missing' (re-run with --debug for the traceback)\n"
+    assert (
+        capsys.readouterr().err
+        == "tokaudit: internal error: KeyError: 'missing' (re-run with --debug for the traceback)\n"
+    )
 
 
 def test_rust_panic_is_caught_too(capsys: pytest.CaptureFixture[str]) -> None:

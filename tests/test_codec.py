@@ -71,7 +71,9 @@ def test_skip_special_tokens():
     assert [t["skipped"] for t in doc["tokens"]] == [True, False, True]
     # the default, as in replay and in servers
     assert json.loads(run_cli("decode", TINY, "1000", "300", "1002", "--format", "json").stdout) == doc
-    kept = json.loads(run_cli("decode", TINY, "1000", "300", "1002", "--keep-special-tokens", "--format", "json").stdout)
+    kept = json.loads(
+        run_cli("decode", TINY, "1000", "300", "1002", "--keep-special-tokens", "--format", "json").stdout
+    )
     assert (kept["text"], kept["skip_special_tokens"]) == ("[BOS]。<|im_end|>", False)
 
 
@@ -81,7 +83,15 @@ def test_ids_from_a_file_and_from_stdin(tmp_path):
     r = run_cli("decode", TINY, path, "--keep-special-tokens", "--format", "json")
     assert r.exit_code == 0
     assert (json.loads(r.stdout)["source"], json.loads(r.stdout)["text"]) == (str(path), "[BOS]。")
-    r = run_cli("decode", TINY, "-", "--keep-special-tokens", "--format", "json", input='data: {"choices": [{"token_ids": [300, 1002]}]}\ndata: [DONE]\n')
+    r = run_cli(
+        "decode",
+        TINY,
+        "-",
+        "--keep-special-tokens",
+        "--format",
+        "json",
+        input='data: {"choices": [{"token_ids": [300, 1002]}]}\ndata: [DONE]\n',
+    )
     assert r.exit_code == 0
     assert json.loads(r.stdout)["text"] == "。<|im_end|>"
 
@@ -142,13 +152,23 @@ def test_encode_with_a_decode_only_backend_is_exit_2():
 def test_unavailable_backend_is_exit_2():
     r = run_cli("encode", FIXTURES / "bert-wordpiece", "hi", "--backend", "tiktoken")
     assert r.exit_code == 2
-    assert r.stderr.startswith("tokaudit: error: key --backend: backend tiktoken is unavailable for this model: needs byte-level ranks")
+    assert r.stderr.startswith(
+        "tokaudit: error: key --backend: backend tiktoken is unavailable for this model: needs byte-level ranks"
+    )
     assert r.stderr.count("\n") == 1
 
 
 def test_section_renders_an_error_result():
     out = io.StringIO()
-    data = {"backend": "strict", "backend_detail": None, "source": "<arguments>", "skip_special_tokens": False, "ids": [],
-            "text": None, "error": {"exception": "UnknownId", "message": "m", "panic": False}, "tokens": []}
+    data = {
+        "backend": "strict",
+        "backend_detail": None,
+        "source": "<arguments>",
+        "skip_special_tokens": False,
+        "ids": [],
+        "text": None,
+        "error": {"exception": "UnknownId", "message": "m", "panic": False},
+        "tokens": [],
+    }
     decode_section(Console(file=out, width=120, markup=False), TargetResult("t", data))
     assert "  error        UnknownId: m" in out.getvalue().splitlines()

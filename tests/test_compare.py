@@ -45,7 +45,9 @@ def test_same_ranks_and_pattern_agree_on_the_builtin_corpus() -> None:
         if p["kind"] == "encode":
             assert (p["encode_mismatch"], p["roundtrip_failure"], p["cross_roundtrip_failure"]) == (0, 0, 0)
     # the only finding: hf drops unknown ids where the others raise (a warning, not a failure)
-    assert [(f["code"], f["name"], f["severity"]) for f in doc["findings"]] == [("TA604", "unknown-id-behaviour", "warning")]
+    assert [(f["code"], f["name"], f["severity"]) for f in doc["findings"]] == [
+        ("TA604", "unknown-id-behaviour", "warning")
+    ]
     assert tree_snapshot(SAME) == before
 
 
@@ -55,7 +57,9 @@ def test_one_changed_regex_alternative_is_an_encode_mismatch_with_a_readable_exa
     p = pair(doc, "tiktoken", "hf")
     assert (p["cases"], p["encode_mismatch"], p["encode_mismatch_benign"], p["encode_mismatch_real"]) == (478, 4, 4, 0)
     assert (p["decode_mismatch"], p["roundtrip_failure"]) == (0, 0)
-    assert pair(doc, "tiktoken", "reference")["encode_mismatch"] == 0  # both read the pattern from tokenization_compare.py
+    assert (
+        pair(doc, "tiktoken", "reference")["encode_mismatch"] == 0
+    )  # both read the pattern from tokenization_compare.py
     assert pair(doc, "hf", "reference")["encode_mismatch"] == 4
     first = p["examples"]["encode"][0]
     assert first["case"] == "builtin:scripts/mixed"
@@ -71,8 +75,10 @@ def test_one_changed_regex_alternative_is_an_encode_mismatch_with_a_readable_exa
     assert [p["backends"] for p in mismatch[0]["details"]["pairs"]] == [["tiktoken", "hf"], ["hf", "reference"]]
     assert mismatch[0]["severity"] == "error"
     assert mismatch[0]["message"] == (
-        "hf alone encodes 4 of 478 cases to other ids than tiktoken, reference (which agree with each other on every case), "
-        "so the cause is in hf: 4 benign (same decoded text), 0 real (the decoded text differs). First, builtin:scripts/mixed "
+        "hf alone encodes 4 of 478 cases to other ids than tiktoken, reference (which agree with each other on every "
+        "case), "
+        "so the cause is in hf: 4 benign (same decoded text), 0 real (the decoded text differs). First, "
+        "builtin:scripts/mixed "
         "at \"…pple工作1314151天～ Hello世界 abc中文def…\": hf '1' '3' '14' (ids 49, 51, 919) vs tiktoken '1' '3' '1' '4' "
         "(ids 49, 51, 49, 52)"
     )
@@ -139,7 +145,12 @@ def test_a_backend_that_raises_is_a_crash_pinned_to_its_input(drifted: Path) -> 
     assert crash["name"] == "backend-crash"
     assert crash["details"]["backend"] == "strict"
     ex = crash["details"]["examples"][0]
-    assert (ex["case"], ex["operation"], ex["input"], ex["error_type"]) == ("builtin:special <|im_end|>", "decode", "<|im_end|>", "UnknownId")
+    assert (ex["case"], ex["operation"], ex["input"], ex["error_type"]) == (
+        "builtin:special <|im_end|>",
+        "decode",
+        "<|im_end|>",
+        "UnknownId",
+    )
     assert ex["error"] == "'no entry found for key 1002 (a files-only loader maps no token to it)'"
     strict = next(b for b in doc["backends"] if b["name"] == "strict")
     assert strict["crashes"] == crash["details"]["crashes"] > 0
@@ -151,7 +162,9 @@ def test_a_backend_that_raises_is_a_crash_pinned_to_its_input(drifted: Path) -> 
 
 
 def test_unknown_id_table() -> None:
-    code, doc, _ = compare_json(str(SAME), "--backends", FAST, "--no-builtin-corpus", "--corpus", str(SAME / "config.json"))
+    code, doc, _ = compare_json(
+        str(SAME), "--backends", FAST, "--no-builtin-corpus", "--corpus", str(SAME / "config.json")
+    )
     assert code == 0
     table = doc["unknown_ids"]
     assert table["probes"] == [
@@ -178,7 +191,9 @@ def test_unknown_id_table() -> None:
 def test_user_corpus_a_case_per_line(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("hello world\n\n2024-01-15 <|im_end|>\r\n中文 text\n", encoding="utf-8")
-    code, doc, _ = compare_json(str(CHANGED), "--backends", "tiktoken,hf", "--no-builtin-corpus", "--corpus", str(corpus))
+    code, doc, _ = compare_json(
+        str(CHANGED), "--backends", "tiktoken,hf", "--no-builtin-corpus", "--corpus", str(corpus)
+    )
     assert code == 1
     assert doc["corpus"] == {"cases": 3, "bytes": 11 + 21 + 11, "builtin_cases": 0, "user_cases": 3}
     p = pair(doc, "tiktoken", "hf")
@@ -191,11 +206,35 @@ def test_whole_file_sample_and_seed(tmp_path: Path) -> None:
     d.mkdir()
     for k in range(5):
         (d / f"{k}.txt").write_text(f"line {k}\nsecond {k}\n", encoding="utf-8")
-    code, doc, _ = compare_json(str(SAME), "--backends", "tiktoken,hf", "--no-builtin-corpus", "--corpus", str(d), "--whole-file")
+    code, doc, _ = compare_json(
+        str(SAME), "--backends", "tiktoken,hf", "--no-builtin-corpus", "--corpus", str(d), "--whole-file"
+    )
     assert (code, doc["corpus"]["cases"]) == (0, 5)
-    code, doc, _ = compare_json(str(SAME), "--backends", "tiktoken,hf", "--no-builtin-corpus", "--corpus", str(d), "--sample", "3", "--seed", "7")
+    code, doc, _ = compare_json(
+        str(SAME),
+        "--backends",
+        "tiktoken,hf",
+        "--no-builtin-corpus",
+        "--corpus",
+        str(d),
+        "--sample",
+        "3",
+        "--seed",
+        "7",
+    )
     assert (code, doc["corpus"]["cases"]) == (0, 3)
-    again = compare_json(str(SAME), "--backends", "tiktoken,hf", "--no-builtin-corpus", "--corpus", str(d), "--sample", "3", "--seed", "7")[1]
+    again = compare_json(
+        str(SAME),
+        "--backends",
+        "tiktoken,hf",
+        "--no-builtin-corpus",
+        "--corpus",
+        str(d),
+        "--sample",
+        "3",
+        "--seed",
+        "7",
+    )[1]
     assert again["corpus"] == doc["corpus"]
 
 
@@ -213,7 +252,9 @@ def test_corpus_directory_walk_leaves_out_hidden_names_and_does_not_follow_direc
     assert (code, doc["corpus"]["cases"], doc["corpus"]["bytes"]) == (0, 3, len("alpha") * 2 + len("beta"))
 
 
-def test_corpus_directory_over_the_entry_budget_is_one_line_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_corpus_directory_over_the_entry_budget_is_one_line_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A corpus given as a huge tree (``~`` by mistake) is refused after MAX_CORPUS_ENTRIES names, not walked
     whole; the budget is lowered here so that the test makes 31 files, not 100,001."""
     from tokaudit.compare import corpus
@@ -225,8 +266,10 @@ def test_corpus_directory_over_the_entry_budget_is_one_line_exit_2(tmp_path: Pat
         (d / "deep" / f"{k}.txt").write_text("x\n", encoding="utf-8")
     r = run_cli("compare", str(SAME), "--backends", "tiktoken,hf", "--no-builtin-corpus", "--corpus", str(d))
     assert r.exit_code == 2
-    assert r.stderr == (f"tokaudit: error: {d}: the corpus directory holds more than 30 files and directories; "
-                        "give a smaller one (or a file)\n")
+    assert r.stderr == (
+        f"tokaudit: error: {d}: the corpus directory holds more than 30 files and directories; "
+        "give a smaller one (or a file)\n"
+    )
 
 
 def test_builtin_corpus_is_seeded() -> None:
@@ -235,7 +278,10 @@ def test_builtin_corpus_is_seeded() -> None:
     a = builtin_corpus(["<|x|>"], seed=1, sweep="off")
     assert a == builtin_corpus(["<|x|>"], seed=1, sweep="off")
     assert a != builtin_corpus(["<|x|>"], seed=2, sweep="off")
-    assert {c.text for c in a if c.source.startswith("builtin:special <|x|>")} >= {"<|x|>", "Hello<|x|>world <|x|> <|x|><|x|>\n<|x|>\n"}
+    assert {c.text for c in a if c.source.startswith("builtin:special <|x|>")} >= {
+        "<|x|>",
+        "Hello<|x|>world <|x|> <|x|><|x|>\n<|x|>\n",
+    }
 
 
 def test_unicode_sweep_covers_every_scalar_value_when_full() -> None:
@@ -264,13 +310,25 @@ def test_corpus_that_is_not_utf8_is_one_line_exit_2(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "stderr"),
     [
-        (["--corpus", "/nonexistent/corpus.txt"], "tokaudit: error: /nonexistent/corpus.txt: no such corpus file or directory\n"),
-        (["--backends", "tiktoken,bogus"],
-         "tokaudit: error: key --backends: unknown backend 'bogus' (choose from tiktoken, hf, sentencepiece, fastokens, "
-         "reference, strict, transformers-fast, transformers-slow, llama.cpp, transformers-gguf)\n"),
-        (["--backends", "tiktoken"],
-         "tokaudit: error: key --backends: compare needs two usable backends, one of which encodes (fewer than two were asked for)\n"),
-        (["--backends", "strict,tiktoken", "--no-builtin-corpus"], "tokaudit: error: key --no-builtin-corpus: nothing to compare: the corpus is empty\n"),
+        (
+            ["--corpus", "/nonexistent/corpus.txt"],
+            "tokaudit: error: /nonexistent/corpus.txt: no such corpus file or directory\n",
+        ),
+        (
+            ["--backends", "tiktoken,bogus"],
+            "tokaudit: error: key --backends: unknown backend 'bogus' (choose from tiktoken, hf, sentencepiece, "
+            "fastokens, "
+            "reference, strict, transformers-fast, transformers-slow, llama.cpp, transformers-gguf)\n",
+        ),
+        (
+            ["--backends", "tiktoken"],
+            "tokaudit: error: key --backends: compare needs two usable backends, one of which encodes (fewer than two "
+            "were asked for)\n",
+        ),
+        (
+            ["--backends", "strict,tiktoken", "--no-builtin-corpus"],
+            "tokaudit: error: key --no-builtin-corpus: nothing to compare: the corpus is empty\n",
+        ),
     ],
 )
 def test_bad_options_are_one_line_exit_2(args: list[str], stderr: str) -> None:
@@ -285,12 +343,16 @@ def test_no_pattern_says_pattern_unknown_instead_of_guessing(tmp_path: Path) -> 
     r = run_cli("compare", str(d), "--backends", "tiktoken,reference")
     assert r.exit_code == 2
     reason = "no pre-tokenizer pattern found (pattern-unknown); pass --pat-str"
-    assert r.stderr == (f"tokaudit: error: {d / 'tiktoken.model'}: compare needs a usable backend that encodes "
-                        f"(tiktoken: {reason}; reference: {reason})\n")
+    assert r.stderr == (
+        f"tokaudit: error: {d / 'tiktoken.model'}: compare needs a usable backend that encodes "
+        f"(tiktoken: {reason}; reference: {reason})\n"
+    )
     # with the pattern given, the same directory compares
     pat = (SAME / "tokenizer.json").read_text(encoding="utf-8")
     pattern = json.loads(pat)["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"]
-    code, doc, _ = compare_json(str(d), "--backends", "tiktoken,hf,reference", "--pat-str", pattern, "--unicode-sweep", "off")
+    code, doc, _ = compare_json(
+        str(d), "--backends", "tiktoken,hf,reference", "--pat-str", pattern, "--unicode-sweep", "off"
+    )
     assert code == 0
     assert next(b for b in doc["backends"] if b["name"] == "hf")["detail"] == "rebuilt from tiktoken.model ranks"
     assert all(p["encode_mismatch"] == 0 for p in doc["pairs"])

@@ -25,7 +25,9 @@ BERT_VOCAB, BERT_CASED = DEC / "bert-vocab-only", DEC / "bert-cased"
 TEXT = "Hello  world 🙂 the quick brown fox. naïve\n  code"
 
 CHAINS = {
-    "mistral": decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]),
+    "mistral": decoders.Sequence(
+        [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
+    ),
     "gemma": decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]),
     "metaspace-always": decoders.Metaspace(prepend_scheme="always"),
     "metaspace-never": decoders.Metaspace(prepend_scheme="never"),
@@ -34,7 +36,25 @@ CHAINS = {
     "bpe-suffix": decoders.BPEDecoder(),
     "strip-per-token": decoders.Strip(" ", 1, 0),
 }
-PIECES = ["▁", "▁▁", "a", "##c", "<0x20>", "<0xE4>", "<0xBD>", "<0xA0>", "<0x0a>", " ", "Ġhi", "你", " .", "n't", "'", "x</w>", "ĊĠ"]
+PIECES = [
+    "▁",
+    "▁▁",
+    "a",
+    "##c",
+    "<0x20>",
+    "<0xE4>",
+    "<0xBD>",
+    "<0xA0>",
+    "<0x0a>",
+    " ",
+    "Ġhi",
+    "你",
+    " .",
+    "n't",
+    "'",
+    "x</w>",
+    "ĊĠ",
+]
 
 
 def _chain(d: object):
@@ -57,7 +77,9 @@ def test_chain_descriptions_and_applicability() -> None:
     assert _chain(CHAINS["mistral"]).describe() == "Replace('▁' → ' ') → ByteFallback → Fuse → Strip(' ', 1, 0)"
     assert _chain(CHAINS["mistral"]).not_concatenative is None
     assert _chain(CHAINS["wordpiece"]).not_concatenative == (
-        "WordPiece puts a space before every token that does not start with '##': token bytes do not concatenate to the text")
+        "WordPiece puts a space before every token that does not start with '##': token bytes do not concatenate to "
+        "the text"
+    )
     assert decode(parse_decoder(None, "t"), ["a", "b"]) == "a b"  # no decoder: tokenizers joins with spaces
     assert parse_decoder({"type": "CTC"}, "t").not_concatenative == "the decoder CTC is not emulated"
 
@@ -103,8 +125,10 @@ def test_wordpiece_strict_spaces_words_and_drops_unk_like_hf(target: Path) -> No
 def test_wordpiece_settings_come_from_tokenizer_config_else_bert_defaults() -> None:
     cased = load_backends(load_model(str(BERT_CASED)), ["hf"])[0]
     assert cased.backend.encode("Hello")[0] == 214  # the cased vocabulary line, not "hello"
-    assert cased.detail == ("built from vocab.txt (BERT WordPiece, BertNormalizer: no lower-casing, accents kept, CJK characters "
-                            "split; BertTokenizer defaults for strip_accents, tokenize_chinese_chars)")
+    assert cased.detail == (
+        "built from vocab.txt (BERT WordPiece, BertNormalizer: no lower-casing, accents kept, CJK characters "
+        "split; BertTokenizer defaults for strip_accents, tokenize_chinese_chars)"
+    )
     bare = load_backends(load_model(str(BERT_VOCAB)), ["hf"])[0]
     assert bare.backend.decode(bare.backend.encode("Héllo [CLS]"), True) == "hello"
     assert bare.detail.endswith("BertTokenizer defaults for do_lower_case, strip_accents, tokenize_chinese_chars)")
@@ -140,7 +164,10 @@ def test_replay_bytes_equals_the_library_decode(target: Path, tmp_path: Path) ->
     texts = {d["name"]: d["text"] for d in doc["detokenizers"]}
     assert doc["text"] == tok.decode(ids, skip_special_tokens=True) == TEXT
     assert texts["bytes"] == texts["offsets"] == texts["decodestream"] == TEXT
-    assert {(f["code"], f["details"]["detokenizer"]) for f in doc["findings"]} <= {("TA503", "naive"), ("TA505", "naive")}
+    assert {(f["code"], f["details"]["detokenizer"]) for f in doc["findings"]} <= {
+        ("TA503", "naive"),
+        ("TA505", "naive"),
+    }
 
 
 def test_replay_bytes_is_not_applicable_to_wordpiece(tmp_path: Path) -> None:
@@ -179,7 +206,13 @@ def test_token_tables_show_decoder_text(tmp_path: Path) -> None:
     assert (entry["text"], entry["bytes_hex"]) == ("  ", "2020")
     r = run_cli("encode", BERT_VOCAB, "The [UNK] fox", "--format", "json")
     rows = [(t["id"], t["text"], t["special"]) for t in json.loads(r.stdout)["tokens"]]
-    assert rows == [(77, "the", False), (1, " [UNK]", True), (30, " f", False), (65, "o", False), (74, "x", False)]  # "##o", "##x"
+    assert rows == [
+        (77, "the", False),
+        (1, " [UNK]", True),
+        (30, " f", False),
+        (65, "o", False),
+        (74, "x", False),
+    ]  # "##o", "##x"
 
 
 def test_strict_invalid_byte_fallback_run_is_one_replacement_per_byte() -> None:

@@ -30,9 +30,17 @@ def test_one_changed_rank_is_incompatible_and_names_the_id():
     assert r.exit_code == 1
     d = doc["diff"]
     assert (d["classification"], d["mismatched"], d["mismatched_ids"]) == ("incompatible", 1, [[500, 500]])
-    assert d["examples"] == [{"id": 500, "draft": " zq", "target": " bu", "draft_hex": "207a71", "target_hex": "206275"}]
+    assert d["examples"] == [
+        {"id": 500, "draft": " zq", "target": " bu", "draft_hex": "207a71", "target_hex": "206275"}
+    ]
     [f] = doc["findings"]
-    assert (f["code"], f["name"], f["severity"], f["ids"], f["count"]) == ("TA701", "id-token-mismatch", "error", [[500, 500]], 1)
+    assert (f["code"], f["name"], f["severity"], f["ids"], f["count"]) == (
+        "TA701",
+        "id-token-mismatch",
+        "error",
+        [[500, 500]],
+        1,
+    )
     assert "500:  zq ≠  bu" in f["message"]
     rich = run_cli("diff", CHANGED, TINY)
     assert rich.exit_code == 1
@@ -65,8 +73,13 @@ def test_special_tokens_that_differ():
     assert codes == ["TA701", "TA702", "TA703"]
     special = doc["findings"][2]
     assert special["ids"][:2] == [[1000, 1002], [1004, 1005]]
-    assert special["details"]["examples"][0] == {"id": 1000, "draft": "[BOS]", "draft_special": True, "target": " tokenizer",
-                                                  "target_special": False}
+    assert special["details"]["examples"][0] == {
+        "id": 1000,
+        "draft": "[BOS]",
+        "draft_special": True,
+        "target": " tokenizer",
+        "target_special": False,
+    }
 
 
 def test_missing_target_is_one_line_exit_2(tmp_path):

@@ -45,13 +45,21 @@ def test_counts_per_text_and_total_and_the_drift(pair) -> None:
     assert [r["a"] for r in counts["texts"]] == _lengths(old) == [3, 5, 2]
     assert [r["b"] for r in counts["texts"]] == _lengths(new) == [11, 9, 2]
     assert [r["name"] for r in counts["texts"]] == [f"{corpus}:1", f"{corpus}:2", f"{corpus}:4"]
-    assert (counts["a"]["total"], counts["b"]["total"], counts["delta"], counts["growth_percent"]) == (10, 22, 12, 120.0)
+    assert (counts["a"]["total"], counts["b"]["total"], counts["delta"], counts["growth_percent"]) == (
+        10,
+        22,
+        12,
+        120.0,
+    )
     assert (counts["a"]["backend"], counts["changed"]) == ("hf", 2)
     (f,) = [f for f in doc["findings"] if f["code"] == "TA704"]
     assert (f["name"], f["severity"], f["location"]) == ("token-count-drift", "warning", {"file": str(corpus)})
     assert f["message"] == (
-        f"the corpus (3 texts) encodes to 10 tokens under {old} (hf) and 22 under {new} (hf): +120.00 %, over --max-growth 2 %. "
-        f"Prompts cost more, fit less context and hit max_tokens sooner. Grew most: {corpus}:1 3 -> 11; {corpus}:2 5 -> 9.")
+        f"the corpus (3 texts) encodes to 10 tokens under {old} (hf) and 22 under {new} (hf): +120.00 %, over "
+        "--max-growth 2 %. "
+        f"Prompts cost more, fit less context and hit max_tokens sooner. Grew most: {corpus}:1 3 -> 11; {corpus}:2 5 "
+        "-> 9."
+    )
     assert run_cli("diff", old, new, "--corpus", corpus, "--fail-on", "warning").exit_code == 1
 
 
@@ -71,12 +79,24 @@ def test_a_committed_counts_baseline_gates_a_new_tokenizer(pair, tmp_path: Path)
     assert written.exit_code == 0, written.stderr
     doc = json.loads(baseline.read_text(encoding="utf-8"))
     assert {k: doc[k] for k in ("tokaudit_counts", "target", "backend", "corpus", "total")} == {
-        "tokaudit_counts": 1, "target": str(old), "backend": "hf", "corpus": str(corpus), "total": 10}
-    assert doc["texts"] == [{"name": f"{corpus}:1", "tokens": 3}, {"name": f"{corpus}:2", "tokens": 5},
-                            {"name": f"{corpus}:4", "tokens": 2}]
-    same = json.loads(run_cli("diff", old, "--corpus", corpus, "--counts-baseline", baseline, "--format", "json").stdout)
+        "tokaudit_counts": 1,
+        "target": str(old),
+        "backend": "hf",
+        "corpus": str(corpus),
+        "total": 10,
+    }
+    assert doc["texts"] == [
+        {"name": f"{corpus}:1", "tokens": 3},
+        {"name": f"{corpus}:2", "tokens": 5},
+        {"name": f"{corpus}:4", "tokens": 2},
+    ]
+    same = json.loads(
+        run_cli("diff", old, "--corpus", corpus, "--counts-baseline", baseline, "--format", "json").stdout
+    )
     assert (same["targets"][0]["counts"]["growth_percent"], same["findings"]) == (0.0, [])
-    gated = run_cli("diff", new, "--corpus", corpus, "--counts-baseline", baseline, "--fail-on", "warning", "--format", "json")
+    gated = run_cli(
+        "diff", new, "--corpus", corpus, "--counts-baseline", baseline, "--fail-on", "warning", "--format", "json"
+    )
     assert gated.exit_code == 1
     (f,) = json.loads(gated.stdout)["findings"]
     assert f["code"] == "TA704" and f"encodes to 10 tokens under {old} (hf) and 22 under {new} (hf)" in f["message"]
@@ -88,9 +108,14 @@ def test_counts_options_misused_are_one_error_line(pair, tmp_path: Path) -> None
     run_cli("diff", old, "--corpus", corpus, "--write-counts", baseline)
     cases = [
         (("diff", old, "--counts-baseline", baseline), "tokaudit: error: key --counts-baseline: needs --corpus FILE"),
-        (("diff", old, new, "--corpus", corpus, "--counts-baseline", baseline),
-         "tokaudit: error: key --counts-baseline: give TARGET_B or --counts-baseline, not both"),
-        (("diff", old), "tokaudit: error: key TARGET_B: missing TARGET_B (or --counts-baseline / --write-counts with --corpus)"),
+        (
+            ("diff", old, new, "--corpus", corpus, "--counts-baseline", baseline),
+            "tokaudit: error: key --counts-baseline: give TARGET_B or --counts-baseline, not both",
+        ),
+        (
+            ("diff", old),
+            "tokaudit: error: key TARGET_B: missing TARGET_B (or --counts-baseline / --write-counts with --corpus)",
+        ),
     ]
     for args, line in cases:
         result = run_cli(*args)
@@ -99,9 +124,13 @@ def test_counts_options_misused_are_one_error_line(pair, tmp_path: Path) -> None
     other.write_text("something else\n", encoding="utf-8")
     result = run_cli("diff", old, "--corpus", other, "--counts-baseline", baseline)
     assert result.exit_code == 2
-    assert result.stderr.strip().startswith(f"tokaudit: error: {baseline} (key corpus_sha256): the counts were written for "
-                                            "another corpus (3 texts, sha256 ")
+    assert result.stderr.strip().startswith(
+        f"tokaudit: error: {baseline} (key corpus_sha256): the counts were written for another corpus (3 texts, sha256 "
+    )
     assert result.stderr.strip().endswith("rewrite them with --write-counts")
     result = run_cli("diff", old, "--corpus", corpus, "--counts-baseline", BASE / "config.json")
-    assert (result.exit_code, result.stderr.strip()) == (2, f"tokaudit: error: {BASE / 'config.json'} (key tokaudit_counts): not a "
-                                                            "tokaudit counts file (expected \"tokaudit_counts\": 1; write one with --write-counts)")
+    assert (result.exit_code, result.stderr.strip()) == (
+        2,
+        f"tokaudit: error: {BASE / 'config.json'} (key tokaudit_counts): not a "
+        'tokaudit counts file (expected "tokaudit_counts": 1; write one with --write-counts)',
+    )

@@ -21,12 +21,21 @@ def test_kimi_163600_is_a_gap_that_remote_code_fills_and_tiktoken_rejects(kimi):
     [source] = entry["sources"]
     assert source["profile"] == "remote-code"
     assert source["text"] == "<|reserved_token_163600|>"
-    assert (source["file"], source["line"], source["key"]) == ("tokenization_kimi.py", 26, "num_reserved_special_tokens")
+    assert (source["file"], source["line"], source["key"]) == (
+        "tokenization_kimi.py",
+        26,
+        "num_reserved_special_tokens",
+    )
     assert source["rule"] == "reserved-slot fill (num_reserved_special_tokens)"
     assert entry["text"] == "<|reserved_token_163600|>"
     assert entry["bytes_hex"] == b"<|reserved_token_163600|>".hex()
     tk = entry["backends"]["tiktoken"]
-    assert (tk["kind"], tk["exception"], tk["message"], tk["panic"]) == ("error", "KeyError", "'Invalid token for decoding: 163600'", False)
+    assert (tk["kind"], tk["exception"], tk["message"], tk["panic"]) == (
+        "error",
+        "KeyError",
+        "'Invalid token for decoding: 163600'",
+        False,
+    )
     assert entry["backends"]["strict"]["exception"] == "UnknownId"
 
 
@@ -53,7 +62,10 @@ def test_cli_json_and_rich_on_kimi():
     lines = rich.stdout.splitlines()
     assert "  163600  inside the declared range [0, 163840)" in lines
     assert any(line.split() == ["files", "unmapped"] for line in lines)
-    assert any(line.startswith("    remote-code  <|reserved_token_163600|>  special · tokenization_kimi.py:26") for line in lines)
+    assert any(
+        line.startswith("    remote-code  <|reserved_token_163600|>  special · tokenization_kimi.py:26")
+        for line in lines
+    )
     assert any(line.split()[:2] == ["tiktoken", "KeyError:"] for line in lines)
     assert tree_snapshot(KIMI) == before
 
@@ -76,7 +88,10 @@ def test_unknown_token_string_is_one_line_exit_2():
     r = run_cli("explain", TINY, "<|nope|>")
     assert r.exit_code == 2
     assert r.stdout == ""
-    assert r.stderr == f"tokaudit: error: {TINY}: no token in any profile is '<|nope|>' (give an id or a token's exact text)\n"
+    assert (
+        r.stderr
+        == f"tokaudit: error: {TINY}: no token in any profile is '<|nope|>' (give an id or a token's exact text)\n"
+    )
 
 
 def test_unknown_backend_is_one_line_exit_2():

@@ -19,8 +19,18 @@ KIMI = FIXTURES / "kimi-k2.5"
 def test_default_backends_leave_transformers_and_fastokens_out():
     # llama.cpp stays in the default list; load_backends keeps it only for a model with a GGUF
     assert backend_names(None, False) == ["tiktoken", "hf", "sentencepiece", "reference", "strict", "llama.cpp"]
-    assert backend_names(None, True) == ["tiktoken", "hf", "sentencepiece", "fastokens", "reference", "strict",
-                                         "transformers-fast", "transformers-slow", "llama.cpp", "transformers-gguf"]
+    assert backend_names(None, True) == [
+        "tiktoken",
+        "hf",
+        "sentencepiece",
+        "fastokens",
+        "reference",
+        "strict",
+        "transformers-fast",
+        "transformers-slow",
+        "llama.cpp",
+        "transformers-gguf",
+    ]
     assert backend_names("hf,transformers-fast,fastokens", False) == ["hf", "transformers-fast", "fastokens"]
 
 
@@ -28,7 +38,9 @@ def test_explain_on_a_tokenizer_json_model_loads_fastokens_only_when_asked():
     llama = FIXTURES / "spm-llama-like"
     default = json.loads(run_cli("explain", llama, "3", "--format", "json", "--quiet").stdout)
     assert [b["name"] for b in default["backends"]] == ["tiktoken", "hf", "sentencepiece", "reference", "strict"]
-    named = json.loads(run_cli("explain", llama, "3", "--backends", "hf,fastokens", "--format", "json", "--quiet").stdout)
+    named = json.loads(
+        run_cli("explain", llama, "3", "--backends", "hf,fastokens", "--format", "json", "--quiet").stdout
+    )
     assert [b["name"] for b in named["backends"]] == ["hf", "fastokens"]
     # fastokens decodes with HF tokenizers from the same tokenizer.json: the hf row's answer
     assert named["ids"][0]["backends"]["fastokens"] == named["ids"][0]["backends"]["hf"]
@@ -39,7 +51,11 @@ def test_explain_on_kimi_by_default():
     assert out.exit_code == 0, out.stderr
     doc = json.loads(out.stdout)
     assert [(b["name"], b["available"]) for b in doc["backends"]] == [
-        ("tiktoken", True), ("hf", True), ("reference", True), ("strict", True)]
+        ("tiktoken", True),
+        ("hf", True),
+        ("reference", True),
+        ("strict", True),
+    ]
     assert [b["detail"] for b in doc["backends"]][1] == "rebuilt from tiktoken.model ranks"
     (entry,) = doc["ids"]
     assert entry["backends"]["hf"]["dropped"] is True
@@ -70,8 +86,17 @@ def test_a_pattern_oniguruma_rejects_does_not_stop_the_decode_only_hf_build():
     """explain only decodes, so hf rebuilt from ranks has no pre-tokenizer: a pattern Oniguruma rejects
     (``(?P<name>...)`` is fancy-regex and Python syntax, an undefined group option in Ruby syntax) leaves it
     available. It said 'tokenizers (Oniguruma) rejects the pattern' before."""
-    out = run_cli("explain", FIXTURES / "tiny-tiktoken", "72", "--backends", "hf,tiktoken", "--pat-str", r"(?P<w>\w+)|\s+|.",
-                  "--format", "json")
+    out = run_cli(
+        "explain",
+        FIXTURES / "tiny-tiktoken",
+        "72",
+        "--backends",
+        "hf,tiktoken",
+        "--pat-str",
+        r"(?P<w>\w+)|\s+|.",
+        "--format",
+        "json",
+    )
     assert out.exit_code == 0, out.stderr
     (entry,) = json.loads(out.stdout)["ids"]
     assert entry["backends"]["hf"]["text"] == entry["backends"]["tiktoken"]["text"] == "H"

@@ -20,7 +20,12 @@ from tokaudit.scan import load_model  # noqa: E402 - after the importorskip: the
 
 LOADS = FIXTURES / "spm-llama-like"
 REFUSED = FIXTURES / "fastokens" / "refused-unigram"
-TEXTS = ["Hello world! Où est la bibliothèque? 日本語 1234 🙂", "   leading\n\n  spaces\t", "<s>[INST] hi [/INST] ok</s>", ""]
+TEXTS = [
+    "Hello world! Où est la bibliothèque? 日本語 1234 🙂",
+    "   leading\n\n  spaces\t",
+    "<s>[INST] hi [/INST] ok</s>",
+    "",
+]
 REFUSAL = "pre-tokenizer error: unsupported pre-tokenizer type: Metaspace"
 
 
@@ -34,7 +39,9 @@ def own_refusal(path: Path) -> str:
 def test_backend_encodes_with_fastokens_and_decodes_with_tokenizers() -> None:
     (lb,) = load_backends(load_model(str(LOADS)), ["fastokens"])
     assert lb.backend is not None, lb.unavailable
-    assert lb.detail == f"fastokens {lb.backend.version} encode, tokenizers decode, from tokenizer.json (Dynamo's hybrid)"
+    assert (
+        lb.detail == f"fastokens {lb.backend.version} encode, tokenizers decode, from tokenizer.json (Dynamo's hybrid)"
+    )
     fast = fastokens.Tokenizer.from_file(str(LOADS / "tokenizer.json"))
     hf = Tokenizer.from_file(str(LOADS / "tokenizer.json"))
     for text in TEXTS:
@@ -85,22 +92,28 @@ def test_loader_table_dynamo_row_and_ta306_on_a_refused_model(tmp_path: Path) ->
     quick = run_cli("scan", str(target), "--format", "json")
     doc = json.loads(quick.stdout)
     # the quick scan loads the file's configuration (vocabulary cut short) with fastokens: refused already
-    assert _dynamo_rule(doc) == ("tokenizer.json; encoder by default: HF tokenizers; with --dyn-tokenizer-backend fastokens: "
-                                 f"fastokens cannot load it ({REFUSAL}) → falls back to HF")
+    assert _dynamo_rule(doc) == (
+        "tokenizer.json; encoder by default: HF tokenizers; with --dyn-tokenizer-backend fastokens: "
+        f"fastokens cannot load it ({REFUSAL}) → falls back to HF"
+    )
     assert "TA306" not in {f["code"] for f in doc["findings"]}  # a deep rule
     deep = run_cli("scan", str(target), "--deep", "--format", "json")
     assert deep.exit_code in (0, 1), deep.stderr
     doc = json.loads(deep.stdout)
-    assert _dynamo_rule(doc) == ("tokenizer.json; encoder by default: HF tokenizers; with --dyn-tokenizer-backend fastokens: "
-                                 f"fastokens cannot load it ({REFUSAL}) → falls back to HF")
+    assert _dynamo_rule(doc) == (
+        "tokenizer.json; encoder by default: HF tokenizers; with --dyn-tokenizer-backend fastokens: "
+        f"fastokens cannot load it ({REFUSAL}) → falls back to HF"
+    )
     (finding,) = [f for f in doc["findings"] if f["code"] == "TA306"]
     assert (finding["name"], finding["severity"]) == ("gateway-fallback", "note")
     assert finding["location"] == {"file": "tokenizer.json"}
     assert finding["details"]["error"] == REFUSAL
     assert finding["details"]["falls_back_to"] == "HF tokenizers"
-    assert finding["message"].startswith("Dynamo with --dyn-tokenizer-backend fastokens (DYN_TOKENIZER_BACKEND=fastokens) "
-                                          f"cannot use fastokens for this model: fastokens {fastokens_version()} refuses "
-                                          f"tokenizer.json ({REFUSAL}).")
+    assert finding["message"].startswith(
+        "Dynamo with --dyn-tokenizer-backend fastokens (DYN_TOKENIZER_BACKEND=fastokens) "
+        f"cannot use fastokens for this model: fastokens {fastokens_version()} refuses "
+        f"tokenizer.json ({REFUSAL})."
+    )
 
 
 def fastokens_version() -> str:
@@ -116,16 +129,21 @@ def test_deep_scan_on_a_model_fastokens_loads(tmp_path: Path) -> None:
     for name in ("tokenizer.json", "tokenizer_config.json"):
         (target / name).write_bytes((LOADS / name).read_bytes())
     quick = json.loads(run_cli("scan", str(target), "--format", "json").stdout)
-    assert _dynamo_rule(quick).endswith("with --dyn-tokenizer-backend fastokens: fastokens accepts its configuration; "
-                                        "the full file is loaded only by scan --deep or compare")
+    assert _dynamo_rule(quick).endswith(
+        "with --dyn-tokenizer-backend fastokens: fastokens accepts its configuration; "
+        "the full file is loaded only by scan --deep or compare"
+    )
     r = run_cli("scan", str(target), "--deep", "--format", "json")
     assert r.exit_code in (0, 1), r.stderr
     doc = json.loads(r.stdout)
     assert "TA306" not in {f["code"] for f in doc["findings"]}
-    assert _dynamo_rule(doc).endswith("with --dyn-tokenizer-backend fastokens: fastokens encodes, HF tokenizers decodes")
+    assert _dynamo_rule(doc).endswith(
+        "with --dyn-tokenizer-backend fastokens: fastokens encodes, HF tokenizers decodes"
+    )
 
 
 # -- real tokenizer.json files (fetched by scripts/fetch_real_tokenizers.py) ----------------------
+
 
 @pytest.mark.real
 def test_real_mistral_7b_loads_and_agrees(real_dirs: dict[str, Path]) -> None:
@@ -159,10 +177,16 @@ def test_compare_with_only_hf_and_a_refused_fastokens_is_a_report() -> None:
     rows = {b["name"]: b for b in doc["backends"]}
     assert (rows["hf"]["available"], rows["fastokens"]["available"]) == (True, False)
     (fallback,) = [f for f in doc["findings"] if f["code"] == "TA306"]
-    assert (fallback["name"], fallback["severity"], fallback["location"]["file"]) == ("gateway-fallback", "note", "tokenizer.json")
-    assert fallback["message"].startswith("Dynamo with --dyn-tokenizer-backend fastokens (DYN_TOKENIZER_BACKEND=fastokens) cannot "
-                                          f"use fastokens for this model: fastokens {fallback['details']['version']} refuses "
-                                          f"tokenizer.json ({REFUSAL}).")
+    assert (fallback["name"], fallback["severity"], fallback["location"]["file"]) == (
+        "gateway-fallback",
+        "note",
+        "tokenizer.json",
+    )
+    assert fallback["message"].startswith(
+        "Dynamo with --dyn-tokenizer-backend fastokens (DYN_TOKENIZER_BACKEND=fastokens) cannot "
+        f"use fastokens for this model: fastokens {fallback['details']['version']} refuses "
+        f"tokenizer.json ({REFUSAL})."
+    )
     assert doc["pairs"] == [] and doc["corpus"]["cases"] > 0
     # the exit code is the policy's: hf's own round trip loses a space of "        " (Metaspace: TA603, an error);
     # the fallback alone is a note, below the default --fail-on error (the real GPT-4o test below exits 0)
@@ -172,15 +196,20 @@ def test_compare_with_only_hf_and_a_refused_fastokens_is_a_report() -> None:
 def test_compare_exits_2_only_when_nothing_named_loads(tmp_path: Path) -> None:
     r = run_cli("compare", str(REFUSED), "--backends", "fastokens,sentencepiece")
     assert r.exit_code == 2 and r.stdout == ""
-    assert r.stderr == (f"tokaudit: error: {REFUSED / 'tokenizer.json'}: compare needs a usable backend that encodes (fastokens: "
-                        f"fastokens cannot load tokenizer.json: {REFUSAL} (Dynamo falls back to HF); sentencepiece: "
-                        "needs a SentencePiece tokenizer.model)\n")
+    assert r.stderr == (
+        f"tokaudit: error: {REFUSED / 'tokenizer.json'}: compare needs a usable backend that encodes (fastokens: "
+        f"fastokens cannot load tokenizer.json: {REFUSAL} (Dynamo falls back to HF); sentencepiece: "
+        "needs a SentencePiece tokenizer.model)\n"
+    )
 
 
 def test_real_gpt4o_compare_hf_fastokens_reports_the_fallback(real_dirs: dict[str, Path]) -> None:
-    r = run_cli("compare", str(real_dirs["gpt4o"]), "--backends", "hf,fastokens", "--format", "json", "--unicode-sweep", "off")
+    r = run_cli(
+        "compare", str(real_dirs["gpt4o"]), "--backends", "hf,fastokens", "--format", "json", "--unicode-sweep", "off"
+    )
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)
     assert [(f["code"], f["details"]["error"]) for f in doc["findings"] if f["code"] == "TA306"] == [
-        ("TA306", "model error: unsupported model type: Other")]
+        ("TA306", "model error: unsupported model type: Other")
+    ]
     assert [b["name"] for b in doc["backends"] if b["available"]] == ["hf"]

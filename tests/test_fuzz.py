@@ -82,7 +82,9 @@ def test_cli_on_tiny_json_exit_1_and_hf_fails_only_outside_the_range():
     assert doc["fuzz"]["edges"]["gap"]["examples"][:2] == [1003, 1006]
     assert tree_snapshot(TINY) == before
     again = run_cli("fuzz", TINY, "--backends", "tiktoken,hf", "--iterations", "300", "--seed", "1", "--format", "json")
-    assert [row["by_class"] for row in json.loads(again.stdout)["backends"]] == [row["by_class"] for row in doc["backends"]]
+    assert [row["by_class"] for row in json.loads(again.stdout)["backends"]] == [
+        row["by_class"] for row in doc["backends"]
+    ]
 
 
 def test_clean_model_passes_with_fail_on_error():

@@ -90,8 +90,12 @@ def test_big_endian_reads_as_little_endian(tmp_path: Path) -> None:
 def test_tensor_infos_give_rows_and_tensor_data_is_never_read(tmp_path: Path) -> None:
     """A 4 GiB sparse file: header and one token_embd info, then a hole where the weights would be."""
     info = _s("token_embd.weight") + struct.pack("<I", 2) + struct.pack("<QQ", 4096, 3) + struct.pack("<IQ", 0, 0)
-    kvs = [_kv("general.architecture", 8, _s("llama")), _kv("llama.vocab_size", 4, struct.pack("<I", 4)), MODEL,
-           _tokens(b"a", b"b", b"c")]
+    kvs = [
+        _kv("general.architecture", 8, _s("llama")),
+        _kv("llama.vocab_size", 4, struct.pack("<I", 4)),
+        MODEL,
+        _tokens(b"a", b"b", b"c"),
+    ]
     data = _file(kvs, n_tensors=1, tail=info)
     path = tmp_path / "big.gguf"
     with path.open("wb") as fh:
@@ -129,27 +133,67 @@ def test_every_truncation_of_a_real_file_is_one_clear_error(tmp_path: Path) -> N
     [
         (b"", "m.gguf: at byte 0: empty file, not a GGUF file"),
         (b"GGML" + b"\0" * 20, "m.gguf: at byte 0: not a GGUF file: the magic is b'GGML', not b'GGUF'"),
-        (b"GGUF" + struct.pack("<IQQ", 4, 0, 0), "m.gguf: at byte 4: unknown GGUF version 4 (tokaudit reads versions 2 and 3)"),
-        (b"GGUF" + struct.pack("<IQQ", 3, 0, 2**62),
-         "m.gguf: at byte 16: key/value count 4611686018427387904 needs at least 55340232221128654848 bytes but only 0 are left in the file"),
-        (_file([_kv("tokenizer.ggml.model", 8, struct.pack("<Q", 2**62) + b"gpt2")]),
-         "m.gguf (key tokenizer.ggml.model): at byte 56: string value length 4611686018427387904 needs at least "
-         "4611686018427387904 bytes but only 4 are left in the file"),
-        (_file([_kv("tokenizer.ggml.tokens", 9, struct.pack("<IQ", 8, 2**62))]),
-         "m.gguf (key tokenizer.ggml.tokens): at byte 61: array count 4611686018427387904 needs at least "
-         "36893488147419103232 bytes but only 0 are left in the file"),
-        (_file([_kv("tokenizer.ggml.model", 13, b"")]), "m.gguf (key tokenizer.ggml.model): at byte 52: unknown value type 13"),
-        (_file([_kv("tokenizer.ggml.tokens", 9, struct.pack("<IQ", 9, 1))]),
-         "m.gguf (key tokenizer.ggml.tokens): at byte 57: nested arrays are not supported by GGUF readers (llama.cpp refuses them)"),
-        (_file([_kv("tokenizer.ggml.tokens", 9, struct.pack("<IQ", 5, 2) + struct.pack("<ii", 1, 2))]),
-         "m.gguf (key tokenizer.ggml.tokens): at byte 24: ARRAY[INT32] where GGUF stores ARRAY[STRING]"),
-        (_file([MODEL, MODEL, _tokens(b"a")]), "m.gguf (key tokenizer.ggml.model): at byte 68: duplicate key (first at byte 24)"),
-        (_file([MODEL]), "m.gguf (key tokenizer.ggml.tokens): no tokenizer in this GGUF file (llama.cpp: cannot find tokenizer vocab in model file)"),
-        (_file([MODEL, _tokens(b"a", b"b"), _kv("tokenizer.ggml.token_type", 9, struct.pack("<IQi", 5, 1, 1))]),
-         "m.gguf (key tokenizer.ggml.token_type): at byte 131: 1 entries for 2 tokens (llama.cpp reads one per token)"),
+        (
+            b"GGUF" + struct.pack("<IQQ", 4, 0, 0),
+            "m.gguf: at byte 4: unknown GGUF version 4 (tokaudit reads versions 2 and 3)",
+        ),
+        (
+            b"GGUF" + struct.pack("<IQQ", 3, 0, 2**62),
+            "m.gguf: at byte 16: key/value count 4611686018427387904 needs at least 55340232221128654848 bytes but "
+            "only 0 are left in the file",
+        ),
+        (
+            _file([_kv("tokenizer.ggml.model", 8, struct.pack("<Q", 2**62) + b"gpt2")]),
+            "m.gguf (key tokenizer.ggml.model): at byte 56: string value length 4611686018427387904 needs at least "
+            "4611686018427387904 bytes but only 4 are left in the file",
+        ),
+        (
+            _file([_kv("tokenizer.ggml.tokens", 9, struct.pack("<IQ", 8, 2**62))]),
+            "m.gguf (key tokenizer.ggml.tokens): at byte 61: array count 4611686018427387904 needs at least "
+            "36893488147419103232 bytes but only 0 are left in the file",
+        ),
+        (
+            _file([_kv("tokenizer.ggml.model", 13, b"")]),
+            "m.gguf (key tokenizer.ggml.model): at byte 52: unknown value type 13",
+        ),
+        (
+            _file([_kv("tokenizer.ggml.tokens", 9, struct.pack("<IQ", 9, 1))]),
+            "m.gguf (key tokenizer.ggml.tokens): at byte 57: nested arrays are not supported by GGUF readers "
+            "(llama.cpp refuses them)",
+        ),
+        (
+            _file([_kv("tokenizer.ggml.tokens", 9, struct.pack("<IQ", 5, 2) + struct.pack("<ii", 1, 2))]),
+            "m.gguf (key tokenizer.ggml.tokens): at byte 24: ARRAY[INT32] where GGUF stores ARRAY[STRING]",
+        ),
+        (
+            _file([MODEL, MODEL, _tokens(b"a")]),
+            "m.gguf (key tokenizer.ggml.model): at byte 68: duplicate key (first at byte 24)",
+        ),
+        (
+            _file([MODEL]),
+            "m.gguf (key tokenizer.ggml.tokens): no tokenizer in this GGUF file (llama.cpp: cannot find tokenizer "
+            "vocab in model file)",
+        ),
+        (
+            _file([MODEL, _tokens(b"a", b"b"), _kv("tokenizer.ggml.token_type", 9, struct.pack("<IQi", 5, 1, 1))]),
+            "m.gguf (key tokenizer.ggml.token_type): at byte 131: 1 entries for 2 tokens (llama.cpp reads one per "
+            "token)",
+        ),
     ],
-    ids=["empty", "magic", "version", "kv-count", "string-length", "array-count", "value-type", "nested", "tokens-as-ints",
-         "duplicate", "no-tokens", "short-types"],
+    ids=[
+        "empty",
+        "magic",
+        "version",
+        "kv-count",
+        "string-length",
+        "array-count",
+        "value-type",
+        "nested",
+        "tokens-as-ints",
+        "duplicate",
+        "no-tokens",
+        "short-types",
+    ],
 )
 def test_bad_files_give_one_line_with_offset_and_key(tmp_path: Path, data: bytes, expected: str) -> None:
     assert _error(tmp_path, data) == expected

@@ -17,7 +17,9 @@ import pytest
 
 from conftest import FIXTURES, run_cli, tree_snapshot
 
-NEEDS_LLAMACPP = pytest.mark.skipif(find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed (pip install 'tokaudit[llamacpp]')")
+NEEDS_LLAMACPP = pytest.mark.skipif(
+    find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed (pip install 'tokaudit[llamacpp]')"
+)
 
 GGUF = FIXTURES / "gguf"
 HF = FIXTURES / "clean-bpe"
@@ -32,7 +34,11 @@ def _scan(path: Path) -> tuple[int, dict]:
 def _errors(doc: dict) -> dict[str, tuple[str, list | None]]:
     """Errors and warnings, but TA810: the fixtures' ChatML template prints content as a string, so typed content
     parts leak for transformers (a warning on every fixture, pinned in test_a_faithful_conversion_scans_clean)."""
-    return {f["code"]: (f["severity"], f["ids"]) for f in doc["findings"] if f["severity"] in ("error", "warning") and f["code"] != "TA810"}
+    return {
+        f["code"]: (f["severity"], f["ids"])
+        for f in doc["findings"]
+        if f["severity"] in ("error", "warning") and f["code"] != "TA810"
+    }
 
 
 def _one(doc: dict, code: str) -> dict:
@@ -46,12 +52,25 @@ def test_a_faithful_conversion_scans_clean() -> None:
     assert (code, _errors(doc)) == (0, {})
     # typed parts printed as a list (transformers), a reasoning-only turn's null printed as None (smg, TGI keep it)
     assert [(f["code"], f["severity"], f["details"]["stacks"]) for f in doc["findings"] if f["code"] == "TA810"] == [
-        ("TA810", "warning", ["transformers"]), ("TA810", "warning", ["smg", "tgi"])]
+        ("TA810", "warning", ["transformers"]),
+        ("TA810", "warning", ["smg", "tgi"]),
+    ]
     g = doc["gguf"]
-    assert (g["model"], g["vocab_type"], g["pre"], g["pre_state"], g["pre_family"]) == ("gpt2", "BPE", "gpt-2", "ok", "GPT2")
+    assert (g["model"], g["vocab_type"], g["pre"], g["pre_state"], g["pre_family"]) == (
+        "gpt2",
+        "BPE",
+        "gpt-2",
+        "ok",
+        "GPT2",
+    )
     assert [(e["id"], e["token"]) for e in g["eog"]] == [(997, "<|endoftext|>"), (999, "<|im_end|>")]
     assert g["eos_ids"] == [{"id": 999, "token": "<|im_end|>"}]
-    assert g["end_of_turn"] == {"token": "<|im_end|>", "id": 999, "llamacpp_stops": True, "eos_only_runtimes_stop": True}
+    assert g["end_of_turn"] == {
+        "token": "<|im_end|>",
+        "id": 999,
+        "llamacpp_stops": True,
+        "eos_only_runtimes_stop": True,
+    }
     assert g["flags"]["add_bos"] == {"value": False, "set_by": "GGUF key"}
     assert g["special"]["eos"] == {"id": 999, "token": "<|im_end|>", "origin": "file", "bad_value": None}
 
@@ -62,20 +81,34 @@ def test_never_stops_eos_is_not_the_turn_terminator() -> None:
     code, doc = _scan(GGUF / "never-stops.gguf")
     assert code == 1 and _errors(doc) == {"TA207": ("error", [[997, 997], [999, 999]])}
     f = _one(doc, "TA207")
-    assert f["message"].startswith("the chat template ends each turn with <|im_end|> (999), but never-stops.gguf's eos id is "
-                                   "997 '<|endoftext|>': llama.cpp (and Ollama, LM Studio on current llama.cpp) stops on it "
-                                   "(its text <|im_end|> makes it end-of-generation)")
+    assert f["message"].startswith(
+        "the chat template ends each turn with <|im_end|> (999), but never-stops.gguf's eos id is "
+        "997 '<|endoftext|>': llama.cpp (and Ollama, LM Studio on current llama.cpp) stops on it "
+        "(its text <|im_end|> makes it end-of-generation)"
+    )
     assert "mistral.rs" in f["message"] and f["location"]["key"] == "tokenizer.ggml.eos_token_id"
-    assert doc["gguf"]["end_of_turn"] == {"token": "<|im_end|>", "id": 999, "llamacpp_stops": True, "eos_only_runtimes_stop": False}
+    assert doc["gguf"]["end_of_turn"] == {
+        "token": "<|im_end|>",
+        "id": 999,
+        "llamacpp_stops": True,
+        "eos_only_runtimes_stop": False,
+    }
     assert doc["gguf"]["eos_ids"] == [{"id": 997, "token": "<|endoftext|>"}]
 
 
-@pytest.mark.parametrize(("name", "state", "words"), [
-    ("pre-default.gguf", "default", "says tokenizer.ggml.pre = 'default'"),
-    ("pre-unknown.gguf", "unknown", "llama.cpp does not know: it refuses to load the file (\"unknown pre-tokenizer type: 'gpt-2-custom'\"; "
-                                    "tokaudit's table mirrors llama.cpp as vendored by llama-cpp-python 0.3.36; the installed "
-                                    "llama-cpp-python {installed} refuses it too)"),
-])
+@pytest.mark.parametrize(
+    ("name", "state", "words"),
+    [
+        ("pre-default.gguf", "default", "says tokenizer.ggml.pre = 'default'"),
+        (
+            "pre-unknown.gguf",
+            "unknown",
+            "llama.cpp does not know: it refuses to load the file (\"unknown pre-tokenizer type: 'gpt-2-custom'\"; "
+            "tokaudit's table mirrors llama.cpp as vendored by llama-cpp-python 0.3.36; the installed "
+            "llama-cpp-python {installed} refuses it too)",
+        ),
+    ],
+)
 def test_a_bpe_gguf_needs_a_known_pre_tokenizer(name: str, state: str, words: str) -> None:
     code, doc = _scan(GGUF / name)
     assert code == 1 and _errors(doc) == {"TA307": ("error", None)}
@@ -96,7 +129,10 @@ def test_the_installed_llamacpp_is_asked_about_a_pre_name() -> None:
 
     assert installed_loads(FIXTURES / "llamacpp" / "clean-bpe.gguf") is True
     assert installed_loads(GGUF / "pre-unknown.gguf") is False
-    assert installed_loads(GGUF / "pre-unknown.gguf", timeout=0.0) in (False, None)  # killed or already done: never blocks
+    assert installed_loads(GGUF / "pre-unknown.gguf", timeout=0.0) in (
+        False,
+        None,
+    )  # killed or already done: never blocks
     assert len(PRE_TOKENIZERS) == 91
 
 
@@ -117,8 +153,10 @@ def test_a_missing_bos_id_takes_the_bpe_default_11_a_comma() -> None:
     code, doc = _scan(GGUF / "bos-default.gguf")
     assert code == 1 and _errors(doc) == {"TA209": ("error", [[11, 11]])}
     f = _one(doc, "TA209")
-    assert f["message"].startswith("bos-default.gguf sets no tokenizer.ggml.bos_token_id: llama.cpp uses the gpt2 default 11 ',', "
-                                   "a NORMAL text token, as put in front of every prompt (add_bos is on)")
+    assert f["message"].startswith(
+        "bos-default.gguf sets no tokenizer.ggml.bos_token_id: llama.cpp uses the gpt2 default 11 ',', "
+        "a NORMAL text token, as put in front of every prompt (add_bos is on)"
+    )
     assert doc["gguf"]["special"]["bos"] == {"id": 11, "token": ",", "origin": "default", "bad_value": None}
 
 
@@ -128,15 +166,19 @@ def test_an_eos_id_out_of_range_falls_back_to_the_default() -> None:
     # one root cause, one finding: TA209 (default id) and TA207 (eos vs the turn end) leave it to TA201
     assert _errors(doc) == {"TA201": ("error", [[1000, 1000]])}
     assert _one(doc, "TA201")["message"] == (
-        "tokenizer.ggml.eos_token_id = 1000 is outside the 1000 tokens of eos-out-of-range.gguf: llama.cpp warns \"bad special "
-        "token\" and uses its gpt2 default id 11 as eos, other GGUF readers fail or index past the vocabulary.")
+        'tokenizer.ggml.eos_token_id = 1000 is outside the 1000 tokens of eos-out-of-range.gguf: llama.cpp warns "bad '
+        "special "
+        'token" and uses its gpt2 default id 11 as eos, other GGUF readers fail or index past the vocabulary.'
+    )
     assert [e["id"] for e in doc["gguf"]["eog"]] == [11, 997, 999]
 
 
 def test_an_added_word_typed_control_vanishes_from_the_output() -> None:
     code, doc = _scan(GGUF / "word-typed-control.gguf")
     assert code == 1 and _errors(doc) == {"TA208": ("error", [[576, 576]])}
-    assert _one(doc, "TA208")["message"].startswith("1 word token(s) typed CONTROL in word-typed-control.gguf: 576 'the'.")
+    assert _one(doc, "TA208")["message"].startswith(
+        "1 word token(s) typed CONTROL in word-typed-control.gguf: 576 'the'."
+    )
 
 
 def test_a_control_looking_token_typed_normal_is_retyped_by_llamacpp() -> None:
@@ -148,7 +190,11 @@ def test_a_control_looking_token_typed_normal_is_retyped_by_llamacpp() -> None:
 
 def test_embedding_rows_beyond_the_tokens() -> None:
     code, doc = _scan(GGUF / "embedding-rows.gguf")
-    assert (doc["vocab"]["sizes"]["config_vocab_size"], doc["vocab"]["sizes"]["embedding_rows"], doc["vocab"]["sizes"]["entries"]) == (1024, 1024, 1000)
+    assert (
+        doc["vocab"]["sizes"]["config_vocab_size"],
+        doc["vocab"]["sizes"]["embedding_rows"],
+        doc["vocab"]["sizes"]["entries"],
+    ) == (1024, 1024, 1000)
     assert "TA104" in {f["code"] for f in doc["findings"]} or "TA101" in {f["code"] for f in doc["findings"]}
 
 
@@ -176,9 +222,19 @@ def test_the_port_of_llamacpps_load() -> None:
 
     load = llamacpp_load(read_gguf_tokenizer(GGUF / "clean.gguf"))
     assert (load.vocab_type, load.pre_family, load.load_error) == ("BPE", "GPT2", None)
-    assert dict(load.flags) == {"add_bos": False, "add_eos": False, "add_sep": False, "add_space_prefix": False, "clean_spaces": True}
+    assert dict(load.flags) == {
+        "add_bos": False,
+        "add_eos": False,
+        "add_sep": False,
+        "add_space_prefix": False,
+        "clean_spaces": True,
+    }
     assert {k: (v.id, v.origin) for k, v in load.special.items() if v.id is not None} == {
-        "bos": (997, "file"), "eos": (999, "file"), "pad": (997, "file"), "eot": (999, "detected")}
+        "bos": (997, "file"),
+        "eos": (999, "file"),
+        "pad": (997, "file"),
+        "eot": (999, "detected"),
+    }
     assert dict(load.eog) == {997: "its text <|endoftext|>", 999: "its text <|im_end|>"}
     # the llama-bpe family forces add_bos; tekken, chameleon too; glm4 drops the BOS default
     assert PRE_TOKENIZERS["llama-bpe"] == ("LLAMA3", frozenset({"ignore_merges", "add_bos"}))
@@ -193,7 +249,13 @@ def test_diff_a_faithful_conversion_is_clean() -> None:
         assert (result.exit_code, doc["findings"]) == (0, []), doc["findings"]
         d = doc["diff"]
         assert (d["mode"], d["classification"], d["same_bytes"], d["mismatched"]) == ("conversion", "faithful", 1000, 0)
-        assert d["merges"] == {"hf": 741, "gguf": 741, "first_difference": None, "hf_at_first": None, "gguf_at_first": None}
+        assert d["merges"] == {
+            "hf": 741,
+            "gguf": 741,
+            "first_difference": None,
+            "hf_at_first": None,
+            "gguf_at_first": None,
+        }
         assert d["template"] == {"hf": True, "gguf": True, "same": True, "first_difference": None}
         assert d["pre"]["matches"] is True
 
@@ -225,8 +287,10 @@ def test_diff_names_a_wrong_pre_against_the_hf_regex(tmp_path: Path) -> None:
     shutil.copyfile(FIXTURES / "llamacpp" / "clean-bpe-wrong-pre.gguf", root / "model.gguf")
     code, doc = _scan(root)
     f = _one(doc, "TA307")
-    assert f["message"].startswith("model.gguf says tokenizer.ggml.pre = 'llama-bpe' (llama.cpp's LLAMA3 regexes), but tokenizer.json "
-                                   "splits with GPT-2 regex")
+    assert f["message"].startswith(
+        "model.gguf says tokenizer.ggml.pre = 'llama-bpe' (llama.cpp's LLAMA3 regexes), but tokenizer.json "
+        "splits with GPT-2 regex"
+    )
     assert f["details"]["hf_families"] == ["GPT2", "JAIS", "MPT", "OLMO"]
 
 
@@ -247,13 +311,19 @@ def test_compare_on_a_gguf_alone_runs_llamacpp_against_its_detokenizer() -> None
     result = run_cli("compare", str(GGUF / "clean.gguf"), "--format", "json", "--unicode-sweep", "off")
     doc = json.loads(result.stdout)
     rows = {b["name"]: b["available"] for b in doc["backends"]}
-    assert rows["strict"] and set(rows) == {"strict", "llama.cpp", "transformers-gguf"}  # no HF-file backend: none to read
+    assert rows["strict"] and set(rows) == {
+        "strict",
+        "llama.cpp",
+        "transformers-gguf",
+    }  # no HF-file backend: none to read
     assert result.exit_code == 0 and [f for f in doc["findings"] if f["severity"] == "error"] == []
 
 
 def test_decode_and_encode_a_gguf_alone_with_its_own_engines() -> None:
     """decode defaults to strict (llama_detokenize emulated, no extra needed), encode to llama.cpp."""
-    doc = json.loads(run_cli("decode", str(GGUF / "clean.gguf"), "9 999", "--keep-special-tokens", "--format", "json").stdout)
+    doc = json.loads(
+        run_cli("decode", str(GGUF / "clean.gguf"), "9 999", "--keep-special-tokens", "--format", "json").stdout
+    )
     assert (doc["backend"], doc["ids"], doc["text"]) == ("strict", [9, 999], "*<|im_end|>")
     if find_spec("llama_cpp") is not None:
         doc = json.loads(run_cli("encode", str(GGUF / "clean.gguf"), "Hello <|im_end|>", "--format", "json").stdout)

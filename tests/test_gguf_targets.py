@@ -76,28 +76,39 @@ def test_directory_forms(tmp_path: Path) -> None:
     shutil.copytree(FIXTURES / "clean-bpe", both)
     shutil.copy(GGUF, both / "clean-bpe.gguf")
     model = load_model(str(both))
-    assert model.vocab_artifact == "tokenizer.json" and model.artifacts.gguf is not None and not model.artifacts.gguf_only
-    assert [row.loader for row in __import__("tokaudit.model.loaders", fromlist=["x"]).loader_views(model)][-1] == "llama.cpp"
+    assert (
+        model.vocab_artifact == "tokenizer.json" and model.artifacts.gguf is not None and not model.artifacts.gguf_only
+    )
+    assert [row.loader for row in __import__("tokaudit.model.loaders", fromlist=["x"]).loader_views(model)][
+        -1
+    ] == "llama.cpp"
 
     two = tmp_path / "two"
     two.mkdir()
     shutil.copy(GGUF, two / "a.gguf")
     shutil.copy(SPM, two / "b.gguf")
-    assert _error_line(two) == f"tokaudit: error: {two}: 2 GGUF models in {two} (a.gguf, b.gguf): name one as the target"
+    assert (
+        _error_line(two) == f"tokaudit: error: {two}: 2 GGUF models in {two} (a.gguf, b.gguf): name one as the target"
+    )
 
     orphan = tmp_path / "orphan"
     orphan.mkdir()
     shutil.copy(GGUF, orphan / "m-00002-of-00002.gguf")
     assert _error_line(orphan / "m-00002-of-00002.gguf") == (
-        f"tokaudit: error: {orphan}/m-00002-of-00002.gguf: m-00001-of-00002.gguf is missing: the first shard of a split "
-        "GGUF holds its metadata")
+        f"tokaudit: error: {orphan}/m-00002-of-00002.gguf: m-00001-of-00002.gguf is missing: the first shard of a "
+        "split "
+        "GGUF holds its metadata"
+    )
 
 
 @pytest.mark.parametrize(
     ("data", "expected"),
     [
         (b"", "bad.gguf: at byte 0: empty file, not a GGUF file"),
-        (b"GGUF" + struct.pack("<IQQ", 3, 0, 2**62), "bad.gguf: at byte 16: key/value count 4611686018427387904 needs at least"),
+        (
+            b"GGUF" + struct.pack("<IQQ", 3, 0, 2**62),
+            "bad.gguf: at byte 16: key/value count 4611686018427387904 needs at least",
+        ),
         (GGUF.read_bytes()[:5000], "bad.gguf (key tokenizer.ggml.tokens): at byte "),
     ],
     ids=["empty", "count-past-end", "truncated-in-tokens"],

@@ -101,7 +101,12 @@ def test_empty_added_token_is_ta206_and_kept_out_of_tiktoken(tmp_path: Path) -> 
     assert out.exit_code == 1
     [finding] = json.loads(out.stdout)["findings"]
     # the key's line and column in the file (one line of JSON)
-    assert finding["location"] == {"file": "tokenizer_config.json", "line": 1, "column": 669, "key": "added_tokens_decoder.1010"}
+    assert finding["location"] == {
+        "file": "tokenizer_config.json",
+        "line": 1,
+        "column": 669,
+        "key": "added_tokens_decoder.1010",
+    }
     assert (target / "tokenizer_config.json").read_text()[668:].startswith('"1010": {"content": ""')
     assert finding["ids"] == [[1010, 1010]] and finding["severity"] == "error"
     encoded = {}

@@ -43,7 +43,12 @@ def test_trailing_padding_under_tokenizers_is_a_warning_and_passes_ci(tmp_path: 
     assert (gap["severity"], gap["ids"], gap["count"]) == ("warning", [[1000, 1023]], 24)
     assert gap["details"]["holes"]["count"] == 0 and gap["details"]["last_token_id"] == 999
     assert gap["details"]["trailing_padding"]["seen_by"] == {
-        "files-only": "drop", "smg": "drop", "vLLM": "drop", "Dynamo": "drop", "transformers": "drop"}
+        "files-only": "drop",
+        "smg": "drop",
+        "vLLM": "drop",
+        "Dynamo": "drop",
+        "transformers": "drop",
+    }
     assert "24 ids of trailing padding after the last token 999 (1000–1023)" in gap["message"]
     assert "drops them silently" in gap["message"]
 
@@ -96,7 +101,9 @@ def test_fuzz_rates_strict_on_tokenizer_json_holes_as_scan_does(tmp_path: Path) 
 
 
 def test_fuzz_keeps_strict_on_rank_file_holes_an_error() -> None:
-    result = run_cli("fuzz", FIXTURES / "kimi-k2.5", "--backends", "strict", "--iterations", "200", "--seed", "1", "--format", "json")
+    result = run_cli(
+        "fuzz", FIXTURES / "kimi-k2.5", "--backends", "strict", "--iterations", "200", "--seed", "1", "--format", "json"
+    )
     assert result.exit_code == 1
     (inside,) = [f for f in json.loads(result.stdout)["findings"] if f["details"]["in_declared_range"]]
     assert inside["severity"] == "error"
@@ -120,8 +127,10 @@ def test_qwen_tiktoken_without_remote_code_padding_is_an_error_as_its_loaders_cr
     # smg and files-only crash; transformers' AutoTokenizer (so vLLM's) does not load qwen.tiktoken at all: it looks
     # for tiktoken.model / tokenizer.model only (transformers 5.24: "Couldn't instantiate the backend tokenizer")
     assert gap["details"]["trailing_padding"]["seen_by"] == {"files-only": "crash", "smg": "crash"}
-    assert ("268 ids of trailing padding after the last token 499 (500–767): decoding one raises or panics in "
-            "files-only, smg (tiktoken: KeyError; tiktoken-rs: panic)") in gap["message"]
+    assert (
+        "268 ids of trailing padding after the last token 499 (500–767): decoding one raises or panics in "
+        "files-only, smg (tiktoken: KeyError; tiktoken-rs: panic)"
+    ) in gap["message"]
     ranks = {}
     for line in (target / "qwen.tiktoken").read_text().splitlines():
         token, rank = line.split()
@@ -139,5 +148,9 @@ def test_qwen_with_its_remote_code_stays_an_error() -> None:
     code, gap = _gap(FIXTURES / "qwen-remote")
     assert code == 1 and gap["severity"] == "error"
     assert gap["details"]["holes"]["ids"] == [[500, 707]]
-    assert gap["details"]["trailing_padding"]["seen_by"] == {"files-only": "crash", "smg": "crash", "vLLM": "crash",
-                                                             "transformers": "crash"}
+    assert gap["details"]["trailing_padding"]["seen_by"] == {
+        "files-only": "crash",
+        "smg": "crash",
+        "vLLM": "crash",
+        "transformers": "crash",
+    }

@@ -21,10 +21,18 @@ TINY = "fixtures/tiny-tiktoken"
 yaml = pytest.importorskip("yaml")
 
 
-def run(*command: object, env: dict[str, str] | None = None, input: str | None = None,
-        cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(c) for c in command], capture_output=True, text=True, cwd=cwd, input=input,
-                          env={**os.environ, **(env or {})}, timeout=300)
+def run(
+    *command: object, env: dict[str, str] | None = None, input: str | None = None, cwd: Path = ROOT
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(c) for c in command],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        input=input,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
 
 
 def tokaudit(*args: object, **kwargs: object) -> subprocess.CompletedProcess[str]:
@@ -37,11 +45,17 @@ def json_findings(*targets: str) -> list[dict]:
 
 # --- GitHub Action ------------------------------------------------------------------------------
 
+
 def _action_env(tmp_path: Path, **inputs: str) -> dict[str, str]:
     tmp_path.mkdir(parents=True, exist_ok=True)
-    env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
-           "INPUT_SARIF_FILE": str(tmp_path / "tokaudit.sarif"), "INPUT_FAIL_ON": "error", "INPUT_BASELINE": "",
-           "INPUT_ARGS": ""}
+    env = {
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
+        "INPUT_SARIF_FILE": str(tmp_path / "tokaudit.sarif"),
+        "INPUT_FAIL_ON": "error",
+        "INPUT_BASELINE": "",
+        "INPUT_ARGS": "",
+    }
     env.update({f"INPUT_{k.upper()}": v for k, v in inputs.items()})
     return env
 
@@ -72,7 +86,10 @@ def test_action_script_fail_on_never_and_baseline(tmp_path: Path) -> None:
     assert proc.returncode == 0
     assert json.loads((tmp_path / "tokaudit.sarif").read_text())["runs"][0]["results"] == []
     n = len(json.loads(baseline.read_text())["findings"])
-    assert f"0 errors, 0 warnings, 0 notes (0 at or above `--fail-on error`, {n} baselined)" in (tmp_path / "summary.md").read_text()
+    assert (
+        f"0 errors, 0 warnings, 0 notes (0 at or above `--fail-on error`, {n} baselined)"
+        in (tmp_path / "summary.md").read_text()
+    )
     proc = run(sys.executable, "scripts/github_action.py", env=_action_env(tmp_path, targets=TINY, fail_on="never"))
     assert proc.returncode == 0 and (tmp_path / "output.txt").read_text().endswith("exit-code=0\n")
 
@@ -98,11 +115,17 @@ def test_action_script_bad_target_still_writes_sarif_and_summary(tmp_path: Path)
 def test_action_script_scans_once_with_the_category(tmp_path: Path) -> None:
     script = (ROOT / "scripts" / "github_action.py").read_text()
     assert script.count("subprocess.run(") == 1  # SARIF and the job summary come from one scan (--also)
-    proc = run(sys.executable, "scripts/github_action.py", env=_action_env(tmp_path, targets=TINY, category="tokenizers/tiny"))
+    proc = run(
+        sys.executable, "scripts/github_action.py", env=_action_env(tmp_path, targets=TINY, category="tokenizers/tiny")
+    )
     assert proc.returncode == 1
-    assert json.loads((tmp_path / "tokaudit.sarif").read_text())["runs"][0]["automationDetails"] == {"id": "tokenizers/tiny/"}
+    assert json.loads((tmp_path / "tokaudit.sarif").read_text())["runs"][0]["automationDetails"] == {
+        "id": "tokenizers/tiny/"
+    }
     default = run(sys.executable, "scripts/github_action.py", env=_action_env(tmp_path / "d", targets=TINY))
-    assert json.loads((tmp_path / "d" / "tokaudit.sarif").read_text())["runs"][0]["automationDetails"] == {"id": "tokaudit/"}
+    assert json.loads((tmp_path / "d" / "tokaudit.sarif").read_text())["runs"][0]["automationDetails"] == {
+        "id": "tokaudit/"
+    }
     assert default.returncode == 1
 
 
@@ -121,18 +144,29 @@ def test_action_yml_wires_inputs_to_the_script() -> None:
     upload = steps["Upload SARIF to code scanning"]
     assert upload["uses"] == "github/codeql-action/upload-sarif@v4"  # v3 is deprecated
     assert upload["with"]["sarif_file"] == "${{ steps.scan.outputs.sarif-file }}" and "always()" in upload["if"]
-    assert upload["with"]["category"] == "${{ inputs.category }}" and action["inputs"]["category"]["default"] == "tokaudit"
+    assert (
+        upload["with"]["category"] == "${{ inputs.category }}" and action["inputs"]["category"]["default"] == "tokaudit"
+    )
 
 
 # --- pre-commit ---------------------------------------------------------------------------------
+
 
 def test_pre_commit_hook_definition() -> None:
     (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts[hook["entry"]] == "tokaudit.cli.precommit:main"
     files = re.compile(hook["files"])
-    for touched in ("models/kimi/tiktoken.model", "tokenizer.json", "a/b/tokenizer_config.json", "m/cl100k_base.tiktoken",
-                    "m/tokenization_kimi.py", "m/chat_template.jinja", "m/tokenizer.model", "gguf/llama-3-8b.Q4_K_M.gguf"):
+    for touched in (
+        "models/kimi/tiktoken.model",
+        "tokenizer.json",
+        "a/b/tokenizer_config.json",
+        "m/cl100k_base.tiktoken",
+        "m/tokenization_kimi.py",
+        "m/chat_template.jinja",
+        "m/tokenizer.model",
+        "gguf/llama-3-8b.Q4_K_M.gguf",
+    ):
         assert files.search(touched), touched
     for untouched in ("README.md", "src/tokenizer.py", "model.safetensors", "m/tiktoken.model.bak"):
         assert not files.search(untouched), untouched
@@ -174,6 +208,7 @@ def test_pre_commit_entry_with_a_baseline_and_a_staged_gguf(tmp_path: Path) -> N
 
 # --- fleet scans --------------------------------------------------------------------------------
 
+
 def test_targets_from_file_and_stdin_jsonl(tmp_path: Path) -> None:
     listing = tmp_path / "targets.txt"
     listing.write_text(f"# models to check\n{TINY}\n\n  {KIMI}  \n")
@@ -207,10 +242,13 @@ def test_jsonl_with_jobs_writes_every_target_once() -> None:
     assert sorted(json.loads(line)["target"] for line in proc.stdout.splitlines()) == sorted([TINY, KIMI, TINY])
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    (None, "cannot read targets file: No such file or directory"),
-    (b"\xff\xfe\n", "not UTF-8 text"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "cannot read targets file: No such file or directory"),
+        (b"\xff\xfe\n", "not UTF-8 text"),
+    ],
+)
 def test_bad_targets_file_is_one_line_exit_2(tmp_path: Path, content: bytes | None, message: str) -> None:
     listing = tmp_path / "targets.txt"
     if content is not None:
@@ -224,10 +262,14 @@ def test_no_target_at_all_is_exit_2(tmp_path: Path) -> None:
     empty = tmp_path / "targets.txt"
     empty.write_text("# nothing yet\n")
     proc = tokaudit("scan", "--targets-from", empty)
-    assert (proc.returncode, proc.stderr) == (2, "tokaudit: error: key TARGET: no target: give TARGET... or --targets-from FILE\n")
+    assert (proc.returncode, proc.stderr) == (
+        2,
+        "tokaudit: error: key TARGET: no target: give TARGET... or --targets-from FILE\n",
+    )
 
 
 # --- catalog ------------------------------------------------------------------------------------
+
 
 def test_every_catalog_code_is_raised_by_one_module() -> None:
     """The modules take code, name, severity and summary from the catalog (an unknown code fails at import);
@@ -245,8 +287,12 @@ def test_every_catalog_code_is_raised_by_one_module() -> None:
     assert set(TEMPLATE) <= set(families[0])
     assert len({info.name for info in CATALOG.values()}) == len(CATALOG)
     assert {info.severity for info in CATALOG.values()} == {"error", "warning", "note"}
-    assert all(re.fullmatch(r"TA\d{3}", code) and re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", info.name)
-               and info.summary.endswith(".") for code, info in CATALOG.items())
+    assert all(
+        re.fullmatch(r"TA\d{3}", code)
+        and re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", info.name)
+        and info.summary.endswith(".")
+        for code, info in CATALOG.items()
+    )
 
 
 def test_a_rule_is_declared_by_its_catalog_code_alone() -> None:
@@ -255,7 +301,11 @@ def test_a_rule_is_declared_by_its_catalog_code_alone() -> None:
     from tokaudit.rules import all_rules
 
     ta206 = next(r for r in all_rules() if r.code == "TA206")
-    assert (ta206.name, ta206.severity.value, ta206.summary) == (CATALOG["TA206"].name, "error", CATALOG["TA206"].summary)
+    assert (ta206.name, ta206.severity.value, ta206.summary) == (
+        CATALOG["TA206"].name,
+        "error",
+        CATALOG["TA206"].summary,
+    )
     assert ta206.finding("x").to_json()["name"] == "empty-token"
     with pytest.raises(KeyError, match="TA999"):
         rule("TA999")
@@ -265,8 +315,11 @@ def test_a_rule_is_declared_by_its_catalog_code_alone() -> None:
 
 
 def test_report_layer_does_not_import_the_rules() -> None:
-    code = ("import sys; import tokaudit.report.render_sarif, tokaudit.report.render_markdown, tokaudit.report.render_junit; "
-            "print(sorted(m for m in sys.modules if m.startswith('tokaudit.checks')))")
+    code = (
+        "import sys; import tokaudit.report.render_sarif, tokaudit.report.render_markdown, "
+        "tokaudit.report.render_junit; "
+        "print(sorted(m for m in sys.modules if m.startswith('tokaudit.checks')))"
+    )
     assert run(sys.executable, "-c", code).stdout.strip() == "[]"
     from tokaudit.report.locations import rule_summary
 
@@ -281,11 +334,13 @@ def test_rules_table_agrees_with_the_catalog() -> None:
     text = (ROOT / "docs" / "rules" / "README.md").read_text()
     rows = re.findall(r"^\| \[(TA\d{3})\]\((TA\d{3})\.md\) \| ([a-z0-9-]+) \| (error|warning|note) \|", text, re.M)
     assert [(code, name, severity) for code, _, name, severity in rows] == [
-        (code, info.name, info.severity) for code, info in sorted(CATALOG.items())]
+        (code, info.name, info.severity) for code, info in sorted(CATALOG.items())
+    ]
     assert all(code == page for code, page, _, _ in rows)
 
 
 # --- transformers without --trust-remote-code (what the README states) --------------------------
+
 
 def test_transformers_converts_kimi_without_running_its_code(tmp_path: Path) -> None:
     """transformers 5.x does not need tokenization_kimi.py for Kimi-K2.5: it converts tiktoken.model

@@ -21,9 +21,12 @@ def empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_without_the_sdist_the_message_says_how_to_get_it(empty_cache: Path) -> None:
-    with pytest.raises(BuildUnavailable, match=r"^llama.cpp's template engine is built from the llama-cpp-python 0.3.36 sdist, "
-                       r"which is not here: pip download llama-cpp-python==0.3.36 --no-deps --no-binary :all: and set "
-                       r"TOKAUDIT_LLAMACPP_SDIST to the .tar.gz \(or run scripts/fetch_real_tokenizers.py\)$"):
+    with pytest.raises(
+        BuildUnavailable,
+        match=r"^llama.cpp's template engine is built from the llama-cpp-python 0.3.36 sdist, "
+        r"which is not here: pip download llama-cpp-python==0.3.36 --no-deps --no-binary :all: and set "
+        r"TOKAUDIT_LLAMACPP_SDIST to the .tar.gz \(or run scripts/fetch_real_tokenizers.py\)$",
+    ):
         ensure_engine()  # load_engine() keeps one engine per process: an earlier test may have built it
 
 
@@ -35,8 +38,11 @@ def test_another_file_is_refused_by_its_sha256(empty_cache: Path, monkeypatch: p
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
     monkeypatch.setenv("TOKAUDIT_LLAMACPP_SDIST", str(fake))
-    with pytest.raises(BuildUnavailable, match=r" is not the pinned llama-cpp-python 0.3.36 sdist \(sha256 [0-9a-f]{16}…, "
-                       r"expected 832db0699007f1be…\)$"):
+    with pytest.raises(
+        BuildUnavailable,
+        match=r" is not the pinned llama-cpp-python 0.3.36 sdist \(sha256 [0-9a-f]{16}…, "
+        r"expected 832db0699007f1be…\)$",
+    ):
         ensure_engine()
     assert not list((empty_cache / "cache" / "tokaudit" / "llamacpp-jinja").glob("*/tokaudit-llamacpp-jinja"))
 

@@ -87,7 +87,9 @@ def _fixture_rules() -> PieceRules:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    tokens, types, _merges, _specials = module.converted(json.loads((CLEAN / "tokenizer.json").read_text(encoding="utf-8")))
+    tokens, types, _merges, _specials = module.converted(
+        json.loads((CLEAN / "tokenizer.json").read_text(encoding="utf-8"))
+    )
     return PieceRules.from_gguf([t.encode() for t in tokens], types, "gpt2", "gpt-2")
 
 
@@ -115,10 +117,18 @@ def test_replay_with_gguf_streams_as_the_server(tmp_path: Path) -> None:
     ids = tok.encode("Hello, world! Obs", add_special_tokens=False).ids
     stream = tmp_path / "ids.txt"
     stream.write_text(" ".join(map(str, ids)), encoding="utf-8")
-    result = run_cli("replay", str(CLEAN), str(stream), "--gguf", str(GGUF), "--stop", "Observation", "--format", "json")
+    result = run_cli(
+        "replay", str(CLEAN), str(stream), "--gguf", str(GGUF), "--stop", "Observation", "--format", "json"
+    )
     doc = json.loads(result.stdout)
     server = next(d for d in doc["detokenizers"] if d["name"] == "llama.cpp-server")
-    assert server == {"name": "llama.cpp-server", "text": "Hello, world! Obs", "held_bytes": 0, "errors": [], "flush": ""}
+    assert server == {
+        "name": "llama.cpp-server",
+        "text": "Hello, world! Obs",
+        "held_bytes": 0,
+        "errors": [],
+        "flush": "",
+    }
     assert doc["llama_cpp_server"]["pieces"].startswith("llama_token_to_piece (llama-cpp-python ")
     stops = doc["stops"]["detokenizers"]
     # " Obs" ends with a prefix of the stop: the server holds it, and in stream mode never sends it
@@ -126,8 +136,11 @@ def test_replay_with_gguf_streams_as_the_server(tmp_path: Path) -> None:
     assert stops["offsets"]["text"] == doc["stops"]["expected"]["text"] == "Hello, world! Obs"
     found = [f for f in doc["findings"] if f["details"].get("detokenizer") == "llama.cpp-server"]
     assert [(f["code"], f["message"]) for f in found] == [
-        ("TA506", "llama.cpp-server: no stop completes, but the text sent differs; sent …'Hello, world!'… "
-                  "instead of …'Hello, world! Obs'…"),
+        (
+            "TA506",
+            "llama.cpp-server: no stop completes, but the text sent differs; sent …'Hello, world!'… "
+            "instead of …'Hello, world! Obs'…",
+        ),
     ]
 
 
@@ -136,9 +149,18 @@ def test_replay_llamacpp_server_without_a_gguf(tmp_path: Path) -> None:
     stream.write_text("39 485 78", encoding="utf-8")
     default = json.loads(run_cli("replay", str(CLEAN), str(stream), "--format", "json").stdout)
     assert "llama.cpp-server" not in [d["name"] for d in default["detokenizers"]]
-    asked = json.loads(run_cli("replay", str(CLEAN), str(stream), "--detokenizers", "full,llama.cpp-server", "--format", "json").stdout)
-    assert asked["detokenizers"][-1] == {"name": "llama.cpp-server", "applicable": False, "reason": "needs a GGUF file (a .gguf target, a directory holding one, or --gguf FILE)",
-                                         "text": None, "held_bytes": 0, "errors": [], "flush": ""}
+    asked = json.loads(
+        run_cli("replay", str(CLEAN), str(stream), "--detokenizers", "full,llama.cpp-server", "--format", "json").stdout
+    )
+    assert asked["detokenizers"][-1] == {
+        "name": "llama.cpp-server",
+        "applicable": False,
+        "reason": "needs a GGUF file (a .gguf target, a directory holding one, or --gguf FILE)",
+        "text": None,
+        "held_bytes": 0,
+        "errors": [],
+        "flush": "",
+    }
 
 
 @needs_llamacpp
@@ -150,5 +172,12 @@ def test_replay_with_an_id_outside_the_vocabulary_never_reaches_llamacpp(tmp_pat
     doc = json.loads(result.stdout)
     server = next(d for d in doc["detokenizers"] if d["name"] == "llama.cpp-server")
     assert server["text"] == "Hello"
-    assert server["errors"] == [{"position": 2, "id": 5000, "kind": "error", "message": "id 5000 is outside the vocabulary (0..999): llama.cpp aborts on it"}]
+    assert server["errors"] == [
+        {
+            "position": 2,
+            "id": 5000,
+            "kind": "error",
+            "message": "id 5000 is outside the vocabulary (0..999): llama.cpp aborts on it",
+        }
+    ]
     assert doc["stops"]["detokenizers"]["llama.cpp-server"]["text"] == "Hello"

@@ -14,8 +14,14 @@ from tokaudit.backends.vocab import byte_vocab
 from tokaudit.scan import load_model
 
 TEXTS = [
-    "Hello world, it's 2024!", "中文 and カタカナ, 한국어 — café naïve", "def add(a, b):\n    return a + b  # 1314151",
-    "  \n\t x 👍🏽 👨‍👩‍👧", '{"name": "get_weather", "arguments": {"city": "東京"}}', "", "ab" * 40, "\u00ad\ufeff\U0001f600",
+    "Hello world, it's 2024!",
+    "中文 and カタカナ, 한국어 — café naïve",
+    "def add(a, b):\n    return a + b  # 1314151",
+    "  \n\t x 👍🏽 👨‍👩‍👧",
+    '{"name": "get_weather", "arguments": {"city": "東京"}}',
+    "",
+    "ab" * 40,
+    "\u00ad\ufeff\U0001f600",
 ]
 
 

@@ -13,8 +13,10 @@ from tests.conftest import FIXTURES, run_cli
 from tokaudit.template.ollama import THRESHOLD, distance_below, predict
 
 CLEAN = FIXTURES / "gguf" / "clean.gguf"
-TEMPLATE = ("{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
-            "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 
 
 def _levenshtein(a: str, b: str) -> int:
@@ -41,9 +43,16 @@ def test_the_banded_distance_is_levenshtein_below_the_limit() -> None:
 def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "index.json"
     near = TEMPLATE.replace("message['role']", "message.role")  # 4 edits away
-    path.write_text(json.dumps([{"template": "{{ .Prompt }}" * 20, "name": "alpaca"},
-                                {"template": near, "name": "chatml"},
-                                {"template": near + " ", "name": "chatml-2"}]), encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            [
+                {"template": "{{ .Prompt }}" * 20, "name": "alpaca"},
+                {"template": near, "name": "chatml"},
+                {"template": near + " ", "name": "chatml-2"},
+            ]
+        ),
+        encoding="utf-8",
+    )
     monkeypatch.setenv("TOKAUDIT_OLLAMA_INDEX", str(path))
     return path
 
@@ -54,11 +63,18 @@ def test_a_gguf_whose_template_is_near_an_index_entry_gets_the_note(index: Path)
     (f,) = doc["findings"]
     assert (f["code"], f["name"], f["severity"]) == ("TA853", "ollama-template-substitution", "note")
     assert f["location"] == {"file": "clean.gguf", "key": "tokenizer.chat_template"}
-    assert f["details"] == {"subject": "chatml", "ollama_template": "chatml", "distance": 4, "index": str(index),
-                            "stacks": ["ollama"]}
-    assert f["message"].startswith("ollama create from clean.gguf would replace its chat template with Ollama's own Go "
-                                   "template 'chatml': the template is 4 edits from Ollama's copy of it, under the threshold "
-                                   "of 100 of template.Named")
+    assert f["details"] == {
+        "subject": "chatml",
+        "ollama_template": "chatml",
+        "distance": 4,
+        "index": str(index),
+        "stacks": ["ollama"],
+    }
+    assert f["message"].startswith(
+        "ollama create from clean.gguf would replace its chat template with Ollama's own Go "
+        "template 'chatml': the template is 4 edits from Ollama's copy of it, under the threshold "
+        "of 100 of template.Named"
+    )
     assert "not_checked" not in doc
 
 
@@ -67,8 +83,10 @@ def test_ties_keep_the_first_entry_and_a_far_template_keeps_its_own(index: Path,
     far.write_text(json.dumps([{"template": TEMPLATE + "x" * THRESHOLD, "name": "far"}]), encoding="utf-8")
     assert predict(TEMPLATE, far) is None
     tie = tmp_path / "tie.json"
-    tie.write_text(json.dumps([{"template": TEMPLATE + "a", "name": "first"}, {"template": TEMPLATE + "b", "name": "second"}]),
-                   encoding="utf-8")
+    tie.write_text(
+        json.dumps([{"template": TEMPLATE + "a", "name": "first"}, {"template": TEMPLATE + "b", "name": "second"}]),
+        encoding="utf-8",
+    )
     match = predict(TEMPLATE, tie)
     assert match is not None and (match.name, match.distance) == ("first", 1)
 
@@ -80,7 +98,9 @@ def test_without_an_index_the_headline_says_it_was_not_checked(tmp_path: Path, m
     monkeypatch.setenv("HOME", str(tmp_path))
     doc = json.loads(run_cli("scan", CLEAN, "--format", "json").stdout)
     assert doc["not_checked"] == [
-        "Ollama's template substitution (no Ollama template index: set TOKAUDIT_OLLAMA_INDEX to its template/index.json)"]
+        "Ollama's template substitution (no Ollama template index: set TOKAUDIT_OLLAMA_INDEX to its "
+        "template/index.json)"
+    ]
     assert [f for f in doc["findings"] if f["code"] == "TA853"] == []
 
 
@@ -102,4 +122,6 @@ def test_a_file_that_is_not_an_index_is_one_error_line(tmp_path: Path, monkeypat
     monkeypatch.setenv("TOKAUDIT_OLLAMA_INDEX", str(bad))
     result = run_cli("scan", CLEAN)
     assert (result.exit_code, result.stderr.strip()) == (
-        2, f"tokaudit: error: {bad}: not Ollama's template index (expected a list of {{\"name\", \"template\"}})")
+        2,
+        f'tokaudit: error: {bad}: not Ollama\'s template index (expected a list of {{"name", "template"}})',
+    )

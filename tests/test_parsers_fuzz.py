@@ -31,7 +31,11 @@ FILE_NAMES = {
 PARSERS = {kind: _parser(kind) for kind in FILE_NAMES}
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.floats(allow_nan=False) | st.text(max_size=8),
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=8),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
     max_leaves=20,
 )
@@ -39,7 +43,9 @@ json_values = st.recursive(
 shaped = st.fixed_dictionaries(
     {},
     optional={
-        "model": st.fixed_dictionaries({"type": st.sampled_from(["BPE", "Unigram", "WordPiece", "X"]), "vocab": json_values}),
+        "model": st.fixed_dictionaries(
+            {"type": st.sampled_from(["BPE", "Unigram", "WordPiece", "X"]), "vocab": json_values}
+        ),
         "added_tokens": json_values,
         "added_tokens_decoder": st.dictionaries(st.text(max_size=4), json_values, max_size=3),
         "vocab_size": json_values,
@@ -100,7 +106,9 @@ hostile_scalars = st.integers(min_value=-(2**40), max_value=2**40).map(str) | st
     ["NaN", "-Infinity", '"\\ud800"', "9" * 5000, "[0]", "{}", '"0"', "true", "1.5", "1e400", "null"]
 )
 deep = st.integers(min_value=1, max_value=100_000).map(lambda n: "[" * n + "1" + "]" * n)
-hostile_json = st.one_of(hostile_scalars, st.lists(hostile_scalars, max_size=3).map(lambda xs: "[" + ", ".join(xs) + "]"), deep)
+hostile_json = st.one_of(
+    hostile_scalars, st.lists(hostile_scalars, max_size=3).map(lambda xs: "[" + ", ".join(xs) + "]"), deep
+)
 
 
 def _parse_stream_bounded(text: str, fmt: str | None) -> None:
@@ -150,7 +158,9 @@ def test_stream_hostile_events(fields: list[tuple[str, str]], fmt: str) -> None:
 
 
 toml_values = st.one_of(
-    st.sampled_from(['"TA1"', '["TA101", "vocab-gap"]', "nan", "inf", "1" * 5000, "[]", "{}", '"\\ud800"', "true", "'x'"]),
+    st.sampled_from(
+        ['"TA1"', '["TA101", "vocab-gap"]', "nan", "inf", "1" * 5000, "[]", "{}", '"\\ud800"', "true", "'x'"]
+    ),
     deep.map(lambda s: s.replace("1", '"TA1"', 1)),
     st.text(alphabet='[]{}"=,. \n#abcTA019_-', max_size=40),
 )
@@ -158,7 +168,10 @@ toml_values = st.one_of(
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    st.lists(st.tuples(st.sampled_from(["select", "ignore", "baseline", "per-target-ignores", "unknown"]), toml_values), max_size=3),
+    st.lists(
+        st.tuples(st.sampled_from(["select", "ignore", "baseline", "per-target-ignores", "unknown"]), toml_values),
+        max_size=3,
+    ),
     st.binary(max_size=8),
 )
 def test_pyproject_config(entries: list[tuple[str, str]], junk: bytes) -> None:

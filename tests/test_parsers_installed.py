@@ -26,35 +26,53 @@ from tokaudit.worker import Worker, WorkerError
 GOLDEN_PYTHON = Path(os.environ.get("TOKAUDIT_GOLDEN_PYTHON", "/work/golden/venv/bin/python"))
 GOLDEN_SITE = Path(os.environ.get("TOKAUDIT_GOLDEN_SITE", "/work/golden/sglang-site"))
 STACKS_HERE = any(importlib.util.find_spec(m) is not None for m in ("vllm", "sglang"))
-no_stacks = pytest.mark.skipif(STACKS_HERE, reason="vLLM or SGLang is importable in this venv: the 'not importable' path cannot run")
-golden = pytest.mark.skipif(not (GOLDEN_PYTHON.is_file() and GOLDEN_SITE.is_dir()),
-                            reason=f"needs the golden venv with vLLM 0.33.0 and SGLang 0.5.23 ({GOLDEN_PYTHON}, SGLang in {GOLDEN_SITE}; "
-                                   "TOKAUDIT_GOLDEN_PYTHON / TOKAUDIT_GOLDEN_SITE), not installable in CI")
+no_stacks = pytest.mark.skipif(
+    STACKS_HERE, reason="vLLM or SGLang is importable in this venv: the 'not importable' path cannot run"
+)
+golden = pytest.mark.skipif(
+    not (GOLDEN_PYTHON.is_file() and GOLDEN_SITE.is_dir()),
+    reason=f"needs the golden venv with vLLM 0.33.0 and SGLang 0.5.23 ({GOLDEN_PYTHON}, SGLang in {GOLDEN_SITE}; "
+    "TOKAUDIT_GOLDEN_PYTHON / TOKAUDIT_GOLDEN_SITE), not installable in CI",
+)
 
 
 def _model(tmp_path: Path, template: str, tokenizer: str = "qwen3") -> Path:
     text = parser_data.llamacpp_template(template)
     real = parser_data.real_model(tokenizer)
     if text is None or real is None:
-        pytest.skip("llama-cpp-python 0.3.36 sdist or a real tokenizer not in the real cache (scripts/fetch_real_tokenizers.py)")
+        pytest.skip(
+            "llama-cpp-python 0.3.36 sdist or a real tokenizer not in the real cache (scripts/fetch_real_tokenizers.py)"
+        )
     return parser_data.model_dir(real, text, tmp_path / "m")
 
 
 @no_stacks
-def test_installed_names_the_stack_that_does_not_import_and_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_installed_names_the_stack_that_does_not_import_and_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     model = _model(tmp_path, "Qwen-Qwen3-0.6B.jinja")
     monkeypatch.delenv("TOKAUDIT_STACK_PYTHON", raising=False)
     out = run_cli("template", str(model), "--stack", "sglang", "--parsers", "installed")
     assert (out.exit_code, out.stdout, out.stderr) == (
-        2, "", "tokaudit: error: key --parsers: sglang is not importable in tokaudit's Python: ModuleNotFoundError: No module named 'sglang'\n")
+        2,
+        "",
+        "tokaudit: error: key --parsers: sglang is not importable in tokaudit's Python: ModuleNotFoundError: No "
+        "module named 'sglang'\n",
+    )
     out = run_cli("scan", str(model), "--stack", "vllm", "--parsers", "installed")
     assert (out.exit_code, out.stderr) == (
-        2, "tokaudit: error: key --parsers: vllm is not importable in tokaudit's Python: ModuleNotFoundError: No module named 'vllm'\n")
+        2,
+        "tokaudit: error: key --parsers: vllm is not importable in tokaudit's Python: ModuleNotFoundError: No module "
+        "named 'vllm'\n",
+    )
     monkeypatch.setenv("TOKAUDIT_STACK_PYTHON", str(tmp_path / "no-python"))
     out = run_cli("template", str(model), "--stack", "vllm", "--parsers", "installed")
     assert (out.exit_code, out.stderr) == (
-        2, f"tokaudit: error: key --parsers: vllm is not importable in {tmp_path / 'no-python'}: the worker process died (cannot start a "
-           "worker process: No such file or directory)\n")
+        2,
+        f"tokaudit: error: key --parsers: vllm is not importable in {tmp_path / 'no-python'}: the worker process died "
+        "(cannot start a "
+        "worker process: No such file or directory)\n",
+    )
 
 
 @no_stacks
@@ -64,23 +82,39 @@ def test_auto_without_the_stacks_runs_the_grammars_and_says_so(tmp_path: Path, m
     args = ("template", str(model), "--stack", "vllm,sglang", "--tool-parser", "hermes", "--format", "json")
     auto, builtin = (json.loads(run_cli(*args, *extra).stdout) for extra in (("--parsers", "auto"), ()))
     assert auto["parser_choice"]["parsers"] == "auto" and builtin["parser_choice"]["parsers"] == "builtin"
-    assert auto["parser_choice"]["grammar"] == builtin["parser_choice"]["grammar"] == {"vllm": "built-in", "sglang": "built-in"}
+    assert (
+        auto["parser_choice"]["grammar"]
+        == builtin["parser_choice"]["grammar"]
+        == {"vllm": "built-in", "sglang": "built-in"}
+    )
     assert [r["grammar"] for r in auto["parsers"]] == ["built-in", "built-in"]
     assert auto["parsers"] == builtin["parsers"]
-    rich = run_cli("template", str(model), "--stack", "vllm", "--tool-parser", "hermes", "--parsers", "auto", "--select", "TA82")
+    rich = run_cli(
+        "template", str(model), "--stack", "vllm", "--tool-parser", "hermes", "--parsers", "auto", "--select", "TA82"
+    )
     assert "    grammar: vllm built-in\n" in rich.stdout
 
 
-def test_the_parsers_mode_is_checked_on_the_command_line_and_in_pyproject(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_parsers_mode_is_checked_on_the_command_line_and_in_pyproject(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     model = _model(tmp_path, "Qwen-Qwen3-0.6B.jinja")
     out = run_cli("template", str(model), "--parsers", "real")
-    assert (out.exit_code, out.stderr) == (2, "tokaudit: error: key --parsers: unknown parsers mode 'real' (choose from builtin, installed, auto)\n")
+    assert (out.exit_code, out.stderr) == (
+        2,
+        "tokaudit: error: key --parsers: unknown parsers mode 'real' (choose from builtin, installed, auto)\n",
+    )
     (tmp_path / "pyproject.toml").write_text('[tool.tokaudit]\nparsers = "yes"\n')
     monkeypatch.chdir(tmp_path)
     out = run_cli("scan", str(model))
     assert (out.exit_code, out.stderr) == (
-        2, f"tokaudit: error: {tmp_path / 'pyproject.toml'} (key tool.tokaudit.parsers): expected \"builtin\", \"installed\" or \"auto\"\n")
-    (tmp_path / "pyproject.toml").write_text('[tool.tokaudit]\nparsers = "auto"\nstacks = ["vllm"]\ntool-parser = "hermes"\n')
+        2,
+        f'tokaudit: error: {tmp_path / "pyproject.toml"} (key tool.tokaudit.parsers): expected "builtin", "installed" '
+        'or "auto"\n',
+    )
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.tokaudit]\nparsers = "auto"\nstacks = ["vllm"]\ntool-parser = "hermes"\n'
+    )
     out = run_cli("template", str(model), "--format", "json", "--select", "TA82")
     assert json.loads(out.stdout)["parser_choice"]["parsers"] == "auto"
     assert ParserChoice(parsers="builtin").grammars == resolve_parsers(ParserChoice(parsers="builtin")).grammars == ()
@@ -96,17 +130,24 @@ def test_the_worker_runs_only_the_installed_parsers_module_and_sends_back_plain_
             worker.call(f"{MODULE}:run_pairs", "tgi", ".", {}, [])
         assert raised.value.kind == "ValueError"
         if not STACKS_HERE:
-            assert worker.call(f"{MODULE}:probe", "vllm") == probe("vllm") == {"error": "ModuleNotFoundError: No module named 'vllm'"}
+            assert (
+                worker.call(f"{MODULE}:probe", "vllm")
+                == probe("vllm")
+                == {"error": "ModuleNotFoundError: No module named 'vllm'"}
+            )
     finally:
         worker.close()
 
 
 # --- with the golden venv: the real classes ------------------------------------------------------------------------
 
+
 @pytest.fixture
 def golden_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOKAUDIT_STACK_PYTHON", str(GOLDEN_PYTHON))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(GOLDEN_SITE), os.environ.get("PYTHONPATH", "")) if p))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(p for p in (str(GOLDEN_SITE), os.environ.get("PYTHONPATH", "")) if p)
+    )
 
 
 def _rows(doc: dict, *keys: str) -> list[tuple]:
@@ -116,24 +157,62 @@ def _rows(doc: dict, *keys: str) -> list[tuple]:
 @golden
 def test_installed_vllm_and_sglang_recover_qwen3_0_6b_call_and_reasoning(tmp_path: Path, golden_env: None) -> None:
     model = _model(tmp_path, "Qwen-Qwen3-0.6B.jinja")
-    args = ("template", str(model), "--stack", "vllm,sglang", "--tool-parser", "hermes", "--reasoning-parser", "qwen3", "--format", "json",
-            "--select", "TA82")
+    args = (
+        "template",
+        str(model),
+        "--stack",
+        "vllm,sglang",
+        "--tool-parser",
+        "hermes",
+        "--reasoning-parser",
+        "qwen3",
+        "--format",
+        "json",
+        "--select",
+        "TA82",
+    )
     out = run_cli(*args, "--parsers", "installed")
     assert out.exit_code == 0, out.stderr
     doc = json.loads(out.stdout)
     grammar = doc["parser_choice"]["grammar"]
     assert grammar["vllm"].startswith("installed (vllm ") and grammar["sglang"].startswith("installed (sglang ")
-    keys = ("stack", "tool_parser", "reasoning_parser", "tool_calls", "reasoning", "stage", "skip_special_tokens", "stream_differs")
-    assert _rows(doc, *keys) == [("vllm", "hermes", "qwen3", "ok", "ok", None, False, None),
-                                 ("sglang", "hermes", "qwen3", "ok", "ok", None, False, None)]
+    keys = (
+        "stack",
+        "tool_parser",
+        "reasoning_parser",
+        "tool_calls",
+        "reasoning",
+        "stage",
+        "skip_special_tokens",
+        "stream_differs",
+    )
+    assert _rows(doc, *keys) == [
+        ("vllm", "hermes", "qwen3", "ok", "ok", None, False, None),
+        ("sglang", "hermes", "qwen3", "ok", "ok", None, False, None),
+    ]
     assert [r["grammar"] for r in doc["parsers"]] == [grammar["vllm"], grammar["sglang"]]
-    assert _rows(json.loads(run_cli(*args).stdout), *keys) == _rows(doc, *keys)  # the grammars agree with the real classes
+    assert _rows(json.loads(run_cli(*args).stdout), *keys) == _rows(
+        doc, *keys
+    )  # the grammars agree with the real classes
 
 
 @golden
-def test_installed_vllm_refuses_llama3_json_on_a_llama_3_0_tokenizer_in_its_own_words(tmp_path: Path, golden_env: None) -> None:
+def test_installed_vllm_refuses_llama3_json_on_a_llama_3_0_tokenizer_in_its_own_words(
+    tmp_path: Path, golden_env: None
+) -> None:
     model = _model(tmp_path, "meta-llama-Llama-3.1-8B-Instruct.jinja", "llama3")
-    out = run_cli("template", str(model), "--stack", "vllm", "--tool-parser", "llama3_json", "--parsers", "installed", "--format", "json")
+    out = run_cli(
+        "template",
+        str(model),
+        "--stack",
+        "vllm",
+        "--tool-parser",
+        "llama3_json",
+        "--parsers",
+        "installed",
+        "--format",
+        "json",
+    )
     assert out.exit_code == 1, out.stderr
     doc = json.loads(out.stdout)
     assert _rows(doc, "tool_calls", "stage") == [("refused", "startup")]
@@ -145,13 +224,31 @@ def test_installed_vllm_refuses_llama3_json_on_a_llama_3_0_tokenizer_in_its_own_
 @golden
 def test_installed_vllm_puts_qwq_call_into_reasoning_whole_but_not_streamed(tmp_path: Path, golden_env: None) -> None:
     model = _model(tmp_path, "Qwen-QwQ-32B.jinja")
-    out = run_cli("template", str(model), "--stack", "vllm", "--tool-parser", "hermes", "--reasoning-parser", "deepseek_r1",
-                  "--parsers", "installed", "--format", "json")
+    out = run_cli(
+        "template",
+        str(model),
+        "--stack",
+        "vllm",
+        "--tool-parser",
+        "hermes",
+        "--reasoning-parser",
+        "deepseek_r1",
+        "--parsers",
+        "installed",
+        "--format",
+        "json",
+    )
     assert out.exit_code == 1, out.stderr
     doc = json.loads(out.stdout)
-    assert _rows(doc, "tool_calls", "reasoning", "stage", "stream_differs") == [("lost", "overran", "reasoning", [1, 3, 8])]
+    assert _rows(doc, "tool_calls", "reasoning", "stage", "stream_differs") == [
+        ("lost", "overran", "reasoning", [1, 3, 8])
+    ]
     assert [(f["code"], f["severity"]) for f in doc["findings"] if f["code"] >= "TA820"] == [
-        ("TA820", "error"), ("TA821", "error"), ("TA823", "warning"), ("TA824", "warning")]
+        ("TA820", "error"),
+        ("TA821", "error"),
+        ("TA823", "warning"),
+        ("TA824", "warning"),
+    ]
     streamed = next(f for f in doc["findings"] if f["code"] == "TA823")["details"]["streamed"]
     assert [c["name"] for c in streamed["calls"]] == ["tokaudit_probe"]
 
@@ -161,24 +258,59 @@ def test_the_child_module_imports_only_the_standard_library() -> None:
     import ast
 
     top = [n for n in ast.parse(source).body if isinstance(n, (ast.Import, ast.ImportFrom))]
-    names = sorted({(a.name if isinstance(n, ast.Import) else n.module or "").split(".")[0] for n in top for a in n.names})
+    names = sorted(
+        {(a.name if isinstance(n, ast.Import) else n.module or "").split(".")[0] for n in top for a in n.names}
+    )
     assert [m for m in names if m not in sys.stdlib_module_names and m != "__future__"] == []
 
 
 @golden
-def test_installed_sglang_forces_reasoning_as_its_server_decides_from_template_and_kwargs(tmp_path: Path, golden_env: None) -> None:
+def test_installed_sglang_forces_reasoning_as_its_server_decides_from_template_and_kwargs(
+    tmp_path: Path, golden_env: None
+) -> None:
     """SGLang's server starts the output inside reasoning when its template detection or the request says so
     (detect_reasoning_pattern, _get_reasoning_from_request): Qwen3's enable_thinking toggle (default on), and for a
     template with no toggle the detector's own default (kimi_k2: on). The grammars model the same decision
     (tokaudit.parsers.toggle): the Qwen2.5 row, where the generation prompt alone said "not forced", agrees."""
     model = _model(tmp_path, "Qwen-Qwen3-0.6B.jinja")
-    args = ("template", str(model), "--stack", "sglang", "--tool-parser", "hermes", "--reasoning-parser", "qwen3", "--parsers", "installed",
-            "--format", "json", "--select", "TA82")
-    on, off = (json.loads(run_cli(*args, *extra).stdout)["parsers"] for extra in ((), ("--chat-template-kwargs", '{"enable_thinking": false}')))
+    args = (
+        "template",
+        str(model),
+        "--stack",
+        "sglang",
+        "--tool-parser",
+        "hermes",
+        "--reasoning-parser",
+        "qwen3",
+        "--parsers",
+        "installed",
+        "--format",
+        "json",
+        "--select",
+        "TA82",
+    )
+    on, off = (
+        json.loads(run_cli(*args, *extra).stdout)["parsers"]
+        for extra in ((), ("--chat-template-kwargs", '{"enable_thinking": false}'))
+    )
     assert [(r["force_reasoning"], r["tool_calls"]) for r in (*on, *off)] == [(True, "ok"), (False, "ok")]
-    qwen25 = parser_data.model_dir(parser_data.real_model("qwen3"), parser_data.llamacpp_template("Qwen-Qwen2.5-7B-Instruct.jinja"),
-                                   tmp_path / "qwen25")
-    args = ("template", str(qwen25), "--stack", "sglang", "--reasoning-parser", "kimi_k2", "--format", "json", "--select", "TA82")
+    qwen25 = parser_data.model_dir(
+        parser_data.real_model("qwen3"),
+        parser_data.llamacpp_template("Qwen-Qwen2.5-7B-Instruct.jinja"),
+        tmp_path / "qwen25",
+    )
+    args = (
+        "template",
+        str(qwen25),
+        "--stack",
+        "sglang",
+        "--reasoning-parser",
+        "kimi_k2",
+        "--format",
+        "json",
+        "--select",
+        "TA82",
+    )
     installed, builtin = (json.loads(run_cli(*args, *extra).stdout) for extra in (("--parsers", "installed"), ()))
     assert _rows(installed, "reasoning", "force_reasoning") == [("overran", True)]
     assert installed["parsers"][0]["parsed"]["reasoning"].startswith('<tool_call>\n{"name": "tokaudit_probe"')

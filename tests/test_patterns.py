@@ -19,8 +19,9 @@ from tokaudit.backends.pattern import divergences, translate_for_onig
 from tokaudit.scan import load_model
 
 PATTERNS = FIXTURES / "patterns"
-SAME_PATTERN = json.loads((FIXTURES / "compare" / "same" / "tokenizer.json").read_text())["pre_tokenizer"]["pretokenizers"][0][
-    "pattern"]["Regex"]
+SAME_PATTERN = json.loads((FIXTURES / "compare" / "same" / "tokenizer.json").read_text())["pre_tokenizer"][
+    "pretokenizers"
+][0]["pattern"]["Regex"]
 #: tiktoken's own cl100k_base pattern (tiktoken_ext/openai_public.py), possessive quantifiers included.
 CL100K = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
 
@@ -59,20 +60,34 @@ def test_unreadable_pattern_is_not_borrowed_from_tokenizer_json() -> None:
     target = PATTERNS / "unreadable"
     found = search_pattern(load_model(str(target)).artifacts)
     assert found.pattern is None
-    assert found.blocked == ("tokenization_unreadable.py:14 sets the pattern in a way tokaudit cannot read statically "
-                             "(the value is a call to self._load_pattern) (tokenizer.json's may differ: not borrowed); "
-                             "pass --pat-str")
+    assert found.blocked == (
+        "tokenization_unreadable.py:14 sets the pattern in a way tokaudit cannot read statically "
+        "(the value is a call to self._load_pattern) (tokenizer.json's may differ: not borrowed); "
+        "pass --pat-str"
+    )
     doc = _scan(target, "--select", "TA304")
     (finding,) = doc["findings"]
     assert finding["severity"] == "warning"
     assert finding["location"] == {"file": "tokenization_unreadable.py", "line": 14, "key": "Encoding(pat_str=)"}
-    compare = run_cli("compare", target, "--backends", "tiktoken,hf,strict", "--format", "json", "--quiet",
-                      "--no-builtin-corpus", "--corpus", str(FIXTURES / "compare" / "same" / "config.json"))
+    compare = run_cli(
+        "compare",
+        target,
+        "--backends",
+        "tiktoken,hf,strict",
+        "--format",
+        "json",
+        "--quiet",
+        "--no-builtin-corpus",
+        "--corpus",
+        str(FIXTURES / "compare" / "same" / "config.json"),
+    )
     rows = {b["name"]: b for b in json.loads(compare.stdout)["backends"]}
     assert rows["tiktoken"]["available"] is False
     assert rows["tiktoken"]["reason"] == found.blocked
     # --pat-str is the way out, and then tiktoken runs
-    given = run_cli("encode", target, "hello 123", "--backend", "tiktoken", "--pat-str", SAME_PATTERN, "--format", "json")
+    given = run_cli(
+        "encode", target, "hello 123", "--backend", "tiktoken", "--pat-str", SAME_PATTERN, "--format", "json"
+    )
     assert given.exit_code == 0, given.stderr
     assert json.loads(given.stdout)["backend_detail"] == "pattern from --pat-str"
 
@@ -157,7 +172,13 @@ def test_cl100k_possessive_interval_reads_differently_in_oniguruma() -> None:
     assert after == []
 
 
-@pytest.mark.parametrize("pattern", [SAME_PATTERN, r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""])
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        SAME_PATTERN,
+        r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+    ],
+)
 def test_portable_patterns_split_alike_in_every_engine(pattern: str) -> None:
     found, rejected, complete = divergences(pattern)  # Kimi's (set intersections) and Llama 3's
     assert (found, rejected, complete) == ([], {}, True)
@@ -187,7 +208,9 @@ def test_ta305_on_a_shipped_possessive_pattern_names_the_input_and_splits() -> N
     assert finding["code"] == "TA305" and finding["name"] == "pattern-portability" and finding["severity"] == "warning"
     assert finding["location"] == {"file": "tokenization_possessive.py", "line": 8, "key": "PAT_STR"}
     assert finding["details"]["example"] == {
-        "text": "4151", "pieces": {"fancy-regex": ["415", "1"], "oniguruma": ["4151"], "regex": ["415", "1"]}}
+        "text": "4151",
+        "pieces": {"fancy-regex": ["415", "1"], "oniguruma": ["4151"], "regex": ["415", "1"]},
+    }
     assert finding["details"]["translation"] is not None
 
 
@@ -220,7 +243,9 @@ def test_scan_deep_takes_pat_str_for_a_bare_rank_file(tmp_path: Path) -> None:
     assert codes["TA304"]["severity"] == "warning"  # the model still declares no pattern
     # the same ranks and pattern as tiny-tiktoken (whose remote code declares it): the same 18 unreachable tokens
     assert codes["TA402"]["details"]["encoder"] == "tiktoken" and codes["TA402"]["count"] == 18
-    assert codes["TA402"]["ids"] == _scan(FIXTURES / "tiny-tiktoken", "--deep", "--select", "TA402")["findings"][0]["ids"]
+    assert (
+        codes["TA402"]["ids"] == _scan(FIXTURES / "tiny-tiktoken", "--deep", "--select", "TA402")["findings"][0]["ids"]
+    )
 
 
 def test_fuzz_of_a_bare_rank_file_needs_no_pattern(tmp_path: Path) -> None:
@@ -230,7 +255,11 @@ def test_fuzz_of_a_bare_rank_file_needs_no_pattern(tmp_path: Path) -> None:
     r = run_cli("fuzz", bare, "--backends", "tiktoken,hf,strict", "--iterations", "100", "--format", "json", "--quiet")
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert [(b["name"], b["available"]) for b in doc["backends"]] == [("tiktoken", True), ("hf", True), ("strict", True)]
+    assert [(b["name"], b["available"]) for b in doc["backends"]] == [
+        ("tiktoken", True),
+        ("hf", True),
+        ("strict", True),
+    ]
     assert [f["severity"] for f in doc["findings"] if f["severity"] == "error"] == []
 
 

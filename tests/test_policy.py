@@ -45,14 +45,32 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 def test_select_by_prefix_name_and_code() -> None:
     _, doc, _ = scan(TINY, "--select", "TA2")
-    assert codes(doc) == ["TA202"] and [r["code"] for r in doc["rules"]] == ["TA201", "TA202", "TA203", "TA204", "TA205", "TA206", "TA207", "TA208", "TA209", "TA220"]
+    assert codes(doc) == ["TA202"] and [r["code"] for r in doc["rules"]] == [
+        "TA201",
+        "TA202",
+        "TA203",
+        "TA204",
+        "TA205",
+        "TA206",
+        "TA207",
+        "TA208",
+        "TA209",
+        "TA220",
+    ]
     _, doc, _ = scan(TINY, "--select", "id-", "--select", "TA101")
     assert [r["code"] for r in doc["rules"]] == ["TA101", "TA102", "TA103"] and codes(doc) == ["TA101", "TA103"]
 
 
 def test_ignore_by_name_and_prefix_changes_the_exit_code() -> None:
     code, doc, _ = scan(TINY, "--ignore", "vocab-gap,TA3")
-    assert code == 0 and codes(doc) == ["TA103", "TA105", "TA202", "TA401", "TA810", "TA810"]  # TA810: typed parts, a warning
+    assert code == 0 and codes(doc) == [
+        "TA103",
+        "TA105",
+        "TA202",
+        "TA401",
+        "TA810",
+        "TA810",
+    ]  # TA810: typed parts, a warning
 
 
 def test_deep_rule_runs_when_selected_by_exact_code() -> None:
@@ -65,7 +83,10 @@ def test_deep_rule_runs_when_selected_by_exact_code() -> None:
 @pytest.mark.parametrize(
     ("args", "line"),
     [
-        (("--select", "vocab-gaps"), "tokaudit: error: key --select: unknown rule 'vocab-gaps' (did you mean vocab-gap?)\n"),
+        (
+            ("--select", "vocab-gaps"),
+            "tokaudit: error: key --select: unknown rule 'vocab-gaps' (did you mean vocab-gap?)\n",
+        ),
         (("--ignore", "XX1"), "tokaudit: error: key --ignore: unknown rule 'XX1'\n"),
         (("--select", "TA101", "--ignore", "TA1"), "tokaudit: error: key --select/--ignore: no rule is selected\n"),
     ],
@@ -114,14 +135,27 @@ def test_unused_suppression_is_a_note(project) -> None:
     [
         ("[tool.tokaudit]\nselect = [\n", ":3: invalid TOML: Invalid value"),
         ('[tool.tokaudit]\nselect = ["a" "b"]\n', ":2: invalid TOML: Unclosed array"),
-        ("[tool.tokaudit]\nselekt = []\n", " (key tool.tokaudit.selekt): unknown key 'selekt' (known: select, ignore, baseline, per-target-ignores, stacks, tool-parser, reasoning-parser, parsers, require-reason)"),
-        ('[tool.tokaudit]\nselect = ["vocab-gapp"]\n', " (key tool.tokaudit.select): unknown rule 'vocab-gapp' (did you mean vocab-gap?)"),
-        ('[[tool.tokaudit.per-target-ignores]]\ntarget = "x"\nrules = ["TA101"]\n',
-         " (key tool.tokaudit.per-target-ignores[0].reason): a per-target ignore needs a non-empty 'reason'"),
-        ('[[tool.tokaudit.per-target-ignores]]\ntarget = "x"\nrules = "TA1"\nreason = " "\n',
-         " (key tool.tokaudit.per-target-ignores[0].reason): a per-target ignore needs a non-empty 'reason'"),
-        ('[[tool.tokaudit.per-target-ignores]]\nrules = ["TA101"]\nreason = "r"\n',
-         " (key tool.tokaudit.per-target-ignores[0].target): a per-target ignore needs a 'target'"),
+        (
+            "[tool.tokaudit]\nselekt = []\n",
+            " (key tool.tokaudit.selekt): unknown key 'selekt' (known: select, ignore, baseline, per-target-ignores, "
+            "stacks, tool-parser, reasoning-parser, parsers, require-reason)",
+        ),
+        (
+            '[tool.tokaudit]\nselect = ["vocab-gapp"]\n',
+            " (key tool.tokaudit.select): unknown rule 'vocab-gapp' (did you mean vocab-gap?)",
+        ),
+        (
+            '[[tool.tokaudit.per-target-ignores]]\ntarget = "x"\nrules = ["TA101"]\n',
+            " (key tool.tokaudit.per-target-ignores[0].reason): a per-target ignore needs a non-empty 'reason'",
+        ),
+        (
+            '[[tool.tokaudit.per-target-ignores]]\ntarget = "x"\nrules = "TA1"\nreason = " "\n',
+            " (key tool.tokaudit.per-target-ignores[0].reason): a per-target ignore needs a non-empty 'reason'",
+        ),
+        (
+            '[[tool.tokaudit.per-target-ignores]]\nrules = ["TA101"]\nreason = "r"\n',
+            " (key tool.tokaudit.per-target-ignores[0].target): a per-target ignore needs a 'target'",
+        ),
     ],
 )
 def test_bad_config_is_one_line_exit_2(project, text: str, message: str) -> None:
@@ -144,8 +178,13 @@ def test_baseline_only_new_findings_count(tmp_path: Path) -> None:
 
 
 def test_fingerprints_ignore_line_numbers() -> None:
-    f = {"code": "TA205", "name": "template-token-unregistered", "target": "m/", "details": {"subject": "<|x|>"},
-         "location": {"file": "chat_template.jinja", "line": 3}}
+    f = {
+        "code": "TA205",
+        "name": "template-token-unregistered",
+        "target": "m/",
+        "details": {"subject": "<|x|>"},
+        "location": {"file": "chat_template.jinja", "line": 3},
+    }
     moved = dict(f, target="./m", location={"file": "chat_template.jinja", "line": 30})
     assert fingerprint_json(f) == fingerprint_json(moved)
     assert fingerprint_json(f) != fingerprint_json(dict(f, details={"subject": "<|y|>"}))
@@ -181,14 +220,19 @@ def test_jobs_give_the_same_report_in_target_order() -> None:
     assert one == three and code1 == code3 == 1
     assert [t["target"] for t in three["targets"]] == [str(t) for t in targets]
     assert [f["target"] for f in three["findings"]] == sorted(
-        (f["target"] for f in three["findings"]), key=lambda t: [str(x) for x in targets].index(t))
+        (f["target"] for f in three["findings"]), key=lambda t: [str(x) for x in targets].index(t)
+    )
 
 
 def test_worst_exit_code_over_targets_and_first_bad_target_is_exit_2() -> None:
     code, _, _ = scan(CLEAN, "--jobs", "2")
     assert code == 0
     code, _, err = scan(CLEAN, FIXTURES / "malformed" / "bad-rank", "--jobs", "2")
-    assert code == 2 and err.startswith("tokaudit: error: ") and "tiktoken.model:2: rank is not a non-negative integer" in err
+    assert (
+        code == 2
+        and err.startswith("tokaudit: error: ")
+        and "tiktoken.model:2: rank is not a non-negative integer" in err
+    )
 
 
 # ---- require-reason and what was not checked -------------------------------------------------------------------
@@ -197,12 +241,18 @@ def test_worst_exit_code_over_targets_and_first_bad_target_is_exit_2() -> None:
 def test_require_reason_refuses_a_global_ignore(project) -> None:
     path = project('[tool.tokaudit]\nignore = ["TA401"]\nrequire-reason = true\n')
     code, _, err = scan(TINY)
-    assert (code, err.strip()) == (2, f"tokaudit: error: {path} (key tool.tokaudit.ignore[0]): require-reason is on and "
-                                      "ignore has no reason for 'TA401': suppress it with [[tool.tokaudit.per-target-ignores]] "
-                                      '(target = "*", rules, reason)')
+    assert (code, err.strip()) == (
+        2,
+        f"tokaudit: error: {path} (key tool.tokaudit.ignore[0]): require-reason is on and "
+        "ignore has no reason for 'TA401': suppress it with [[tool.tokaudit.per-target-ignores]] "
+        '(target = "*", rules, reason)',
+    )
     path = project('[tool.tokaudit]\nrequire-reason = "yes"\n')
     code, _, err = scan(TINY)
-    assert (code, err.strip()) == (2, f"tokaudit: error: {path} (key tool.tokaudit.require-reason): expected true or false")
+    assert (code, err.strip()) == (
+        2,
+        f"tokaudit: error: {path} (key tool.tokaudit.require-reason): expected true or false",
+    )
 
 
 def test_require_reason_baselines_only_entries_that_say_why(project, tmp_path: Path) -> None:
@@ -213,7 +263,10 @@ def test_require_reason_baselines_only_entries_that_say_why(project, tmp_path: P
     (tmp_path / "base.json").write_text(json.dumps(doc), encoding="utf-8")
     project('[tool.tokaudit]\nbaseline = "base.json"\n')
     _, plain, _ = scan(SPECIAL)
-    assert (plain["findings"], plain["policy"]["baselined"]) == ([], len(before))  # without require-reason: all baselined
+    assert (plain["findings"], plain["policy"]["baselined"]) == (
+        [],
+        len(before),
+    )  # without require-reason: all baselined
     project('[tool.tokaudit]\nbaseline = "base.json"\nrequire-reason = true\n')
     _, strict, _ = scan(SPECIAL)
     assert strict["policy"]["baselined"] == 1
@@ -222,8 +275,10 @@ def test_require_reason_baselines_only_entries_that_say_why(project, tmp_path: P
     n = len(before) - 1
     assert (f["severity"], f["location"]) == ("warning", {"file": str(tmp_path / "base.json"), "key": "findings[1]"})
     assert f["details"]["entries"] == [f"findings[{i}]" for i in range(1, len(before))]
-    assert f["message"].startswith(f'{n} entries of the baseline have no "reason" and require-reason is on, so their findings '
-                                   "are reported, not baselined: findings[1], findings[2]")
+    assert f["message"].startswith(
+        f'{n} entries of the baseline have no "reason" and require-reason is on, so their findings '
+        "are reported, not baselined: findings[1], findings[2]"
+    )
 
 
 def test_the_headline_says_which_backend_was_not_checked(tmp_path: Path) -> None:
@@ -238,7 +293,11 @@ def test_the_headline_says_which_backend_was_not_checked(tmp_path: Path) -> None
     assert doc["not_checked"] == ["backend transformers-gguf (torch is not installed)"]
     rich = run_cli(*args, env={"COLUMNS": "200"})
     assert rich.stdout.rstrip().splitlines()[-1] == (
-        "✓ PASS: 0 errors, 0 warnings, 0 notes (--fail-on error; not checked: backend transformers-gguf (torch is not installed))")
+        "✓ PASS: 0 errors, 0 warnings, 0 notes (--fail-on error; not checked: backend transformers-gguf (torch is not "
+        "installed))"
+    )
     github = run_cli(*args, "--format", "github").stdout.rstrip().splitlines()[-1]
-    assert github.startswith(f"tokaudit {__version__} compare: PASS: 0 errors, 0 warnings, 0 notes; not checked: backend "
-                             "transformers-gguf (torch is not installed) (python ")
+    assert github.startswith(
+        f"tokaudit {__version__} compare: PASS: 0 errors, 0 warnings, 0 notes; not checked: backend "
+        "transformers-gguf (torch is not installed) (python "
+    )

@@ -54,7 +54,11 @@ def test_nested_comprehension(tmp_path: Path, n: int, why: str) -> None:
     _, doc, _, seconds = _scan(target)
     assert seconds < SCAN_SECONDS
     (note,) = _by_code(doc, "TA302")
-    assert note["severity"] == "note" and note["location"] == {"file": "tokenization_hostile.py", "line": 3, "key": "special_tokens"}
+    assert note["severity"] == "note" and note["location"] == {
+        "file": "tokenization_hostile.py",
+        "line": 3,
+        "key": "special_tokens",
+    }
     assert note["details"]["not_understood"] == [f"tokenization_hostile.py:3: {why}"]
 
 
@@ -75,13 +79,17 @@ def test_one_megabyte_pattern_is_not_understood(tmp_path: Path) -> None:
     (unknown,) = _by_code(doc, "TA304")
     assert "a string of 1000000 characters (limit 100000)" in unknown["message"]
     (note,) = _by_code(doc, "TA302")
-    assert note["details"]["not_understood"] == ["tokenization_hostile.py:3: a string of 1000000 characters (limit 100000)"]
+    assert note["details"]["not_understood"] == [
+        "tokenization_hostile.py:3: a string of 1000000 characters (limit 100000)"
+    ]
 
 
 def test_ten_million_reserved_slots_stay_a_range(tmp_path: Path) -> None:
     source = 'import tiktoken\n\nnum_reserved_special_tokens = 10000000\npat_str = r"\\S+|\\s+"\n'
     target = _model(tmp_path, source)
-    (target / "tokenizer_config.json").write_text(json.dumps({"auto_map": {"AutoTokenizer": ["tokenization_hostile.Tok", None]}}))
+    (target / "tokenizer_config.json").write_text(
+        json.dumps({"auto_map": {"AutoTokenizer": ["tokenization_hostile.Tok", None]}})
+    )
     _, doc, _, seconds = _scan(target)
     assert seconds < SCAN_SECONDS
     (past,) = [f for f in _by_code(doc, "TA104") if f["details"].get("num_reserved_special_tokens")]
@@ -132,9 +140,18 @@ _expressions = st.recursive(_atoms, _expr, max_leaves=12)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.sampled_from(["PAT", "N", "pat_str", "SPECIAL_TOKENS", "num_reserved_special_tokens"]), _expressions),
-                min_size=1, max_size=5))
-def test_evaluator_never_raises_and_stays_in_budget(tmp_path_factory: pytest.TempPathFactory, assignments: list[tuple[str, str]]) -> None:
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["PAT", "N", "pat_str", "SPECIAL_TOKENS", "num_reserved_special_tokens"]), _expressions
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_evaluator_never_raises_and_stays_in_budget(
+    tmp_path_factory: pytest.TempPathFactory, assignments: list[tuple[str, str]]
+) -> None:
     body = "\n".join(f"{name} = {expr}" for name, expr in assignments)
     source = f"import tiktoken\n\n{body}\n\n\nclass T:\n    def __init__(self):\n        self.model = tiktoken.Encoding('t', pat_str=pat_str)\n"
     path = tmp_path_factory.mktemp("rc") / "tokenization_gen.py"

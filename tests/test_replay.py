@@ -45,7 +45,12 @@ def test_sse_capture_replays_to_the_encoded_text():
     assert doc["text"] == manifest["text"] == "Hello 🌶 world: 北京天气 — café"
     assert set(_texts(doc).values()) == {manifest["text"]}
     assert doc["findings"] == []
-    assert doc["chunk_invariance"] == {"checked": True, "sizes": [1, 2, 3, 4, 5, 6, 7, 8], "varied": [], "mode": "whole stream"}
+    assert doc["chunk_invariance"] == {
+        "checked": True,
+        "sizes": [1, 2, 3, 4, 5, 6, 7, 8],
+        "varied": [],
+        "mode": "whole stream",
+    }
 
 
 def test_timeline_rows_show_bytes_chunks_and_held(tiny_encode):
@@ -59,9 +64,11 @@ def test_timeline_rows_show_bytes_chunks_and_held(tiny_encode):
         {"offsets": "", "bytes": "", "naive": "\ufffd"},
         {"offsets": " 🌶", "bytes": "🌶", "naive": "\ufffd"},
     ]
-    assert [r["held"] for r in rows[3:]] == [{"offsets": 3, "bytes": 2, "naive": 0},
-                                            {"offsets": 4, "bytes": 3, "naive": 0},
-                                            {"offsets": 0, "bytes": 0, "naive": 0}]
+    assert [r["held"] for r in rows[3:]] == [
+        {"offsets": 3, "bytes": 2, "naive": 0},
+        {"offsets": 4, "bytes": 3, "naive": 0},
+        {"offsets": 0, "bytes": 0, "naive": 0},
+    ]
     assert rows[3]["problems"] == ["replacement-char"]  # naive's note, marked on its row
 
 
@@ -92,8 +99,16 @@ def test_prompt_ending_inside_a_character(tiny_encode):
 def test_prompt_from_a_file(tmp_path, tiny_encode):
     ids = tiny_encode("Hello 🌶 world")
     (tmp_path / "prompt.json").write_text(json.dumps(ids[:3]))
-    doc = _json(TINY, "-", "--prompt", tmp_path / "prompt.json", "--detokenizers", "full,decodestream",
-                input=json.dumps(ids[3:]), code=0)
+    doc = _json(
+        TINY,
+        "-",
+        "--prompt",
+        tmp_path / "prompt.json",
+        "--detokenizers",
+        "full,decodestream",
+        input=json.dumps(ids[3:]),
+        code=0,
+    )
     assert _texts(doc) == {"full": " 🌶 world", "decodestream": " 🌶 world", "decodestream-prefill": " 🌶 world"}
 
 
@@ -118,7 +133,9 @@ def test_stop_string_holdback_and_stop_id(tiny_encode):
     doc = _json(TINY, "-", "--stop", "is a", "--stop", "cat", input=json.dumps(ids), code=0)
     assert doc["stops"]["expected"] == {"position": 6, "matched": "is a", "text": "The user ", "max_held": 2}
     assert doc["findings"] == []
-    doc = _json(TINY, "-", "--stop-id", "1002", "--stop", "天", input=json.dumps(tiny_encode("北京<|im_end|>天")), code=0)
+    doc = _json(
+        TINY, "-", "--stop-id", "1002", "--stop", "天", input=json.dumps(tiny_encode("北京<|im_end|>天")), code=0
+    )
     assert doc["stops"]["expected"] == {"position": 5, "matched": 1002, "text": "北京", "max_held": 0}
 
 
@@ -138,7 +155,9 @@ def test_byte_fallback_run_rewrites_emitted_text():
     found = _found(doc)
     assert ("text-rewritten", "error", "decodestream") in found
     assert ("text-rewritten", "error", "offsets") in found
-    rewritten = next(f for f in doc["findings"] if f["name"] == "text-rewritten" and f["details"]["detokenizer"] == "decodestream")
+    rewritten = next(
+        f for f in doc["findings"] if f["name"] == "text-rewritten" and f["details"]["detokenizer"] == "decodestream"
+    )
     assert rewritten["details"]["position"] == 6
     assert rewritten["details"]["message"].startswith("Invalid prefix encountered while decoding stream. Token ID: 256")
     variance = [f for f in doc["findings"] if f["name"] == "chunk-variance"]
@@ -165,8 +184,17 @@ def test_rich_output_has_timeline_findings_and_text(tiny_encode):
     [
         (["-"], "[1, -2]", "tokaudit: error: <stdin>:1: element 1: id -2 is negative\n"),
         (["-"], "1 2 x", "tokaudit: error: <stdin>:1: column 5: 'x' is not an integer token id\n"),
-        (["-", "--stream-format", "sse"], "1 2", "tokaudit: error: <stdin>:1: not a server-sent-events line (expected 'data: ...')\n"),
-        (["-", "--detokenizers", "fast"], "1", "tokaudit: error: key --detokenizers: unknown detokenizer 'fast' (choose from full, offsets, decodestream, bytes, naive, llama.cpp-server)\n"),
+        (
+            ["-", "--stream-format", "sse"],
+            "1 2",
+            "tokaudit: error: <stdin>:1: not a server-sent-events line (expected 'data: ...')\n",
+        ),
+        (
+            ["-", "--detokenizers", "fast"],
+            "1",
+            "tokaudit: error: key --detokenizers: unknown detokenizer 'fast' (choose from full, offsets, "
+            "decodestream, bytes, naive, llama.cpp-server)\n",
+        ),
         (["-", "--prompt", "1 -5"], "1", "tokaudit: error: --prompt:1: column 3: id -5 is negative\n"),
         (["missing.json"], None, "tokaudit: error: missing.json: no such file\n"),
     ],

@@ -43,8 +43,12 @@ def _incremental(held: bytes, pieces: list[bytes]) -> tuple[str, list[int], list
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.text(alphabet="ab é北🌶\u00a0—\ufffd", max_size=40), st.lists(st.integers(0, 200), max_size=12),
-       st.integers(0, 3), st.booleans())
+@given(
+    st.text(alphabet="ab é北🌶\u00a0—\ufffd", max_size=40),
+    st.lists(st.integers(0, 200), max_size=12),
+    st.integers(0, 3),
+    st.booleans(),
+)
 def test_decode_at_cuts_is_the_incremental_decoder(text, cuts, held_cut, truncate):
     data = text.encode()[:-1] if truncate and text else text.encode()
     bounds = sorted({min(c, len(data)) for c in cuts}) + [len(data)]
@@ -53,7 +57,7 @@ def test_decode_at_cuts_is_the_incremental_decoder(text, cuts, held_cut, truncat
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     decoder.decode(pieces[0][:held_cut])
     held = decoder.getstate()[0] if decoder.getstate()[0] == pieces[0][:held_cut] else b""
-    pieces[0] = pieces[0][len(held):]
+    pieces[0] = pieces[0][len(held) :]
     expected = _incremental(held, pieces)
     got = decode_at_cuts(held + b"".join(pieces), len(held), map(len, pieces), map(character_starts, pieces), 7)
     assert got is not None  # valid UTF-8 apart from an unfinished last character
@@ -81,7 +85,7 @@ def _plain_offsets(ctx, ids: list[int]) -> list[str]:
         prefix_text = ctx.tokenizer.decode(window[prefix:read], ctx.skip_special_tokens)
         new_text = ctx.tokenizer.decode(window[prefix:], ctx.skip_special_tokens)
         if len(new_text) > len(prefix_text) and not new_text.endswith(REPLACEMENT):
-            out.append(new_text[len(prefix_text):])
+            out.append(new_text[len(prefix_text) :])
             prefix, read = read, len(window)
         else:
             out.append("")
@@ -102,8 +106,12 @@ def test_bulk_paths_equal_the_step_by_step_algorithms(replay_models, target, nam
             continue
         bulk = run(made[0], stream.steps)
         looped = run(build_detokenizers([detok], decode_context(model, tokenizer, skip), ())[0], [(i,) for i in ids])
-        assert (list(bulk.chunks), list(bulk.held), bulk.held_bytes, bulk.flush) == \
-               (list(looped.chunks), list(looped.held), looped.held_bytes, looped.flush), detok
+        assert (list(bulk.chunks), list(bulk.held), bulk.held_bytes, bulk.flush) == (
+            list(looped.chunks),
+            list(looped.held),
+            looped.held_bytes,
+            looped.flush,
+        ), detok
         assert [e.to_json() for e in bulk.errors] == [e.to_json() for e in looped.errors], detok
         if detok == "offsets":
             assert list(bulk.chunks) == _plain_offsets(decode_context(model, tokenizer, skip), ids)
@@ -134,7 +142,9 @@ def test_kimi_cut_stream_holds_the_partial_character_in_bulk(replay_models):
     assert bytes_run.flush == "\ufffd"
 
 
-@pytest.mark.parametrize("name", ["kimi-toolcall.json", "kimi-toolcall-cut.json", "kimi-unmapped.json", "kimi-toolcall.jsonl"])
+@pytest.mark.parametrize(
+    "name", ["kimi-toolcall.json", "kimi-toolcall-cut.json", "kimi-unmapped.json", "kimi-toolcall.jsonl"]
+)
 def test_replay_with_the_stream_ids_subset_equals_the_full_rank_build(replay_models, name):
     """A tokenizer rebuilt from only the stream's ranks (+ bytes and specials) replays as the full build."""
     from tokaudit.stream.replay import ReplayOptions, replay
@@ -167,8 +177,12 @@ def test_a_stream_that_never_completes_a_character_stalls_offsets_and_decodestre
     stream = tmp_path / "stall.json"
     stream.write_text(json.dumps([128] * 20_000))
     # the timeout only guards the quadratic case (about 1 s here; budgets are not benchmarks)
-    proc = subprocess.run([sys.executable, "-m", "tokaudit", "replay", str(KIMI), str(stream), "--format", "json"],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tokaudit", "replay", str(KIMI), str(stream), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     stalls = {(f["details"]["detokenizer"], f["details"]["position"]) for f in doc["findings"] if f["code"] == "TA510"}
@@ -205,8 +219,13 @@ KIMI_IDS = [*range(128, 140), 160, 191, 195, 229, 240, 163584, 163585, 163586, 1
 
 
 def _same_run(a, b) -> None:
-    assert (list(a.chunks), list(a.held), a.held_bytes, a.flush, a.empty_steps) == \
-           (list(b.chunks), list(b.held), b.held_bytes, b.flush, b.empty_steps)
+    assert (list(a.chunks), list(a.held), a.held_bytes, a.flush, a.empty_steps) == (
+        list(b.chunks),
+        list(b.held),
+        b.held_bytes,
+        b.flush,
+        b.empty_steps,
+    )
     assert [e.to_json() for e in a.errors] == [e.to_json() for e in b.errors]
 
 
@@ -222,8 +241,7 @@ def test_decodestream_taken_from_offsets_equals_the_library_stepped(replay_model
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.sampled_from(KIMI_IDS), max_size=60),
-       st.booleans())
+@given(st.lists(st.sampled_from(KIMI_IDS), max_size=60), st.booleans())
 def test_decodestream_taken_from_offsets_equals_the_library_on_arbitrary_kimi_streams(replay_models, ids, skip):
     """Lead and continuation bytes (a character may complete, or not), special tokens, unmapped ids and text,
     in any order: whenever
@@ -246,7 +264,7 @@ def test_bulk_paths_over_multi_id_steps_equal_the_step_by_step_loops(replay_mode
     for size in sizes:
         if k >= len(ids):
             break
-        grouped.append(tuple(ids[k:k + size]))
+        grouped.append(tuple(ids[k : k + size]))
         k += size
     stream = Stream.of_steps("jsonl", grouped)
     assert not stream.steps.single
@@ -256,13 +274,23 @@ def test_bulk_paths_over_multi_id_steps_equal_the_step_by_step_loops(replay_mode
             continue
         bulk = run(made[0], stream.steps)
         looped = run(build_detokenizers([detok], decode_context(model, tokenizer, skip), ())[0], grouped)
-        assert (list(bulk.chunks), list(bulk.held), bulk.held_bytes, bulk.flush, bulk.empty_steps) == \
-               (list(looped.chunks), list(looped.held), looped.held_bytes, looped.flush, looped.empty_steps), detok
+        assert (list(bulk.chunks), list(bulk.held), bulk.held_bytes, bulk.flush, bulk.empty_steps) == (
+            list(looped.chunks),
+            list(looped.held),
+            looped.held_bytes,
+            looped.flush,
+            looped.empty_steps,
+        ), detok
         assert [e.to_json() for e in bulk.errors] == [e.to_json() for e in looped.errors], detok
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(KIMI_IDS), max_size=8), st.lists(st.sampled_from(KIMI_IDS), max_size=60), st.booleans(), st.booleans())
+@given(
+    st.lists(st.sampled_from(KIMI_IDS), max_size=8),
+    st.lists(st.sampled_from(KIMI_IDS), max_size=60),
+    st.booleans(),
+    st.booleans(),
+)
 def test_decodestream_after_a_prompt_taken_from_offsets_equals_the_library(replay_models, prompt, ids, prefill, skip):
     """With a prompt DecodeStream starts from another window than offsets: replay steps the library until the
     two windows meet and takes offsets' run from there; the result is the library's, both variants."""
@@ -292,6 +320,10 @@ def test_decodestream_not_sharing_a_run_is_stepped_from_where_it_stood(replay_mo
         tampered = replace(done, text=done.text[:-1] + "#")
         assert stream.run_from(offsets, tampered, steps) is None
         fresh = DecodeStreamDetok(ctx, prompt, prefill)
-        assert (stream.pending, stream.held_now, [list(part) for part in stream.last], stream.errors) == \
-               (fresh.pending, fresh.held_now, [list(part) for part in fresh.last], fresh.errors)
+        assert (stream.pending, stream.held_now, [list(part) for part in stream.last], stream.errors) == (
+            fresh.pending,
+            fresh.held_now,
+            [list(part) for part in fresh.last],
+            fresh.errors,
+        )
         _same_run(run(stream, steps), _stepped_decodestream(model, tokenizer, True, rest, prompt, prefill))

@@ -55,18 +55,27 @@ def test_complete_stream_through_the_cli(tmp_path):
     assert out.exit_code == 0
     doc = json.loads(out.stdout)
     assert doc["text"] == TEXT
-    assert doc["stream"] == {"format": "json", "tokens": MANIFEST["tokens"], "steps": MANIFEST["tokens"],
-                             "prompt_tokens": 0, "skip_special_tokens": False}
+    assert doc["stream"] == {
+        "format": "json",
+        "tokens": MANIFEST["tokens"],
+        "steps": MANIFEST["tokens"],
+        "prompt_tokens": 0,
+        "skip_special_tokens": False,
+    }
     # rebuilt from the ranks the stream decodes: its multi-byte tokens and the 256 single bytes
     by_id = load_model(str(KIMI)).artifacts.tiktoken.by_id
     multi = {i for i in json.loads((STREAMS / "kimi-toolcall.json").read_text()) if len(by_id.get(i, b"")) > 1}
     assert doc["tokenizer"]["origin"] == "rebuilt from tiktoken.model ranks"
     assert doc["tokenizer"]["subset"] == (
         f"built from {256 + len(multi)} of 163584 ranks (those decoding the asked ids reads, and the 256 single bytes) "
-        "and all 23 special tokens: its answers for decoding the asked ids are the full build's; load_seconds is this build's")
+        "and all 23 special tokens: its answers for decoding the asked ids are the full build's; load_seconds is this "
+        "build's"
+    )
     # naive's split characters are notes: reported, never failing the run
     assert {(f["name"], f["severity"], f["details"]["detokenizer"]) for f in doc["findings"]} == {
-        ("stream-mismatch", "note", "naive"), ("replacement-char", "note", "naive")}
+        ("stream-mismatch", "note", "naive"),
+        ("replacement-char", "note", "naive"),
+    }
     assert out.stderr == "tokaudit replay: 0 errors, 0 warnings, 2 notes\n"
     assert tree_snapshot(KIMI) == before
 
@@ -103,8 +112,9 @@ def test_unmapped_id_at_its_position(kimi):
     assert f.details["backends"]["tiktoken"] == "KeyError: 'Invalid token for decoding: 163600'"
     assert f.details["context"] == {"before": "claude/skills/", "after": "web-access/scr"}
     by_name = {d["name"]: d for d in r.data["detokenizers"]}
-    assert by_name["offsets"]["errors"] == [{"position": 30, "id": 163600, "kind": "dropped",
-                                             "message": "silently dropped by tokenizers decode"}]
+    assert by_name["offsets"]["errors"] == [
+        {"position": 30, "id": 163600, "kind": "dropped", "message": "silently dropped by tokenizers decode"}
+    ]
     assert by_name["bytes"]["errors"][0]["kind"] == "error"
     assert r.full == VISIBLE  # tokenizers drops the id: the text has a hole nobody sees
 

@@ -48,16 +48,20 @@ def straightforward_timeline(model, tokenizer, stream, findings):
     rows, position = [], 0
     for s, ids in enumerate(stream.steps):
         entries = [model.files.lookup(i) for i in ids]
-        rows.append({
-            "step": s,
-            "position": position,
-            "ids": list(ids),
-            "bytes_hex": [e.token.hex() if e else None for e in entries],
-            "special": [bool(e and e.layer.special) for e in entries],
-            "chunks": {name: c[s] for name, (c, _) in per_step.items()},
-            "held": {name: h[s] for name, (_, h) in per_step.items()},
-            "problems": sorted(set().union(*(problems.get(p, set()) for p in range(position, position + len(ids))))),
-        })
+        rows.append(
+            {
+                "step": s,
+                "position": position,
+                "ids": list(ids),
+                "bytes_hex": [e.token.hex() if e else None for e in entries],
+                "special": [bool(e and e.layer.special) for e in entries],
+                "chunks": {name: c[s] for name, (c, _) in per_step.items()},
+                "held": {name: h[s] for name, (_, h) in per_step.items()},
+                "problems": sorted(
+                    set().union(*(problems.get(p, set()) for p in range(position, position + len(ids))))
+                ),
+            }
+        )
         position += len(ids)
     return rows
 
@@ -85,24 +89,37 @@ def test_default_view_of_a_long_stream_is_the_steps_around_findings(replay_model
     assert positions == [55, 56, 70, 71]
     assert steps == [*range(0, 8), *range(53, 59), *range(64, 72)]
     assert doc["timeline_steps"] == {
-        "shown": "around findings", "rows": 22, "steps": 72,
+        "shown": "around findings",
+        "rows": 22,
+        "steps": 72,
         "summary": doc["timeline_steps"]["summary"],
     }
     summary = doc["timeline_steps"]["summary"]
     assert summary["bytes"]["max_held"] == 2 and summary["offsets"]["characters"] == len(doc["detokenizers"][1]["text"])
-    full = json.loads(run_cli("replay", KIMI, STREAMS / "kimi-toolcall-cut.json", "--steps", "all", "--format", "json",
-                              "--quiet").stdout)["timeline"]
+    full = json.loads(
+        run_cli(
+            "replay", KIMI, STREAMS / "kimi-toolcall-cut.json", "--steps", "all", "--format", "json", "--quiet"
+        ).stdout
+    )["timeline"]
     assert doc["timeline"] == [full[s] for s in steps]
 
 
 def test_steps_range_and_rich_blocks():
-    doc = json.loads(run_cli("replay", KIMI, STREAMS / "kimi-toolcall.json", "--steps", "10:13", "--format", "json",
-                             "--quiet").stdout)
+    doc = json.loads(
+        run_cli(
+            "replay", KIMI, STREAMS / "kimi-toolcall.json", "--steps", "10:13", "--format", "json", "--quiet"
+        ).stdout
+    )
     assert [row["step"] for row in doc["timeline"]] == [10, 11, 12]
     assert doc["timeline_steps"]["shown"] == "10:13"
-    assert [row["step"] for row in json.loads(run_cli(
-        "replay", KIMI, STREAMS / "kimi-toolcall.json", "--steps", "70:", "--format", "json", "--quiet").stdout)["timeline"]] == \
-        [70, 71, 72, 73, 74, 75]
+    assert [
+        row["step"]
+        for row in json.loads(
+            run_cli(
+                "replay", KIMI, STREAMS / "kimi-toolcall.json", "--steps", "70:", "--format", "json", "--quiet"
+            ).stdout
+        )["timeline"]
+    ] == [70, 71, 72, 73, 74, 75]
     rich = run_cli("replay", KIMI, STREAMS / "kimi-toolcall.json", "--steps", "10:13")
     assert "steps 10:13)" in rich.stdout
     rows = [line.split()[:2] for line in rich.stdout.splitlines() if line.startswith("       ")]
@@ -114,13 +131,16 @@ def test_steps_range_and_rich_blocks():
 def test_bad_steps_is_one_line_and_exit_2(value):
     out = run_cli("replay", TINY, STREAMS / "tiny-capture.sse", "--steps", value)
     assert out.exit_code == 2
-    assert out.stderr == (f"tokaudit: error: key --steps: {value!r} is not 'all' or a range FIRST:END of step "
-                          "numbers (e.g. 100:200)\n")
+    assert out.stderr == (
+        f"tokaudit: error: key --steps: {value!r} is not 'all' or a range FIRST:END of step numbers (e.g. 100:200)\n"
+    )
     assert out.stdout == ""
 
 
 def _findings(result):
-    return sorted((f.code, f.name, f.severity.value, json.dumps(f.details, sort_keys=True, default=str)) for f in result.findings)
+    return sorted(
+        (f.code, f.name, f.severity.value, json.dumps(f.details, sort_keys=True, default=str)) for f in result.findings
+    )
 
 
 @pytest.mark.parametrize(("target", "name"), CASES)
@@ -136,8 +156,12 @@ def test_windowed_chunk_invariance_finds_what_the_whole_stream_check_finds(repla
 
 def test_windowed_check_keeps_the_cut_character_and_the_truncated_tool_call(replay_models):
     model, loaded = replay_models(KIMI)
-    r = replay(model, read_stream(str(STREAMS / "kimi-toolcall-cut.json")),
-               ReplayOptions(["full", "offsets", "decodestream", "bytes"], full_rechunk_tokens=0), loaded)
+    r = replay(
+        model,
+        read_stream(str(STREAMS / "kimi-toolcall-cut.json")),
+        ReplayOptions(["full", "offsets", "decodestream", "bytes"], full_rechunk_tokens=0),
+        loaded,
+    )
     assert sorted(f.name for f in r.findings) == ["incomplete-utf8", "tool-call-json"]
     assert r.data["chunk_invariance"]["varied"] == []
 

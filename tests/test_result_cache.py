@@ -18,17 +18,34 @@ def _scan(target: Path, cache: str) -> tuple[int, str]:
     return result.exit_code, result.stdout
 
 
-@pytest.mark.parametrize("target, kinds", [
-    ("patterns/possessive", {"ta305-probe", "undecodable-ids"}),  # TA305 with a shrunk example and a translation
-    ("templates/named-templates", {"parser-round-trip", "ta305-probe", "template-render", "template-security", "undecodable-ids"}),  # TA802, TA820
-    ("templates/broken", {"parser-round-trip", "ta305-probe", "template-render", "template-security", "undecodable-ids"}),  # TA801
-    ("fastokens/refused-unigram", {"undecodable-ids"}),  # fastokens refuses the configuration (Dynamo's row says so)
-    ("kimi-k2.5", {"parser-round-trip", "ta305-probe", "template-render", "template-security", "undecodable-ids"}),  # TA401, TA820
-    # TA850 and TA852 (a config string with a zero-width joiner)
-    ("rules/template-injection", {"ta305-probe", "template-render", "template-security", "undecodable-ids"}),
-    ("rules/invisible-characters", {"ta305-probe", "template-render", "template-security", "config-invisible",
-                                    "undecodable-ids"}),
-])
+@pytest.mark.parametrize(
+    "target, kinds",
+    [
+        ("patterns/possessive", {"ta305-probe", "undecodable-ids"}),  # TA305 with a shrunk example and a translation
+        (
+            "templates/named-templates",
+            {"parser-round-trip", "ta305-probe", "template-render", "template-security", "undecodable-ids"},
+        ),  # TA802, TA820
+        (
+            "templates/broken",
+            {"parser-round-trip", "ta305-probe", "template-render", "template-security", "undecodable-ids"},
+        ),  # TA801
+        (
+            "fastokens/refused-unigram",
+            {"undecodable-ids"},
+        ),  # fastokens refuses the configuration (Dynamo's row says so)
+        (
+            "kimi-k2.5",
+            {"parser-round-trip", "ta305-probe", "template-render", "template-security", "undecodable-ids"},
+        ),  # TA401, TA820
+        # TA850 and TA852 (a config string with a zero-width joiner)
+        ("rules/template-injection", {"ta305-probe", "template-render", "template-security", "undecodable-ids"}),
+        (
+            "rules/invisible-characters",
+            {"ta305-probe", "template-render", "template-security", "config-invisible", "undecodable-ids"},
+        ),
+    ],
+)
 def test_cached_scan_says_what_an_uncached_scan_says(tmp_path: Path, target: str, kinds: set[str]) -> None:
     model = FIXTURES / target
     before = tree_snapshot(model)
@@ -97,6 +114,7 @@ def test_undecodable_ids_are_read_from_the_cache(tmp_path: Path, target: str) ->
 def test_undecodable_ids_are_kept_under_the_file_content(tmp_path: Path) -> None:
     """The key is the vocabulary file's content: the same tokens in other bytes are a new entry, a copy of the
     file elsewhere is the same one."""
+
     def findings(out: str) -> list[dict[str, object]]:
         return [{k: v for k, v in f.items() if k != "target"} for f in json.loads(out)["findings"]]
 

@@ -85,7 +85,11 @@ def test_rule_json_and_an_unknown_rule() -> None:
     assert doc["url"] == f"{REPOSITORY_URL}/blob/v{__version__}/docs/rules/TA802.md"
     assert list(doc["sections"]) == list(SECTIONS)
     bad = run_cli("rule", "TA1O1")
-    assert (bad.exit_code, bad.stdout, bad.stderr) == (2, "", "tokaudit: error: key CODE: unknown rule 'TA1O1' (did you mean TA101?)\n")
+    assert (bad.exit_code, bad.stdout, bad.stderr) == (
+        2,
+        "",
+        "tokaudit: error: key CODE: unknown rule 'TA1O1' (did you mean TA101?)\n",
+    )
 
 
 def test_rules_lists_every_code() -> None:

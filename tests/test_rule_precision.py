@@ -59,9 +59,11 @@ def test_bert_vocab_without_config_is_one_note_not_hundreds_of_errors() -> None:
     assert normalizer["details"]["subject"] == "normalizer" and unknown["details"]["subject"] == "unknown-token"
     assert normalizer["message"].startswith(
         "decode(encode(text)) differs from the text in 82 of 405 cases only by what the model's normalizer does "
-        "(BertNormalizer: lower-casing, accent stripping, CJK characters split; BERT's pre-tokenizer splits on whitespace "
+        "(BertNormalizer: lower-casing, accent stripping, CJK characters split; BERT's pre-tokenizer splits on "
+        "whitespace "
         "and punctuation), the same for every backend. BertTokenizer's defaults are assumed for do_lower_case, "
-        "strip_accents, tokenize_chinese_chars (there is no tokenizer_config.json). Per backend: hf 82.")
+        "strip_accents, tokenize_chinese_chars (there is no tokenizer_config.json). Per backend: hf 82."
+    )
     assert "BertTokenizer's defaults" not in unknown["message"]  # said once
     assert unknown["details"]["unk_token"] == "[UNK]" and unknown["details"]["backends"] == {"hf": 321}
 

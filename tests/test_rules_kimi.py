@@ -46,13 +46,58 @@ def test_kimi_finds_exactly_these_rules(kimi: dict) -> None:
         "TA825": ["reasoning-prefill"],
     }
     assert [f["details"]["stacks"] for f in by_code(kimi)["TA802"]] == [["tgi"], ["dynamo"]]
-    assert [(f["severity"], f["details"]["json_spelling_only"]) for f in by_code(kimi)["TA802"]] == [("warning", True)] * 2
+    assert [(f["severity"], f["details"]["json_spelling_only"]) for f in by_code(kimi)["TA802"]] == [
+        ("warning", True)
+    ] * 2
     assert kimi["summary"] == {"error": 1, "warning": 8, "note": 3}
     assert [r["code"] for r in kimi["rules"]] == [
-        "TA101", "TA102", "TA103", "TA104", "TA105", "TA201", "TA202", "TA203", "TA204", "TA205", "TA206", "TA207", "TA208",
-        "TA209", "TA220", "TA301", "TA302", "TA303", "TA304", "TA305", "TA307", "TA308", "TA309", "TA310", "TA401", "TA801",
-        "TA802", "TA803", "TA804", "TA805", "TA806", "TA807", "TA808", "TA810", "TA811", "TA812", "TA813", "TA820", "TA821", "TA822", "TA823", "TA824", "TA825",
-        "TA850", "TA851", "TA852", "TA853",
+        "TA101",
+        "TA102",
+        "TA103",
+        "TA104",
+        "TA105",
+        "TA201",
+        "TA202",
+        "TA203",
+        "TA204",
+        "TA205",
+        "TA206",
+        "TA207",
+        "TA208",
+        "TA209",
+        "TA220",
+        "TA301",
+        "TA302",
+        "TA303",
+        "TA304",
+        "TA305",
+        "TA307",
+        "TA308",
+        "TA309",
+        "TA310",
+        "TA401",
+        "TA801",
+        "TA802",
+        "TA803",
+        "TA804",
+        "TA805",
+        "TA806",
+        "TA807",
+        "TA808",
+        "TA810",
+        "TA811",
+        "TA812",
+        "TA813",
+        "TA820",
+        "TA821",
+        "TA822",
+        "TA823",
+        "TA824",
+        "TA825",
+        "TA850",
+        "TA851",
+        "TA852",
+        "TA853",
     ]
 
 
@@ -68,7 +113,10 @@ def test_kimi_eos_mismatch_names_every_set_and_the_template_terminator(kimi: dic
     template = (KIMI / "chat_template.jinja").read_text(encoding="utf-8").splitlines()
     first_line = next(n for n, line in enumerate(template, 1) if "<|im_end|>" in line)
     assert eos["details"]["template_terminator"] == {
-        "token": "<|im_end|>", "id": 163586, "location": {"file": "chat_template.jinja", "line": first_line}}
+        "token": "<|im_end|>",
+        "id": 163586,
+        "location": {"file": "chat_template.jinja", "line": first_line},
+    }
     assert eos["ids"] == [[163585, 163586]]
     assert "config.json text_config.eos_token_id 163585 [EOS]" in eos["message"]
     assert "generation_config.json eos_token_id 163586 <|im_end|>" in eos["message"]
@@ -85,7 +133,12 @@ def test_kimi_id_drift_under_transformers_v5_conversion(kimi: dict) -> None:
     assert moved["[UNK]"] == (163838, 163605) and moved["[PAD]"] == (163839, 163606)
     named_shifts = {d - n for t, (d, n) in moved.items() if t not in ("[UNK]", "[PAD]")}
     assert named_shifts == {1, 2, 3}
-    assert drift["location"] == {"file": "tokenizer_config.json", "line": 43, "column": 5, "key": "added_tokens_decoder.163590"}
+    assert drift["location"] == {
+        "file": "tokenizer_config.json",
+        "line": 43,
+        "column": 5,
+        "key": "added_tokens_decoder.163590",
+    }
 
 
 def test_kimi_placeholders_are_the_233_gap_ids(kimi: dict) -> None:
@@ -115,7 +168,12 @@ def test_kimi_loader_table(kimi: dict) -> None:
     rows = {r["loader"]: r for r in kimi["loaders"]}
     assert list(rows) == ["files-only", "smg", "vLLM", "Dynamo", "transformers"]
     assert (rows["files-only"]["sees_gap"], rows["files-only"]["unmapped"]) == (True, 233)
-    assert rows["files-only"]["unmapped_ids"] == [[163589, 163589], [163592, 163592], [163600, 163600], [163608, 163837]]
+    assert rows["files-only"]["unmapped_ids"] == [
+        [163589, 163589],
+        [163592, 163592],
+        [163600, 163600],
+        [163608, 163837],
+    ]
     assert rows["smg"]["files"] == ["tiktoken.model", "tokenizer_config.json"]
     assert "Kimi detected (tokenizer_config.json names tokenization_kimi.TikTokenTokenizer)" in rows["smg"]["rule"]
     assert rows["Dynamo"]["rule"].startswith("tiktoken.model; model_type kimi_k25")
@@ -136,8 +194,11 @@ def test_deep_unreachable_token_on_kimi_with_a_clean_exit(tmp_path: Path) -> Non
     result = run_cli("scan", KIMI, "--deep", "--select", "TA402", "--format", "json")
     (found,) = json.loads(result.stdout)["findings"]
     assert found["code"] == "TA402" and found["severity"] == "warning"
-    assert found["details"]["categories"] == {"unreachable_multi_token": found["count"], "unreachable_single_token": 0,
-                                              "undecodable_skipped": 4832}
+    assert found["details"]["categories"] == {
+        "unreachable_multi_token": found["count"],
+        "unreachable_single_token": 0,
+        "undecodable_skipped": 4832,
+    }
     assert found["details"]["checked"] == 163584 - 4832
     assert found["details"]["examples"][0] == {"id": 306, "token": " 1", "encodes_to": [32, 49]}
     assert result.exit_code == 0  # warnings do not fail --fail-on error
@@ -147,11 +208,21 @@ def test_kimi_parser_round_trip_verdict_and_prefill(kimi: dict) -> None:
     """TA820's one line: each stack's parsers that recover the template's call; TA825: the prompt opens <think>."""
     found = by_code(kimi)
     assert [f["message"] for f in found["TA820"]] == [
-        "tool calls of chat_template.jinja recovered by vllm: kimi_k2 (with reasoning: kimi_k2+deepseek_r1, kimi_k2+qwen3, "
-        "kimi_k2+glm45, kimi_k2+kimi_k2, ...); sglang: kimi_k2 (with reasoning: kimi_k2+deepseek-r1, kimi_k2+deepseek-v3, "
-        "kimi_k2+qwen3, kimi_k2+glm45, ...); smg: kimik2 (with reasoning: kimik2+deepseek_r1, kimik2+qwen3, kimik2+qwen3_thinking, "
+        "tool calls of chat_template.jinja recovered by vllm: kimi_k2 (with reasoning: kimi_k2+deepseek_r1, "
+        "kimi_k2+qwen3, "
+        "kimi_k2+glm45, kimi_k2+kimi_k2, ...); sglang: kimi_k2 (with reasoning: kimi_k2+deepseek-r1, "
+        "kimi_k2+deepseek-v3, "
+        "kimi_k2+qwen3, kimi_k2+glm45, ...); smg: kimik2 (with reasoning: kimik2+deepseek_r1, kimik2+qwen3, "
+        "kimik2+qwen3_thinking, "
         "kimik2+glm45, ...); tgi: its own JSON grammar, not the template's format; llama.cpp: kimi-k2 (with reasoning: "
-        "kimi-k2+deepseek); dynamo: kimi_k2"]
+        "kimi-k2+deepseek); dynamo: kimi_k2"
+    ]
     assert [(f["severity"], f["message"], f["details"]["toggle"]) for f in found["TA825"]] == [
-        ("note", "the generation prompt of chat_template.jinja opens reasoning ('<|im_assistant|>assistant<|im_middle|><think>'): output "
-                 "cut by max_tokens is reasoning, not content; thinking=false turns it off", "thinking=false")]
+        (
+            "note",
+            "the generation prompt of chat_template.jinja opens reasoning "
+            "('<|im_assistant|>assistant<|im_middle|><think>'): output "
+            "cut by max_tokens is reasoning, not content; thinking=false turns it off",
+            "thinking=false",
+        )
+    ]

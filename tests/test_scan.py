@@ -171,8 +171,11 @@ MALFORMED = FIXTURES / "malformed"
         (MALFORMED / "bad-rank", "bad-rank/tiktoken.model:2: rank is not a non-negative integer: 'x1'"),
         (MALFORMED / "duplicate-rank", "duplicate-rank/tiktoken.model:4: duplicate rank 1 (first on line 2)"),
         (MALFORMED / "truncated-json", "truncated-json/tokenizer.json:"),
-        (MALFORMED / "bad-added-key", "bad-added-key/tokenizer_config.json (key added_tokens_decoder.abc): id 'abc' is not a non-negative integer"),
-        (MALFORMED / "bad-config", "bad-config/config.json (key vocab_size): expected an integer, found \"lots\""),
+        (
+            MALFORMED / "bad-added-key",
+            "bad-added-key/tokenizer_config.json (key added_tokens_decoder.abc): id 'abc' is not a non-negative integer",
+        ),
+        (MALFORMED / "bad-config", 'bad-config/config.json (key vocab_size): expected an integer, found "lots"'),
         (MALFORMED / "not-a-tokenizer", "not-a-tokenizer: no tokenizer vocabulary found (looked for tokenizer.json"),
         (MALFORMED / "not-a-tokenizer" / "README.txt", "README.txt: not a tokenizer file"),
     ],
@@ -198,8 +201,10 @@ def test_unreadable_file(tmp_path: Path) -> None:
     # /proc/self/mem says "regular file" but cannot be read sequentially (EIO); /proc/kmsg would block: a
     # pseudo-file is refused before it is opened, naming where the symlink points (CliRunner: this process)
     os.symlink("/proc/self/mem", tmp_path / "tiktoken.model")
-    assert _error_line(tmp_path) == (f"tokaudit: error: {tmp_path}/tiktoken.model: not a regular file: a proc pseudo-file "
-                                     f"(symlink to /proc/{os.getpid()}/mem, outside the target directory)")
+    assert _error_line(tmp_path) == (
+        f"tokaudit: error: {tmp_path}/tiktoken.model: not a regular file: a proc pseudo-file "
+        f"(symlink to /proc/{os.getpid()}/mem, outside the target directory)"
+    )
 
 
 def test_usage_error_is_exit_2() -> None:
@@ -221,7 +226,9 @@ def test_scan_never_runs_remote_code(tmp_path: Path) -> None:
     marker = Path("/tmp/tokaudit_executed_marker")
     marker.unlink(missing_ok=True)
     # a whole process, so any import side effect would really happen
-    proc = subprocess.run([sys.executable, "-m", "tokaudit", "scan", str(target), "--format", "json"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tokaudit", "scan", str(target), "--format", "json"], capture_output=True, text=True
+    )
     assert proc.returncode == 1, proc.stderr
     assert not (target / "EXECUTED_MARKER").exists() and not marker.exists()
     assert not (target / "__pycache__").exists()
@@ -242,7 +249,8 @@ def test_closed_stdout_pipe_keeps_the_exit_code(fmt: str) -> None:
     for fail_on, expected in (("never", 0), ("error", 1)):
         proc = subprocess.Popen(
             [sys.executable, "-m", "tokaudit", "scan", str(TINY), "--format", fmt, "--fail-on", fail_on, "--quiet"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         assert proc.stdout is not None and proc.stderr is not None
         proc.stdout.close()  # the reader is gone before anything is written

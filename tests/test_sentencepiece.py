@@ -52,7 +52,9 @@ def _mistral_models() -> list[Path]:
     return sorted(p for p in data.glob("*.model*"))
 
 
-@pytest.mark.parametrize("path", [LLAMA / "tokenizer.model", UNIGRAM / "tokenizer.model", *_mistral_models()], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", [LLAMA / "tokenizer.model", UNIGRAM / "tokenizer.model", *_mistral_models()], ids=lambda p: p.name
+)
 def test_reader_agrees_with_the_sentencepiece_library(path: Path) -> None:
     """Every piece, score and type, and the special ids, as the library reads the same bytes."""
     model = parse_sentencepiece(path)
@@ -65,7 +67,12 @@ def test_reader_agrees_with_the_sentencepiece_library(path: Path) -> None:
         assert (p.type is PieceType.UNKNOWN) == sp.is_unknown(i)
         assert (p.type is PieceType.BYTE) == sp.is_byte(i)
         assert (p.type is PieceType.UNUSED) == sp.is_unused(i)
-    assert (model.unk_id, model.bos_id, model.eos_id, model.pad_id) == (sp.unk_id(), sp.bos_id(), sp.eos_id(), sp.pad_id())
+    assert (model.unk_id, model.bos_id, model.eos_id, model.pad_id) == (
+        sp.unk_id(),
+        sp.bos_id(),
+        sp.eos_id(),
+        sp.pad_id(),
+    )
 
 
 def test_reader_specs_of_the_fixtures() -> None:
@@ -125,11 +132,20 @@ VALID = _piece("<unk>", 0.0, 2) + _piece("<s>", 0.0, 3) + _piece("</s>", 0.0, 3)
         # truncated: the last piece ("\u2581a": 15 bytes, a 13-byte body) loses its last 3 bytes
         (VALID[:-3], f"ModelProto field 1 declares 13 bytes but only 10 remain at byte {len(VALID) - 15}"),
         # a varint of 11 bytes
-        (VALID + _key(2, 0) + b"\xff" * 11, f"bad varint in ModelProto field 2 (more than 10 bytes) at byte {len(VALID) + 1}"),
+        (
+            VALID + _key(2, 0) + b"\xff" * 11,
+            f"bad varint in ModelProto field 2 (more than 10 bytes) at byte {len(VALID) + 1}",
+        ),
         # trainer_spec (a message) written as a varint
-        (VALID + _key(2, 0) + b"\x01", f"ModelProto field 2 has wire type varint, expected length-delimited at byte {len(VALID)}"),
+        (
+            VALID + _key(2, 0) + b"\x01",
+            f"ModelProto field 2 has wire type varint, expected length-delimited at byte {len(VALID)}",
+        ),
         # a length of 2**40 bytes
-        (VALID + _key(2, 2) + _varint(2**40), f"ModelProto field 2 declares {2**40} bytes but only 0 remain at byte {len(VALID)}"),
+        (
+            VALID + _key(2, 2) + _varint(2**40),
+            f"ModelProto field 2 declares {2**40} bytes but only 0 remain at byte {len(VALID)}",
+        ),
         # wire type 7 does not exist
         (VALID + _key(2, 7), f"invalid wire type 7 in ModelProto field 2 at byte {len(VALID)}"),
         # a piece type outside the enum (its key is 10 bytes into the new piece)
@@ -140,8 +156,17 @@ VALID = _piece("<unk>", 0.0, 2) + _piece("<s>", 0.0, 3) + _piece("</s>", 0.0, 3)
         (b"\x0a" + b"\xff" * 11, "bad varint in the length of ModelProto field 1 (more than 10 bytes) at byte 1"),
         (b"\x0a\x05\x0a\x03<s", "ModelProto field 1 declares 5 bytes but only 4 remain at byte 0"),
     ],
-    ids=["truncated", "bad-varint", "wrong-wire-type", "huge-length", "invalid-wire-type", "bad-piece-type", "cut-varint",
-         "damaged-first-piece", "cut-first-piece"],
+    ids=[
+        "truncated",
+        "bad-varint",
+        "wrong-wire-type",
+        "huge-length",
+        "invalid-wire-type",
+        "bad-piece-type",
+        "cut-varint",
+        "damaged-first-piece",
+        "cut-first-piece",
+    ],
 )
 def test_malformed_model_is_one_line_and_exit_2(tmp_path: Path, data: bytes, message: str) -> None:
     target = tmp_path / "tokenizer.model"
@@ -160,7 +185,8 @@ def test_special_id_beyond_the_pieces_is_an_input_error(tmp_path: Path) -> None:
     r = run_cli("scan", str(tmp_path))
     assert r.exit_code == 2
     assert r.stderr.splitlines() == [
-        f"tokaudit: error: {tmp_path / 'tokenizer.model'}: malformed SentencePiece model: trainer_spec.bos_id 7 is not below the 4 pieces"
+        f"tokaudit: error: {tmp_path / 'tokenizer.model'}: malformed SentencePiece model: trainer_spec.bos_id 7 is "
+        "not below the 4 pieces"
     ]
 
 
@@ -169,7 +195,10 @@ def test_hand_made_valid_model_loads_and_the_library_agrees(tmp_path: Path) -> N
     (tmp_path / "tokenizer.model").write_bytes(VALID)
     model = parse_sentencepiece(tmp_path / "tokenizer.model")
     assert [(p.piece, p.type) for p in model.pieces] == [
-        ("<unk>", PieceType.UNKNOWN), ("<s>", PieceType.CONTROL), ("</s>", PieceType.CONTROL), ("\u2581a", PieceType.NORMAL)
+        ("<unk>", PieceType.UNKNOWN),
+        ("<s>", PieceType.CONTROL),
+        ("</s>", PieceType.CONTROL),
+        ("\u2581a", PieceType.NORMAL),
     ]
     sp = spm.SentencePieceProcessor(model_proto=VALID)
     assert [sp.id_to_piece(i) for i in range(4)] == ["<unk>", "<s>", "</s>", "\u2581a"]
@@ -252,7 +281,11 @@ def test_artifact_disagreement_on_swapped_pieces(tmp_path: Path) -> None:
     (finding,) = json.loads(r.stdout)["findings"]
     sp = parse_sentencepiece(LLAMA / "tokenizer.model")
     assert finding["ids"] == [[300, 301]] and finding["count"] == 2
-    assert finding["details"]["examples"][0] == {"id": 300, "tokenizer.model": sp.pieces[300].piece, "tokenizer.json": sp.pieces[301].piece}
+    assert finding["details"]["examples"][0] == {
+        "id": 300,
+        "tokenizer.model": sp.pieces[300].piece,
+        "tokenizer.json": sp.pieces[301].piece,
+    }
     assert finding["location"] == {"file": "tokenizer.json"}
 
 

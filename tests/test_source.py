@@ -22,7 +22,9 @@ def _hf_cache(root: Path, repo: str = "acme/tiny") -> Path:
     (repo_dir / "blobs").mkdir()
     files = {
         "tiktoken.model": "".join(f"{base64.b64encode(bytes([i])).decode()} {i}\n" for i in range(256)).encode(),
-        "tokenizer_config.json": json.dumps({"added_tokens_decoder": {"300": {"content": "<|eot|>", "special": True}}}).encode(),
+        "tokenizer_config.json": json.dumps(
+            {"added_tokens_decoder": {"300": {"content": "<|eot|>", "special": True}}}
+        ).encode(),
         "config.json": json.dumps({"vocab_size": 301}).encode(),
     }
     for i, (name, content) in enumerate(files.items()):
@@ -35,7 +37,9 @@ def _hf_cache(root: Path, repo: str = "acme/tiny") -> Path:
 def _run(args: list[str], hf_home: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
     env.pop("HF_HUB_CACHE", None)
-    return subprocess.run([sys.executable, "-m", "tokaudit", *args], capture_output=True, text=True, env=env, cwd=hf_home)
+    return subprocess.run(
+        [sys.executable, "-m", "tokaudit", *args], capture_output=True, text=True, env=env, cwd=hf_home
+    )
 
 
 def test_repo_id_resolves_from_the_offline_cache(tmp_path: Path) -> None:
@@ -62,4 +66,6 @@ def test_unknown_repo_offline_is_one_clear_line(tmp_path: Path) -> None:
     assert proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1
-    assert lines[0].startswith("tokaudit: error: acme/missing: not a local path, and the Hugging Face repo could not be resolved (")
+    assert lines[0].startswith(
+        "tokaudit: error: acme/missing: not a local path, and the Hugging Face repo could not be resolved ("
+    )

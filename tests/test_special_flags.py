@@ -38,8 +38,15 @@ KIMI = FIXTURES / "kimi-k2.5"
 STREAMS = FIXTURES / "streams"
 TEXT = json.loads((STREAMS / "manifest.json").read_text(encoding="utf-8"))["kimi-k2.5"]["text"]
 #: The ids Kimi-K2.5's tokenizer_config.json marks special: false.
-NOT_SPECIAL = {163595: "<|tool_calls_section_begin|>", 163596: "<|tool_calls_section_end|>", 163597: "<|tool_call_begin|>",
-               163598: "<|tool_call_argument_begin|>", 163599: "<|tool_call_end|>", 163606: "<think>", 163607: "</think>"}
+NOT_SPECIAL = {
+    163595: "<|tool_calls_section_begin|>",
+    163596: "<|tool_calls_section_end|>",
+    163597: "<|tool_call_begin|>",
+    163598: "<|tool_call_argument_begin|>",
+    163599: "<|tool_call_end|>",
+    163606: "<think>",
+    163607: "</think>",
+}
 DETOKENIZERS = ("full", "offsets", "decodestream", "bytes")
 
 
@@ -71,7 +78,12 @@ def test_tokenizers_skips_only_added_tokens_flagged_special() -> None:
 
 def test_tool_call_stream_keeps_non_special_markers_in_every_detokenizer(kimi_real_flags) -> None:
     model = load_model(str(kimi_real_flags))
-    r = replay(model, read_stream(str(STREAMS / "kimi-toolcall.json")), ReplayOptions(list(DETOKENIZERS)), load_tokenizer(model))
+    r = replay(
+        model,
+        read_stream(str(STREAMS / "kimi-toolcall.json")),
+        ReplayOptions(list(DETOKENIZERS)),
+        load_tokenizer(model),
+    )
     assert r.findings == []  # no stream-mismatch between bytes and the others
     assert r.full == TEXT
     assert {d["name"]: d["text"] for d in r.data["detokenizers"]} == dict.fromkeys(DETOKENIZERS, TEXT)
@@ -95,12 +107,27 @@ def test_decode_skips_only_flagged_specials_in_every_backend(kimi_real_flags, ba
     out = run_cli("decode", kimi_real_flags, ",".join(map(str, ids)), "--backend", backend, "--format", "json")
     assert out.exit_code == 0, out.stderr
     result = json.loads(out.stdout)
-    markers = "<|tool_calls_section_begin|><|tool_call_begin|><think></think><|tool_call_end|><|tool_calls_section_end|>"
+    markers = (
+        "<|tool_calls_section_begin|><|tool_call_begin|><think></think><|tool_call_end|><|tool_calls_section_end|>"
+    )
     assert result["text"] == markers
     assert [(t["id"], t["special"], t["skipped"]) for t in result["tokens"]] == [
-        (163584, True, True), *((i, False, False) for i in ids[1:-1]), (163586, True, True)]
-    kept = json.loads(run_cli("decode", kimi_real_flags, ",".join(map(str, ids)), "--backend", backend,
-                              "--keep-special-tokens", "--format", "json").stdout)
+        (163584, True, True),
+        *((i, False, False) for i in ids[1:-1]),
+        (163586, True, True),
+    ]
+    kept = json.loads(
+        run_cli(
+            "decode",
+            kimi_real_flags,
+            ",".join(map(str, ids)),
+            "--backend",
+            backend,
+            "--keep-special-tokens",
+            "--format",
+            "json",
+        ).stdout
+    )
     assert kept["text"] == "[BOS]" + markers + "<|im_end|>"
 
 

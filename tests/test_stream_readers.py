@@ -48,8 +48,15 @@ def test_sse_capture_takes_ids_from_choices_and_skips_events_without_ids():
 
 @pytest.mark.parametrize(
     ("text", "fmt"),
-    [("[1,2]", "json"), ("[1,\n2]", "json"), ("[1]\n[2, 3]\n", "jsonl"), ('{"ids": [1]}', "jsonl"),
-     ("data: [DONE]", "sse"), ("1 2 3", "ids"), ("", "ids")],
+    [
+        ("[1,2]", "json"),
+        ("[1,\n2]", "json"),
+        ("[1]\n[2, 3]\n", "jsonl"),
+        ('{"ids": [1]}', "jsonl"),
+        ("data: [DONE]", "sse"),
+        ("1 2 3", "ids"),
+        ("", "ids"),
+    ],
 )
 def test_detection(text, fmt):
     assert detect_format(text) == fmt
@@ -79,12 +86,20 @@ def test_forced_format_overrides_detection():
         ('{"token_ids": [1]}\n{"token_ids": [1, true]}', "s:2: token_ids[1]: true is not an integer token id"),
         ('{"token_ids": [1]}\n{"text": "hi"}', "s:2: no token_ids, ids, output_ids, token_id key in this step"),
         ('{"token_ids": [1]}\n{"token_ids": [1]', "s:2: invalid JSON: Expecting ',' delimiter (column 18)"),
-        ('{"token_ids": [1]}\n"x"', "s:2: expected an object with one of token_ids, ids, output_ids, token_id or an array of ids"),
-        ('data: {"choices": [{"token_ids": [1]}]}\nHTTP/1.1 200 OK', "s:2: not a server-sent-events line (expected 'data: ...')"),
+        (
+            '{"token_ids": [1]}\n"x"',
+            "s:2: expected an object with one of token_ids, ids, output_ids, token_id or an array of ids",
+        ),
+        (
+            'data: {"choices": [{"token_ids": [1]}]}\nHTTP/1.1 200 OK',
+            "s:2: not a server-sent-events line (expected 'data: ...')",
+        ),
         ('data: {"choices": [}', "s:1: invalid JSON in data line: Expecting value (column 20)"),
         ("data: [DONE]\ndata: {}", "s:2: data after 'data: [DONE]'"),
-        ('data: {"choices": [{"index": 0, "token_ids": [1]}, {"index": 1, "token_ids": [2]}]}',
-         "s:1: chunk carries choices [0, 1]: replay one choice (n=1) at a time"),
+        (
+            'data: {"choices": [{"index": 0, "token_ids": [1]}, {"index": 1, "token_ids": [2]}]}',
+            "s:1: chunk carries choices [0, 1]: replay one choice (n=1) at a time",
+        ),
         ('data: {"choices": [{"token_ids": [-1]}]}', "s:1: token_ids[0]: id -1 is negative"),
         ("   \n", "s: no token ids in the stream (read as ids)"),
     ],
@@ -125,11 +140,17 @@ def test_read_stream_errors_name_the_file(tmp_path):
 # -- large captures: read line by line ----------------------------------------------------------
 
 LINE_CAPTURES = {
-    "sse": (": keep-alive\r\n"
-            + "".join(f'data: {{"choices": [{{"index": 0, "delta": {{"content": "x"}}, "token_ids": [{k}, {k + 1}]}}]}}\r\n\r\n'
-                      for k in range(0, 400, 2))
-            + "data: [DONE]\r\n"),
-    "jsonl": "\ufeff" + "".join(f'{{"token_ids": [{k}, {k + 1}, {k + 2}]}}\n' for k in range(0, 600, 3)) + "[7]\r[8, 9]\n\n",
+    "sse": (
+        ": keep-alive\r\n"
+        + "".join(
+            f'data: {{"choices": [{{"index": 0, "delta": {{"content": "x"}}, "token_ids": [{k}, {k + 1}]}}]}}\r\n\r\n'
+            for k in range(0, 400, 2)
+        )
+        + "data: [DONE]\r\n"
+    ),
+    "jsonl": "\ufeff"
+    + "".join(f'{{"token_ids": [{k}, {k + 1}, {k + 2}]}}\n' for k in range(0, 600, 3))
+    + "[7]\r[8, 9]\n\n",
     "jsonl-choices": "".join(f'{{"choices": [{{"index": 0, "token_ids": [{k}]}}]}}\n' for k in range(300)),
     "ids": "\n".join(" ".join(str(k) for k in range(j, j + 10)) for j in range(0, 1000, 10)) + "\n",
 }
@@ -149,12 +170,23 @@ def test_a_capture_over_the_in_memory_limit_is_read_line_by_line_with_the_same_r
     assert read_stream(str(path)) == whole and len(whole.ids) >= 200
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    (b"".join(b'{"token_ids": [%d]}\n' % k for k in range(100)) + b'{"token_ids": [1, \xff]}\n',
-     ":101: not valid UTF-8 text (byte 2008)"),
-    (b"".join(b'{"token_ids": [%d]}\n' % k for k in range(100)) + b'{"token_ids": [1, -2]}\n', "token_ids[1]: id -2 is negative"),
-    (b"".join(b'data: {"token_ids": [%d]}\n\n' % k for k in range(100)) + b"data: [DONE]\n\ndata: {}\n", "data after 'data: [DONE]'"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            b"".join(b'{"token_ids": [%d]}\n' % k for k in range(100)) + b'{"token_ids": [1, \xff]}\n',
+            ":101: not valid UTF-8 text (byte 2008)",
+        ),
+        (
+            b"".join(b'{"token_ids": [%d]}\n' % k for k in range(100)) + b'{"token_ids": [1, -2]}\n',
+            "token_ids[1]: id -2 is negative",
+        ),
+        (
+            b"".join(b'data: {"token_ids": [%d]}\n\n' % k for k in range(100)) + b"data: [DONE]\n\ndata: {}\n",
+            "data after 'data: [DONE]'",
+        ),
+    ],
+)
 def test_errors_in_a_capture_read_line_by_line_name_the_same_line(tmp_path, monkeypatch, content, message):
     from tokaudit.stream import readers
 
@@ -177,8 +209,10 @@ def test_a_large_json_array_or_a_capture_over_the_line_limit_is_one_clear_error(
     array_file.write_text("[" + ", ".join(map(str, range(500))) + "]")
     with pytest.raises(InputError) as err:
         read_stream(str(array_file))
-    assert str(err.value) == (f"{array_file}: file is 0.0 MiB; the limit is 0 MiB for a JSON array (a line format, such as "
-                              "JSONL or SSE, is read line by line up to 0 MiB)")
+    assert str(err.value) == (
+        f"{array_file}: file is 0.0 MiB; the limit is 0 MiB for a JSON array (a line format, such as "
+        "JSONL or SSE, is read line by line up to 0 MiB)"
+    )
     capture = tmp_path / "big.jsonl"
     capture.write_text("".join(f"[{k}]\n" for k in range(2000)))
     with pytest.raises(InputError) as err:
@@ -231,13 +265,16 @@ def test_sse_read_in_bulk_equals_the_line_parser(k):
     assert sorted(Stream.of_steps("sse", bulk).ids) == [1, 2, 3, 4, 5, 6, 7, 8]
 
 
-@pytest.mark.parametrize("event", [
-    '{"choices": [{"index": 0, "token_ids": [1]}, {"index": 1, "token_ids": [2]}]}',  # two choices: the line parser says so
-    '{"choices": [{"index": true, "token_ids": [1]}]}',
-    '{"choices": [{"index": 0, "token_id": 5}]}',  # one id, not a list
-    '{"token_ids": [1, -1]}',
-    '[1, 2]',
-])
+@pytest.mark.parametrize(
+    "event",
+    [
+        '{"choices": [{"index": 0, "token_ids": [1]}, {"index": 1, "token_ids": [2]}]}',  # two choices: the line parser says so
+        '{"choices": [{"index": true, "token_ids": [1]}]}',
+        '{"choices": [{"index": 0, "token_id": 5}]}',  # one id, not a list
+        '{"token_ids": [1, -1]}',
+        "[1, 2]",
+    ],
+)
 def test_sse_shapes_the_bulk_reader_leaves_to_the_line_parser(event):
     from tokaudit.stream.stream_formats import _sse_in_bulk
 

@@ -26,8 +26,14 @@ def test_char_range_and_description():
 
 @pytest.mark.parametrize(
     ("text", "stops", "held"),
-    [("Hello <", ["<|im_end|>"], 1), ("Hello <|im", ["<|im_end|>"], 4), ("Hello", ["<|im_end|>"], 0),
-     ("ab", ["abc", "bx"], 2), ("xb", ["abc", "bx"], 1), ("abc", ["abc"], 0)],
+    [
+        ("Hello <", ["<|im_end|>"], 1),
+        ("Hello <|im", ["<|im_end|>"], 4),
+        ("Hello", ["<|im_end|>"], 0),
+        ("ab", ["abc", "bx"], 2),
+        ("xb", ["abc", "bx"], 1),
+        ("abc", ["abc"], 0),
+    ],
 )
 def test_holdback_is_the_longest_proper_prefix_suffix(text, stops, held):
     assert held_suffix(text, stops) == held
@@ -72,7 +78,9 @@ def test_tool_calls_in_each_format():
     deepseek = '<｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{"x": [1, 2}\n```<｜tool▁call▁end｜>'
     (call,) = find_tool_calls(deepseek)
     assert (call.format, call.text, call.error) == (
-        "deepseek", '{"x": [1, 2}', "Expecting ',' delimiter: line 1 column 12 (char 11)"
+        "deepseek",
+        '{"x": [1, 2}',
+        "Expecting ',' delimiter: line 1 column 12 (char 11)",
     )
 
     assert [(c.format, c.error) for c in find_tool_calls(' {"x": 1}')] == [("json", None)]

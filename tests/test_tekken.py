@@ -41,8 +41,9 @@ def test_v3_without_special_list_gets_mistral_commons_block(tmp_path: Path) -> N
     assert contents[19] == "[TOOL_CONTENT]" and contents[20] == "<SPECIAL_20>" and contents[-1] == "<SPECIAL_99>"
     assert [t.id for t in tk.specials] == list(range(100)) and all(t.special for t in tk.specials)
     assert tk.version == "v3"
-    assert tk.special_rule == ("no special_tokens list, version v3: mistral-common's deprecated list (20) "
-                               "+ fillers <SPECIAL_20>..<SPECIAL_99>")
+    assert tk.special_rule == (
+        "no special_tokens list, version v3: mistral-common's deprecated list (20) + fillers <SPECIAL_20>..<SPECIAL_99>"
+    )
 
 
 def test_v7_list_is_kept_and_newer_versions_without_a_list_get_no_block(tmp_path: Path) -> None:
@@ -94,7 +95,9 @@ def test_real_nemo_tekken_matches_mistral_common() -> None:
 
     theirs = Tekkenizer.from_file(str(path))
     tk = parse_tekken(path)
-    assert {t.id: t.content for t in tk.specials} == {i: theirs.id_to_piece(i) for i in range(theirs.num_special_tokens)}
+    assert {t.id: t.content for t in tk.specials} == {
+        i: theirs.id_to_piece(i) for i in range(theirs.num_special_tokens)
+    }
     assert len(tk.specials) == 1000 and tk.default_vocab_size == theirs.n_words == 131072
     assert min(tk.by_id) == 1000 and max(tk.by_id) == 131071
 
@@ -118,7 +121,9 @@ def test_real_nemo_tekken_scans_clean_and_replays_like_mistral_common(tmp_path: 
     replay = json.loads(result.stdout)
     assert result.exit_code == 0, result.stderr
     assert "TA501" not in {f["code"] for f in replay["findings"]}
-    assert replay["text"] == theirs.decode(ids, special_token_policy=SpecialTokenPolicy.IGNORE) == "Héllo wörld, 你好 🙂"
+    assert (
+        replay["text"] == theirs.decode(ids, special_token_policy=SpecialTokenPolicy.IGNORE) == "Héllo wörld, 你好 🙂"
+    )
 
 
 def test_v7_fixture_with_a_special_list_matches_mistral_common() -> None:
@@ -127,5 +132,7 @@ def test_v7_fixture_with_a_special_list_matches_mistral_common() -> None:
 
     theirs = Tekkenizer.from_file(str(V7))
     tk = parse_tekken(V7)
-    assert {t.id: t.content for t in tk.specials} == {i: theirs.id_to_piece(i) for i in range(theirs.num_special_tokens)}
+    assert {t.id: t.content for t in tk.specials} == {
+        i: theirs.id_to_piece(i) for i in range(theirs.num_special_tokens)
+    }
     assert (theirs.bos_id, theirs.eos_id) == (1, 2) and tk.default_vocab_size == theirs.n_words == 700

@@ -18,8 +18,13 @@ from tokaudit.backends.hf_backend import HFBackend, tokenizer_from_parsed
 from tokaudit.scan import load_model
 
 TEXTS = [
-    "Hello world, it's 2024!", "中文 and カタカナ, 한국어 — café naïve", "def add(a, b):\n    return a + b  # 1314151",
-    "  \n\t x 👍🏽", "<|im_start|>user\nhi<|im_end|><|endoftext|> <s></s>", "", "\u00ad\ufeff\U0001f600",
+    "Hello world, it's 2024!",
+    "中文 and カタカナ, 한국어 — café naïve",
+    "def add(a, b):\n    return a + b  # 1314151",
+    "  \n\t x 👍🏽",
+    "<|im_start|>user\nhi<|im_end|><|endoftext|> <s></s>",
+    "",
+    "\u00ad\ufeff\U0001f600",
 ]
 
 
@@ -36,13 +41,23 @@ def same_as_from_str(directory: Path) -> Tokenizer:
         ]
     added = sorted(parsed.get_added_tokens_decoder())
     for skip in (True, False):
-        assert built.decode(added + [0, 1, 2], skip_special_tokens=skip) == parsed.decode(added + [0, 1, 2], skip_special_tokens=skip)
+        assert built.decode(added + [0, 1, 2], skip_special_tokens=skip) == parsed.decode(
+            added + [0, 1, 2], skip_special_tokens=skip
+        )
     return built
 
 
 @pytest.mark.parametrize(
-    "fixture", ["clean-bpe", "compare/same", "templates/chatml", "templates/llama3-double-bos", "decoders/gemma-like",
-                "streams/byte-fallback", "spm-llama-like"],
+    "fixture",
+    [
+        "clean-bpe",
+        "compare/same",
+        "templates/chatml",
+        "templates/llama3-double-bos",
+        "decoders/gemma-like",
+        "streams/byte-fallback",
+        "spm-llama-like",
+    ],
 )
 def test_built_from_the_parsed_json_as_from_str(fixture: str) -> None:
     same_as_from_str(FIXTURES / fixture)
@@ -100,7 +115,10 @@ def test_template_with_a_bom_in_tokenizer_json_still_reports_that_tokenizers_ref
     r = run_cli("template", target, "--format", "json")
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert doc["tokenizer"]["error"] == "tokenizers cannot load tokenizer.json: Exception: expected value at line 1 column 1"
+    assert (
+        doc["tokenizer"]["error"]
+        == "tokenizers cannot load tokenizer.json: Exception: expected value at line 1 column 1"
+    )
     assert {r["ids"] is None for c in doc["conversations"] for r in c["renders"]} == {True}
 
 

@@ -28,7 +28,9 @@ def test_ci_runs_the_readme_test_command_exactly() -> None:
 
 def test_the_test_command_runs_in_parallel_with_durations_and_its_tools_are_test_extras() -> None:
     (command,) = set(readme_test_commands())
-    assert command.endswith("&& ruff check && mypy && python -m pytest -rs -n auto --dist loadgroup --durations=25")
+    assert command.endswith(
+        "&& ruff check && ruff format --check && mypy && python -m pytest -rs -n auto --dist loadgroup --durations=25"
+    )
     extras = (ROOT / "pyproject.toml").read_text(encoding="utf-8").split("[project.optional-dependencies]")[1]
     test = extras.split("\n]\n", 1)[0]
     for tool in ("pytest-xdist", "ruff", "mypy"):
@@ -46,8 +48,12 @@ _LOOKS = {
     "sarif": lambda out: json.loads(out)["version"] == "2.1.0",
     "junit": lambda out: out.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="tokaudit scan"'),
     "markdown": lambda out: out.startswith("## tokaudit scan: ❌ FAIL\n"),
-    "github": lambda out: out.startswith(f"::group::tokaudit scan {TINY}\n::error file={TINY}/config.json,line=2,col=3,"),
-    "concise": lambda out: f"{TINY}/config.json:2:3: TA101 vocab-gap " in out and not out.startswith(("::", "{", "<", "#")),
+    "github": lambda out: out.startswith(
+        f"::group::tokaudit scan {TINY}\n::error file={TINY}/config.json,line=2,col=3,"
+    ),
+    "concise": lambda out: (
+        f"{TINY}/config.json:2:3: TA101 vocab-gap " in out and not out.startswith(("::", "{", "<", "#"))
+    ),
 }
 TINY, CLEAN = "fixtures/tiny-tiktoken", "fixtures/clean-bpe"
 
@@ -84,8 +90,12 @@ def test_format_option_help_comes_from_the_table() -> None:
     expected = "Output format: " + "; ".join(f"{name}: {f.help}" for name, f in FORMATS.items()) + "."
     commands = typer.main.get_command(build_app()).commands
     # the commands whose --format takes the report formats (rule and rules print a page: rich or json)
-    helps = {name: p.help for name, c in commands.items() for p in c.params
-             if "--format" in getattr(p, "opts", ()) and list(getattr(p.type, "choices", ())) == list(FORMATS)}
+    helps = {
+        name: p.help
+        for name, c in commands.items()
+        for p in c.params
+        if "--format" in getattr(p, "opts", ()) and list(getattr(p.type, "choices", ())) == list(FORMATS)
+    }
     assert len(helps) >= 8 and set(helps.values()) == {expected}, helps
 
 
@@ -101,9 +111,12 @@ def _safe(looks, out: str) -> bool:
 #: A model each backend applies to, and what its own loader answers when the library cannot serve that model here
 #: (transformers 5 has no slow class for these models; transformers reads a GGUF only with torch, not a test extra).
 _BACKEND_CASES = {
-    "tiktoken": ("fixtures/tiny-tiktoken", None), "hf": ("fixtures/tiny-tiktoken", None),
-    "reference": ("fixtures/tiny-tiktoken", None), "strict": ("fixtures/tiny-tiktoken", None),
-    "sentencepiece": ("fixtures/spm-unigram", None), "fastokens": ("fixtures/clean-bpe", None),
+    "tiktoken": ("fixtures/tiny-tiktoken", None),
+    "hf": ("fixtures/tiny-tiktoken", None),
+    "reference": ("fixtures/tiny-tiktoken", None),
+    "strict": ("fixtures/tiny-tiktoken", None),
+    "sentencepiece": ("fixtures/spm-unigram", None),
+    "fastokens": ("fixtures/clean-bpe", None),
     "transformers-fast": ("fixtures/clean-bpe", None),
     "transformers-slow": ("fixtures/clean-bpe", "has no slow tokenizer for this model"),
     "llama.cpp": ("fixtures/gguf/clean.gguf", None),
@@ -117,7 +130,10 @@ def test_every_backend_has_a_row_and_its_own_loader(monkeypatch: pytest.MonkeyPa
     from tokaudit.scan import load_model
 
     assert list(BACKENDS) == list(BACKEND_NAMES) and set(_BACKEND_CASES) == set(BACKENDS)
-    assert GGUF_BACKENDS == ("llama.cpp", "transformers-gguf") and NEEDS["transformers-gguf"] == ("transformers", "torch")
+    assert GGUF_BACKENDS == ("llama.cpp", "transformers-gguf") and NEEDS["transformers-gguf"] == (
+        "transformers",
+        "torch",
+    )
     assert all(k.help for k in BACKENDS.values())
     monkeypatch.chdir(ROOT)
     for name, (target, refusal) in _BACKEND_CASES.items():
@@ -136,7 +152,9 @@ def test_backend_option_help_lists_come_from_the_table() -> None:
     from tokaudit.cli.app import build_app
 
     commands = typer.main.get_command(build_app(["compare", "explain", "decode", "encode"])).commands
-    helps = {name: next(p.help for p in commands[name].params if p.name in ("backends", "backend")) for name in commands}
+    helps = {
+        name: next(p.help for p in commands[name].params if p.name in ("backends", "backend")) for name in commands
+    }
     listed = ", ".join(BACKEND_NAMES)
     assert helps["compare"].startswith(f"Comma-separated: {listed} (default: every backend")
     assert helps["explain"].startswith(f"Comma-separated: {listed} (default: every backend")

@@ -24,13 +24,26 @@ TINY = FIXTURES / "tiny-tiktoken"
 
 
 def _run(args: list[object], hf_home: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TOKAUDIT_CACHE": "off"}
+    env = {
+        **os.environ,
+        "HF_HOME": str(hf_home),
+        "HF_HUB_OFFLINE": "1",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "TOKAUDIT_CACHE": "off",
+    }
     env.pop("HF_HUB_CACHE", None)
-    return subprocess.run([sys.executable, "-m", "tokaudit", *map(str, args)], capture_output=True, text=True, env=env,
-                          cwd=cwd or hf_home, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "tokaudit", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd or hf_home,
+        timeout=300,
+    )
 
 
 # --- the resolved Hub commit ---------------------------------------------------------------------
+
 
 def test_hub_commit_in_every_format(tmp_path: Path) -> None:
     home = _hf_cache(tmp_path)
@@ -44,7 +57,8 @@ def test_hub_commit_in_every_format(tmp_path: Path) -> None:
     assert sarif["properties"]["sources"] == {"acme/tiny": source}
     gap = sarif["results"][0]
     assert gap["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == (
-        f"https://huggingface.co/acme/tiny/blob/{COMMIT}/config.json")  # a Hub file, at the commit that was read
+        f"https://huggingface.co/acme/tiny/blob/{COMMIT}/config.json"
+    )  # a Hub file, at the commit that was read
     assert gap["locations"][0]["physicalLocation"]["region"] == {"startLine": 1, "startColumn": 2}
 
     junit = ET.fromstring(_run(["scan", "acme/tiny", "--format", "junit"], home).stdout)
@@ -68,29 +82,47 @@ def test_diff_of_a_snapshot_with_itself_warns(tmp_path: Path) -> None:
     assert proc.returncode == 0
     assert proc.stderr.splitlines() == [
         f"tokaudit: warning: both sides are the same files (acme/tiny at commit {COMMIT}): every id matches itself; "
-        "give the other side's revision with --target-revision"]
+        "give the other side's revision with --target-revision"
+    ]
 
 
 def test_revision_on_a_local_path_warns() -> None:
     result = run_cli("scan", TINY, "--revision", "v2", "--select", "TA101", "-q")
     assert result.exit_code == 1
-    assert result.stderr == f"tokaudit: warning: --revision v2 does not apply to {TINY}: a local path is read as it is on disk\n"
+    assert (
+        result.stderr
+        == f"tokaudit: warning: --revision v2 does not apply to {TINY}: a local path is read as it is on disk\n"
+    )
 
 
 # --- baselines keyed by the target, whatever way it is given -------------------------------------------
 
+
 def test_baseline_matches_an_absolute_target_and_one_given_from_another_directory(tmp_path: Path) -> None:
     baseline = tmp_path / "baseline.json"
-    written = subprocess.run([sys.executable, "-m", "tokaudit", "scan", "fixtures/tiny-tiktoken", "--format", "json"],
-                             capture_output=True, text=True, cwd=ROOT, timeout=300)
+    written = subprocess.run(
+        [sys.executable, "-m", "tokaudit", "scan", "fixtures/tiny-tiktoken", "--format", "json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     baseline.write_text(written.stdout)
     assert json.loads(written.stdout)["origin"] == {"key": "fixtures/tiny-tiktoken"}  # the path from the project root
     n = len(json.loads(written.stdout)["findings"])
     for target, cwd in ((TINY.resolve(), ROOT), ("../tiny-tiktoken", FIXTURES / "kimi-k2.5")):
-        proc = subprocess.run([sys.executable, "-m", "tokaudit", "scan", str(target), "--baseline", str(baseline), "--format", "json"],
-                              capture_output=True, text=True, cwd=cwd, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, "-m", "tokaudit", "scan", str(target), "--baseline", str(baseline), "--format", "json"],
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            timeout=300,
+        )
         doc = json.loads(proc.stdout)
-        assert (proc.returncode, doc["findings"], doc["targets"][0]["policy"]["baselined"]) == (0, [], n), (target, proc.stderr)
+        assert (proc.returncode, doc["findings"], doc["targets"][0]["policy"]["baselined"]) == (0, [], n), (
+            target,
+            proc.stderr,
+        )
         assert proc.stderr == "tokaudit scan: 0 errors, 0 warnings, 0 notes\n"
 
 
@@ -100,12 +132,14 @@ def test_baseline_of_other_targets_or_with_fixed_findings_is_stale(tmp_path: Pat
     other = run_cli("scan", TINY, "--baseline", baseline, "--format", "json")
     assert other.stderr.splitlines()[0] == (
         f"tokaudit: warning: baseline {baseline}: none of its 12 entries is for a target scanned here "
-        "(it names fixtures/kimi-k2.5); no finding was baselined")
+        "(it names fixtures/kimi-k2.5); no finding was baselined"
+    )
     # Kimi with one of its findings gone (TA401 ignored): one entry matches nothing
     fixed = run_cli("scan", KIMI, "--baseline", baseline, "--ignore", "TA401", "--format", "json")
     assert fixed.exit_code == 0 and fixed.stderr.splitlines()[0] == (
         f"tokaudit: warning: baseline {baseline}: 1 of its 12 entries for the targets scanned here matched no finding "
-        "(fixed, or changed): regenerate it with --format json")
+        "(fixed, or changed): regenerate it with --format json"
+    )
     clean = run_cli("scan", KIMI, "--baseline", baseline, "--format", "json")
     assert clean.stderr == "tokaudit scan: 0 errors, 0 warnings, 0 notes\n"
 
@@ -123,6 +157,7 @@ def test_a_baseline_written_before_target_keys_still_matches(tmp_path: Path) -> 
 
 # --- versions and the JSON Schema -----------------------------------------------------------------------
 
+
 def test_versions_name_every_library_a_finding_depends_on() -> None:
     found = versions()
     assert {"python", "tokenizers", "tiktoken", "sentencepiece", "jinja2", "minijinja"} <= set(found)
@@ -130,14 +165,23 @@ def test_versions_name_every_library_a_finding_depends_on() -> None:
     assert all(isinstance(v, str) and v for v in found.values())
 
 
-@pytest.mark.parametrize("args", [
-    ("scan", KIMI), ("scan", KIMI, TINY), ("scan", "fixtures/gguf/never-stops.gguf"),
-    ("compare", "fixtures/compare/changed-regex", "--backends", "tiktoken,hf"),
-    ("replay", KIMI, "fixtures/streams/kimi-toolcall-cut.json"),
-    ("explain", KIMI, "163600"), ("decode", KIMI, "163600"), ("encode", KIMI, "hello"),
-    ("fuzz", TINY, "--iterations", "20"), ("diff", "fixtures/oncall/tiny-draft", TINY),
-    ("template", "fixtures/templates/broken"),
-], ids=lambda a: " ".join(str(x) for x in a[:2]) if isinstance(a, tuple) else str(a))
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("scan", KIMI),
+        ("scan", KIMI, TINY),
+        ("scan", "fixtures/gguf/never-stops.gguf"),
+        ("compare", "fixtures/compare/changed-regex", "--backends", "tiktoken,hf"),
+        ("replay", KIMI, "fixtures/streams/kimi-toolcall-cut.json"),
+        ("explain", KIMI, "163600"),
+        ("decode", KIMI, "163600"),
+        ("encode", KIMI, "hello"),
+        ("fuzz", TINY, "--iterations", "20"),
+        ("diff", "fixtures/oncall/tiny-draft", TINY),
+        ("template", "fixtures/templates/broken"),
+    ],
+    ids=lambda a: " ".join(str(x) for x in a[:2]) if isinstance(a, tuple) else str(a),
+)
 def test_json_output_of_every_command_follows_the_schema(args: tuple[object, ...]) -> None:
     doc = json.loads(run_cli(*args, "--format", "json").stdout)
     jsonschema.validate(doc, SCHEMA)
@@ -149,7 +193,9 @@ def test_jsonl_lines_and_an_unreadable_target_follow_the_schema(tmp_path: Path) 
     result = run_cli("scan", TINY, missing, "--format", "json")
     doc = json.loads(result.stdout)
     jsonschema.validate(doc, SCHEMA)
-    assert result.exit_code == 2 and doc["unreadable"] == [{"target": str(missing), "error": f"{missing}: no such file or directory"}]
+    assert result.exit_code == 2 and doc["unreadable"] == [
+        {"target": str(missing), "error": f"{missing}: no such file or directory"}
+    ]
     lines = run_cli("scan", KIMI, TINY, "--format", "jsonl").stdout.splitlines()
     for line in lines:
         jsonschema.validate(json.loads(line), SCHEMA)

@@ -22,13 +22,21 @@ TESTS = Path(__file__).resolve().parent
 @pytest.fixture
 def worker(monkeypatch: pytest.MonkeyPatch) -> Worker:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
-    w = Worker(Limits(memory_bytes=512 * 1024**2, cpu_seconds=2, wall_seconds=4.0), modules=("tokaudit.", "worker_probes:"))
+    w = Worker(
+        Limits(memory_bytes=512 * 1024**2, cpu_seconds=2, wall_seconds=4.0), modules=("tokaudit.", "worker_probes:")
+    )
     yield w
     w.close()
 
 
 def test_plain_data_goes_and_comes_back_and_the_child_is_reused(worker: Worker) -> None:
-    value = {"ids": [1, 2, 3], "text": "h\u00e9llo\x00", "raw": b"\xff\xfe", "nested": [(1, None, True), {4.5}], "big": 2**70}
+    value = {
+        "ids": [1, 2, 3],
+        "text": "h\u00e9llo\x00",
+        "raw": b"\xff\xfe",
+        "nested": [(1, None, True), {4.5}],
+        "big": 2**70,
+    }
     assert worker.call("tokaudit.worker:echo", value) == value
     first = worker.call("worker_probes:pid")
     assert worker.call("worker_probes:pid") == first != os.getpid()
@@ -95,7 +103,9 @@ def test_the_cpu_limit_kills_a_spinning_child(worker: Worker) -> None:
     with pytest.raises(WorkerFailure) as err:
         worker.call("worker_probes:spin", wall_seconds=30)
     assert (err.value.limit, err.value.detail) == ("cpu time", "2 s")
-    assert time.monotonic() - start < 30  # the CPU limit ended it, not the wall deadline (2 CPU seconds took 11 s at load 8)
+    assert (
+        time.monotonic() - start < 30
+    )  # the CPU limit ended it, not the wall deadline (2 CPU seconds took 11 s at load 8)
     # the limit is per call: a worker that used CPU before gets the whole budget again
     assert worker.call("tokaudit.worker:echo", "after") == "after"
 
@@ -125,7 +135,8 @@ def test_a_death_names_the_signal_and_the_last_line_and_nothing_reaches_our_outp
     out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, timeout=120)
     assert (out.returncode, out.stdout, out.stderr) == (0, b"", b"")
     assert (tmp_path / "abort_noisily").read_text() == (
-        "the worker process died (SIGABRT: llama-vocab.cpp:123: GGML_ASSERT(unk_id != -1) failed)")
+        "the worker process died (SIGABRT: llama-vocab.cpp:123: GGML_ASSERT(unk_id != -1) failed)"
+    )
     assert (tmp_path / "exit_quietly").read_text() == "the worker process died (exit status 7)"
     assert (tmp_path / "last").read_text() == "to the worker only 3"
 

@@ -29,7 +29,17 @@ from typing import Any
 from tokaudit.artifacts.safe_files import decode_text, read_bytes
 from tokaudit.errors import InputError
 
-KEYS = ("select", "ignore", "baseline", "per-target-ignores", "stacks", "tool-parser", "reasoning-parser", "parsers", "require-reason")
+KEYS = (
+    "select",
+    "ignore",
+    "baseline",
+    "per-target-ignores",
+    "stacks",
+    "tool-parser",
+    "reasoning-parser",
+    "parsers",
+    "require-reason",
+)
 ENTRY_KEYS = ("target", "rules", "reason")
 
 
@@ -121,23 +131,31 @@ def parse_config(path: Path) -> Config:
         raise InputError("expected a table", file=str(path), key="tool.tokaudit")
     unknown = sorted(set(table) - set(KEYS))
     if unknown:
-        raise InputError(f"unknown key {unknown[0]!r} (known: {', '.join(KEYS)})", file=str(path), key=f"tool.tokaudit.{unknown[0]}")
+        raise InputError(
+            f"unknown key {unknown[0]!r} (known: {', '.join(KEYS)})", file=str(path), key=f"tool.tokaudit.{unknown[0]}"
+        )
     select = _strings(table["select"], path, "tool.tokaudit.select") if "select" in table else ()
     ignore = _strings(table["ignore"], path, "tool.tokaudit.ignore") if "ignore" in table else ()
     require_reason = table.get("require-reason", False)
     if not isinstance(require_reason, bool):
         raise InputError("expected true or false", file=str(path), key="tool.tokaudit.require-reason")
     if require_reason and ignore:
-        raise InputError(f"require-reason is on and ignore has no reason for {ignore[0]!r}: suppress it with "
-                         "[[tool.tokaudit.per-target-ignores]] (target = \"*\", rules, reason)", file=str(path),
-                         key="tool.tokaudit.ignore[0]")
+        raise InputError(
+            f"require-reason is on and ignore has no reason for {ignore[0]!r}: suppress it with "
+            '[[tool.tokaudit.per-target-ignores]] (target = "*", rules, reason)',
+            file=str(path),
+            key="tool.tokaudit.ignore[0]",
+        )
     baseline = table.get("baseline")
     if baseline is not None and not (isinstance(baseline, str) and baseline):
         raise InputError("expected a file name", file=str(path), key="tool.tokaudit.baseline")
     entries = table.get("per-target-ignores", [])
     if not isinstance(entries, list):
-        raise InputError("expected an array of tables [[tool.tokaudit.per-target-ignores]]", file=str(path),
-                         key="tool.tokaudit.per-target-ignores")
+        raise InputError(
+            "expected an array of tables [[tool.tokaudit.per-target-ignores]]",
+            file=str(path),
+            key="tool.tokaudit.per-target-ignores",
+        )
     ignores = []
     for i, entry in enumerate(entries):
         key = f"tool.tokaudit.per-target-ignores[{i}]"
@@ -145,10 +163,16 @@ def parse_config(path: Path) -> Config:
             raise InputError("expected a table with target, rules and reason", file=str(path), key=key)
         extra = sorted(set(entry) - set(ENTRY_KEYS))
         if extra:
-            raise InputError(f"unknown key {extra[0]!r} (known: {', '.join(ENTRY_KEYS)})", file=str(path), key=f"{key}.{extra[0]}")
+            raise InputError(
+                f"unknown key {extra[0]!r} (known: {', '.join(ENTRY_KEYS)})", file=str(path), key=f"{key}.{extra[0]}"
+            )
         target = entry.get("target")
         if not isinstance(target, str) or not target:
-            raise InputError("a per-target ignore needs a 'target' (a glob over the TARGET argument)", file=str(path), key=f"{key}.target")
+            raise InputError(
+                "a per-target ignore needs a 'target' (a glob over the TARGET argument)",
+                file=str(path),
+                key=f"{key}.target",
+            )
         reason = entry.get("reason")
         if not isinstance(reason, str) or not reason.strip():
             raise InputError("a per-target ignore needs a non-empty 'reason'", file=str(path), key=f"{key}.reason")
@@ -164,7 +188,7 @@ def parse_config(path: Path) -> Config:
         parsers[key] = value
     mode = table.get("parsers")
     if mode is not None and mode not in ("builtin", "installed", "auto"):
-        raise InputError("expected \"builtin\", \"installed\" or \"auto\"", file=str(path), key="tool.tokaudit.parsers")
+        raise InputError('expected "builtin", "installed" or "auto"', file=str(path), key="tool.tokaudit.parsers")
     return Config(
         parsers=mode,
         stacks=stacks,

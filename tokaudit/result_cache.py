@@ -259,8 +259,13 @@ def load(key: str, check: Callable[[Any], bool]) -> Any:
         return None  # absent, or a link (ELOOP)
     try:
         st = os.fstat(fd)
-        if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-                or st.st_nlink != 1 or st.st_size > MAX_ENTRY_BYTES):
+        if (
+            not stat.S_ISREG(st.st_mode)
+            or st.st_uid != os.geteuid()
+            or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+            or st.st_nlink != 1
+            or st.st_size > MAX_ENTRY_BYTES
+        ):
             return None
         data = os.read(fd, st.st_size + 1)
     except OSError:

@@ -128,5 +128,11 @@ def rule_json(code: str) -> dict[str, object]:
 
     info = CATALOG[code]
     page = rule_page(code)
-    return {"code": code, "name": info.name, "severity": info.severity, "summary": info.summary, "url": rule_url(code),
-            "sections": page.sections if page is not None else None}
+    return {
+        "code": code,
+        "name": info.name,
+        "severity": info.severity,
+        "summary": info.summary,
+        "url": rule_url(code),
+        "sections": page.sections if page is not None else None,
+    }

@@ -56,12 +56,19 @@ def not_checked(model: TokenizerModel) -> list[str]:
     if model.artifacts.tokenizer_json is not None and not installed():
         out.append("Dynamo's fastokens encoder (fastokens is not installed: pip install 'tokaudit[fastokens]')")
     if gguf_template(model) is not None and find_index() is None:
-        out.append("Ollama's template substitution (no Ollama template index: set TOKAUDIT_OLLAMA_INDEX to its template/index.json)")
+        out.append(
+            "Ollama's template substitution (no Ollama template index: set TOKAUDIT_OLLAMA_INDEX to its "
+            "template/index.json)"
+        )
     return out
 
 
 def scan_targets(
-    targets: Sequence[str], revision: str | None, rules: Sequence[Rule], jobs: int = 1, pat_str: str | None = None,
+    targets: Sequence[str],
+    revision: str | None,
+    rules: Sequence[Rule],
+    jobs: int = 1,
+    pat_str: str | None = None,
     keep_going: bool | None = None,
 ) -> tuple[list[TargetResult], list[Finding], dict[str, str]]:
     """Scan several targets (``jobs`` threads); results and findings in the order the targets were given, and
@@ -134,6 +141,7 @@ def gguf_summary(model: TokenizerModel) -> dict[str, Any] | None:
     if g is None:
         return None
     from tokaudit.checks.common import find_content, turn_terminator
+
     load = model.llamacpp
     assert load is not None  # the model has a GGUF
 
@@ -148,18 +156,34 @@ def gguf_summary(model: TokenizerModel) -> dict[str, Any] | None:
     term = turn_terminator(model)
     hit = find_content(model.files, term.text) if term is not None else None
     term_id = hit[0] if hit is not None else None
-    end_of_turn = None if term is None else {
-        "token": term.text, "id": term_id,
-        "llamacpp_stops": term_id in load.eog if term_id is not None else False,
-        "eos_only_runtimes_stop": term_id in eos_ids if term_id is not None else False,
-    }
+    end_of_turn = (
+        None
+        if term is None
+        else {
+            "token": term.text,
+            "id": term_id,
+            "llamacpp_stops": term_id in load.eog if term_id is not None else False,
+            "eos_only_runtimes_stop": term_id in eos_ids if term_id is not None else False,
+        }
+    )
     return {
-        "file": g.path.name, "version": g.version, "byte_order": g.byte_order, "shards": g.shard_count,
-        "bytes_read": g.bytes_read, "architecture": g.arch, "model": g.model, "vocab_type": load.vocab_type,
-        "pre": load.pre, "pre_state": load.pre_state, "pre_family": load.pre_family,
+        "file": g.path.name,
+        "version": g.version,
+        "byte_order": g.byte_order,
+        "shards": g.shard_count,
+        "bytes_read": g.bytes_read,
+        "architecture": g.arch,
+        "model": g.model,
+        "vocab_type": load.vocab_type,
+        "pre": load.pre,
+        "pre_state": load.pre_state,
+        "pre_family": load.pre_family,
         "flags": {k: {"value": v, "set_by": load.flag_origin.get(k)} for k, v in load.flags.items()},
-        "special": {name: {**(token(s.id) or {"id": None, "token": None}), "origin": s.origin, "bad_value": s.bad_value}
-                    for name, s in load.special.items() if s.id is not None or s.bad_value is not None},
+        "special": {
+            name: {**(token(s.id) or {"id": None, "token": None}), "origin": s.origin, "bad_value": s.bad_value}
+            for name, s in load.special.items()
+            if s.id is not None or s.bad_value is not None
+        },
         "eog": [{**token(i), "why": why} for i, why in sorted(load.eog.items())],  # type: ignore[dict-item]
         "eos_ids": [token(i) for i in eos_ids],
         "end_of_turn": end_of_turn,

@@ -165,8 +165,12 @@ class Worker:
         try:
             proc = subprocess.Popen(
                 [self.python, "-m", "tokaudit.worker", str(request_r), str(reply_w), str(limits.memory_bytes)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(request_r, reply_w),
-                env=env, close_fds=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                pass_fds=(request_r, reply_w),
+                env=env,
+                close_fds=True,
             )
         except OSError as exc:
             for fd in (request_r, request_w, reply_r, reply_w):
@@ -262,7 +266,7 @@ class _Died(Exception):
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _last_line(output: bytes) -> str:
@@ -308,7 +312,9 @@ _shared: dict[str, Worker] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_worker(name: str, limits: Limits, modules: tuple[str, ...] = ("tokaudit.",), python: str | None = None) -> Worker:
+def shared_worker(
+    name: str, limits: Limits, modules: tuple[str, ...] = ("tokaudit.",), python: str | None = None
+) -> Worker:
     """The one worker of this process for ``name`` (``llama.cpp``; part of what keeps a run within budget is
     that a vocabulary is loaded once per run, not once per call), stopped at exit. ``modules`` and ``python`` are
     those of the first call (see :class:`Worker`)."""

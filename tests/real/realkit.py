@@ -89,8 +89,10 @@ def _tiktoken_encoding(ranks_file: Path):
     if digest not in by_hash:
         meta = ranks_file.with_name("tokenizer.py")
         return tiktoken.Encoding(
-            name=ranks_file.stem, pat_str=meta_pattern(meta) if meta.is_file() else WHISPER_PAT,
-            mergeable_ranks=_tiktoken_ranks(ranks_file), special_tokens={}
+            name=ranks_file.stem,
+            pat_str=meta_pattern(meta) if meta.is_file() else WHISPER_PAT,
+            mergeable_ranks=_tiktoken_ranks(ranks_file),
+            special_tokens={},
         )
     name, blob = by_hash[digest]
     url = f"https://openaipublic.blob.core.windows.net/encodings/{blob}"
@@ -207,7 +209,7 @@ def gguf_keys(path: Path) -> dict:
         nonlocal pos
         n = struct.unpack_from("<Q", data, pos)[0]
         pos += 8 + n
-        return data[pos - n:pos]
+        return data[pos - n : pos]
 
     def value(kind: int):
         nonlocal pos

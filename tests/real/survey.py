@@ -33,7 +33,11 @@ def run(args: list[str]) -> dict:
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "tokaudit", *args, "--format", "json"],
-            capture_output=True, text=True, timeout=COMMAND_TIMEOUT, cwd=SOURCE, env=env,
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT,
+            cwd=SOURCE,
+            env=env,
         )
     except subprocess.TimeoutExpired:
         return {"exit": "timeout", "seconds": COMMAND_TIMEOUT, "errors": [], "stderr": ""}
@@ -56,7 +60,9 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--compare-args", default="", help="extra compare options, e.g. '--no-builtin-corpus'")
     parser.add_argument("--commands", default="scan,compare,replay,fuzz")
-    parser.add_argument("--src", type=Path, help="run tokaudit from this source tree (e.g. git archive HEAD | tar -x -C DIR)")
+    parser.add_argument(
+        "--src", type=Path, help="run tokaudit from this source tree (e.g. git archive HEAD | tar -x -C DIR)"
+    )
     args = parser.parse_args()
     global SOURCE
     if args.src:

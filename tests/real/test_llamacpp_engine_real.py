@@ -21,20 +21,48 @@ from tokaudit.template.renders import Budget
 pytestmark = pytest.mark.real
 
 _TREE = "llama_cpp_python-0.3.36/vendor/llama.cpp/"
-CONVERSATION = [("system", "You are a helpful assistant"), ("user", "Hello"), ("assistant", "Hi there"),
-                ("user", "Who are you"), ("assistant", "   I am an assistant   "), ("user", "Another question")]
-PLAIN = {"messages": [{"role": "system", "content": "You are helpful."}, {"role": "user", "content": "Hello"},
-                      {"role": "assistant", "content": "Hi there"}, {"role": "user", "content": "What is the weather?"}]}
+CONVERSATION = [
+    ("system", "You are a helpful assistant"),
+    ("user", "Hello"),
+    ("assistant", "Hi there"),
+    ("user", "Who are you"),
+    ("assistant", "   I am an assistant   "),
+    ("user", "Another question"),
+]
+PLAIN = {
+    "messages": [
+        {"role": "system", "content": "You are helpful."},
+        {"role": "user", "content": "Hello"},
+        {"role": "assistant", "content": "Hi there"},
+        {"role": "user", "content": "What is the weather?"},
+    ]
+}
 TOOLS = {
     "messages": [
         {"role": "user", "content": "Weather in Paris?"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call00001", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call00001",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call00001", "content": '{"temp": 20}'},
     ],
-    "tools": [{"type": "function", "function": {
-        "name": "get_weather", "description": "Get weather",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}],
+    "tools": [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Get weather",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            },
+        }
+    ],
 }
 
 
@@ -67,8 +95,11 @@ def _sdist_text(sdist: Path, member: str) -> str:
 
 def _sdist_templates(sdist: Path) -> dict[str, str]:
     with tarfile.open(sdist, "r:gz") as tar:
-        return {Path(m.name).name: tar.extractfile(m).read().decode("utf-8")  # type: ignore[union-attr]
-                for m in tar.getmembers() if m.name.startswith(_TREE + "models/templates/") and m.name.endswith(".jinja")}
+        return {
+            Path(m.name).name: tar.extractfile(m).read().decode("utf-8")  # type: ignore[union-attr]
+            for m in tar.getmembers()
+            if m.name.startswith(_TREE + "models/templates/") and m.name.endswith(".jinja")
+        }
 
 
 # ---- llama.cpp's own expectations, read from tests/test-chat-template.cpp -----------------------------------------
@@ -118,7 +149,7 @@ def _values(body: str) -> list[object]:
                 pending = None
             if body[i] == "{":
                 end = _block_end(body, i)
-                values.append(("block", body[i + 1:end]))
+                values.append(("block", body[i + 1 : end]))
                 i = end + 1
             elif body[i] == ",":
                 i += 1
@@ -134,10 +165,18 @@ def _values(body: str) -> list[object]:
 
 def chat_template_cases(source: str) -> list[dict]:
     start = source.index("{", source.index("std::vector<TestCase> test_cases"))
-    fields = ("name", "template_str", "expected_output", "expected_output_jinja", "bos_token", "eos_token",
-              "supported_with_jinja", "extra_conversation")
+    fields = (
+        "name",
+        "template_str",
+        "expected_output",
+        "expected_output_jinja",
+        "bos_token",
+        "eos_token",
+        "supported_with_jinja",
+        "extra_conversation",
+    )
     cases = []
-    for block in _values(source[start + 1:_block_end(source, start)]):
+    for block in _values(source[start + 1 : _block_end(source, start)]):
         case: dict = {"bos_token": "", "eos_token": "", "supported_with_jinja": True, "extra_conversation": []}
         for name, value in zip(fields, _values(re.sub(r"\bU8C\(", "(", block[1]))):  # type: ignore[index]
             if name == "extra_conversation":
@@ -154,13 +193,20 @@ def test_the_sdist_is_the_pinned_one(sdist: Path) -> None:
 
 
 def test_llamacpp_own_jinja_expectations_come_out_byte_for_byte(engine, sdist: Path) -> None:
-    cases = [c for c in chat_template_cases(_sdist_text(sdist, "tests/test-chat-template.cpp")) if c["supported_with_jinja"]]
+    cases = [
+        c for c in chat_template_cases(_sdist_text(sdist, "tests/test-chat-template.cpp")) if c["supported_with_jinja"]
+    ]
     assert len(cases) == 35
     wrong = []
     for case in cases:
         messages = [{"role": r, "content": t} for r, t in CONVERSATION + case["extra_conversation"]]
-        applied = engine.apply(case["template_str"], {"messages": messages}, bos_token=case["bos_token"],
-                               eos_token=case["eos_token"], server={"reasoning_format": "none"})
+        applied = engine.apply(
+            case["template_str"],
+            {"messages": messages},
+            bos_token=case["bos_token"],
+            eos_token=case["eos_token"],
+            server={"reasoning_format": "none"},
+        )
         if applied.render.text != (case["expected_output_jinja"] or case["expected_output"]):
             wrong.append((case["name"], applied.render))
     assert wrong == []
@@ -175,8 +221,12 @@ def test_the_70_templates_render_a_plain_and_a_tool_request(engine, sdist: Path)
             render = engine.apply(text, request, bos_token="<s>", eos_token="</s>").render
             if not render.ok:
                 failed[(name, shape)] = (render.kind, render.error)
-    assert failed == {("google-gemma-2-2b-it.jinja", "tools"): (
-        "raise", "Conversation roles must alternate user/assistant/user/assistant/... (CallExpression at line 1, column 226)")}
+    assert failed == {
+        ("google-gemma-2-2b-it.jinja", "tools"): (
+            "raise",
+            "Conversation roles must alternate user/assistant/user/assistant/... (CallExpression at line 1, column 226)",
+        )
+    }
 
 
 def test_a_plain_context_renders_with_llamacpp_semantics(engine) -> None:
@@ -194,23 +244,34 @@ def test_the_clock_is_the_callers(engine) -> None:
 
 
 def test_llama_server_normalises_the_request(engine) -> None:
-    template = ("{{ bos_token }}{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}"
-                "{% if add_generation_prompt %}<|assistant|>{% endif %}")
-    request = {"messages": [{"role": "developer", "content": "be brief"},
-                            {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]}
+    template = (
+        "{{ bos_token }}{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+    )
+    request = {
+        "messages": [
+            {"role": "developer", "content": "be brief"},
+            {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+        ]
+    }
     applied = engine.apply(template, request, bos_token="<s>")
     # developer -> system; typed parts joined with a newline (the template reads content as a string)
     assert applied.render.text == "<s><|system|>be brief<|user|>a\nb<|assistant|>"
     assert applied.generation_prompt == "<|assistant|>"
     # the GGUF adds BOS when tokenizing: llama-server drops the template's
-    assert engine.apply(template, request, bos_token="<s>", server={"add_bos": True}).render.text.startswith("<|system|>")
+    assert engine.apply(template, request, bos_token="<s>", server={"add_bos": True}).render.text.startswith(
+        "<|system|>"
+    )
 
 
 def test_the_requests_chat_template_kwargs_reach_the_template(engine) -> None:
     """A request's chat_template_kwargs (here enable_thinking) reach the template (the driver once iterated a
     temporary's items: every such request crashed the engine)."""
     template = "{{ messages[0].content }}|{{ enable_thinking }}|{{ extra }}"
-    request = {"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"enable_thinking": False, "extra": 7}}
+    request = {
+        "messages": [{"role": "user", "content": "x"}],
+        "chat_template_kwargs": {"enable_thinking": False, "extra": 7},
+    }
     applied = engine.apply(template, request)
     assert (applied.render.kind, applied.render.text) == (None, "x|False|7")  # printed as Python does
 
@@ -222,7 +283,9 @@ def test_errors_have_their_kind(engine) -> None:
     assert (raised.kind, raised.error) == ("raise", "no tools here (CallExpression at line 1, column 19)")
     refused = engine.apply("{{ messages }}", {"messages": [{"content": "no role"}]})
     assert (refused.render.kind, refused.render.error) == (
-        "request", "Failed to parse messages: Missing 'role' in message: {\"content\":\"no role\"}")
+        "request",
+        'Failed to parse messages: Missing \'role\' in message: {"content":"no role"}',
+    )
 
 
 def test_a_hostile_template_is_bounded_and_the_engine_recovers(engine) -> None:

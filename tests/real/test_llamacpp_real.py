@@ -24,16 +24,33 @@ from realkit import fetch_module, gguf_keys
 
 pytestmark = [
     pytest.mark.real,
-    pytest.mark.skipif(find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed (pip install 'tokaudit[llamacpp]')"),
+    pytest.mark.skipif(
+        find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed (pip install 'tokaudit[llamacpp]')"
+    ),
 ]
 
 #: The 19 vocab GGUFs by name (``gguf-NAME`` in the lock file), known at collection: a test per file spreads them
 #: over the xdist workers (held to the files there are by test_the_vocab_files_and_the_ones_with_golden_ids).
-VOCAB_NAMES = sorted(e["name"][len("gguf-"):] for e in fetch_module().load_lock()["tokenizers"] if e["name"].startswith("gguf-"))
+VOCAB_NAMES = sorted(
+    e["name"][len("gguf-") :] for e in fetch_module().load_lock()["tokenizers"] if e["name"].startswith("gguf-")
+)
 #: The vocab GGUFs that ship llama.cpp's .inp/.out, and their case counts.
 GOLDEN_CASES = {
-    "bert-bge": 46, "command-r": 46, "deepseek-coder": 46, "deepseek-llm": 46, "falcon": 46, "gemma-4": 46, "gpt-2": 46,
-    "llama-bpe": 46, "llama-spm": 46, "mpt": 46, "phi-3": 46, "qwen2": 46, "qwen35": 50, "refact": 46, "starcoder": 46,
+    "bert-bge": 46,
+    "command-r": 46,
+    "deepseek-coder": 46,
+    "deepseek-llm": 46,
+    "falcon": 46,
+    "gemma-4": 46,
+    "gpt-2": 46,
+    "llama-bpe": 46,
+    "llama-spm": 46,
+    "mpt": 46,
+    "phi-3": 46,
+    "qwen2": 46,
+    "qwen35": 50,
+    "refact": 46,
+    "starcoder": 46,
 }
 
 
@@ -58,12 +75,16 @@ def test_llamacpp_backend_equals_llamacpp_golden_ids_on_every_case(vocab_files: 
     assert wrong == [], name
 
 
-@pytest.mark.parametrize(("hf_dir", "vocab", "cases", "decode_differences"), [
-    ("llama3", "llama-bpe", 1283, 16),
-    ("gpt2-json", "gpt-2", 518, 16),
-])
-def test_hf_and_llamacpp_parity_on_the_same_model(vocab_files: dict[str, Path], hf_dir: str, vocab: str, cases: int,
-                                                  decode_differences: int) -> None:
+@pytest.mark.parametrize(
+    ("hf_dir", "vocab", "cases", "decode_differences"),
+    [
+        ("llama3", "llama-bpe", 1283, 16),
+        ("gpt2-json", "gpt-2", 518, 16),
+    ],
+)
+def test_hf_and_llamacpp_parity_on_the_same_model(
+    vocab_files: dict[str, Path], hf_dir: str, vocab: str, cases: int, decode_differences: int
+) -> None:
     from tokaudit.model.llamacpp_vocab import clean_spaces
     from tokaudit.backends.registry import load_backends
     from tokaudit.compare.corpus import builtin_corpus
@@ -96,7 +117,9 @@ CONTROL_OVERRIDE = {"aquila": 1, "deepseek-coder": 3, "gemma-4": 1, "phi-3": 1, 
 
 
 @pytest.mark.parametrize("name", VOCAB_NAMES)
-def test_server_pieces_emulated_from_the_gguf_equal_llamacpp_on_every_id(vocab_files: dict[str, Path], name: str) -> None:
+def test_server_pieces_emulated_from_the_gguf_equal_llamacpp_on_every_id(
+    vocab_files: dict[str, Path], name: str
+) -> None:
     from tokaudit.backends.llamacpp_backend import LlamaCppBackend
     from tokaudit.model.llamacpp_vocab import ATTR_CONTROL, PieceRules, token_piece
 
@@ -108,8 +131,13 @@ def test_server_pieces_emulated_from_the_gguf_equal_llamacpp_on_every_id(vocab_f
     attrs = real.attrs(ids)
     control = {i for i in ids if attrs[i] & ATTR_CONTROL and (types is None or types[i] != 3)}
     assert len(control) == CONTROL_OVERRIDE.get(name, 0), name
-    rules = PieceRules.from_gguf(tokens, types, keys["tokenizer.ggml.model"].decode(),
-                                 keys["tokenizer.ggml.pre"].decode() if "tokenizer.ggml.pre" in keys else None, control)
+    rules = PieceRules.from_gguf(
+        tokens,
+        types,
+        keys["tokenizer.ggml.model"].decode(),
+        keys["tokenizer.ggml.pre"].decode() if "tokenizer.ggml.pre" in keys else None,
+        control,
+    )
     for special in (True, False):
         pieces = real.pieces(ids, special)
         wrong = [i for i in ids if token_piece(rules, i, special) != pieces[i]]
@@ -126,5 +154,7 @@ def test_encode_with_llamacpp_shows_the_servers_prompt_ids(vocab_files: dict[str
     root = tmp_path / "llama3"
     shutil.copytree(fetch_module().default_cache() / "models" / "llama3", root)
     shutil.copyfile(vocab_files["llama-bpe"], root / "ggml-vocab-llama-bpe.gguf")
-    doc = json.loads(run_cli("encode", str(root), "Hello <|eot_id|>", "--backend", "llama.cpp", "--format", "json").stdout)
+    doc = json.loads(
+        run_cli("encode", str(root), "Hello <|eot_id|>", "--backend", "llama.cpp", "--format", "json").stdout
+    )
     assert (doc["ids"], doc["server_prompt_ids"]) == ([9906, 220, 128009], [128000, 9906, 220, 128009])

@@ -33,7 +33,10 @@ COMPARE_EXTRA: dict[str, tuple[str, ...]] = {"whisper-multilingual-tiktoken": ("
 TRUE_ERRORS: dict[str, dict[str, dict[tuple[str, str], str]]] = {
     "llama3": {
         "scan": {
-            ("TA202", "eos-mismatch"): "the package ships no generation_config.json: tokenizer_config's eos is <|end_of_text|> "
+            (
+                "TA202",
+                "eos-mismatch",
+            ): "the package ships no generation_config.json: tokenizer_config's eos is <|end_of_text|> "
             "while the template ends every turn with <|eot_id|>, so a stack reading these files never stops a turn "
             "(the original Llama 3 Instruct release bug)",
         },
@@ -43,43 +46,71 @@ TRUE_ERRORS: dict[str, dict[str, dict[tuple[str, str], str]]] = {
     # (test_qwen3_tojson_divergence_names_tgi_and_dynamo)
     "deepseek-v3": {
         "scan": {
-            ("TA806", "tool-call-dropped"): "the template writes an assistant turn's tool calls only when its content is none: "
-            "vLLM, SGLang, mistral.rs make null content \"\", transformers 5 and Dynamo drop the key (undefined is not none), "
-            "so the calls vanish; smg keeps null but parses the arguments to a dict, which the template concatenates (TA801)",
+            (
+                "TA806",
+                "tool-call-dropped",
+            ): "the template writes an assistant turn's tool calls only when its content is none: "
+            'vLLM, SGLang, mistral.rs make null content "", transformers 5 and Dynamo drop the key (undefined is not '
+            "none), "
+            "so the calls vanish; smg keeps null but parses the arguments to a dict, which the template concatenates "
+            "(TA801)",
         },
     },
     "mistral-7b-json": {
         "scan": {
-            ("TA309", "loader-rebuild"): "the same cause as compare's TA601, found statically: tokenizer_class LlamaTokenizer "
+            (
+                "TA309",
+                "loader-rebuild",
+            ): "the same cause as compare's TA601, found statically: tokenizer_class LlamaTokenizer "
             "makes transformers 5 replace the Prepend+Replace normalizer with its Metaspace pre-tokenizer "
             "(test_real_loader_pipeline.py checks the ids with AutoTokenizer)",
         },
         "compare": {
             # one cause, one finding: the round-trip loss is listed in it as a consequence (test_mistral_7b_... below)
-            ("TA601", "encode-mismatch"): "transformers 5.x rebuilds LlamaTokenizer (tokenizer_class) with its own Metaspace "
-            "pipeline instead of tokenizer.json's Prepend+Replace normalizer: '  leading' encodes to [28705, ...] not [259, ...] "
+            (
+                "TA601",
+                "encode-mismatch",
+            ): "transformers 5.x rebuilds LlamaTokenizer (tokenizer_class) with its own Metaspace "
+            "pipeline instead of tokenizer.json's Prepend+Replace normalizer: '  leading' encodes to [28705, ...] not "
+            "[259, ...] "
             "and decodes with one leading space lost (checked with AutoTokenizer)",
         },
     },
     # sentencepiece's own test models (no byte fallback: emoji, CJK, Burmese are the unknown piece, id 0)
-    **{name: {"compare": {("TA602", "decode-mismatch"): "transformers 5.24.0's tokenizer for a bare tokenizer.model "
-                          "(loadable since protobuf is in the test extras) decodes the unknown piece as its text '<unk>' where "
-                          "sentencepiece, and hf converted from the same model, write ' ⁇ ' (sentencepiece's unk surface)"}}
-       for name in ("sp-bpe-botchan", "sp-unigram-botchan", "sp-unigram-kyoto-ja")},
+    **{
+        name: {
+            "compare": {
+                ("TA602", "decode-mismatch"): "transformers 5.24.0's tokenizer for a bare tokenizer.model "
+                "(loadable since protobuf is in the test extras) decodes the unknown piece as its text '<unk>' where "
+                "sentencepiece, and hf converted from the same model, write ' ⁇ ' (sentencepiece's unk surface)"
+            }
+        }
+        for name in ("sp-bpe-botchan", "sp-unigram-botchan", "sp-unigram-kyoto-ja")
+    },
     "gemma-256k": {
         "scan": {
-            ("TA202", "eos-mismatch"): "tokenizer_config's eos_token is <eos> (1) while the template ends every turn with "
-            "<end_of_turn> (107) and no generation_config.json ships: a stack stopping on eos_token alone runs past the turn",
+            (
+                "TA202",
+                "eos-mismatch",
+            ): "tokenizer_config's eos_token is <eos> (1) while the template ends every turn with "
+            "<end_of_turn> (107) and no generation_config.json ships: a stack stopping on eos_token alone runs past "
+            "the turn",
         },
     },
     "llama3-meta": {
         "scan": {
-            ("TA101", "vocab-gap"): "ids 128000-128255 (<|begin_of_text|>, <|eot_id|>, the reserved tokens) are defined only "
+            (
+                "TA101",
+                "vocab-gap",
+            ): "ids 128000-128255 (<|begin_of_text|>, <|eot_id|>, the reserved tokens) are defined only "
             "by Meta's tokenizer.py (special_tokens built in Tokenizer.__init__): a loader of the rank file alone "
             "(tiktoken-rs, smg) has no token for them and tiktoken raises KeyError",
         },
         "fuzz": {
-            ("TA605", "backend-crash"): "the same ids: tiktoken, reference and strict built from the rank file raise on "
+            (
+                "TA605",
+                "backend-crash",
+            ): "the same ids: tiktoken, reference and strict built from the rank file raise on "
             "decode([128255]); only Meta's code maps them",
         },
     },
@@ -89,8 +120,12 @@ TRUE_ERRORS: dict[str, dict[str, dict[tuple[str, str], str]]] = {
             "(BASIC_SPECIAL_TOKENS + LLAMA4_SPECIAL_TOKENS + reserved, num_reserved_special_tokens 2048)",
         },
         "compare": {
-            ("TA601", "encode-mismatch"): "transformers 5.x converts tokenizer.model (TikTokenConverter) with cl100k's regex, "
-            "not Llama 4's O200K_PATTERN that Meta's tokenizer.py passes to tiktoken: English contractions and code split "
+            (
+                "TA601",
+                "encode-mismatch",
+            ): "transformers 5.x converts tokenizer.model (TikTokenConverter) with cl100k's regex, "
+            "not Llama 4's O200K_PATTERN that Meta's tokenizer.py passes to tiktoken: English contractions and code "
+            "split "
             "into other ids (\"I'm sure you've\" in the built-in corpus)",
         },
         "fuzz": {
@@ -98,47 +133,82 @@ TRUE_ERRORS: dict[str, dict[str, dict[tuple[str, str], str]]] = {
         },
     },
     # llama.cpp's own test vocabularies (vendor/llama.cpp/models of llama-cpp-python 0.3.36's sdist)
-    "gguf-aquila": {"scan": {("TA307", "gguf-pre-tokenizer"): "a BPE vocabulary written before tokenizer.ggml.pre existed: "
-                             "llama.cpp logs 'missing pre-tokenizer type, using: default' (seen in llama-cpp-python's load log)"}},
-    "gguf-gpt-neox": {"scan": {("TA307", "gguf-pre-tokenizer"): "as gguf-aquila: no tokenizer.ggml.pre, llama.cpp's DEFAULT regexes"}},
-    "gguf-phi-3": {"scan": {("TA207", "eog-mismatch"): "eos_token_id is 32000 <|endoftext|> while the template ends turns with "
-                            "<|end|> 32007: llama.cpp stops on <|end|> by its text (is_eog 32007 true), runtimes reading only "
-                            "the eos id do not (mistral.rs#1012 is this Phi-3.5 GGUF bug)"}},
-    "gguf-qwen2": {"scan": {("TA207", "eog-mismatch"): "eos_token_id is 151643 <|endoftext|> while turns end with <|im_end|> "
-                            "151645: llama.cpp stops on both (is_eog), eos-only runtimes run on"}},
+    "gguf-aquila": {
+        "scan": {
+            ("TA307", "gguf-pre-tokenizer"): "a BPE vocabulary written before tokenizer.ggml.pre existed: "
+            "llama.cpp logs 'missing pre-tokenizer type, using: default' (seen in llama-cpp-python's load log)"
+        }
+    },
+    "gguf-gpt-neox": {
+        "scan": {("TA307", "gguf-pre-tokenizer"): "as gguf-aquila: no tokenizer.ggml.pre, llama.cpp's DEFAULT regexes"}
+    },
+    "gguf-phi-3": {
+        "scan": {
+            ("TA207", "eog-mismatch"): "eos_token_id is 32000 <|endoftext|> while the template ends turns with "
+            "<|end|> 32007: llama.cpp stops on <|end|> by its text (is_eog 32007 true), runtimes reading only "
+            "the eos id do not (mistral.rs#1012 is this Phi-3.5 GGUF bug)"
+        }
+    },
+    "gguf-qwen2": {
+        "scan": {
+            ("TA207", "eog-mismatch"): "eos_token_id is 151643 <|endoftext|> while turns end with <|im_end|> "
+            "151645: llama.cpp stops on both (is_eog), eos-only runtimes run on"
+        }
+    },
     "gguf-qwen35": {"scan": {("TA207", "eog-mismatch"): "as gguf-qwen2: eos 151643, turns end with <|im_end|> 151645"}},
-    "gguf-gemma-4": {"scan": {("TA207", "eog-mismatch"): "eos_token_id is 1 <eos> while the template ends turns with <turn|> "
-                              "106 (Gemma 4's one-sided markers <|turn> ... <turn|>): llama.cpp stops on <turn|> by its text "
-                              "(llama-vocab.cpp's EOG list names it for gemma4), runtimes reading only the eos id run on",
-                              ("TA810", "python-repr-leak"): "vLLM hands Gemma 4's system message to the template as a list of "
-                              "text parts (an openai-format template: it loops over content) and the system turn prints "
-                              "`content | trim`: Python's repr of the list (tests/real/test_templates_real.py VLLM_TEXT_PARTS)"}},
-    "gguf-bert-bge": {"compare": {("TA603", "roundtrip-failure"): "llama.cpp's own WordPiece (llama-cpp-python, not tokaudit) "
-                                  "drops Hangul vowel and final jamo: '안녕하세요' decodes to ' ᄋᄂᄒᄉᄋ'; lower-casing, accents and "
-                                  "[UNK] are notes"}},
+    "gguf-gemma-4": {
+        "scan": {
+            ("TA207", "eog-mismatch"): "eos_token_id is 1 <eos> while the template ends turns with <turn|> "
+            "106 (Gemma 4's one-sided markers <|turn> ... <turn|>): llama.cpp stops on <turn|> by its text "
+            "(llama-vocab.cpp's EOG list names it for gemma4), runtimes reading only the eos id run on",
+            ("TA810", "python-repr-leak"): "vLLM hands Gemma 4's system message to the template as a list of "
+            "text parts (an openai-format template: it loops over content) and the system turn prints "
+            "`content | trim`: Python's repr of the list (tests/real/test_templates_real.py VLLM_TEXT_PARTS)",
+        }
+    },
+    "gguf-bert-bge": {
+        "compare": {
+            ("TA603", "roundtrip-failure"): "llama.cpp's own WordPiece (llama-cpp-python, not tokaudit) "
+            "drops Hangul vowel and final jamo: '안녕하세요' decodes to ' ᄋᄂᄒᄉᄋ'; lower-casing, accents and "
+            "[UNK] are notes"
+        }
+    },
     "gpt4o": {
         "scan": {
-            ("TA309", "loader-rebuild"): "the same cause as compare's TA601, found statically: tokenizer_class GPT2Tokenizer "
+            (
+                "TA309",
+                "loader-rebuild",
+            ): "the same cause as compare's TA601, found statically: tokenizer_class GPT2Tokenizer "
             "makes transformers 5 replace the o200k Split with GPT-2's ByteLevel regex",
         },
         "compare": {
-            ("TA601", "encode-mismatch"): "transformers 5.23 builds GPT2Tokenizer (tokenizer_class) with GPT-2's ByteLevel regex "
-            "instead of tokenizer.json's o200k Split pattern: Burmese and code encode to other ids (checked with AutoTokenizer)",
+            (
+                "TA601",
+                "encode-mismatch",
+            ): "transformers 5.23 builds GPT2Tokenizer (tokenizer_class) with GPT-2's ByteLevel regex "
+            "instead of tokenizer.json's o200k Split pattern: Burmese and code encode to other ids (checked with "
+            "AutoTokenizer)",
         },
     },
 }
 
 # issue 35: the structural render rules and the tool-call turn in the form each stack sends it
-_NULL = ("transformers drops None-valued message keys (content: null on a tool-call turn becomes no content key) and the "
-         "template reads message.content; transformers renders the template's tools, so the form it sends must render too")
+_NULL = (
+    "transformers drops None-valued message keys (content: null on a tool-call turn becomes no content key) and the "
+    "template reads message.content; transformers renders the template's tools, so the form it sends must render too"
+)
 ISSUE_35_SCAN_ERRORS: dict[str, dict[tuple[str, str], str]] = {
     "qwen3": {("TA801", "template-render-error"): _NULL},
     "deepseek-v3": {("TA801", "template-render-error"): _NULL},
-    "gguf-command-r": {("TA811", "content-dropped"): "llama-server picks the GGUF's tool_use template when tools are passed; "
-                       "it reads tools and messages in Cohere's own shape (tool.name, no tool role), so the tool result "
-                       "of an OpenAI request never reaches the prompt (vLLM fails on the same template)"},
-    "gguf-phi-3": {("TA811", "content-dropped"): "the template writes no system role: the system message is lost for every "
-                   "stack but llama.cpp, whose server merges it into the first user turn"},
+    "gguf-command-r": {
+        ("TA811", "content-dropped"): "llama-server picks the GGUF's tool_use template when tools are passed; "
+        "it reads tools and messages in Cohere's own shape (tool.name, no tool role), so the tool result "
+        "of an OpenAI request never reaches the prompt (vLLM fails on the same template)"
+    },
+    "gguf-phi-3": {
+        ("TA811", "content-dropped"): "the template writes no system role: the system message is lost for every "
+        "stack but llama.cpp, whose server merges it into the first user turn"
+    },
 }
 for _name, _more in ISSUE_35_SCAN_ERRORS.items():
     TRUE_ERRORS.setdefault(_name, {}).setdefault("scan", {}).update(_more)
@@ -154,7 +224,9 @@ def _run(command: str, name: str, *args: str) -> dict:
     assert result.exit_code not in (2, 3), f"{name} {command}: exit {result.exit_code}: {result.stderr.strip()}"
     doc = json.loads(result.stdout)
     expected = TRUE_ERRORS.get(name, {}).get(command, {})
-    assert realkit.error_findings(doc) == set(expected), f"{name} {command}: error findings differ from the verified list"
+    assert realkit.error_findings(doc) == set(expected), (
+        f"{name} {command}: error findings differ from the verified list"
+    )
     assert result.exit_code == (1 if expected else 0)
     return doc
 
@@ -167,7 +239,15 @@ def test_scan(name: str, real_dirs: dict[str, Path]) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_compare(name: str, real_dirs: dict[str, Path], corpus: Path) -> None:
-    doc = _run("compare", name, str(real_dirs[name]), "--no-builtin-corpus", "--corpus", str(corpus), *COMPARE_EXTRA.get(name, ()))
+    doc = _run(
+        "compare",
+        name,
+        str(real_dirs[name]),
+        "--no-builtin-corpus",
+        "--corpus",
+        str(corpus),
+        *COMPARE_EXTRA.get(name, ()),
+    )
     assert len([b for b in doc["backends"] if b["available"]]) >= 2, f"{name}: compare ran fewer than two backends"
 
 
@@ -206,7 +286,9 @@ def test_compare_without_a_known_pattern_asks_for_pat_str(real_dirs: dict[str, P
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "pass --pat-str" in lines[0]
     # the file that lacks the pattern is named, not an option the user never passed
-    assert lines[0].startswith(f"tokaudit: error: {Path(real_dirs['whisper-multilingual-tiktoken']) / 'multilingual.tiktoken'}: ")
+    assert lines[0].startswith(
+        f"tokaudit: error: {Path(real_dirs['whisper-multilingual-tiktoken']) / 'multilingual.tiktoken'}: "
+    )
 
 
 # -- each verified error finding, exactly, with the real library's evidence (issue 21 §5) --------------
@@ -230,7 +312,8 @@ def test_gemma3_double_bos_is_a_warning(real_dirs: dict[str, Path]) -> None:
 
     found = [f for f in _findings("template", str(real_dirs["gemma3"])) if f["code"] == "TA803"]
     assert [(f["severity"], f["ids"], f["details"]["first_ids"], f["details"]["added_by"]) for f in found] == [
-        ("warning", [[2, 2]], [2, 2, 105, 2364], "tokenizer.json post_processor")]
+        ("warning", [[2, 2]], [2, 2, 105, 2364], "tokenizer.json post_processor")
+    ]
     assert found[0]["details"]["stacks"] == [] and "no stack's chat endpoint is hit" in found[0]["message"]
     tok = Tokenizer.from_file(str(real_dirs["gemma3"] / "tokenizer.json"))
     prompt = "<bos><start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\n"
@@ -243,12 +326,22 @@ def test_gemma_4_gguf_never_stops_on_its_eos_alone(real_dirs: dict[str, Path]) -
     eos is <eos> (1). llama.cpp stops on 106 by its text (llama-vocab.cpp's EOG list names <turn|> for gemma4, checked
     id by id against llama-cpp-python in test_gguf_real.py); a runtime stopping on the eos id alone runs on."""
     found = [f for f in _findings("scan", str(real_dirs["gguf-gemma-4"])) if f["code"] == "TA207"]
-    assert [(f["severity"], f["ids"], f["details"]["template_end_of_turn"], f["details"]["eos_id"], f["details"]["llamacpp_eog"],
-             f["details"]["llamacpp_stops"]) for f in found] == [
-        ("error", [[1, 1], [106, 106]], {"token": "<turn|>", "id": 106}, 1, [1, 50, 106], True)]
+    assert [
+        (
+            f["severity"],
+            f["ids"],
+            f["details"]["template_end_of_turn"],
+            f["details"]["eos_id"],
+            f["details"]["llamacpp_eog"],
+            f["details"]["llamacpp_stops"],
+        )
+        for f in found
+    ] == [("error", [[1, 1], [106, 106]], {"token": "<turn|>", "id": 106}, 1, [1, 50, 106], True)]
     assert found[0]["message"].startswith(
-        "the chat template ends each turn with <turn|> (106), but ggml-vocab-gemma-4.gguf's eos id is 1 '<eos>': llama.cpp "
-        "(and Ollama, LM Studio on current llama.cpp) stops on it (its text <turn|> makes it end-of-generation)")
+        "the chat template ends each turn with <turn|> (106), but ggml-vocab-gemma-4.gguf's eos id is 1 '<eos>': "
+        "llama.cpp "
+        "(and Ollama, LM Studio on current llama.cpp) stops on it (its text <turn|> makes it end-of-generation)"
+    )
 
 
 def test_qwen3_tojson_divergence_names_tgi_and_dynamo(real_dirs: dict[str, Path]) -> None:
@@ -258,12 +351,24 @@ def test_qwen3_tojson_divergence_names_tgi_and_dynamo(real_dirs: dict[str, Path]
     differs (the same values, the same text around them): other tokens than the model was trained on, named as such.
     smg and mistral.rs register json.dumps-like filters: not named."""
     found = [f for f in _findings("template", str(real_dirs["qwen3"])) if f["code"] == "TA802"]
-    assert [(f["severity"], f["details"]["stacks"], f["details"]["causes"], f["details"]["json_spelling_only"]) for f in found] == [
-        ("warning", ["tgi"], ["tojson", "sorted_maps"], True), ("warning", ["dynamo"], ["tojson"], True)]
+    assert [
+        (f["severity"], f["details"]["stacks"], f["details"]["causes"], f["details"]["json_spelling_only"])
+        for f in found
+    ] == [("warning", ["tgi"], ["tojson", "sorted_maps"], True), ("warning", ["dynamo"], ["tojson"], True)]
     tgi, dynamo = (f["details"] for f in found)
     assert (tgi["conversations"], tgi["position"], tgi["token_position"]) == (
-        ["tools-offered", "tool-call", "tool-call-empty-content", "tool-call-multi-turn", "tool-call-with-content",
-         "parallel-tool-calls", "tool-result-then-user"], 210, 45)
+        [
+            "tools-offered",
+            "tool-call",
+            "tool-call-empty-content",
+            "tool-call-multi-turn",
+            "tool-call-with-content",
+            "parallel-tool-calls",
+            "tool-result-then-user",
+        ],
+        210,
+        45,
+    )
     assert dynamo["excerpts"]["stack"].endswith('<tools>\n{"type":"function","function":{"name":"get_weath…')
     assert "(291 vs 293 tokens)" in found[0]["message"]
 
@@ -287,13 +392,17 @@ def test_mistral_7b_space_loss_is_one_finding(real_dirs: dict[str, Path], corpus
     assert not [f for f in found if f["code"] == "TA603" and f["details"].get("backend") == "transformers-fast"]
 
 
-@pytest.mark.parametrize(("name", "hf_ids", "sp_ids"), [
-    ("sp-unigram-botchan", [4, 0, 11], [4, 0, 4]),
-    ("sp-unigram-kyoto-ja", [7592, 6, 931], [7592, 6, 7838]),
-    ("sp-bpe-botchan", [931, 0, 5], [931, 0, 931]),
-])
-def test_sentencepiece_combining_marks_mismatch_is_true(real_dirs: dict[str, Path], tmp_path: Path, name: str,
-                                                        hf_ids: list[int], sp_ids: list[int]) -> None:
+@pytest.mark.parametrize(
+    ("name", "hf_ids", "sp_ids"),
+    [
+        ("sp-unigram-botchan", [4, 0, 11], [4, 0, 4]),
+        ("sp-unigram-kyoto-ja", [7592, 6, 931], [7592, 6, 7838]),
+        ("sp-bpe-botchan", [931, 0, 5], [931, 0, 931]),
+    ],
+)
+def test_sentencepiece_combining_marks_mismatch_is_true(
+    real_dirs: dict[str, Path], tmp_path: Path, name: str, hf_ids: list[int], sp_ids: list[int]
+) -> None:
     """True: on "a" + U+0300 U+0301 U+0302, tokenizers' Precompiled normalizer (0.23.3) leaves the text as it is
     (and on "a" + U+0300 U+0301 drops the U+0301) where sentencepiece (0.2.x) composes "à" + U+0301 U+0302: the
     charsmap is matched shortest-prefix per grapheme instead of longest-prefix over the bytes (huggingface/tokenizers
@@ -307,8 +416,15 @@ def test_sentencepiece_combining_marks_mismatch_is_true(real_dirs: dict[str, Pat
 
     text = "e\u0301 a\u0300\u0301\u0302 n\u0303 Z\u0335\u0327\u0328\u0311\u0306 \u0301\u0301 leading"
     (tmp_path / "marks.txt").write_text(text + "\n", encoding="utf-8")
-    found = _findings("compare", str(real_dirs[name]), "--backends", "hf,sentencepiece", "--no-builtin-corpus",
-                      "--corpus", str(tmp_path / "marks.txt"))
+    found = _findings(
+        "compare",
+        str(real_dirs[name]),
+        "--backends",
+        "hf,sentencepiece",
+        "--no-builtin-corpus",
+        "--corpus",
+        str(tmp_path / "marks.txt"),
+    )
     errors = [f for f in found if f["severity"] == "error"]
     assert [(f["code"], f["details"]["backends"]) for f in errors] == [("TA601", ["hf", "sentencepiece"])]
     ex = errors[0]["details"]["examples"][0]
@@ -317,11 +433,21 @@ def test_sentencepiece_combining_marks_mismatch_is_true(real_dirs: dict[str, Pat
     model = load_model(str(real_dirs[name]))
     sp = model.artifacts.sentencepiece
     types = {"NORMAL": 1, "UNKNOWN": 2, "CONTROL": 3, "USER_DEFINED": 4, "UNUSED": 5, "BYTE": 6}
-    proto = NS(trainer_spec=NS(byte_fallback=sp.byte_fallback, unk_piece=sp.unk_piece, unk_id=sp.unk_id),
-               normalizer_spec=NS(precompiled_charsmap=sp.precompiled_charsmap, add_dummy_prefix=sp.add_dummy_prefix,
-                                  remove_extra_whitespaces=sp.remove_extra_whitespaces, escape_whitespaces=sp.escape_whitespaces),
-               pieces=[NS(piece=p.piece, score=p.score, type=types[p.type.name]) for p in sp.pieces])
-    vocab = ([(p.piece, p.score) for p in sp.pieces] if sp.model_type == "unigram" else {p.piece: i for i, p in enumerate(sp.pieces)})
+    proto = NS(
+        trainer_spec=NS(byte_fallback=sp.byte_fallback, unk_piece=sp.unk_piece, unk_id=sp.unk_id),
+        normalizer_spec=NS(
+            precompiled_charsmap=sp.precompiled_charsmap,
+            add_dummy_prefix=sp.add_dummy_prefix,
+            remove_extra_whitespaces=sp.remove_extra_whitespaces,
+            escape_whitespaces=sp.escape_whitespaces,
+        ),
+        pieces=[NS(piece=p.piece, score=p.score, type=types[p.type.name]) for p in sp.pieces],
+    )
+    vocab = (
+        [(p.piece, p.score) for p in sp.pieces]
+        if sp.model_type == "unigram"
+        else {p.piece: i for i, p in enumerate(sp.pieces)}
+    )
     converted = SpmConverter.build_tokenizer_from_spm_proto(proto, vocab)
     ours, _ = tokenizer_from_sentencepiece(model)
     assert converted.encode(text, add_special_tokens=False).ids == ours.encode(text, add_special_tokens=False).ids

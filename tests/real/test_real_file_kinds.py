@@ -72,18 +72,25 @@ def _tiktoken_from_cache(rank_file: Path, name: str):
             os.environ["TIKTOKEN_CACHE_DIR"] = old
 
 
-@pytest.mark.parametrize(("name", "encoding", "eot"), [
-    ("p50k-tiktoken-cache", "p50k_base", 50256),
-    ("o200k-tiktoken-cache", "o200k_base", 199999),
-    ("cl100k-tiktoken", "cl100k_base", 100257),
-])
-def test_published_rank_file_has_the_registry_specials(real_dirs: dict[str, Path], tmp_path: Path, name: str,
-                                                       encoding: str, eot: int) -> None:
+@pytest.mark.parametrize(
+    ("name", "encoding", "eot"),
+    [
+        ("p50k-tiktoken-cache", "p50k_base", 50256),
+        ("o200k-tiktoken-cache", "o200k_base", 199999),
+        ("cl100k-tiktoken", "cl100k_base", 100257),
+    ],
+)
+def test_published_rank_file_has_the_registry_specials(
+    real_dirs: dict[str, Path], tmp_path: Path, name: str, encoding: str, eot: int
+) -> None:
     """A bare published rank file gets tiktoken's registry specials: replay of [Hello, <|endoftext|>] is clean and
     decodes as tiktoken.get_encoding does on this very file; scan has no TA101 error (p50k's 50256 is filled)."""
     directory = real_dirs[name]
     rank_file = realkit.rank_file(directory)
-    if hashlib.sha1(f"https://openaipublic.blob.core.windows.net/encodings/{encoding}.tiktoken".encode()).hexdigest() == rank_file.name:
+    if (
+        hashlib.sha1(f"https://openaipublic.blob.core.windows.net/encodings/{encoding}.tiktoken".encode()).hexdigest()
+        == rank_file.name
+    ):
         enc = _tiktoken_from_cache(rank_file, encoding)  # the file is tiktoken's own cache entry
     else:
         cache = tmp_path / "cache"
@@ -97,8 +104,16 @@ def test_published_rank_file_has_the_registry_specials(real_dirs: dict[str, Path
     stream.write_text(json.dumps(ids), encoding="utf-8")
     code, doc = _json("replay", str(directory), str(stream), "--keep-special-tokens")
     assert (code, doc["findings"], doc["text"]) == (0, [], "Hello<|endoftext|>")
-    result = run_cli("decode", str(directory), ",".join(map(str, ids)), "--backend", "tiktoken", "--keep-special-tokens",
-                     "--format", "json")
+    result = run_cli(
+        "decode",
+        str(directory),
+        ",".join(map(str, ids)),
+        "--backend",
+        "tiktoken",
+        "--keep-special-tokens",
+        "--format",
+        "json",
+    )
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["text"] == "Hello<|endoftext|>"
     _, scanned = _json("scan", str(directory))
@@ -128,8 +143,10 @@ def test_two_unnamed_vocabularies_ask_for_one(real_dirs: dict[str, Path], tmp_pa
     result = run_cli("scan", str(tmp_path))
     assert result.exit_code == 2
     assert result.stderr.strip() == (
-        f"tokaudit: error: {tmp_path}: 2 files hold a vocabulary by their content (ec7223a39ce59f226a68acc30dc1af2788490e15, "
-        "fb374d419588a4632f3f557e76b4b70aebbca790): name one as the target")
+        f"tokaudit: error: {tmp_path}: 2 files hold a vocabulary by their content "
+        "(ec7223a39ce59f226a68acc30dc1af2788490e15, "
+        "fb374d419588a4632f3f557e76b4b70aebbca790): name one as the target"
+    )
 
 
 # -- §5 the words beside these files -------------------------------------------------------------------------
@@ -146,8 +163,10 @@ def test_ta301_says_transformers_cannot_load_a_named_rank_file(real_dirs: dict[s
     _, doc = _json("scan", str(directory))
     (ta301,) = [f for f in doc["findings"] if f["code"] == "TA301"]
     assert ta301["details"]["transformers_loads"] is False
-    assert ta301["message"].startswith("there is no tokenizer.json, and transformers' AutoTokenizer looks for a rank file "
-                                       "only under the names tiktoken.model and tokenizer.model, not cl100k_base.tiktoken")
+    assert ta301["message"].startswith(
+        "there is no tokenizer.json, and transformers' AutoTokenizer looks for a rank file "
+        "only under the names tiktoken.model and tokenizer.model, not cl100k_base.tiktoken"
+    )
     transformers = next(row for row in doc["loaders"] if row["loader"] == "transformers")
     assert transformers["sees_gap"] is None
 
@@ -164,8 +183,10 @@ def test_ta301_says_transformers_cannot_load_a_renamed_tokenizer_json(real_dirs:
     _, doc = _json("scan", str(directory))
     (ta301,) = [f for f in doc["findings"] if f["code"] == "TA301"]
     assert (ta301["severity"], ta301["details"]["transformers_loads"]) == ("warning", False)
-    assert ta301["message"].startswith("anthropic_tokenizer.json is a tokenizer.json under another name: transformers' "
-                                       "AutoTokenizer reads one only as tokenizer.json and fails to load this directory")
+    assert ta301["message"].startswith(
+        "anthropic_tokenizer.json is a tokenizer.json under another name: transformers' "
+        "AutoTokenizer reads one only as tokenizer.json and fails to load this directory"
+    )
     transformers = next(row for row in doc["loaders"] if row["loader"] == "transformers")
     assert transformers["sees_gap"] is None
 
@@ -195,8 +216,13 @@ def test_meta_llama3_special_tokens_are_named_as_meta_builds_them(real_dirs: dic
     texts = [e["sources"][-1]["text"] for e in explained["ids"]]
     assert texts == ["<|begin_of_text|>", "<|eot_id|>", "<|reserved_special_token_0|>"]
     tree = ast.parse((directory / "tokenizer.py").read_text(encoding="utf-8"))
-    listed = next(n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.List)
-                  and any(isinstance(t, ast.Name) and t.id == "special_tokens" for t in n.targets))
+    listed = next(
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.List)
+        and any(isinstance(t, ast.Name) and t.id == "special_tokens" for t in n.targets)
+    )
     assert [e.value for e in listed.elts][:2] == ["<|begin_of_text|>", "<|end_of_text|>"]
     assert [e.value for e in listed.elts].index("<|eot_id|>") == 9
     _, doc = _json("scan", str(directory))

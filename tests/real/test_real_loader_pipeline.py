@@ -56,8 +56,19 @@ def test_llama3_files_and_llamacpp_add_different_bos(real_dirs: dict[str, Path],
     corpus = tmp_path / "c.txt"
     corpus.write_text("Hello world\n", encoding="utf-8")
     gguf = real_dirs["gguf-llama-bpe"] / "ggml-vocab-llama-bpe.gguf"
-    result = run_cli("compare", str(real_dirs["llama3"]), "--gguf", str(gguf), "--backends", "hf,llama.cpp",
-                     "--no-builtin-corpus", "--corpus", str(corpus), "--format", "json")
+    result = run_cli(
+        "compare",
+        str(real_dirs["llama3"]),
+        "--gguf",
+        str(gguf),
+        "--backends",
+        "hf,llama.cpp",
+        "--no-builtin-corpus",
+        "--corpus",
+        str(corpus),
+        "--format",
+        "json",
+    )
     assert result.exit_code in (0, 1), result.stderr
     (f,) = [f for f in json.loads(result.stdout)["findings"] if f["code"] == "TA210"]
     assert f["details"]["added"] == {"hf": {"start": [], "end": []}, "llama.cpp": {"start": [128000], "end": []}}

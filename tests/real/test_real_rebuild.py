@@ -36,7 +36,17 @@ def test_rebuilt_cl100k_encodes_as_tiktoken(real_dirs: dict[str, Path]) -> None:
 
 
 # every real BPE tokenizer.json (legacy "a b" merges and [a, b] pairs, added tokens inside and past the vocabulary)
-PARSED = ["deepseek-v3", "gemma3", "gpt-3.5-turbo", "gpt-oss", "gpt2-json", "gpt4o", "llama3", "mistral-7b-json", "qwen3"]
+PARSED = [
+    "deepseek-v3",
+    "gemma3",
+    "gpt-3.5-turbo",
+    "gpt-oss",
+    "gpt2-json",
+    "gpt4o",
+    "llama3",
+    "mistral-7b-json",
+    "qwen3",
+]
 
 
 @pytest.mark.parametrize("name", PARSED)

@@ -25,7 +25,14 @@ MISTRAL_SP = ["mistral-spm-v1", "mistral-spm-v2", "mistral-spm-v3", "mistral-spm
 def _texts() -> list[str]:
     texts = []
     for n in range(1, 41):
-        texts += [" " * n + "x", "a" + " " * n + "b", "\t" * n + "x", " \t" * n + "y", "def f():\n" + " " * n + "return 1", "x" + " " * n]
+        texts += [
+            " " * n + "x",
+            "a" + " " * n + "b",
+            "\t" * n + "x",
+            " \t" * n + "y",
+            "def f():\n" + " " * n + "return 1",
+            "x" + " " * n,
+        ]
     return texts
 
 
@@ -48,9 +55,12 @@ def test_seventeen_spaces_on_mistral_v2(real_dirs: dict[str, Path]) -> None:
 def test_python_indentation_corpus_compares_clean(real_dirs: dict[str, Path], tmp_path: Path) -> None:
     """A user corpus of deeply indented Python: hf (converted), sentencepiece and transformers-fast agree."""
     corpus = tmp_path / "code.py"
-    corpus.write_text("".join(" " * (4 * d) + f"if x{d}:\n" for d in range(1, 9)) + " " * 20 + "return 1\n", encoding="utf-8")
-    result = run_cli("compare", str(real_dirs["mistral-spm-v2"]), "--no-builtin-corpus", "--corpus", str(corpus),
-                     "--format", "json")
+    corpus.write_text(
+        "".join(" " * (4 * d) + f"if x{d}:\n" for d in range(1, 9)) + " " * 20 + "return 1\n", encoding="utf-8"
+    )
+    result = run_cli(
+        "compare", str(real_dirs["mistral-spm-v2"]), "--no-builtin-corpus", "--corpus", str(corpus), "--format", "json"
+    )
     assert result.exit_code == 0, result.stderr
     doc = json.loads(result.stdout)
     assert not [f for f in doc["findings"] if f["code"] in ("TA601", "TA602", "TA603")]

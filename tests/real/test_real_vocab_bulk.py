@@ -15,8 +15,13 @@ from tokaudit.artifacts.tokenizer_json import parse_tokenizer_json
 pytestmark = pytest.mark.real
 
 #: Each real tokenizer.json (a file whose name ends so: litellm's anthropic_tokenizer.json too) -> its file name.
-JSON_FILES = {e["name"]: dest for e in realkit.lock_entries() if not e.get("derive")  # derived: the json is removed
-              for dest in e["files"].values() if dest.endswith("tokenizer.json")}
+JSON_FILES = {
+    e["name"]: dest
+    for e in realkit.lock_entries()
+    if not e.get("derive")  # derived: the json is removed
+    for dest in e["files"].values()
+    if dest.endswith("tokenizer.json")
+}
 NAMES = sorted(JSON_FILES)
 
 

@@ -25,12 +25,17 @@ def test_llamacpp_real_templates_raise_nothing(real_dirs: dict) -> None:
     sdist = find_sdist()
     assert sdist is not None
     with tarfile.open(sdist, "r:gz") as tar:
-        templates = {Path(m.name).name: tar.extractfile(m).read().decode("utf-8")  # type: ignore[union-attr]
-                     for m in tar.getmembers() if m.name.startswith(_TEMPLATES) and m.name.endswith(".jinja")}
+        templates = {
+            Path(m.name).name: tar.extractfile(m).read().decode("utf-8")  # type: ignore[union-attr]
+            for m in tar.getmembers()
+            if m.name.startswith(_TEMPLATES) and m.name.endswith(".jinja")
+        }
     assert len(templates) == 70
     assert [name for name, text in templates.items() if parse(text) is None] == []  # all read from the parse tree
-    hits = {name: (injection_patterns(text), hidden_instructions(text), invisible_characters(text))
-            for name, text in templates.items()}
+    hits = {
+        name: (injection_patterns(text), hidden_instructions(text), invisible_characters(text))
+        for name, text in templates.items()
+    }
     assert {name: h for name, h in hits.items() if any(h)} == {}
 
 

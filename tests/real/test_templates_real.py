@@ -58,349 +58,607 @@ def family(stem: str) -> str:
 
 # ---- why each error is true (the stack's source; the profile modules give files and lines) ------------------------
 
-DYNAMO_TOJSON = ("Dynamo registers its own tojson (lib/llm/src/preprocessor/prompt/template/tokcfg.rs): serde_json compact, "
-                 "then < > & ' escaped as \\u003c ...; the tool definitions reach the model in another form than "
-                 "transformers' json.dumps gives")
-TGI_TOJSON = ("TGI registers no tojson: MiniJinja 2.8.0's builtin (filters.rs: compact, HTML-escaping) writes the tools, "
-              "and TGI's MiniJinja has no preserve_order (Cargo.lock: no indexmap), so maps are in key order")
+DYNAMO_TOJSON = (
+    "Dynamo registers its own tojson (lib/llm/src/preprocessor/prompt/template/tokcfg.rs): serde_json compact, "
+    "then < > & ' escaped as \\u003c ...; the tool definitions reach the model in another form than "
+    "transformers' json.dumps gives"
+)
+TGI_TOJSON = (
+    "TGI registers no tojson: MiniJinja 2.8.0's builtin (filters.rs: compact, HTML-escaping) writes the tools, "
+    "and TGI's MiniJinja has no preserve_order (Cargo.lock: no indexmap), so maps are in key order"
+)
 TGI_TRIM = "TGI's Environment::new() sets neither trim_blocks nor lstrip_blocks (router/src/infer/chat_template.rs:33)"
 TGI_TOJSON_TRIM = f"{TGI_TOJSON}; {TGI_TRIM}"
 TGI_SORTED = "TGI's MiniJinja has no preserve_order: the template iterates a map in key order"
 TGI_SORTED_TRIM = f"{TGI_SORTED}; {TGI_TRIM}"
-SMG_NO_STRFTIME_DATE = ("smg registers no strftime_now (crates/tokenizer/src/chat_template.rs build_environment): the "
-                        "template's `strftime_now is defined` branch is not taken and the date line differs")
-SMG_NONE_ITERABLE = ("smg keeps content: null; MiniJinja treats none as iterable (tests.rs is_iterable) where Jinja2 does not, "
-                     "so the template's string-or-parts branch prints nothing where Jinja2 prints None")
-MARKUP_ESCAPE = ("the template concatenates '...'|safe with text: Jinja2's Markup escapes the text (&lt;celsius&gt;), MiniJinja "
-                 "without auto-escape does not; smg and mistral.rs render the tool descriptions raw (TGI and Dynamo differ by "
-                 "their tojson first)")
-DROPS_CALLS = ("the template writes an assistant turn's content only (or only for content null): the past call the stack "
-               "passed never reaches the prompt, then its result follows")
-SMG_NO_STRFTIME = "smg registers no strftime_now (chat_template.rs build_environment, no other occurrence in the repository)"
+SMG_NO_STRFTIME_DATE = (
+    "smg registers no strftime_now (crates/tokenizer/src/chat_template.rs build_environment): the "
+    "template's `strftime_now is defined` branch is not taken and the date line differs"
+)
+SMG_NONE_ITERABLE = (
+    "smg keeps content: null; MiniJinja treats none as iterable (tests.rs is_iterable) where Jinja2 does not, "
+    "so the template's string-or-parts branch prints nothing where Jinja2 prints None"
+)
+MARKUP_ESCAPE = (
+    "the template concatenates '...'|safe with text: Jinja2's Markup escapes the text (&lt;celsius&gt;), MiniJinja "
+    "without auto-escape does not; smg and mistral.rs render the tool descriptions raw (TGI and Dynamo differ by "
+    "their tojson first)"
+)
+DROPS_CALLS = (
+    "the template writes an assistant turn's content only (or only for content null): the past call the stack "
+    "passed never reaches the prompt, then its result follows"
+)
+SMG_NO_STRFTIME = (
+    "smg registers no strftime_now (chat_template.rs build_environment, no other occurrence in the repository)"
+)
 SMG_NO_STRFTIME_CALL = f"{SMG_NO_STRFTIME}: the template calls it, and calling undefined fails"
-MISTRALRS_NO_LOOP_CONTROLS = "mistral.rs builds MiniJinja 2.14 without the loop_controls feature (Cargo.toml): {% break %} does not compile"
-NO_GENERATION_TAG = ("MiniJinja has no {% generation %} tag: smg does nothing about it, TGI and Dynamo remove only the exact "
-                     "spelling `{% generation %}` and the template writes `{%- generation -%}` (mistral.rs' regex strips both)")
-TGI_TOOLS_NULL = ("TGI passes tools: null without tools (router/src/lib.rs:1204-1211) and `none | length` fails in MiniJinja; "
-                  "smg leaves tools undefined and mistral.rs omits it (length 0)")
-OLD_PYCOMPAT_GET = "MiniJinja-contrib's pycompat dict.get takes one argument before 2.15 (#852): TGI pins 2.8.0, mistral.rs 2.14.0"
-FIREFUNCTION_FUNCTIONS = ("the template reads a `functions` variable no stack passes (firefunction-v2's own server passed it): "
-                          "every required request fails everywhere")
+MISTRALRS_NO_LOOP_CONTROLS = (
+    "mistral.rs builds MiniJinja 2.14 without the loop_controls feature (Cargo.toml): {% break %} does not compile"
+)
+NO_GENERATION_TAG = (
+    "MiniJinja has no {% generation %} tag: smg does nothing about it, TGI and Dynamo remove only the exact "
+    "spelling `{% generation %}` and the template writes `{%- generation -%}` (mistral.rs' regex strips both)"
+)
+TGI_TOOLS_NULL = (
+    "TGI passes tools: null without tools (router/src/lib.rs:1204-1211) and `none | length` fails in MiniJinja; "
+    "smg leaves tools undefined and mistral.rs omits it (length 0)"
+)
+OLD_PYCOMPAT_GET = (
+    "MiniJinja-contrib's pycompat dict.get takes one argument before 2.15 (#852): TGI pins 2.8.0, mistral.rs 2.14.0"
+)
+FIREFUNCTION_FUNCTIONS = (
+    "the template reads a `functions` variable no stack passes (firefunction-v2's own server passed it): "
+    "every required request fails everywhere"
+)
 
 #: Every error finding of the render rules, per template: (code, stacks, what: the error, the causes, the missing
 #: marks) -> why it is true.
 EXPECTED_ERRORS: dict[str, dict[tuple[str, tuple[str, ...], str], str]] = {
-    'Apertus-8B-Instruct': {
-        ('TA801', ('smg',), 'unknown function: strftime_now is unknown (in chat:170)'): SMG_NO_STRFTIME,
+    "Apertus-8B-Instruct": {
+        ("TA801", ("smg",), "unknown function: strftime_now is unknown (in chat:170)"): SMG_NO_STRFTIME,
     },
-    'Apriel-1.6-15b-Thinker-fixed': {
-        ('TA801', ('tgi',), "too many arguments: dict.get(key, default) takes one argument in MiniJinja-contrib's pycompat before 2.15 (MiniJinja 2.8.0 (TGI))"): OLD_PYCOMPAT_GET,
-        ('TA801', ('mistral.rs',), "too many arguments: dict.get(key, default) takes one argument in MiniJinja-contrib's pycompat before 2.15 (MiniJinja 2.14.0 without loop_controls (mistral.rs))"): OLD_PYCOMPAT_GET,
-        ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
+    "Apriel-1.6-15b-Thinker-fixed": {
+        (
+            "TA801",
+            ("tgi",),
+            "too many arguments: dict.get(key, default) takes one argument in MiniJinja-contrib's pycompat before "
+            "2.15 (MiniJinja 2.8.0 (TGI))",
+        ): OLD_PYCOMPAT_GET,
+        (
+            "TA801",
+            ("mistral.rs",),
+            "too many arguments: dict.get(key, default) takes one argument in MiniJinja-contrib's pycompat before "
+            "2.15 (MiniJinja 2.14.0 without loop_controls (mistral.rs))",
+        ): OLD_PYCOMPAT_GET,
+        ("TA802", ("tgi",), "trim_blocks"): TGI_TRIM,
     },
-    'Bielik-11B-v3.0-Instruct': {
+    "Bielik-11B-v3.0-Instruct": {},
+    "ByteDance-Seed-OSS": {
+        ("TA802", ("tgi",), "trim_blocks"): TGI_TRIM,
     },
-    'ByteDance-Seed-OSS': {
-        ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
+    "Cohere2MoE": {
+        (
+            "TA801",
+            ("mistral.rs",),
+            "syntax error: unknown statement break (in chat:257); MiniJinja 2.14.0 without loop_controls (mistral.rs) "
+            "is built without the loop_controls feature",
+        ): MISTRALRS_NO_LOOP_CONTROLS,
+        ("TA802", ("tgi",), "trim_blocks"): TGI_TRIM,
     },
-    'Cohere2MoE': {
-        ('TA801', ('mistral.rs',), 'syntax error: unknown statement break (in chat:257); MiniJinja 2.14.0 without loop_controls (mistral.rs) is built without the loop_controls feature'): MISTRALRS_NO_LOOP_CONTROLS,
-        ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
+    "CohereForAI-c4ai-command-r-plus-tool_use": {},
+    "CohereForAI-c4ai-command-r7b-12-2024-tool_use": {},
+    "GLM-4.6": {
+        ("TA802", ("tgi",), "trim_blocks"): TGI_TRIM,
+        ("TA802", ("smg",), ""): SMG_NONE_ITERABLE,
     },
-    'CohereForAI-c4ai-command-r-plus-tool_use': {},
-    'CohereForAI-c4ai-command-r7b-12-2024-tool_use': {
+    "GLM-4.7-Flash": {
+        ("TA802", ("tgi",), "trim_blocks"): TGI_TRIM,
+        ("TA802", ("smg",), ""): SMG_NONE_ITERABLE,
     },
-    'GLM-4.6': {
-        ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
-        ('TA802', ('smg',), ''): SMG_NONE_ITERABLE,
+    "GigaChat3-10B-A1.8B": {},
+    "GigaChat3.1-10B-A1.8B": {},
+    "HuggingFaceTB-SmolLM3-3B": {
+        ("TA802", ("tgi",), "trim_blocks"): TGI_TRIM,
+        (
+            "TA806",
+            ("transformers", "vllm", "sglang", "smg", "mistral.rs", "llama.cpp", "dynamo"),
+            "get_weather,Centro",
+        ): DROPS_CALLS,
     },
-    'GLM-4.7-Flash': {
-        ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
-        ('TA802', ('smg',), ''): SMG_NONE_ITERABLE,
+    "Kimi-K2-Instruct": {
+        ("TA802", ("tgi",), "trim_blocks"): TGI_TRIM,
     },
-    'GigaChat3-10B-A1.8B': {
+    "Kimi-K2-Thinking": {},
+    "Kimi-K3": {
+        (
+            "TA801",
+            ("mistral.rs",),
+            "syntax error: unknown statement break (in chat:243); MiniJinja 2.14.0 without loop_controls (mistral.rs) "
+            "is built without the loop_controls feature",
+        ): MISTRALRS_NO_LOOP_CONTROLS,
     },
-    'GigaChat3.1-10B-A1.8B': {
+    "LFM2-8B-A1B": {
+        (
+            "TA806",
+            ("transformers", "vllm", "sglang", "smg", "mistral.rs", "llama.cpp", "dynamo"),
+            "get_weather,Centro",
+        ): DROPS_CALLS,
     },
-    'HuggingFaceTB-SmolLM3-3B': {
-        ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
-        ('TA806', ('transformers', 'vllm', 'sglang', 'smg', 'mistral.rs', 'llama.cpp', 'dynamo'), 'get_weather,Centro'): DROPS_CALLS,
+    "LFM2.5-8B-A1B": {
+        (
+            "TA801",
+            ("smg", "tgi", "dynamo"),
+            "syntax error: unknown statement generation (in chat:77)",
+        ): NO_GENERATION_TAG,
     },
-    'Kimi-K2-Instruct': {
-        ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
+    "LFM2.5-Instruct": {
+        (
+            "TA806",
+            ("transformers", "vllm", "sglang", "smg", "mistral.rs", "llama.cpp", "dynamo"),
+            "get_weather,Centro",
+        ): DROPS_CALLS,
     },
-    'Kimi-K2-Thinking': {
+    "MiMo-VL": {},
+    "MiniMax-M1": {
+        ("TA802", ("tgi",), "trim_blocks"): TGI_TRIM,
+        ("TA802", ("tgi",), "tojson,sorted_maps,trim_blocks"): TGI_TOJSON_TRIM,
     },
-    'Kimi-K3': {
-        ('TA801', ('mistral.rs',), 'syntax error: unknown statement break (in chat:243); MiniJinja 2.14.0 without loop_controls (mistral.rs) is built without the loop_controls feature'): MISTRALRS_NO_LOOP_CONTROLS,
+    "MiniMax-M2": {
+        ("TA802", ("tgi",), "trim_blocks"): TGI_TRIM,
+        ("TA802", ("smg",), ""): SMG_NONE_ITERABLE,
     },
-    'LFM2-8B-A1B': {
-        ('TA806', ('transformers', 'vllm', 'sglang', 'smg', 'mistral.rs', 'llama.cpp', 'dynamo'), 'get_weather,Centro'): DROPS_CALLS,
+    "MiniMax-M3": {},
+    "Mistral-Small-3.2-24B-Instruct-2506": {
+        ("TA801", ("smg",), "unknown function: strftime_now is unknown (in chat:1)"): SMG_NO_STRFTIME,
     },
-    'LFM2.5-8B-A1B': {
-        ('TA801', ('smg', 'tgi', 'dynamo'), 'syntax error: unknown statement generation (in chat:77)'): NO_GENERATION_TAG,
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": {
+        (
+            "TA801",
+            ("tgi",),
+            "invalid operation: cannot calculate length of value of type none (in chat:47)",
+        ): TGI_TOOLS_NULL,
+        ("TA802", ("tgi",), "trim_blocks"): TGI_TRIM,
     },
-    'LFM2.5-Instruct': {
-        ('TA806', ('transformers', 'vllm', 'sglang', 'smg', 'mistral.rs', 'llama.cpp', 'dynamo'), 'get_weather,Centro'): DROPS_CALLS,
+    "NVIDIA-Nemotron-Nano-v2": {},
+    "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use": {},
+    "NousResearch-Hermes-3-Llama-3.1-8B-tool_use": {},
+    "Qwen-QwQ-32B": {},
+    "Qwen-Qwen2.5-7B-Instruct": {},
+    "Qwen-Qwen3-0.6B": {},
+    "Qwen3-Coder": {
+        (
+            "TA801",
+            ("tgi",),
+            "invalid operation: cannot calculate length of value of type none (in chat:31)",
+        ): TGI_TOOLS_NULL,
+        (
+            "TA801",
+            ("tgi",),
+            "invalid operation: cannot calculate length of value of type none (in chat:27)",
+        ): TGI_TOOLS_NULL,
+        ("TA802", ("tgi",), "trim_blocks"): TGI_TRIM,
     },
-    'MiMo-VL': {
+    "Qwen3.5-4B": {},
+    "Reka-Edge": {
+        (
+            "TA801",
+            ("tgi",),
+            "too many arguments: dict.get(key, default) takes one argument in MiniJinja-contrib's pycompat before "
+            "2.15 (MiniJinja 2.8.0 (TGI))",
+        ): OLD_PYCOMPAT_GET,
+        (
+            "TA801",
+            ("mistral.rs",),
+            "syntax error: unknown statement break (in chat:36); MiniJinja 2.14.0 without loop_controls (mistral.rs) "
+            "is built without the loop_controls feature",
+        ): MISTRALRS_NO_LOOP_CONTROLS,
     },
-    'MiniMax-M1': {
-        ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
-        ('TA802', ('tgi',), 'tojson,sorted_maps,trim_blocks'): TGI_TOJSON_TRIM,
+    "Spark2.5": {},
+    "StepFun3.5-Flash": {
+        ("TA802", ("tgi",), "trim_blocks"): TGI_TRIM,
     },
-    'MiniMax-M2': {
-        ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
-        ('TA802', ('smg',), ''): SMG_NONE_ITERABLE,
+    "deepseek-ai-DeepSeek-R1-Distill-Llama-8B": {
+        (
+            "TA806",
+            ("transformers", "vllm", "sglang", "smg", "mistral.rs", "llama.cpp", "dynamo"),
+            "get_weather,Centro",
+        ): DROPS_CALLS,
     },
-    'MiniMax-M3': {
+    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B": {},
+    "deepseek-ai-DeepSeek-V3.1": {},
+    "deepseek-ai-DeepSeek-V3.2": {},
+    "deepseek-ai-DeepSeek-V4-Flash-0731": {},
+    "deepseek-ai-DeepSeek-V4": {},
+    "fireworks-ai-llama-3-firefunction-v2": {
+        (
+            "TA801",
+            ("transformers", "vllm", "sglang"),
+            "UndefinedError: 'functions' is undefined",
+        ): FIREFUNCTION_FUNCTIONS,
+        (
+            "TA801",
+            ("smg", "tgi", "mistral.rs", "dynamo"),
+            "invalid operation: tried to use + operator on unsupported types string and undefined (`functions` is "
+            "undefined) (in chat:21)",
+        ): FIREFUNCTION_FUNCTIONS,
     },
-    'Mistral-Small-3.2-24B-Instruct-2506': {
-        ('TA801', ('smg',), 'unknown function: strftime_now is unknown (in chat:1)'): SMG_NO_STRFTIME,
+    "google-gemma-2-2b-it": {},
+    "google-gemma-4-31B-it-interleaved": {},
+    "google-gemma-4-31B-it": {},
+    "ibm-granite-granite-3.3-2B-Instruct": {
+        ("TA801", ("smg",), "unknown function: strftime_now is unknown (in chat:9)"): SMG_NO_STRFTIME,
+        (
+            "TA806",
+            ("transformers", "vllm", "sglang", "smg", "mistral.rs", "llama.cpp", "dynamo"),
+            "get_weather,Centro",
+        ): DROPS_CALLS,
     },
-    'NVIDIA-Nemotron-3-Nano-30B-A3B-BF16': {
-        ('TA801', ('tgi',), 'invalid operation: cannot calculate length of value of type none (in chat:47)'): TGI_TOOLS_NULL,
-        ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
+    "ibm-granite-granite-4.0": {},
+    "ibm-granite-granite-4.1": {},
+    "inclusionai-ling-3.0-flash": {
+        ("TA802", ("tgi",), "trim_blocks"): TGI_TRIM,
     },
-    'NVIDIA-Nemotron-Nano-v2': {
+    "llama-cpp-deepseek-r1": {},
+    "llama-cpp-rwkv-world": {},
+    "meetkai-functionary-medium-v3.1": {
+        ("TA802", ("smg", "mistral.rs"), ""): MARKUP_ESCAPE,
+        ("TA802", ("tgi",), "tojson,sorted_maps"): TGI_TOJSON,
+        ("TA802", ("dynamo",), "tojson"): DYNAMO_TOJSON,
     },
-    'NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use': {
+    "meetkai-functionary-medium-v3.2": {},
+    "meta-llama-Llama-3.1-8B-Instruct": {},
+    "meta-llama-Llama-3.2-3B-Instruct": {
+        ("TA802", ("smg",), "strftime_now"): SMG_NO_STRFTIME_DATE,
     },
-    'NousResearch-Hermes-3-Llama-3.1-8B-tool_use': {
+    "meta-llama-Llama-3.3-70B-Instruct": {},
+    "microsoft-Phi-3.5-mini-instruct": {},
+    "mistralai-Ministral-3-14B-Reasoning-2512": {},
+    "mistralai-Mistral-Nemo-Instruct-2407": {
+        ("TA802", ("tgi",), "sorted_maps"): TGI_SORTED,
     },
-    'Qwen-QwQ-32B': {
+    "moonshotai-Kimi-K2": {},
+    "muse-glimmer": {
+        ("TA802", ("smg",), "strftime_now"): SMG_NO_STRFTIME_DATE,
     },
-    'Qwen-Qwen2.5-7B-Instruct': {
+    "openai-gpt-oss-120b": {
+        (
+            "TA801",
+            ("smg",),
+            "invalid operation: value of type undefined is not callable (in chat:202)",
+        ): SMG_NO_STRFTIME_CALL,
     },
-    'Qwen-Qwen3-0.6B': {
+    "openbmb-MiniCPM5-1B": {},
+    "poolside-Laguna-S-2.1": {
+        (
+            "TA801",
+            ("smg", "tgi", "dynamo"),
+            "syntax error: unknown statement generation (in chat:45)",
+        ): NO_GENERATION_TAG,
     },
-    'Qwen3-Coder': {
-        ('TA801', ('tgi',), 'invalid operation: cannot calculate length of value of type none (in chat:31)'): TGI_TOOLS_NULL,
-        ('TA801', ('tgi',), 'invalid operation: cannot calculate length of value of type none (in chat:27)'): TGI_TOOLS_NULL,
-        ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
+    "poolside-Laguna-XS-2.1": {
+        (
+            "TA801",
+            ("smg", "tgi", "dynamo"),
+            "syntax error: unknown statement generation (in chat:55)",
+        ): NO_GENERATION_TAG,
     },
-    'Qwen3.5-4B': {
+    "poolside-Laguna-XS.2": {
+        (
+            "TA801",
+            ("smg", "tgi", "dynamo"),
+            "syntax error: unknown statement generation (in chat:55)",
+        ): NO_GENERATION_TAG,
     },
-    'Reka-Edge': {
-        ('TA801', ('tgi',), "too many arguments: dict.get(key, default) takes one argument in MiniJinja-contrib's pycompat before 2.15 (MiniJinja 2.8.0 (TGI))"): OLD_PYCOMPAT_GET,
-        ('TA801', ('mistral.rs',), 'syntax error: unknown statement break (in chat:36); MiniJinja 2.14.0 without loop_controls (mistral.rs) is built without the loop_controls feature'): MISTRALRS_NO_LOOP_CONTROLS,
+    "tencent-Hy3": {},
+    "unsloth-Apriel-1.5": {
+        ("TA802", ("tgi",), "sorted_maps,trim_blocks"): TGI_SORTED_TRIM,
     },
-    'Spark2.5': {
-    },
-    'StepFun3.5-Flash': {
-        ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
-    },
-    'deepseek-ai-DeepSeek-R1-Distill-Llama-8B': {
-        ('TA806', ('transformers', 'vllm', 'sglang', 'smg', 'mistral.rs', 'llama.cpp', 'dynamo'), 'get_weather,Centro'): DROPS_CALLS,
-    },
-    'deepseek-ai-DeepSeek-R1-Distill-Qwen-32B': {
-    },
-    'deepseek-ai-DeepSeek-V3.1': {
-    },
-    'deepseek-ai-DeepSeek-V3.2': {
-    },
-    'deepseek-ai-DeepSeek-V4-Flash-0731': {
-    },
-    'deepseek-ai-DeepSeek-V4': {
-    },
-    'fireworks-ai-llama-3-firefunction-v2': {
-        ('TA801', ('transformers', 'vllm', 'sglang'), "UndefinedError: 'functions' is undefined"): FIREFUNCTION_FUNCTIONS,
-        ('TA801', ('smg', 'tgi', 'mistral.rs', 'dynamo'), 'invalid operation: tried to use + operator on unsupported types string and undefined (`functions` is undefined) (in chat:21)'): FIREFUNCTION_FUNCTIONS,
-    },
-    'google-gemma-2-2b-it': {},
-    'google-gemma-4-31B-it-interleaved': {},
-    'google-gemma-4-31B-it': {},
-    'ibm-granite-granite-3.3-2B-Instruct': {
-        ('TA801', ('smg',), 'unknown function: strftime_now is unknown (in chat:9)'): SMG_NO_STRFTIME,
-        ('TA806', ('transformers', 'vllm', 'sglang', 'smg', 'mistral.rs', 'llama.cpp', 'dynamo'), 'get_weather,Centro'): DROPS_CALLS,
-    },
-    'ibm-granite-granite-4.0': {
-    },
-    'ibm-granite-granite-4.1': {
-    },
-    'inclusionai-ling-3.0-flash': {
-        ('TA802', ('tgi',), 'trim_blocks'): TGI_TRIM,
-    },
-    'llama-cpp-deepseek-r1': {},
-    'llama-cpp-rwkv-world': {},
-    'meetkai-functionary-medium-v3.1': {
-        ('TA802', ('smg', 'mistral.rs'), ''): MARKUP_ESCAPE,
-        ('TA802', ('tgi',), 'tojson,sorted_maps'): TGI_TOJSON,
-        ('TA802', ('dynamo',), 'tojson'): DYNAMO_TOJSON,
-    },
-    'meetkai-functionary-medium-v3.2': {},
-    'meta-llama-Llama-3.1-8B-Instruct': {
-    },
-    'meta-llama-Llama-3.2-3B-Instruct': {
-        ('TA802', ('smg',), 'strftime_now'): SMG_NO_STRFTIME_DATE,
-    },
-    'meta-llama-Llama-3.3-70B-Instruct': {
-    },
-    'microsoft-Phi-3.5-mini-instruct': {},
-    'mistralai-Ministral-3-14B-Reasoning-2512': {
-    },
-    'mistralai-Mistral-Nemo-Instruct-2407': {
-        ('TA802', ('tgi',), 'sorted_maps'): TGI_SORTED,
-    },
-    'moonshotai-Kimi-K2': {
-    },
-    'muse-glimmer': {
-        ('TA802', ('smg',), 'strftime_now'): SMG_NO_STRFTIME_DATE,
-    },
-    'openai-gpt-oss-120b': {
-        ('TA801', ('smg',), 'invalid operation: value of type undefined is not callable (in chat:202)'): SMG_NO_STRFTIME_CALL,
-    },
-    'openbmb-MiniCPM5-1B': {
-    },
-    'poolside-Laguna-S-2.1': {
-        ('TA801', ('smg', 'tgi', 'dynamo'), 'syntax error: unknown statement generation (in chat:45)'): NO_GENERATION_TAG,
-    },
-    'poolside-Laguna-XS-2.1': {
-        ('TA801', ('smg', 'tgi', 'dynamo'), 'syntax error: unknown statement generation (in chat:55)'): NO_GENERATION_TAG,
-    },
-    'poolside-Laguna-XS.2': {
-        ('TA801', ('smg', 'tgi', 'dynamo'), 'syntax error: unknown statement generation (in chat:55)'): NO_GENERATION_TAG,
-    },
-    'tencent-Hy3': {
-    },
-    'unsloth-Apriel-1.5': {
-        ('TA802', ('tgi',), 'sorted_maps,trim_blocks'): TGI_SORTED_TRIM,
-    },
-    'unsloth-mistral-Devstral-Small-2507': {
-    },
-    'upstage-Solar-Open-100B': {
-        ('TA801', ('smg',), 'invalid operation: value of type undefined is not callable (in chat:23)'): SMG_NO_STRFTIME_CALL,
+    "unsloth-mistral-Devstral-Small-2507": {},
+    "upstage-Solar-Open-100B": {
+        (
+            "TA801",
+            ("smg",),
+            "invalid operation: value of type undefined is not callable (in chat:23)",
+        ): SMG_NO_STRFTIME_CALL,
     },
 }
 
 # ---- errors no other shape excuses (issue 35): a tool-call turn in the form a stack sends it fails for a stack that
 # renders the template's tools; and the structural rules (TA810, TA811)
 
-TRANSFORMERS_NULL = ("transformers drops every None-valued message key (_normalize_chat_messages, chat_template_utils.py:711-724): "
-                     "the OpenAI SDKs' content: null on a tool-call turn becomes no content key, and the template reads message.content")
-DYNAMO_NULL = ("Dynamo leaves content: null out of the message (async-openai types serialized with None fields skipped) and "
-               "MiniJinja fails on the undefined content the template reads")
-SMG_NULL_DICT = ("smg keeps content: null and parses the arguments to a dict: the template's string operations on them fail "
-                 "(test_smg_content_null_with_dict_arguments)")
-KIMI_APPEND = ("the template (llama.cpp's copy) calls tool_response_queue.ids.append(...): transformers' ImmutableSandboxedEnvironment, "
-               "which vLLM and SGLang render with too, refuses to mutate a list, and MiniJinja's sequences have no append method")
-FUNCTIONARY_DICT = ("the stacks pass the arguments parsed to a dict (transformers, vLLM, SGLang, smg and Dynamo parse JSON arguments) "
-                    "and functionary-v3.2 concatenates them to a string")
-DEVSTRAL_VLLM_NULL = ("vLLM makes content: null an empty list of parts for an openai-format template (its content format detection) "
-                      "and the template reads content[0]")
+TRANSFORMERS_NULL = (
+    "transformers drops every None-valued message key (_normalize_chat_messages, chat_template_utils.py:711-724): "
+    "the OpenAI SDKs' content: null on a tool-call turn becomes no content key, and the template reads message.content"
+)
+DYNAMO_NULL = (
+    "Dynamo leaves content: null out of the message (async-openai types serialized with None fields skipped) and "
+    "MiniJinja fails on the undefined content the template reads"
+)
+SMG_NULL_DICT = (
+    "smg keeps content: null and parses the arguments to a dict: the template's string operations on them fail "
+    "(test_smg_content_null_with_dict_arguments)"
+)
+KIMI_APPEND = (
+    "the template (llama.cpp's copy) calls tool_response_queue.ids.append(...): transformers' "
+    "ImmutableSandboxedEnvironment, "
+    "which vLLM and SGLang render with too, refuses to mutate a list, and MiniJinja's sequences have no append method"
+)
+FUNCTIONARY_DICT = (
+    "the stacks pass the arguments parsed to a dict (transformers, vLLM, SGLang, smg and Dynamo parse JSON arguments) "
+    "and functionary-v3.2 concatenates them to a string"
+)
+DEVSTRAL_VLLM_NULL = (
+    "vLLM makes content: null an empty list of parts for an openai-format template (its content format detection) "
+    "and the template reads content[0]"
+)
 TGI_NO_CALL_ID = "TGI passes no tool_call_id to the template (router/src/infer/chat_template.rs: its Message has none); the template requires it"
-TGI_NO_TOOL_CALLS = ("TGI passes no tool_calls key (a content: null turn's calls become its JSON content): the tool message that follows "
-                     "has no call before it, which the template refuses")
-TGI_EMPTY_CALLS_DROPPED = "TGI drops the tool calls of a turn whose content is \"\": the assistant message has neither, which the template refuses"
-TOOL_THEN_USER = ("a user message right after a tool result (chatlint's tool_then_user: an agent loop that lets the user "
-                  "interject): the template refuses the order (roles must alternate) though it renders the same conversation "
-                  "without that message, and Mistral's reference encoder takes it (mistral_common 1.13.1 validator.py "
-                  "_validate_message_order: tool may be followed by user); the tool-call-multi-turn refusal is TGI's alone "
-                  "(it passes no tool_calls)")
-NEMO_SYSTEM_DROPPED = ("the template writes the system prompt into the last user message; a conversation that ends with a tool "
-                       "result has no user message after it, so the system prompt is lost")
-TGI_GEMMA4_RESULT = ("TGI passes no tool_calls and no tool_call_id, and Gemma 4's template writes a tool result only inside the call "
-                     "it answers: the result never reaches the prompt")
+TGI_NO_TOOL_CALLS = (
+    "TGI passes no tool_calls key (a content: null turn's calls become its JSON content): the tool message that "
+    "follows "
+    "has no call before it, which the template refuses"
+)
+TGI_EMPTY_CALLS_DROPPED = 'TGI drops the tool calls of a turn whose content is "": the assistant message has neither, which the template refuses'
+TOOL_THEN_USER = (
+    "a user message right after a tool result (chatlint's tool_then_user: an agent loop that lets the user "
+    "interject): the template refuses the order (roles must alternate) though it renders the same conversation "
+    "without that message, and Mistral's reference encoder takes it (mistral_common 1.13.1 validator.py "
+    "_validate_message_order: tool may be followed by user); the tool-call-multi-turn refusal is TGI's alone "
+    "(it passes no tool_calls)"
+)
+NEMO_SYSTEM_DROPPED = (
+    "the template writes the system prompt into the last user message; a conversation that ends with a tool "
+    "result has no user message after it, so the system prompt is lost"
+)
+TGI_GEMMA4_RESULT = (
+    "TGI passes no tool_calls and no tool_call_id, and Gemma 4's template writes a tool result only inside the call "
+    "it answers: the result never reaches the prompt"
+)
 
-VLLM_TEXT_PARTS = ("vLLM detects an openai content format (the template loops over a message's content: _detect_content_format, "
-                   "checked with vLLM 0.33.0's own function) and then hands every content but a tool result's to the template as a "
-                   "list of text parts (parse_chat_message_content); this spot prints the content whole, so Python's repr of the "
-                   "list reaches the prompt")
+VLLM_TEXT_PARTS = (
+    "vLLM detects an openai content format (the template loops over a message's content: _detect_content_format, "
+    "checked with vLLM 0.33.0's own function) and then hands every content but a tool result's to the template as a "
+    "list of text parts (parse_chat_message_content); this spot prints the content whole, so Python's repr of the "
+    "list reaches the prompt"
+)
 
 SHAPE_ERRORS: dict[str, dict[tuple[str, tuple[str, ...], str], str]] = {
-    'Bielik-11B-v3.0-Instruct': {
-        ('TA801', ('smg',), 'invalid operation: cannot perform a containment check on this value (in chat:43)'): SMG_NULL_DICT,
+    "Bielik-11B-v3.0-Instruct": {
+        (
+            "TA801",
+            ("smg",),
+            "invalid operation: cannot perform a containment check on this value (in chat:43)",
+        ): SMG_NULL_DICT,
     },
-    'Kimi-K2-Instruct': {
-        ('TA801', ('smg', 'mistral.rs', 'dynamo'), 'unknown method: sequence has no method named append (in chat:41)'): KIMI_APPEND,
-        ('TA801', ('tgi',), "too many arguments: dict.get(key, default) takes one argument in MiniJinja-contrib's pycompat before 2.15 (MiniJinja 2.8.0 (TGI))"): OLD_PYCOMPAT_GET,
-        ('TA801', ('transformers', 'vllm', 'sglang'), "SecurityError: access to attribute 'append' of 'list' object is unsafe."): KIMI_APPEND,
+    "Kimi-K2-Instruct": {
+        (
+            "TA801",
+            ("smg", "mistral.rs", "dynamo"),
+            "unknown method: sequence has no method named append (in chat:41)",
+        ): KIMI_APPEND,
+        (
+            "TA801",
+            ("tgi",),
+            "too many arguments: dict.get(key, default) takes one argument in MiniJinja-contrib's pycompat before "
+            "2.15 (MiniJinja 2.8.0 (TGI))",
+        ): OLD_PYCOMPAT_GET,
+        (
+            "TA801",
+            ("transformers", "vllm", "sglang"),
+            "SecurityError: access to attribute 'append' of 'list' object is unsafe.",
+        ): KIMI_APPEND,
     },
-    'Kimi-K2-Thinking': {
-        ('TA801', ('mistral.rs',), "too many arguments: dict.get(key, default) takes one argument in MiniJinja-contrib's pycompat before 2.15 (MiniJinja 2.14.0 without loop_controls (mistral.rs))"): OLD_PYCOMPAT_GET,
-        ('TA801', ('smg', 'mistral.rs', 'dynamo'), 'unknown method: sequence has no method named append (in chat:35)'): KIMI_APPEND,
-        ('TA801', ('tgi',), "too many arguments: dict.get(key, default) takes one argument in MiniJinja-contrib's pycompat before 2.15 (MiniJinja 2.8.0 (TGI))"): OLD_PYCOMPAT_GET,
-        ('TA801', ('transformers', 'vllm', 'sglang'), "SecurityError: access to attribute 'append' of 'list' object is unsafe."): KIMI_APPEND,
+    "Kimi-K2-Thinking": {
+        (
+            "TA801",
+            ("mistral.rs",),
+            "too many arguments: dict.get(key, default) takes one argument in MiniJinja-contrib's pycompat before "
+            "2.15 (MiniJinja 2.14.0 without loop_controls (mistral.rs))",
+        ): OLD_PYCOMPAT_GET,
+        (
+            "TA801",
+            ("smg", "mistral.rs", "dynamo"),
+            "unknown method: sequence has no method named append (in chat:35)",
+        ): KIMI_APPEND,
+        (
+            "TA801",
+            ("tgi",),
+            "too many arguments: dict.get(key, default) takes one argument in MiniJinja-contrib's pycompat before "
+            "2.15 (MiniJinja 2.8.0 (TGI))",
+        ): OLD_PYCOMPAT_GET,
+        (
+            "TA801",
+            ("transformers", "vllm", "sglang"),
+            "SecurityError: access to attribute 'append' of 'list' object is unsafe.",
+        ): KIMI_APPEND,
     },
-    'LFM2-8B-A1B': {
-        ('TA801', ('transformers',), 'TypeError: Object of type Undefined is not JSON serializable'): TRANSFORMERS_NULL,
+    "LFM2-8B-A1B": {
+        ("TA801", ("transformers",), "TypeError: Object of type Undefined is not JSON serializable"): TRANSFORMERS_NULL,
     },
-    'LFM2.5-Instruct': {
-        ('TA801', ('transformers',), 'TypeError: Object of type Undefined is not JSON serializable'): TRANSFORMERS_NULL,
+    "LFM2.5-Instruct": {
+        ("TA801", ("transformers",), "TypeError: Object of type Undefined is not JSON serializable"): TRANSFORMERS_NULL,
     },
-    'Mistral-Small-3.2-24B-Instruct-2506': {
-        ('TA801', ('transformers', 'vllm', 'sglang', 'tgi', 'mistral.rs', 'dynamo'), 'raise_exception: After the optional system message, conversation roles must alternate user/assistant/user/assistant/...'): TOOL_THEN_USER,
-        ('TA801', ('llama.cpp',), 'After the optional system message, conversation roles must alternate user/assistant/user/assistant/... (CallExpression at line 52, column 32)'): TOOL_THEN_USER,
-        ('TA801', ('tgi',), 'raise_exception: Tool call IDs should be alphanumeric strings with length 9!'): TGI_NO_CALL_ID,
+    "Mistral-Small-3.2-24B-Instruct-2506": {
+        (
+            "TA801",
+            ("transformers", "vllm", "sglang", "tgi", "mistral.rs", "dynamo"),
+            "raise_exception: After the optional system message, conversation roles must alternate "
+            "user/assistant/user/assistant/...",
+        ): TOOL_THEN_USER,
+        (
+            "TA801",
+            ("llama.cpp",),
+            "After the optional system message, conversation roles must alternate user/assistant/user/assistant/... "
+            "(CallExpression at line 52, column 32)",
+        ): TOOL_THEN_USER,
+        (
+            "TA801",
+            ("tgi",),
+            "raise_exception: Tool call IDs should be alphanumeric strings with length 9!",
+        ): TGI_NO_CALL_ID,
     },
-    'Qwen-QwQ-32B': {
-        ('TA801', ('dynamo',), 'unknown method: undefined has no method named split (`message.content` is undefined) (in chat:31)'): DYNAMO_NULL,
-        ('TA801', ('smg',), 'unknown method: none has no method named split (in chat:31)'): SMG_NULL_DICT,
-        ('TA801', ('transformers',), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,
+    "Qwen-QwQ-32B": {
+        (
+            "TA801",
+            ("dynamo",),
+            "unknown method: undefined has no method named split (`message.content` is undefined) (in chat:31)",
+        ): DYNAMO_NULL,
+        ("TA801", ("smg",), "unknown method: none has no method named split (in chat:31)"): SMG_NULL_DICT,
+        ("TA801", ("transformers",), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,
     },
-    'Qwen-Qwen3-0.6B': {
-        ('TA801', ('dynamo',), 'invalid operation: tried to use + operator on unsupported types string and undefined (`message.content` is undefined, from line 29) (in chat:43)'): DYNAMO_NULL,
-        ('TA801', ('dynamo',), 'invalid operation: tried to use + operator on unsupported types string and undefined (`message.content` is undefined, from line 29) (in chat:46)'): DYNAMO_NULL,
-        ('TA801', ('smg',), 'invalid operation: cannot perform a containment check on this value (in chat:34)'): SMG_NULL_DICT,
-        ('TA801', ('transformers',), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,
+    "Qwen-Qwen3-0.6B": {
+        (
+            "TA801",
+            ("dynamo",),
+            "invalid operation: tried to use + operator on unsupported types string and undefined (`message.content` "
+            "is undefined, from line 29) (in chat:43)",
+        ): DYNAMO_NULL,
+        (
+            "TA801",
+            ("dynamo",),
+            "invalid operation: tried to use + operator on unsupported types string and undefined (`message.content` "
+            "is undefined, from line 29) (in chat:46)",
+        ): DYNAMO_NULL,
+        (
+            "TA801",
+            ("smg",),
+            "invalid operation: cannot perform a containment check on this value (in chat:34)",
+        ): SMG_NULL_DICT,
+        ("TA801", ("transformers",), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,
     },
-    'deepseek-ai-DeepSeek-R1-Distill-Llama-8B': {
-        ('TA801', ('dynamo',), "invalid operation: tried to use + operator on unsupported types string and undefined (`message['content']` is undefined, from line 27) (in chat:30)"): DYNAMO_NULL,
-        ('TA801', ('smg',), 'invalid operation: tried to use + operator on unsupported types string and map (in chat:17)'): SMG_NULL_DICT,
-        ('TA801', ('transformers',), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,
+    "deepseek-ai-DeepSeek-R1-Distill-Llama-8B": {
+        (
+            "TA801",
+            ("dynamo",),
+            "invalid operation: tried to use + operator on unsupported types string and undefined "
+            "(`message['content']` is undefined, from line 27) (in chat:30)",
+        ): DYNAMO_NULL,
+        (
+            "TA801",
+            ("smg",),
+            "invalid operation: tried to use + operator on unsupported types string and map (in chat:17)",
+        ): SMG_NULL_DICT,
+        ("TA801", ("transformers",), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,
     },
-    'deepseek-ai-DeepSeek-R1-Distill-Qwen-32B': {
-        ('TA801', ('dynamo',), "invalid operation: tried to use + operator on unsupported types string and undefined (`message['content']` is undefined, from line 30) (in chat:33)"): DYNAMO_NULL,
-        ('TA801', ('transformers',), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,
+    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B": {
+        (
+            "TA801",
+            ("dynamo",),
+            "invalid operation: tried to use + operator on unsupported types string and undefined "
+            "(`message['content']` is undefined, from line 30) (in chat:33)",
+        ): DYNAMO_NULL,
+        ("TA801", ("transformers",), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,
     },
-    'google-gemma-4-31B-it': {
-        ('TA811', ('tgi',), 'dropped:tool:3'): TGI_GEMMA4_RESULT,
-        ('TA810', ('vllm',), 'messages[0].content as text parts'): VLLM_TEXT_PARTS,  # the system turn: `content | trim`
+    "google-gemma-4-31B-it": {
+        ("TA811", ("tgi",), "dropped:tool:3"): TGI_GEMMA4_RESULT,
+        ("TA810", ("vllm",), "messages[0].content as text parts"): VLLM_TEXT_PARTS,  # the system turn: `content | trim`
     },
-    'google-gemma-4-31B-it-interleaved': {
-        ('TA810', ('vllm',), 'messages[0].content as text parts'): VLLM_TEXT_PARTS,  # the system turn: `content | trim`
+    "google-gemma-4-31B-it-interleaved": {
+        ("TA810", ("vllm",), "messages[0].content as text parts"): VLLM_TEXT_PARTS,  # the system turn: `content | trim`
     },
-    'moonshotai-Kimi-K2': {
+    "moonshotai-Kimi-K2": {
         # the assistant's text beside its tool calls: `{{ message['content'] }}` (line 18)
-        ('TA810', ('vllm',), 'messages[2].content as text parts'): VLLM_TEXT_PARTS,
+        ("TA810", ("vllm",), "messages[2].content as text parts"): VLLM_TEXT_PARTS,
     },
-    'ibm-granite-granite-3.3-2B-Instruct': {
-        ('TA801', ('dynamo',), "invalid operation: tried to use + operator on unsupported types string and undefined (`message['content']` is undefined) (in chat:50)"): DYNAMO_NULL,
-        ('TA801', ('smg',), 'invalid operation: tried to use + operator on unsupported types string and none (in chat:50)'): SMG_NULL_DICT,
-        ('TA801', ('transformers',), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,
+    "ibm-granite-granite-3.3-2B-Instruct": {
+        (
+            "TA801",
+            ("dynamo",),
+            "invalid operation: tried to use + operator on unsupported types string and undefined "
+            "(`message['content']` is undefined) (in chat:50)",
+        ): DYNAMO_NULL,
+        (
+            "TA801",
+            ("smg",),
+            "invalid operation: tried to use + operator on unsupported types string and none (in chat:50)",
+        ): SMG_NULL_DICT,
+        ("TA801", ("transformers",), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,
     },
-    'meetkai-functionary-medium-v3.2': {
-        ('TA801', ('smg', 'dynamo'), 'invalid operation: tried to use + operator on unsupported types string and map (in chat:281)'): FUNCTIONARY_DICT,
-        ('TA801', ('transformers', 'vllm', 'sglang'), 'TypeError: can only concatenate str (not "dict") to str'): FUNCTIONARY_DICT,
+    "meetkai-functionary-medium-v3.2": {
+        (
+            "TA801",
+            ("smg", "dynamo"),
+            "invalid operation: tried to use + operator on unsupported types string and map (in chat:281)",
+        ): FUNCTIONARY_DICT,
+        (
+            "TA801",
+            ("transformers", "vllm", "sglang"),
+            'TypeError: can only concatenate str (not "dict") to str',
+        ): FUNCTIONARY_DICT,
     },
-    'mistralai-Ministral-3-14B-Reasoning-2512': {
-        ('TA801', ('smg',), 'invalid operation: cannot calculate length of value of type none (in chat:90)'): SMG_NULL_DICT,
-        ('TA801', ('transformers', 'vllm', 'sglang', 'smg', 'tgi', 'mistral.rs', 'dynamo'), 'raise_exception: After the optional system message, conversation roles must alternate user and assistant roles except for tool calls and results.'): TOOL_THEN_USER,
-        ('TA801', ('llama.cpp',), 'After the optional system message, conversation roles must alternate user and assistant roles except for tool calls and results. (CallExpression at line 48, column 32)'): TOOL_THEN_USER,
-        ('TA801', ('tgi',), 'raise_exception: Assistant message must have a string or a list of chunks in content or a list of tool calls.'): TGI_EMPTY_CALLS_DROPPED,
+    "mistralai-Ministral-3-14B-Reasoning-2512": {
+        (
+            "TA801",
+            ("smg",),
+            "invalid operation: cannot calculate length of value of type none (in chat:90)",
+        ): SMG_NULL_DICT,
+        (
+            "TA801",
+            ("transformers", "vllm", "sglang", "smg", "tgi", "mistral.rs", "dynamo"),
+            "raise_exception: After the optional system message, conversation roles must alternate user and assistant "
+            "roles except for tool calls and results.",
+        ): TOOL_THEN_USER,
+        (
+            "TA801",
+            ("llama.cpp",),
+            "After the optional system message, conversation roles must alternate user and assistant roles except for "
+            "tool calls and results. (CallExpression at line 48, column 32)",
+        ): TOOL_THEN_USER,
+        (
+            "TA801",
+            ("tgi",),
+            "raise_exception: Assistant message must have a string or a list of chunks in content or a list of tool "
+            "calls.",
+        ): TGI_EMPTY_CALLS_DROPPED,
     },
-    'mistralai-Mistral-Nemo-Instruct-2407': {
-        ('TA801', ('transformers', 'vllm', 'sglang', 'smg', 'tgi', 'mistral.rs', 'dynamo'), 'raise_exception: After the optional system message, conversation roles must alternate user/assistant/user/assistant/...'): TOOL_THEN_USER,
-        ('TA801', ('llama.cpp',), 'After the optional system message, conversation roles must alternate user/assistant/user/assistant/... (CallExpression at line 18, column 32)'): TOOL_THEN_USER,
-        ('TA801', ('tgi',), 'raise_exception: Tool call IDs should be alphanumeric strings with length 9!'): TGI_NO_CALL_ID,
-        ('TA811', ('transformers', 'vllm', 'sglang', 'smg', 'mistral.rs', 'llama.cpp', 'dynamo'), 'dropped:system:0'): NEMO_SYSTEM_DROPPED,
+    "mistralai-Mistral-Nemo-Instruct-2407": {
+        (
+            "TA801",
+            ("transformers", "vllm", "sglang", "smg", "tgi", "mistral.rs", "dynamo"),
+            "raise_exception: After the optional system message, conversation roles must alternate "
+            "user/assistant/user/assistant/...",
+        ): TOOL_THEN_USER,
+        (
+            "TA801",
+            ("llama.cpp",),
+            "After the optional system message, conversation roles must alternate user/assistant/user/assistant/... "
+            "(CallExpression at line 18, column 32)",
+        ): TOOL_THEN_USER,
+        (
+            "TA801",
+            ("tgi",),
+            "raise_exception: Tool call IDs should be alphanumeric strings with length 9!",
+        ): TGI_NO_CALL_ID,
+        (
+            "TA811",
+            ("transformers", "vllm", "sglang", "smg", "mistral.rs", "llama.cpp", "dynamo"),
+            "dropped:system:0",
+        ): NEMO_SYSTEM_DROPPED,
     },
-    'openai-gpt-oss-120b': {
-        ('TA801', ('tgi',), 'raise_exception: Message has tool role, but there was no previous assistant message with a tool call!'): TGI_NO_TOOL_CALLS,
+    "openai-gpt-oss-120b": {
+        (
+            "TA801",
+            ("tgi",),
+            "raise_exception: Message has tool role, but there was no previous assistant message with a tool call!",
+        ): TGI_NO_TOOL_CALLS,
     },
-    'unsloth-mistral-Devstral-Small-2507': {
-        ('TA801', ('dynamo',), "undefined value: `message['content']` is undefined (in chat:74)"): DYNAMO_NULL,
-        ('TA801', ('smg',), "undefined value: `message['content'][0]` is undefined (in chat:74)"): SMG_NULL_DICT,
-        ('TA801', ('transformers',), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,
-        ('TA801', ('vllm',), 'UndefinedError: list object has no element 0'): DEVSTRAL_VLLM_NULL,
+    "unsloth-mistral-Devstral-Small-2507": {
+        ("TA801", ("dynamo",), "undefined value: `message['content']` is undefined (in chat:74)"): DYNAMO_NULL,
+        ("TA801", ("smg",), "undefined value: `message['content'][0]` is undefined (in chat:74)"): SMG_NULL_DICT,
+        ("TA801", ("transformers",), "UndefinedError: 'dict object' has no attribute 'content'"): TRANSFORMERS_NULL,
+        ("TA801", ("vllm",), "UndefinedError: list object has no element 0"): DEVSTRAL_VLLM_NULL,
     },
-    'upstage-Solar-Open-100B': {
-        ('TA801', ('tgi',), 'invalid operation: tried to use + operator on unsupported types string and undefined (`message.tool_call_id` is undefined) (in chat:116)'): TGI_NO_CALL_ID,
+    "upstage-Solar-Open-100B": {
+        (
+            "TA801",
+            ("tgi",),
+            "invalid operation: tried to use + operator on unsupported types string and undefined "
+            "(`message.tool_call_id` is undefined) (in chat:116)",
+        ): TGI_NO_CALL_ID,
     },
     # the template writes the calls only when content is null: with the assistant's text beside them they are lost
     # (the Jinja2 stacks fail on it earlier: a generator the template passes to tojson)
-    'llama-cpp-deepseek-r1': {
-        ('TA806', ('smg', 'mistral.rs', 'llama.cpp', 'dynamo'), 'get_weather,Centro'): DROPS_CALLS,
+    "llama-cpp-deepseek-r1": {
+        ("TA806", ("smg", "mistral.rs", "llama.cpp", "dynamo"), "get_weather,Centro"): DROPS_CALLS,
     },
 }
 
@@ -411,45 +669,45 @@ for _name, _more in SHAPE_ERRORS.items():
 #: The templates with a TA807, each checked by hand (see the note of issue 29; DeepSeek-V3.1, Hy3 and Solar Open from
 #: issue 35's system-midway: they gather every system message at the top, so a later one rewrites the start).
 PREFIX_UNSTABLE = [
-    'Apertus-8B-Instruct',
-    'Apriel-1.6-15b-Thinker-fixed',
-    'Bielik-11B-v3.0-Instruct',
-    'ByteDance-Seed-OSS',
-    'Cohere2MoE',
-    'CohereForAI-c4ai-command-r7b-12-2024-tool_use',
-    'GLM-4.6',
-    'GLM-4.7-Flash',
-    'LFM2.5-8B-A1B',
-    'MiniMax-M2',
-    'Mistral-Small-3.2-24B-Instruct-2506',
-    'NVIDIA-Nemotron-3-Nano-30B-A3B-BF16',
-    'NVIDIA-Nemotron-Nano-v2',
-    'NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use',
-    'NousResearch-Hermes-3-Llama-3.1-8B-tool_use',
-    'Qwen-QwQ-32B',
-    'Qwen-Qwen3-0.6B',
-    'Qwen3.5-4B',
-    'Spark2.5',
-    'StepFun3.5-Flash',
-    'deepseek-ai-DeepSeek-R1-Distill-Llama-8B',
-    'deepseek-ai-DeepSeek-R1-Distill-Qwen-32B',
-    'deepseek-ai-DeepSeek-V3.1',
-    'deepseek-ai-DeepSeek-V3.2',
-    'deepseek-ai-DeepSeek-V4',
-    'deepseek-ai-DeepSeek-V4-Flash-0731',
-    'google-gemma-4-31B-it',
-    'google-gemma-4-31B-it-interleaved',
-    'llama-cpp-deepseek-r1',
-    'llama-cpp-rwkv-world',
-    'microsoft-Phi-3.5-mini-instruct',
-    'mistralai-Mistral-Nemo-Instruct-2407',
-    'openai-gpt-oss-120b',
-    'openbmb-MiniCPM5-1B',
-    'poolside-Laguna-XS-2.1',
-    'poolside-Laguna-XS.2',
-    'tencent-Hy3',
-    'unsloth-Apriel-1.5',
-    'upstage-Solar-Open-100B',
+    "Apertus-8B-Instruct",
+    "Apriel-1.6-15b-Thinker-fixed",
+    "Bielik-11B-v3.0-Instruct",
+    "ByteDance-Seed-OSS",
+    "Cohere2MoE",
+    "CohereForAI-c4ai-command-r7b-12-2024-tool_use",
+    "GLM-4.6",
+    "GLM-4.7-Flash",
+    "LFM2.5-8B-A1B",
+    "MiniMax-M2",
+    "Mistral-Small-3.2-24B-Instruct-2506",
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+    "NVIDIA-Nemotron-Nano-v2",
+    "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use",
+    "NousResearch-Hermes-3-Llama-3.1-8B-tool_use",
+    "Qwen-QwQ-32B",
+    "Qwen-Qwen3-0.6B",
+    "Qwen3.5-4B",
+    "Spark2.5",
+    "StepFun3.5-Flash",
+    "deepseek-ai-DeepSeek-R1-Distill-Llama-8B",
+    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B",
+    "deepseek-ai-DeepSeek-V3.1",
+    "deepseek-ai-DeepSeek-V3.2",
+    "deepseek-ai-DeepSeek-V4",
+    "deepseek-ai-DeepSeek-V4-Flash-0731",
+    "google-gemma-4-31B-it",
+    "google-gemma-4-31B-it-interleaved",
+    "llama-cpp-deepseek-r1",
+    "llama-cpp-rwkv-world",
+    "microsoft-Phi-3.5-mini-instruct",
+    "mistralai-Mistral-Nemo-Instruct-2407",
+    "openai-gpt-oss-120b",
+    "openbmb-MiniCPM5-1B",
+    "poolside-Laguna-XS-2.1",
+    "poolside-Laguna-XS.2",
+    "tencent-Hy3",
+    "unsloth-Apriel-1.5",
+    "upstage-Solar-Open-100B",
 ]
 
 
@@ -475,7 +733,9 @@ def templates(real_dirs: dict[str, Path]) -> dict[str, TemplateRun]:
             # a *-tool_use template is the named tool_use template: a stack uses it only when tools are offered
             kind = "tool_use" if path.stem.endswith("tool_use") else "default"
             t = TemplateSource(kind, path.read_text(encoding="utf-8"), Provenance(path.name, line=1))
-            _RUNS[path.stem] = render_template(t, builtin_requests(t.text, kind), list(PROFILES), special_token_context(model))
+            _RUNS[path.stem] = render_template(
+                t, builtin_requests(t.text, kind), list(PROFILES), special_token_context(model)
+            )
         print(f"70 templates rendered for {len(PROFILES)} profiles in {time.perf_counter() - start:.1f} s")
     return _RUNS
 
@@ -484,13 +744,23 @@ def errors(run: TemplateRun) -> dict[tuple[str, tuple[str, ...], str], str]:
     """The error findings of the render rules, keyed as EXPECTED_ERRORS is (the message is the value)."""
     tokens = Tokens(None)
     out = {}
-    for f in [*render_errors([run]), *divergences([run], tokens), *dropped_tool_calls([run]), *structure_findings([run])]:
+    for f in [
+        *render_errors([run]),
+        *divergences([run], tokens),
+        *dropped_tool_calls([run]),
+        *structure_findings([run]),
+    ]:
         if f.severity.value != "error":
             continue
         d = f.details
-        key = {"TA801": d.get("error"), "TA802": ",".join(d.get("causes") or []), "TA806": ",".join(d.get("missing") or []),
-               "TA810": d.get("value"), "TA811": f"{d.get('problem')}:{d.get('role')}:{d.get('message')}",
-               "TA812": f"{d.get('problem')}:{d.get('marker')}"}[f.code]
+        key = {
+            "TA801": d.get("error"),
+            "TA802": ",".join(d.get("causes") or []),
+            "TA806": ",".join(d.get("missing") or []),
+            "TA810": d.get("value"),
+            "TA811": f"{d.get('problem')}:{d.get('role')}:{d.get('message')}",
+            "TA812": f"{d.get('problem')}:{d.get('marker')}",
+        }[f.code]
         out[(f.code, tuple(d["stacks"]), key)] = f.message
     return out
 
@@ -518,16 +788,35 @@ def test_how_many_templates_each_stack_renders_whole(templates: dict[str, Templa
     # (with issue 35's shapes: the assistant's text beside a call, parallel calls, reasoning with content: null)
     # (session 3: reasoning-only goes to every template, smg and TGI keep its null and Dynamo leaves it out; and
     # system-midway, a second system message, which templates that allow one system message refuse)
-    assert whole == {"transformers": 34, "vllm": 54, "sglang": 55, "smg": 39, "tgi": 30, "mistral.rs": 27, "llama.cpp": 61, "dynamo": 39}
+    assert whole == {
+        "transformers": 34,
+        "vllm": 54,
+        "sglang": 55,
+        "smg": 39,
+        "tgi": 30,
+        "mistral.rs": 27,
+        "llama.cpp": 61,
+        "dynamo": 39,
+    }
     # mistral.rs' Gemma 4 and LFM2 code paths are not emulated: those templates are not rendered for it
     assert sorted(n for n, run in templates.items() if "mistral.rs" in run.skipped) == [
-        "LFM2.5-8B-A1B", "google-gemma-4-31B-it", "google-gemma-4-31B-it-interleaved"]
+        "LFM2.5-8B-A1B",
+        "google-gemma-4-31B-it",
+        "google-gemma-4-31B-it-interleaved",
+    ]
     assert not any(run.skipped.get("llama.cpp") for run in templates.values())
 
 
-SMG_NULL_CONTENT = ("Qwen-Qwen3-0.6B", "Qwen-QwQ-32B", "Bielik-11B-v3.0-Instruct", "ibm-granite-granite-3.3-2B-Instruct",
-                    "mistralai-Ministral-3-14B-Reasoning-2512", "microsoft-Phi-3.5-mini-instruct",
-                    "deepseek-ai-DeepSeek-R1-Distill-Llama-8B", "unsloth-mistral-Devstral-Small-2507")
+SMG_NULL_CONTENT = (
+    "Qwen-Qwen3-0.6B",
+    "Qwen-QwQ-32B",
+    "Bielik-11B-v3.0-Instruct",
+    "ibm-granite-granite-3.3-2B-Instruct",
+    "mistralai-Ministral-3-14B-Reasoning-2512",
+    "microsoft-Phi-3.5-mini-instruct",
+    "deepseek-ai-DeepSeek-R1-Distill-Llama-8B",
+    "unsloth-mistral-Devstral-Small-2507",
+)
 
 
 @pytest.mark.parametrize("name", SMG_NULL_CONTENT)
@@ -539,7 +828,9 @@ def test_smg_content_null_with_dict_arguments(name: str, templates: dict[str, Te
     assert "tool-call" in failing(run, "smg") and "tool-call" not in failing(run, "sglang")
     assert ("tool-call" in failing(run, "vllm")) == (name == "unsloth-mistral-Devstral-Small-2507")
     # (Phi-3.5's smg finding names TGI too: both fail the same way, TGI on the reasoning-only null it keeps)
-    (f,) = [f for f in render_errors([run]) if "smg" in f.details["stacks"] and "tool-call" in f.details["conversations"]]
+    (f,) = [
+        f for f in render_errors([run]) if "smg" in f.details["stacks"] and "tool-call" in f.details["conversations"]
+    ]
     # smg renders the template's tools (tools-offered): the form it sends must render too (issue 35); Phi-3.5's
     # template offers no tools (a tool request is optional there)
     assert f.severity.value == ("warning" if name == "microsoft-Phi-3.5-mini-instruct" else "error")
@@ -557,13 +848,20 @@ def test_the_failures_are_found_for_exactly_the_stacks_that_fail(templates: dict
         assert failing(run, "mistral.rs") == [r.label for r in run.requests if "mistral.rs" in r.stacks]
         assert {r.stacks["mistral.rs"].render.kind for r in run.requests if "mistral.rs" in r.stacks} == {"syntax"}
     # vLLM always turns arguments into a dict: functionary-v3.2 concatenates them
-    assert failing(templates["meetkai-functionary-medium-v3.2"], "vllm") == ["tool-call", "tool-call-empty-content", "tool-call-multi-turn",
-                                                                          "tool-call-with-content", "parallel-tool-calls",
-                                                                          "tool-result-then-user"]
+    assert failing(templates["meetkai-functionary-medium-v3.2"], "vllm") == [
+        "tool-call",
+        "tool-call-empty-content",
+        "tool-call-multi-turn",
+        "tool-call-with-content",
+        "parallel-tool-calls",
+        "tool-result-then-user",
+    ]
     # tools: null fails `tools | length` for TGI only
     for name in ("Qwen3-Coder", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"):
         run = templates[name]
-        assert "system-user" in failing(run, "tgi") and not {"system-user"} & set(failing(run, "smg") + failing(run, "mistral.rs"))
+        assert "system-user" in failing(run, "tgi") and not {"system-user"} & set(
+            failing(run, "smg") + failing(run, "mistral.rs")
+        )
     # {% generation %}: smg and TGI fail, mistral.rs strips it, transformers and vLLM render its body
     run = templates["LFM2.5-8B-A1B"]
     assert "system-user" in failing(run, "smg") and "system-user" in failing(run, "tgi")
@@ -572,7 +870,9 @@ def test_the_failures_are_found_for_exactly_the_stacks_that_fail(templates: dict
     assert failing(templates["ByteDance-Seed-OSS"], "tgi")[:1] == ["tools-offered"]
     # stray whitespace without trim_blocks / lstrip_blocks: TGI only
     trim = sorted(n for n, run in templates.items() for k in errors(run) if k[0] == "TA802" and "trim_blocks" in k[2])
-    assert len(trim) == 15 and all(k[1] == ("tgi",) for run in templates.values() for k in errors(run) if "trim_blocks" in k[2])
+    assert len(trim) == 15 and all(
+        k[1] == ("tgi",) for run in templates.values() for k in errors(run) if "trim_blocks" in k[2]
+    )
 
 
 def test_tojson_is_blamed_only_where_the_stack_prompts_with_it(templates: dict[str, TemplateRun]) -> None:
@@ -588,20 +888,35 @@ def test_tojson_is_blamed_only_where_the_stack_prompts_with_it(templates: dict[s
 
 def test_tool_call_dropped_and_prefix_instability(templates: dict[str, TemplateRun]) -> None:
     dropped = sorted(n for n, run in templates.items() if dropped_tool_calls([run]))
-    assert dropped == ["HuggingFaceTB-SmolLM3-3B", "LFM2-8B-A1B", "LFM2.5-Instruct", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B",
-                       "ibm-granite-granite-3.3-2B-Instruct", "llama-cpp-deepseek-r1"]
+    assert dropped == [
+        "HuggingFaceTB-SmolLM3-3B",
+        "LFM2-8B-A1B",
+        "LFM2.5-Instruct",
+        "deepseek-ai-DeepSeek-R1-Distill-Llama-8B",
+        "ibm-granite-granite-3.3-2B-Instruct",
+        "llama-cpp-deepseek-r1",
+    ]
     unstable = {n: run for n, run in templates.items() if prefix_instability([run], Tokens(None))}
     assert sorted(unstable) == PREFIX_UNSTABLE
-    for clean in ("Qwen-Qwen2.5-7B-Instruct", "meta-llama-Llama-3.1-8B-Instruct", "meta-llama-Llama-3.2-3B-Instruct",
-                  "meta-llama-Llama-3.3-70B-Instruct"):
+    for clean in (
+        "Qwen-Qwen2.5-7B-Instruct",
+        "meta-llama-Llama-3.1-8B-Instruct",
+        "meta-llama-Llama-3.2-3B-Instruct",
+        "meta-llama-Llama-3.3-70B-Instruct",
+    ):
         assert clean not in dropped and clean not in unstable
     # Qwen3: thinking prompts re-rendered without their thinking block; Mistral-Nemo: the system prompt moves
     causes = {n: {f.details["cause"] for f in prefix_instability([run], Tokens(None))} for n, run in unstable.items()}
     assert any(c.startswith("the template writes a thinking block") for c in causes["Qwen-Qwen3-0.6B"])
-    assert "the system prompt moves (it is rendered next to the last user message)" in causes["mistralai-Mistral-Nemo-Instruct-2407"]
+    assert (
+        "the system prompt moves (it is rendered next to the last user message)"
+        in causes["mistralai-Mistral-Nemo-Instruct-2407"]
+    )
 
 
-def test_functionary_none_is_not_a_ta205(real_dirs: dict[str, Path], templates: dict[str, TemplateRun], tmp_path: Path) -> None:
+def test_functionary_none_is_not_a_ta205(
+    real_dirs: dict[str, Path], templates: dict[str, TemplateRun], tmp_path: Path
+) -> None:
     """functionary-v3.2's macros compare values with '<|NONE|>' but never write it: TA205 counts only literals a
     rendered prompt holds."""
     directory = realkit.fetch_module().fetch_templates()["llamacpp-chat-templates"]
@@ -628,11 +943,23 @@ def test_mistral_nemo_loses_the_system_prompt_on_an_assistant_prefill(templates:
     assert sorted(rrun.stacks) == ["llama.cpp", "transformers", "vllm"]
     prompt = "<s>[INST]What is the capital of France?[/INST]The capital of France is"
     assert rrun.stacks["transformers"].render.text == rrun.stacks["vllm"].render.text == prompt
-    assert rrun.stacks["llama.cpp"].render.text == ("<s>[INST]You are a helpful assistant.\n\nWhat is the capital of France?"
-                                                    "[/INST]The capital of France is")
-    (rendered,), _ = render_jinja_template(conversations=[rrun.request.messages], chat_template=run.template.text,
-                                           continue_final_message=True, bos_token="<s>", eos_token="</s>")
+    assert rrun.stacks["llama.cpp"].render.text == (
+        "<s>[INST]You are a helpful assistant.\n\nWhat is the capital of France?[/INST]The capital of France is"
+    )
+    (rendered,), _ = render_jinja_template(
+        conversations=[rrun.request.messages],
+        chat_template=run.template.text,
+        continue_final_message=True,
+        bos_token="<s>",
+        eos_token="</s>",
+    )
     assert rendered == prompt
-    (f,) = [f for f in structure_findings([run]) if f.code == "TA811" and "assistant-prefill" in f.details["conversations"]]
+    (f,) = [
+        f for f in structure_findings([run]) if f.code == "TA811" and "assistant-prefill" in f.details["conversations"]
+    ]
     assert (f.severity.value, f.details["stacks"], f.details["conversations"], f.details["role"]) == (
-        "warning", ["transformers", "vllm"], ["assistant-prefill"], "system")
+        "warning",
+        ["transformers", "vllm"],
+        ["assistant-prefill"],
+        "system",
+    )

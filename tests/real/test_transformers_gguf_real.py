@@ -31,14 +31,24 @@ import pytest
 
 pytestmark = [
     pytest.mark.real,
-    pytest.mark.skipif(find_spec("torch") is None, reason="torch is not installed: transformers reads GGUF only with torch"),
+    pytest.mark.skipif(
+        find_spec("torch") is None, reason="torch is not installed: transformers reads GGUF only with torch"
+    ),
     pytest.mark.skipif(find_spec("transformers") is None, reason="the transformers extra is not installed"),
 ]
 
 #: golden cases transformers-gguf encodes differently from llama.cpp's .out, per vocab GGUF
-EXPECTED = {"gpt-2": [], "phi-3": [], "qwen2": [], "deepseek-llm": [1], "deepseek-coder": [1], "starcoder": [1],
-            "falcon": [31, 33, 38, 39, 40, 41, 42, 43, 46],
-            "llama-bpe": [44], "llama-spm": [4, 5, 6, 13, 15, 16, 18, 19, 25, 26, 27, 28, 29, 30, 45]}
+EXPECTED = {
+    "gpt-2": [],
+    "phi-3": [],
+    "qwen2": [],
+    "deepseek-llm": [1],
+    "deepseek-coder": [1],
+    "starcoder": [1],
+    "falcon": [31, 33, 38, 39, 40, 41, 42, 43, 46],
+    "llama-bpe": [44],
+    "llama-spm": [4, 5, 6, 13, 15, 16, 18, 19, 25, 26, 27, 28, 29, 30, 45],
+}
 UNSUPPORTED = ["bert-bge", "command-r", "refact", "mpt", "gpt-neox", "baichuan", "nomic-bert-moe"]
 
 
@@ -55,9 +65,14 @@ def test_transformers_gguf_on_llamacpp_golden_ids(vocab_files: dict[str, Path], 
 
 
 @pytest.mark.parametrize("name", UNSUPPORTED)
-def test_transformers_gguf_unsupported_architectures_are_unavailable_with_the_reason(vocab_files: dict[str, Path], name: str) -> None:
+def test_transformers_gguf_unsupported_architectures_are_unavailable_with_the_reason(
+    vocab_files: dict[str, Path], name: str
+) -> None:
     from tokaudit.backends.base import BackendUnavailable
     from tokaudit.backends.transformers_backend import TransformersBackend
 
-    with pytest.raises(BackendUnavailable, match=r"AutoTokenizer\(gguf_file=ggml-vocab-.*\.gguf\) failed: ValueError: GGUF model with architecture"):
+    with pytest.raises(
+        BackendUnavailable,
+        match=r"AutoTokenizer\(gguf_file=ggml-vocab-.*\.gguf\) failed: ValueError: GGUF model with architecture",
+    ):
         TransformersBackend.load_gguf(vocab_files[name])

@@ -86,7 +86,9 @@ def evaluate(node: ast.AST, env: dict[str, Any]) -> Any:
             if not isinstance(left, int) and len(left) + len(right) > max(_MAX_CHARS, _MAX_ITEMS):
                 raise OverBudget(f"a concatenation of {len(left) + len(right)} items")
             return _check_size(left + right)
-        if isinstance(node.op, (ast.Sub, ast.Mult)) and all(isinstance(x, int) and not isinstance(x, bool) for x in (left, right)):
+        if isinstance(node.op, (ast.Sub, ast.Mult)) and all(
+            isinstance(x, int) and not isinstance(x, bool) for x in (left, right)
+        ):
             if abs(left) > 2**40 or abs(right) > 2**40:
                 raise NotConstant
             return left - right if isinstance(node.op, ast.Sub) else left * right
@@ -173,7 +175,16 @@ def _call(node: ast.Call, env: dict[str, Any]) -> Any:
     raise NotConstant
 
 
-NOT_CONSTANT = (NotConstant, RecursionError, TypeError, ValueError, OverflowError, MemoryError, AttributeError, KeyError)
+NOT_CONSTANT = (
+    NotConstant,
+    RecursionError,
+    TypeError,
+    ValueError,
+    OverflowError,
+    MemoryError,
+    AttributeError,
+    KeyError,
+)
 
 
 def why_not_constant(exc: BaseException, node: ast.AST) -> str:

@@ -8,7 +8,9 @@ from functools import cached_property
 from typing import Any
 
 #: Decoder types emulated; any other makes the chain ``unsupported``.
-KNOWN_DECODERS = frozenset({"ByteLevel", "Metaspace", "Replace", "ByteFallback", "Fuse", "Strip", "WordPiece", "BPEDecoder"})
+KNOWN_DECODERS = frozenset(
+    {"ByteLevel", "Metaspace", "Replace", "ByteFallback", "Fuse", "Strip", "WordPiece", "BPEDecoder"}
+)
 
 
 @dataclass(frozen=True)
@@ -110,9 +112,20 @@ def parse_decoder(component: Any, source: str) -> DecoderChain:
         elif kind == "Replace":
             pattern = part.get("pattern") or {}
             is_regex = "Regex" in pattern
-            steps.append(Step(kind, text=str(pattern.get("Regex", pattern.get("String", ""))), content=str(part.get("content", "")), regex=is_regex))
+            steps.append(
+                Step(
+                    kind,
+                    text=str(pattern.get("Regex", pattern.get("String", ""))),
+                    content=str(part.get("content", "")),
+                    regex=is_regex,
+                )
+            )
         elif kind == "Strip":
-            steps.append(Step(kind, text=str(part.get("content", " ")), start=_int(part.get("start")), stop=_int(part.get("stop"))))
+            steps.append(
+                Step(
+                    kind, text=str(part.get("content", " ")), start=_int(part.get("start")), stop=_int(part.get("stop"))
+                )
+            )
         elif kind == "WordPiece":
             steps.append(Step(kind, text=str(part.get("prefix", "##")), cleanup=bool(part.get("cleanup", True))))
         elif kind == "BPEDecoder":
@@ -129,5 +142,7 @@ def _int(value: Any) -> int:
 
 
 #: The decoders transformers builds for the slow vocabulary files.
-WORDPIECE_DEFAULT = DecoderChain((Step("WordPiece", text="##", cleanup=True),), "WordPiece (vocab.txt, as BertTokenizer)")
+WORDPIECE_DEFAULT = DecoderChain(
+    (Step("WordPiece", text="##", cleanup=True),), "WordPiece (vocab.txt, as BertTokenizer)"
+)
 BYTE_LEVEL_DEFAULT = DecoderChain((Step("ByteLevel"),), "ByteLevel (vocab.json + merges.txt, as GPT2Tokenizer)")

@@ -22,16 +22,31 @@ NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 
 #: special-id keys (``tokenizer.ggml.<key>``) -> the record's name; the deprecated FIM names map to fim_*.
 SPECIAL_ID_KEYS = {
-    "bos_token_id": "bos", "eos_token_id": "eos", "eot_token_id": "eot", "eom_token_id": "eom",
-    "unknown_token_id": "unk", "seperator_token_id": "sep", "padding_token_id": "pad",
-    "mask_token_id": "mask", "cls_token_id": "cls",
-    "fim_pre_token_id": "fim_pre", "fim_suf_token_id": "fim_suf", "fim_mid_token_id": "fim_mid",
-    "fim_pad_token_id": "fim_pad", "fim_rep_token_id": "fim_rep", "fim_sep_token_id": "fim_sep",
-    "prefix_token_id": "fim_pre", "suffix_token_id": "fim_suf", "middle_token_id": "fim_mid",
+    "bos_token_id": "bos",
+    "eos_token_id": "eos",
+    "eot_token_id": "eot",
+    "eom_token_id": "eom",
+    "unknown_token_id": "unk",
+    "seperator_token_id": "sep",
+    "padding_token_id": "pad",
+    "mask_token_id": "mask",
+    "cls_token_id": "cls",
+    "fim_pre_token_id": "fim_pre",
+    "fim_suf_token_id": "fim_suf",
+    "fim_mid_token_id": "fim_mid",
+    "fim_pad_token_id": "fim_pad",
+    "fim_rep_token_id": "fim_rep",
+    "fim_sep_token_id": "fim_sep",
+    "prefix_token_id": "fim_pre",
+    "suffix_token_id": "fim_suf",
+    "middle_token_id": "fim_mid",
 }
 FLAG_KEYS = {
-    "add_bos_token": "add_bos", "add_eos_token": "add_eos", "add_sep_token": "add_sep",
-    "add_space_prefix": "add_space_prefix", "remove_extra_whitespaces": "remove_extra_whitespaces",
+    "add_bos_token": "add_bos",
+    "add_eos_token": "add_eos",
+    "add_sep_token": "add_sep",
+    "add_space_prefix": "add_space_prefix",
+    "remove_extra_whitespaces": "remove_extra_whitespaces",
 }
 
 #: A split model's shards (``model-00001-of-00003.gguf``): the first holds the metadata.
@@ -100,7 +115,9 @@ def gguf_in(root: Path) -> tuple[Path | None, str | None]:
     """The one GGUF model in a directory (a split model's first shard), or None and, when there are
     several models, why none was picked."""
     try:
-        names = sorted(p.name for _, p in zip(range(MAX_GGUF_SCAN), root.iterdir()) if p.name.endswith(".gguf") and p.is_file())
+        names = sorted(
+            p.name for _, p in zip(range(MAX_GGUF_SCAN), root.iterdir()) if p.name.endswith(".gguf") and p.is_file()
+        )
     except OSError:
         return None, None
     if not names:
@@ -120,7 +137,9 @@ def _expect(values: Mapping[str, GGUFValue], key: str, types: tuple[str, ...], p
     if v is None:
         return None
     if v.type not in types:
-        raise InputError(f"at byte {v.offset}: {v.type} where GGUF stores {' or '.join(types)}", file=str(path), key=key)
+        raise InputError(
+            f"at byte {v.offset}: {v.type} where GGUF stores {' or '.join(types)}", file=str(path), key=key
+        )
     return v.value
 
 
@@ -134,7 +153,9 @@ def _text_value(values: Mapping[str, GGUFValue], key: str, path: Path) -> str | 
     try:
         return str(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise InputError(f"at byte {values[key].offset}: not UTF-8 (byte {exc.start} of the value)", file=str(path), key=key) from None
+        raise InputError(
+            f"at byte {values[key].offset}: not UTF-8 (byte {exc.start} of the value)", file=str(path), key=key
+        ) from None
 
 
 def _rows(tensors: Sequence[TensorInfo], name: str) -> int | None:
@@ -149,23 +170,32 @@ def tokenizer_from(gguf: GGUFFile, shard_count: int = 1) -> GGUFTokenizer:
     v, path = gguf.values, gguf.path
     tokens = _expect(v, "tokenizer.ggml.tokens", ("ARRAY[STRING]",), path)
     if tokens is None:
-        raise InputError("no tokenizer in this GGUF file (llama.cpp: cannot find tokenizer vocab in model file)",
-                         file=str(path), key="tokenizer.ggml.tokens")
+        raise InputError(
+            "no tokenizer in this GGUF file (llama.cpp: cannot find tokenizer vocab in model file)",
+            file=str(path),
+            key="tokenizer.ggml.tokens",
+        )
     n = len(tokens)
     types = _expect(v, "tokenizer.ggml.token_type", tuple(f"ARRAY[{t}]" for t in _INTS), path)
     scores = _expect(v, "tokenizer.ggml.scores", ("ARRAY[FLOAT32]", "ARRAY[INT32]", "ARRAY[FLOAT64]"), path)
     for key, arr in (("tokenizer.ggml.token_type", types), ("tokenizer.ggml.scores", scores)):
         if arr is not None and len(arr) < n:
-            raise InputError(f"at byte {v[key].offset}: {len(arr)} entries for {n} tokens (llama.cpp reads one per token)",
-                             file=str(path), key=key)
+            raise InputError(
+                f"at byte {v[key].offset}: {len(arr)} entries for {n} tokens (llama.cpp reads one per token)",
+                file=str(path),
+                key=key,
+            )
     merges = _expect(v, "tokenizer.ggml.merges", ("ARRAY[STRING]",), path)
     special: dict[str, int] = {}
     for suffix, name in SPECIAL_ID_KEYS.items():
         value = _expect(v, f"tokenizer.ggml.{suffix}", _INTS, path)
         if value is not None and name not in special:
             special[name] = int(value)
-    flags = {name: bool(value) for suffix, name in FLAG_KEYS.items()
-             if (value := _expect(v, f"tokenizer.ggml.{suffix}", ("BOOL",), path)) is not None}
+    flags = {
+        name: bool(value)
+        for suffix, name in FLAG_KEYS.items()
+        if (value := _expect(v, f"tokenizer.ggml.{suffix}", ("BOOL",), path)) is not None
+    }
     templates: dict[str, str] = {}
     default = _text_value(v, "tokenizer.chat_template", path)
     if default is not None:
@@ -178,16 +208,27 @@ def tokenizer_from(gguf: GGUFFile, shard_count: int = 1) -> GGUFTokenizer:
     arch = _text_value(v, "general.architecture", path)
     vocab_size = _expect(v, f"{arch}.vocab_size", _INTS, path) if arch else None
     return GGUFTokenizer(
-        path=path, version=gguf.version, byte_order=gguf.byte_order, arch=arch,
-        model=_text_value(v, "tokenizer.ggml.model", path), pre=_text_value(v, "tokenizer.ggml.pre", path),
-        tokens=tokens, types=None if types is None else tuple(types[:n]),
-        scores=None if scores is None else scores[:n], merges=merges,
-        special_ids=special, flags=flags, chat_templates=templates,
+        path=path,
+        version=gguf.version,
+        byte_order=gguf.byte_order,
+        arch=arch,
+        model=_text_value(v, "tokenizer.ggml.model", path),
+        pre=_text_value(v, "tokenizer.ggml.pre", path),
+        tokens=tokens,
+        types=None if types is None else tuple(types[:n]),
+        scores=None if scores is None else scores[:n],
+        merges=merges,
+        special_ids=special,
+        flags=flags,
+        chat_templates=templates,
         eos_token_ids=None if eos_ids is None else tuple(int(x) for x in eos_ids),
         vocab_size=None if vocab_size is None else int(vocab_size),
-        embedding_rows=_rows(gguf.tensors, "token_embd.weight"), output_rows=_rows(gguf.tensors, "output.weight"),
-        key_offsets={key: value.offset for key, value in v.items()}, shard_count=shard_count,
-        bytes_read=gguf.bytes_read, precompiled_charsmap=None if charsmap is None else bytes(charsmap),
+        embedding_rows=_rows(gguf.tensors, "token_embd.weight"),
+        output_rows=_rows(gguf.tensors, "output.weight"),
+        key_offsets={key: value.offset for key, value in v.items()},
+        shard_count=shard_count,
+        bytes_read=gguf.bytes_read,
+        precompiled_charsmap=None if charsmap is None else bytes(charsmap),
     )
 
 

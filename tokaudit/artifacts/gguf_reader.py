@@ -31,9 +31,17 @@ MAGIC = b"GGUF"
 
 #: value type code -> (name, struct format char, size); STRING (8) and ARRAY (9) are handled apart.
 _SCALARS: dict[int, tuple[str, str, int]] = {
-    0: ("UINT8", "B", 1), 1: ("INT8", "b", 1), 2: ("UINT16", "H", 2), 3: ("INT16", "h", 2),
-    4: ("UINT32", "I", 4), 5: ("INT32", "i", 4), 6: ("FLOAT32", "f", 4), 7: ("BOOL", "?", 1),
-    10: ("UINT64", "Q", 8), 11: ("INT64", "q", 8), 12: ("FLOAT64", "d", 8),
+    0: ("UINT8", "B", 1),
+    1: ("INT8", "b", 1),
+    2: ("UINT16", "H", 2),
+    3: ("INT16", "h", 2),
+    4: ("UINT32", "I", 4),
+    5: ("INT32", "i", 4),
+    6: ("FLOAT32", "f", 4),
+    7: ("BOOL", "?", 1),
+    10: ("UINT64", "Q", 8),
+    11: ("INT64", "q", 8),
+    12: ("FLOAT64", "d", 8),
 }
 STRING, ARRAY = 8, 9
 #: struct format char -> array typecode of the same size (checked at import: ``I`` and ``Q`` are 4 and 8 bytes).
@@ -120,7 +128,9 @@ class _Reader:
             return
         if self.offset + n > self.size:
             left = self.size - self.offset
-            raise self.fail(f"{what} needs {n} bytes but the file ends {left} bytes later (truncated, or a length past the end)")
+            raise self.fail(
+                f"{what} needs {n} bytes but the file ends {left} bytes later (truncated, or a length past the end)"
+            )
         if self.offset + n > MAX_METADATA_BYTES:
             raise self.fail(f"metadata runs past {MAX_METADATA_BYTES // (1024 * 1024)} MiB: beyond tokaudit's budget")
         want = max(n - (len(self.buf) - self.pos), _CHUNK, len(self.buf) // 2)
@@ -129,7 +139,7 @@ class _Reader:
         except OSError as exc:
             raise InputError(f"cannot read file: {exc.strerror or exc}", file=str(self.path)) from None
         self.read += len(chunk)
-        self.buf = self.buf[self.pos:] + chunk
+        self.buf = self.buf[self.pos :] + chunk
         self.base += self.pos
         self.pos = 0
         if len(self.buf) < n:
@@ -161,7 +171,7 @@ class _Reader:
     def raw_string(self, what: str) -> bytes:
         n = self.count(f"{what} length", 1)
         self.need(n, what)
-        out = self.buf[self.pos:self.pos + n]
+        out = self.buf[self.pos : self.pos + n]
         self.pos += n
         return out
 
@@ -187,7 +197,7 @@ class _Reader:
                 end = pos + 8 + unpack(buf, pos)[0]
                 if end > limit:
                     break
-                append(buf[pos + 8:end])
+                append(buf[pos + 8 : end])
                 pos = end
                 i += 1
             self.pos = pos
@@ -199,7 +209,7 @@ class _Reader:
             if ln > self.size - self.offset:
                 raise self.fail(f"element {i} length {ln} runs past the end of the file", self.offset - 8)
             self.need(ln, f"element {i}")
-            append(self.buf[self.pos:self.pos + ln])
+            append(self.buf[self.pos : self.pos + ln])
             self.pos += ln
             i += 1
         return tuple(out)
@@ -222,7 +232,7 @@ class _Reader:
                 end = dims_at + 4 + 8 * n_dims + 12
                 if n_dims > MAX_DIMS or end > limit:
                     break
-                name = buf[pos + 8:dims_at]
+                name = buf[pos + 8 : dims_at]
                 if name in kept:
                     dims = struct.unpack_from(f"{self.order}{n_dims}Q", buf, dims_at + 4)
                     out.append(TensorInfo(name.decode("utf-8", "replace"), dims, self.base + pos))
@@ -255,7 +265,9 @@ class _Reader:
         if vtype == ARRAY:
             etype = self.u32("array element type")
             if etype == ARRAY:
-                raise self.fail("nested arrays are not supported by GGUF readers (llama.cpp refuses them)", self.offset - 4)
+                raise self.fail(
+                    "nested arrays are not supported by GGUF readers (llama.cpp refuses them)", self.offset - 4
+                )
             if etype == STRING:
                 n = self.count("array count", 8, MAX_ARRAY_STRINGS)
                 return GGUFValue("ARRAY[STRING]", self.string_array(n), at)
@@ -264,7 +276,7 @@ class _Reader:
             name, fmt, size = _SCALARS[etype]
             n = self.count("array count", size, MAX_ARRAY_BYTES // size)
             self.need(n * size, f"ARRAY[{name}] of {n}")
-            arr = array(_ARRAY[fmt], self.buf[self.pos:self.pos + n * size])  # bools as bytes 0/1, not Python objects
+            arr = array(_ARRAY[fmt], self.buf[self.pos : self.pos + n * size])  # bools as bytes 0/1, not Python objects
             if (self.order == ">") != (sys.byteorder == "big") and size > 1:
                 arr.byteswap()
             self.pos += n * size

@@ -50,36 +50,36 @@ def walk(text: str, path: str) -> tuple[int | None, bool]:
         while rest:
             index = _INDEX.match(rest)
             if index is not None:
-                if text[pos:pos + 1] != "[":
+                if text[pos : pos + 1] != "[":
                     return found, pos >= end
                 pos = _skip(text, pos + 1)
-                if text[pos:pos + 1] == "]":
+                if text[pos : pos + 1] == "]":
                     return found, False
                 for _ in range(int(index.group(1))):
                     pos = _skip(text, _SCAN(text, pos)[1])
                     steps += 1
-                    if text[pos:pos + 1] != "," or steps > MAX_STEPS:
+                    if text[pos : pos + 1] != "," or steps > MAX_STEPS:
                         return found, pos >= end
                     pos = _skip(text, pos + 1)
-                found, rest = pos, rest[index.end():].removeprefix(".")
+                found, rest = pos, rest[index.end() :].removeprefix(".")
                 continue
-            if text[pos:pos + 1] != "{":
+            if text[pos : pos + 1] != "{":
                 return found, pos >= end
             pos = _skip(text, pos + 1)
             while True:
-                if text[pos:pos + 1] != '"':
+                if text[pos : pos + 1] != '"':
                     return found, pos >= end
                 name, after = scanstring(text, pos + 1)
                 colon = _skip(text, after)
-                if text[colon:colon + 1] != ":":
+                if text[colon : colon + 1] != ":":
                     return found, colon >= end
                 value = _skip(text, colon + 1)
                 if rest.startswith(name) and (len(rest) == len(name) or rest[len(name)] in ".["):
-                    found, rest, pos = pos, rest[len(name):].removeprefix("."), value
+                    found, rest, pos = pos, rest[len(name) :].removeprefix("."), value
                     break
                 pos = _skip(text, _SCAN(text, value)[1])
                 steps += 1
-                if text[pos:pos + 1] != "," or steps > MAX_STEPS:
+                if text[pos : pos + 1] != "," or steps > MAX_STEPS:
                     return found, pos >= end
                 pos = _skip(text, pos + 1)
     except (ValueError, RecursionError, StopIteration):  # not JSON past this point (or the text ends there)

@@ -71,6 +71,7 @@ class FileKind:
 
 #: Every file kind, in precedence order (``Artifacts.present`` lists records in this order). The GGUF has no
 #: name row: a ``*.gguf`` file is a target of its own or the one GGUF beside the Hugging Face files (``load.py``).
+# fmt: off
 FILE_KINDS: tuple[FileKind, ...] = (
     FileKind("tokenizer_json", ("tokenizer.json",), ("tokenizer_json", "parse_tokenizer_json"),
              "the base vocabulary (model vocab), added tokens, pre-tokenizer pattern, normalizer, decoder chain",
@@ -119,6 +120,7 @@ FILE_KINDS: tuple[FileKind, ...] = (
              "a whole tokenizer as llama.cpp loads it: tokens, types, merges, special ids, flags, chat templates",
              vocabulary=True, sniff=_gguf_magic),
 )
+# fmt: on
 
 BY_NAME: dict[str, FileKind] = {kind.name: kind for kind in FILE_KINDS}
 

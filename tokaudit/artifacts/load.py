@@ -42,6 +42,7 @@ MODEL_FILE_GLOBS = ("*.model", "*.model.v*")
 #: only read when they are already present).
 TOKENIZER_FILE_PATTERNS = [glob for _, glob in KINDS if glob != "model.safetensors"]
 
+
 def _parser(kind: str) -> Callable[..., Any]:
     """The parser of one file kind (``sentencepiece`` also takes the bytes already read), imported on first use."""
     module, function = BY_NAME[kind].parser
@@ -93,8 +94,14 @@ class Artifacts:
     @property
     def rank_file(self) -> TiktokenRanks | Tekken | None:
         """The byte-level rank file tiktoken encodes with (tiktoken.model, *.tiktoken, tekken.json), by precedence."""
-        return next((getattr(self, kind.name) for kind in FILE_KINDS if kind.rank_file and getattr(self, kind.name) is not None),
-                    None)
+        return next(
+            (
+                getattr(self, kind.name)
+                for kind in FILE_KINDS
+                if kind.rank_file and getattr(self, kind.name) is not None
+            ),
+            None,
+        )
 
     @property
     def registered_added_tokens(self) -> Sequence[AddedToken]:
@@ -108,8 +115,11 @@ class Artifacts:
 
     def vocabularies(self) -> list[tuple[str, Mapping[int, bytes]]]:
         """(file name, id -> token bytes) of every file whose vocabulary can be compared with the others'."""
-        return [(record.name, kind.id_bytes(record)) for kind in FILE_KINDS
-                if kind.id_bytes is not None and (record := getattr(self, kind.name)) is not None]
+        return [
+            (record.name, kind.id_bytes(record))
+            for kind in FILE_KINDS
+            if kind.id_bytes is not None and (record := getattr(self, kind.name)) is not None
+        ]
 
     def entries(self, kind: str, record: Any) -> int | None:
         """How many entries one parsed file holds (the scan's artifact summary)."""
@@ -152,6 +162,8 @@ def _model_file(file: Path, found: dict[str, object]) -> None:
 #: How much of a file's start the content sniffing reads, and how many unnamed files it looks at in one directory.
 SNIFF_BYTES = 4096
 MAX_SNIFFED_FILES = 256
+
+
 def sniff_vocabulary(file: Path) -> str | None:
     """The vocabulary kind of a file whose name says nothing (tiktoken's cache files are named by the sha1
     of their URL, litellm ships ``anthropic_tokenizer.json``): decided by its first bytes, as
@@ -171,8 +183,10 @@ def _vocabulary_by_content(files: list[Path], directory: Path) -> tuple[str, Pat
             found.append((kind, file))
     if len(found) > 1:
         names = ", ".join(f.name for _, f in found[:5])
-        raise InputError(f"{len(found)} files hold a vocabulary by their content ({names}): name one as the target",
-                         file=str(directory))
+        raise InputError(
+            f"{len(found)} files hold a vocabulary by their content ({names}): name one as the target",
+            file=str(directory),
+        )
     return found[0] if found else None
 
 
@@ -198,11 +212,14 @@ def load_artifacts(path: Path) -> Artifacts:
                     raise problem
         root = path
     elif path.is_file():
-        if kind_of(path.name) not in VOCAB_KINDS and not any(fnmatch.fnmatchcase(path.name, g) for g in MODEL_FILE_GLOBS):
+        if kind_of(path.name) not in VOCAB_KINDS and not any(
+            fnmatch.fnmatchcase(path.name, g) for g in MODEL_FILE_GLOBS
+        ):
             kind = sniff_vocabulary(path)
             if kind is None:
                 raise InputError(
-                    "not a tokenizer file (expected tokenizer.json, tiktoken.model, *.tiktoken, tekken.json, tokenizer.model, "
+                    "not a tokenizer file (expected tokenizer.json, tiktoken.model, *.tiktoken, tekken.json, "
+                    "tokenizer.model, "
                     "vocab.json, vocab.txt or a .gguf file, or a tokenizer.json or tiktoken rank file by its content)",
                     file=str(path),
                 )
@@ -241,7 +258,10 @@ def load_artifacts(path: Path) -> Artifacts:
         sniffed = _vocabulary_by_content([f for f in files if not _tokenizer_name(f.name)], path)
         if sniffed is None:
             names = ", ".join(glob for kind, glob in KINDS if kind in VOCAB_KINDS)
-            raise InputError(f"no tokenizer vocabulary found (looked for {names}, *.gguf, and for a tokenizer.json "
-                             "or tiktoken rank file under another name)", file=str(path))
+            raise InputError(
+                f"no tokenizer vocabulary found (looked for {names}, *.gguf, and for a tokenizer.json "
+                "or tiktoken rank file under another name)",
+                file=str(path),
+            )
         found[sniffed[0]] = _parser(sniffed[0])(sniffed[1])
     return Artifacts(root=root, remote_code=tuple(remote), gguf=gguf, **found)  # type: ignore[arg-type]  # kind -> that kind's record

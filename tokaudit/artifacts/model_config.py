@@ -158,7 +158,9 @@ def _sequence_bias(value: Any, path: Path, key: str) -> tuple[tuple[tuple[int, .
         for k, bias in value.items():
             ids = re.findall(r"-?\d+", k)
             if not ids or re.sub(r"[\s(),\[\]\d-]", "", k):
-                raise InputError(f"expected a key like \"(1, 2)\", found {json.dumps(k)[:40]}", file=str(path), key=f"{key}.{k}")
+                raise InputError(
+                    f'expected a key like "(1, 2)", found {json.dumps(k)[:40]}', file=str(path), key=f"{key}.{k}"
+                )
             out.append((tuple(expect_int(int(i), path, f"{key}.{k}") for i in ids), _bias(bias, path, f"{key}.{k}")))
         return tuple(out)
     if not isinstance(value, list):

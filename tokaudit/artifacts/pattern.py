@@ -102,7 +102,11 @@ def _constructor(func: ast.FunctionDef, module_env: dict[str, object]) -> Publis
         for node in ast.walk(stmt):
             if isinstance(node, ast.Call):
                 for kw in node.keywords:
-                    if kw.arg == "expected_hash" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                    if (
+                        kw.arg == "expected_hash"
+                        and isinstance(kw.value, ast.Constant)
+                        and isinstance(kw.value.value, str)
+                    ):
                         digest = kw.value.value
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             try:
@@ -140,7 +144,9 @@ def search_pattern(a: Artifacts, override: str | None = None) -> PatternSearch:
     for rc in a.remote_code:
         if rc.pat_str is not None:
             src = rc.pat_str_source
-            return PatternSearch(Pattern(rc.pat_str, f"{src} ({src.key})" if src else rc.name, src or Provenance(rc.name)))
+            return PatternSearch(
+                Pattern(rc.pat_str, f"{src} ({src.key})" if src else rc.name, src or Provenance(rc.name))
+            )
     for rc in a.remote_code:
         if rc.pat_str_unreadable is not None:
             other = " (tokenizer.json's may differ: not borrowed)" if a.tokenizer_json else ""
@@ -151,14 +157,22 @@ def search_pattern(a: Artifacts, override: str | None = None) -> PatternSearch:
                 rc.pat_str_unreadable,
             )
     if a.tekken and a.tekken.pattern:
-        return PatternSearch(Pattern(a.tekken.pattern, f"{a.tekken.name} config.pattern", Provenance(a.tekken.name, key="config.pattern")))
+        return PatternSearch(
+            Pattern(
+                a.tekken.pattern, f"{a.tekken.name} config.pattern", Provenance(a.tekken.name, key="config.pattern")
+            )
+        )
     if a.tokenizer_json and len(a.tokenizer_json.patterns) == 1:
         tj = a.tokenizer_json
-        return PatternSearch(Pattern(tj.patterns[0], f"{tj.name} pre_tokenizer", Provenance(tj.name, key="pre_tokenizer"), "oniguruma"))
+        return PatternSearch(
+            Pattern(tj.patterns[0], f"{tj.name} pre_tokenizer", Provenance(tj.name, key="pre_tokenizer"), "oniguruma")
+        )
     known = published_encoding(a)
     if known is not None:
         name = a.tiktoken.name  # type: ignore[union-attr]  # a published encoding is a tiktoken rank file  # a published encoding is a tiktoken rank file
-        return PatternSearch(Pattern(known.pattern, f"tiktoken's {known.name} ({name} has its published sha256)", Provenance(name)))
+        return PatternSearch(
+            Pattern(known.pattern, f"tiktoken's {known.name} ({name} has its published sha256)", Provenance(name))
+        )
     return PatternSearch(None)
 
 
@@ -179,4 +193,6 @@ def registry_special_tokens(a: Artifacts) -> tuple[AddedToken, ...]:
         return ()
     name = a.tiktoken.name  # type: ignore[union-attr]  # a published encoding is a tiktoken rank file
     src = Provenance(name, key=f"tiktoken registry: {known.name} special_tokens")
-    return tuple(AddedToken(i, text, True, src) for text, i in sorted(known.special_tokens.items(), key=lambda kv: kv[1]))
+    return tuple(
+        AddedToken(i, text, True, src) for text, i in sorted(known.special_tokens.items(), key=lambda kv: kv[1])
+    )

@@ -73,8 +73,14 @@ def _reserved_templates(tree: ast.AST) -> tuple[str, ...]:
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr):
-            text = "".join(str(v.value) if isinstance(v, ast.Constant) else "{}" for v in node.values)  # an f-string's constants are str
-            if "{}" in text and re.search(r"reserved|extra|unused|special", text, re.IGNORECASE) and _TOKEN_SHAPE.match(text):
+            text = "".join(
+                str(v.value) if isinstance(v, ast.Constant) else "{}" for v in node.values
+            )  # an f-string's constants are str
+            if (
+                "{}" in text
+                and re.search(r"reserved|extra|unused|special", text, re.IGNORECASE)
+                and _TOKEN_SHAPE.match(text)
+            ):
                 out.append(text)
     return tuple(dict.fromkeys(out))
 
@@ -113,7 +119,9 @@ def parse_remote_code(path: Path) -> RemoteCode:
         tree = ast.parse(text, filename=path.name)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         line = getattr(exc, "lineno", None)
-        what = getattr(exc, "msg", None) or ("nested too deeply to parse" if isinstance(exc, (RecursionError, MemoryError)) else exc)
+        what = getattr(exc, "msg", None) or (
+            "nested too deeply to parse" if isinstance(exc, (RecursionError, MemoryError)) else exc
+        )
         return RemoteCode(path, (), None, None, None, None, (), (), f"line {line}: {exc.__class__.__name__}: {what}")
 
     reserved: tuple[int, Provenance] | None = None
@@ -146,14 +154,18 @@ def parse_remote_code(path: Path) -> RemoteCode:
                     defined.setdefault(f"self.{key}", (value, source))
             patterns.append((priority, len(patterns), value, source, None))
         else:
-            patterns.append((priority, len(patterns), None, source, f"the value is a {type(value).__name__}, not a string"))
+            patterns.append(
+                (priority, len(patterns), None, source, f"the value is a {type(value).__name__}, not a string")
+            )
 
     def scan_calls(stmt: ast.stmt, env: dict[str, Any]) -> None:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Call):
                 arg = _encoding_pattern_arg(node)
                 if arg is not None and uses_tiktoken:
-                    func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "Encoding")
+                    func = (
+                        node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "Encoding")
+                    )
                     note_pattern(0, arg, env, node.lineno, f"{func[:40]}(pat_str=)")
 
     def visit_body(body: list[ast.stmt], env: dict[str, Any], top: bool) -> None:
@@ -202,7 +214,9 @@ def parse_remote_code(path: Path) -> RemoteCode:
             except NOT_CONSTANT as exc:
                 env.pop(name, None)
                 if isinstance(exc, OverBudget):
-                    not_understood.append((Provenance(path.name, line=stmt.lineno, key=name), why_not_constant(exc, value_node)))
+                    not_understood.append(
+                        (Provenance(path.name, line=stmt.lineno, key=name), why_not_constant(exc, value_node))
+                    )
                 continue
             env[name] = value
             if isinstance(value, str):  # a constant that may be passed on as pat_str: remember where it is written
@@ -254,5 +268,7 @@ def parse_remote_code(path: Path) -> RemoteCode:
         pat_str_unreadable=bad[0] if bad else None,
         pat_str_unreadable_reason=bad[1] if bad else None,
         not_understood=tuple(not_understood),
-        reserved_names=next((lst for lst in reversed(locals_found) if reserved and len(lst.tokens) == reserved[0]), None),
+        reserved_names=next(
+            (lst for lst in reversed(locals_found) if reserved and len(lst.tokens) == reserved[0]), None
+        ),
     )

@@ -23,8 +23,12 @@ _PSEUDO_FS = ("/proc/", "/sys/", "/dev/")
 
 
 def _describe_mode(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return name
     return "a special file"
@@ -82,8 +86,12 @@ def regular_file_error(path: Path) -> InputError | None:
     if not stat.S_ISREG(st.st_mode):
         return InputError(f"not a regular file: {_describe_mode(st.st_mode)}{_symlink_note(path)}", file=str(path))
     real = os.path.realpath(path)
-    if real.startswith(_PSEUDO_FS):  # /proc/kmsg says "regular file" and blocks (and reading it consumes the kernel log)
-        return InputError(f"not a regular file: a {real.split('/')[1]} pseudo-file{_symlink_note(path)}", file=str(path))
+    if real.startswith(
+        _PSEUDO_FS
+    ):  # /proc/kmsg says "regular file" and blocks (and reading it consumes the kernel log)
+        return InputError(
+            f"not a regular file: a {real.split('/')[1]} pseudo-file{_symlink_note(path)}", file=str(path)
+        )
     return None
 
 
@@ -102,8 +110,10 @@ def outside_error(path: Path, root: Path) -> InputError | None:
     snapshots = os.path.dirname(inside)
     if os.path.basename(snapshots) == "snapshots" and _within(real, os.path.join(os.path.dirname(snapshots), "blobs")):
         return None
-    return InputError(f"refused: a symlink to {real}, outside the target directory (tokaudit reads a target's own files only)",
-                      file=str(path))
+    return InputError(
+        f"refused: a symlink to {real}, outside the target directory (tokaudit reads a target's own files only)",
+        file=str(path),
+    )
 
 
 def _within(path: str, directory: str) -> bool:
@@ -145,7 +155,9 @@ def read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
             try:
                 chunk = os.read(fd, 1 << 20 if chunks else st.st_size + 1)  # a regular file: one read
             except BlockingIOError:
-                raise InputError(f"not a regular file: reading it would block{_symlink_note(path)}", file=str(path)) from None
+                raise InputError(
+                    f"not a regular file: reading it would block{_symlink_note(path)}", file=str(path)
+                ) from None
             if not chunk:
                 break
             total += len(chunk)

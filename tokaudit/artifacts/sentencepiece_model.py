@@ -197,7 +197,7 @@ def _fast_piece(data: bytes, span: tuple[int, int]) -> Piece | None:
     if pos > end:
         return None
     try:
-        text = data[start + 2:pos].decode("utf-8")
+        text = data[start + 2 : pos].decode("utf-8")
     except UnicodeDecodeError:
         return None
     score, kind = 0.0, PieceType.NORMAL
@@ -219,7 +219,16 @@ _DEFAULT_UNK_SURFACE = " \u2047 "
 
 
 def _trainer(data: bytes, span: tuple[int, int], path: Path) -> dict[str, Any]:
-    out: dict[str, Any] = {"unk_surface": _DEFAULT_UNK_SURFACE, "model_type": 1, "unk_id": 0, "bos_id": 1, "eos_id": 2, "pad_id": -1, "byte_fallback": 0, "treat_whitespace_as_suffix": 0}
+    out: dict[str, Any] = {
+        "unk_surface": _DEFAULT_UNK_SURFACE,
+        "model_type": 1,
+        "unk_id": 0,
+        "bos_id": 1,
+        "eos_id": 2,
+        "pad_id": -1,
+        "byte_fallback": 0,
+        "treat_whitespace_as_suffix": 0,
+    }
     for number, wire, value, offset in fields(data, span[0], span[1], path, "trainer_spec"):
         name = _TRAINER_INTS.get(number) or _TRAINER_BOOLS.get(number)
         if name is not None:
@@ -234,8 +243,13 @@ def _trainer(data: bytes, span: tuple[int, int], path: Path) -> dict[str, Any]:
 
 
 def _normalizer(data: bytes, span: tuple[int, int], path: Path) -> dict[str, object]:
-    out: dict[str, object] = {"name": None, "precompiled_charsmap": b"", "add_dummy_prefix": True,
-                              "remove_extra_whitespaces": True, "escape_whitespaces": True}
+    out: dict[str, object] = {
+        "name": None,
+        "precompiled_charsmap": b"",
+        "add_dummy_prefix": True,
+        "remove_extra_whitespaces": True,
+        "escape_whitespaces": True,
+    }
     bools = {3: "add_dummy_prefix", 4: "remove_extra_whitespaces", 5: "escape_whitespaces"}
     for number, wire, value, offset in fields(data, span[0], span[1], path, "normalizer_spec"):
         if number == 1:
@@ -243,7 +257,7 @@ def _normalizer(data: bytes, span: tuple[int, int], path: Path) -> dict[str, obj
             out["name"] = text_field(data, value, path, "normalizer_spec.name", offset)
         elif number == 2:
             expect_wire(path, "normalizer_spec", number, wire, LEN, offset)
-            out["precompiled_charsmap"] = data[value[0]:value[1]]
+            out["precompiled_charsmap"] = data[value[0] : value[1]]
         elif number in bools:
             expect_wire(path, "normalizer_spec", number, wire, VARINT, offset)
             out[bools[number]] = bool(value)
@@ -275,7 +289,7 @@ def _leading_pieces(data: bytes) -> tuple[list[Piece], int]:
         if q > stop:
             break
         try:
-            text = data[start + 2:q].decode("utf-8")
+            text = data[start + 2 : q].decode("utf-8")
         except UnicodeDecodeError:
             break
         score, kind = 0.0, normal
@@ -300,7 +314,9 @@ def parse_sentencepiece(path: Path, data: bytes | None = None) -> SentencePieceM
     if data is None:
         data = read_bytes(path)
     if len(data) > MAX_FILE_BYTES:
-        raise InputError(f"SentencePiece model of {len(data)} bytes exceeds the {MAX_FILE_BYTES} byte budget", file=str(path))
+        raise InputError(
+            f"SentencePiece model of {len(data)} bytes exceeds the {MAX_FILE_BYTES} byte budget", file=str(path)
+        )
     pieces, pos = _leading_pieces(data)
     trainer: dict[str, Any] | None = None
     normalizer: dict[str, object] | None = None
@@ -322,8 +338,10 @@ def parse_sentencepiece(path: Path, data: bytes | None = None) -> SentencePieceM
     n = normalizer or _normalizer(b"", (0, 0), path)
     for name in ("unk_id", "bos_id", "eos_id", "pad_id"):
         if t[name] >= len(pieces):
-            raise InputError(f"malformed SentencePiece model: trainer_spec.{name} {t[name]} is not below the {len(pieces)} pieces",
-                             file=str(path))
+            raise InputError(
+                f"malformed SentencePiece model: trainer_spec.{name} {t[name]} is not below the {len(pieces)} pieces",
+                file=str(path),
+            )
     return SentencePieceModel(
         path=path,
         pieces=tuple(pieces),

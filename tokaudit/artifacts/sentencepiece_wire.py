@@ -52,14 +52,16 @@ def fields(data: bytes, pos: int, end: int, path: Path, where: str) -> Iterator[
         elif wire == LEN:
             length, start = varint(data, pos, end, path, f"the length of {where} field {number}")
             if length > end - start:
-                raise wire_error(path, f"{where} field {number} declares {length} bytes but only {end - start} remain", offset)
+                raise wire_error(
+                    path, f"{where} field {number} declares {length} bytes but only {end - start} remain", offset
+                )
             pos = start + length
             yield number, wire, (start, pos), offset
         elif wire in (I32, I64):
             size = 4 if wire == I32 else 8
             if size > end - pos:
                 raise wire_error(path, f"truncated {WIRE_NAMES[wire]} in {where} field {number}", offset)
-            yield number, wire, data[pos:pos + size], offset
+            yield number, wire, data[pos : pos + size], offset
             pos += size
         else:
             raise wire_error(path, f"invalid wire type {wire} in {where} field {number}", offset)
@@ -67,12 +69,16 @@ def fields(data: bytes, pos: int, end: int, path: Path, where: str) -> Iterator[
 
 def expect_wire(path: Path, where: str, number: int, wire: int, expected: int, offset: int) -> None:
     if wire != expected:
-        raise wire_error(path, f"{where} field {number} has wire type {WIRE_NAMES.get(wire, wire)}, expected {WIRE_NAMES[expected]}", offset)
+        raise wire_error(
+            path,
+            f"{where} field {number} has wire type {WIRE_NAMES.get(wire, wire)}, expected {WIRE_NAMES[expected]}",
+            offset,
+        )
 
 
 def text_field(data: bytes, span: tuple[int, int], path: Path, where: str, offset: int) -> str:
     try:
-        return data[span[0]:span[1]].decode("utf-8")
+        return data[span[0] : span[1]].decode("utf-8")
     except UnicodeDecodeError:
         raise wire_error(path, f"{where} is not valid UTF-8", offset) from None
 

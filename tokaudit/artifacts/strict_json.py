@@ -27,7 +27,9 @@ MAX_ID = 2**63 - 1
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 # The patterns of error paths are strings, compiled on first use (re caches them): most runs never need one.
-_BIG_INT = r"(?<![\w.\"])-?\d{%d,}" % (sys.get_int_max_str_digits() + 1 if hasattr(sys, "get_int_max_str_digits") else 4301)
+_BIG_INT = r"(?<![\w.\"])-?\d{%d,}" % (
+    sys.get_int_max_str_digits() + 1 if hasattr(sys, "get_int_max_str_digits") else 4301
+)
 _CONSTANT = r"(?<![\w\"])-?(?:NaN|Infinity)\b"
 
 
@@ -77,6 +79,7 @@ def parse_json_text(text: str, file: str, line: int | None = None) -> Any:
     (they cannot be encoded as UTF-8 later). ``line`` is the line of ``text`` in its file when it
     is one line of it.
     """
+
     def at(offset: int) -> int | None:
         return line if line is not None else text.count("\n", 0, offset) + 1
 
@@ -92,26 +95,38 @@ def parse_json_text(text: str, file: str, line: int | None = None) -> Any:
         except _ConstantFound:  # parsed again, keeping the constants, to name the key that holds one
             value = json.loads(text, parse_constant=constant)
     except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=file,
-                         line=line if line is not None else exc.lineno) from None
+        raise InputError(
+            f"invalid JSON: {exc.msg} (column {exc.colno})", file=file, line=line if line is not None else exc.lineno
+        ) from None
     except RecursionError:
         raise InputError("invalid JSON: nested too deeply", file=file, line=line) from None
     except ValueError:  # Python's int-string conversion limit
         m = re.search(_BIG_INT, text)
         digits = len(m.group().lstrip("-")) if m else None
-        raise InputError(f"integer with {digits or 'too many'} digits: not a plausible value", file=file,
-                         line=at(m.start()) if m else line) from None
+        raise InputError(
+            f"integer with {digits or 'too many'} digits: not a plausible value",
+            file=file,
+            line=at(m.start()) if m else line,
+        ) from None
     if constants:
         m = re.search(_CONSTANT, text)
         key = _find_key(value, "", lambda v: isinstance(v, _Constant))
-        raise InputError(f"invalid JSON: {constants[0]} is not a JSON number", file=file,
-                         line=at(m.start()) if m else line, key=key or None)
+        raise InputError(
+            f"invalid JSON: {constants[0]} is not a JSON number",
+            file=file,
+            line=at(m.start()) if m else line,
+            key=key or None,
+        )
     if has_lone_surrogate_escape(text):
         surrogate = re.compile(_SURROGATE)
         key = _find_key(value, "", lambda v: isinstance(v, str) and surrogate.search(v) is not None)
         if key is not None:
-            raise InputError("lone surrogate (\\ud800-\\udfff) in a string: not encodable as UTF-8", file=file,
-                             line=line, key=key or None)
+            raise InputError(
+                "lone surrogate (\\ud800-\\udfff) in a string: not encodable as UTF-8",
+                file=file,
+                line=line,
+                key=key or None,
+            )
     return value
 
 
@@ -139,8 +154,10 @@ def _find_key(value: Any, key: str, bad: Callable[[Any], bool], depth: int = 0, 
 # tokenizers' (serde's) error messages: error paths, compiled on first use like _BIG_INT's
 _JSON_TOKEN = r'"(?:[^"\\]|\\.)*"|[{}\[\],:]'
 _SERDE_AT = r"(?s)^(?P<msg>.*?) at line (?P<line>\d+) column (?P<col>\d+)$"
-_SERDE_INVALID = (r'invalid (?:type|value): (?:string "(?P<s>(?:[^"\\]|\\.)*)"|integer `(?P<i>-?\d+)`|'
-                  r'boolean `(?P<b>true|false)`|(?P<n>null)|floating point `(?P<f>[^`]+)`)')
+_SERDE_INVALID = (
+    r'invalid (?:type|value): (?:string "(?P<s>(?:[^"\\]|\\.)*)"|integer `(?P<i>-?\d+)`|'
+    r"boolean `(?P<b>true|false)`|(?P<n>null)|floating point `(?P<f>[^`]+)`)"
+)
 
 
 def json_path_at(text: str, line: int, column: int) -> str:
@@ -237,12 +254,14 @@ def _long_number(data: bytes) -> bool:
         if at < 0:
             return False
         start = at * step  # a run through this byte and the next sampled one lies within [start - 9, start + 19)
-        if _LONG_NUMBER in data[max(start - step, 0):start + len(_LONG_NUMBER)].translate(_DIGIT_RUNS):
+        if _LONG_NUMBER in data[max(start - step, 0) : start + len(_LONG_NUMBER)].translate(_DIGIT_RUNS):
             return True
         at = sampled.find(b"00", at + 1)
     overlap = len(_LONG_NUMBER) - 1
-    return any(_LONG_NUMBER in data[max(start - overlap, 0):start + _DIGIT_SCAN_PIECE].translate(_DIGIT_RUNS)
-               for start in range(0, len(data), _DIGIT_SCAN_PIECE))
+    return any(
+        _LONG_NUMBER in data[max(start - overlap, 0) : start + _DIGIT_SCAN_PIECE].translate(_DIGIT_RUNS)
+        for start in range(0, len(data), _DIGIT_SCAN_PIECE)
+    )
 
 
 def _fast_json(data: bytes) -> Any:

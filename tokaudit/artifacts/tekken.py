@@ -21,9 +21,26 @@ from tokaudit.errors import InputError
 
 #: mistral-common ``Tekkenizer.DEPRECATED_SPECIAL_TOKENS``: the block of a file without ``special_tokens``.
 DEPRECATED_SPECIAL_TOKENS = (
-    "<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]",
-    "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[IMG]", "<pad>", "[IMG_BREAK]", "[IMG_END]", "[PREFIX]", "[MIDDLE]",
-    "[SUFFIX]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[TOOL_CONTENT]",
+    "<unk>",
+    "<s>",
+    "</s>",
+    "[INST]",
+    "[/INST]",
+    "[AVAILABLE_TOOLS]",
+    "[/AVAILABLE_TOOLS]",
+    "[TOOL_RESULTS]",
+    "[/TOOL_RESULTS]",
+    "[TOOL_CALLS]",
+    "[IMG]",
+    "<pad>",
+    "[IMG_BREAK]",
+    "[IMG_END]",
+    "[PREFIX]",
+    "[MIDDLE]",
+    "[SUFFIX]",
+    "[SYSTEM_PROMPT]",
+    "[/SYSTEM_PROMPT]",
+    "[TOOL_CONTENT]",
 )
 #: mistral-common ``Tekkenizer.SPECIAL_TOKEN_TEMPLATE``: fillers up to default_num_special_tokens.
 SPECIAL_TOKEN_TEMPLATE = "<SPECIAL_{}>"
@@ -87,12 +104,16 @@ def parse_tekken(path: Path) -> Tekken:
         if not isinstance(item, dict) or not isinstance(item.get("token_str"), str):
             raise InputError("expected an object with 'token_str'", file=str(path), key=key)
         rank = expect_int(item.get("rank", i), path, f"{key}.rank")
-        specials.append(AddedToken(rank, item["token_str"], bool(item.get("is_control", True)), Provenance(path.name, key=key)))
+        specials.append(
+            AddedToken(rank, item["token_str"], bool(item.get("is_control", True)), Provenance(path.name, key=key))
+        )
     rule = f"special_tokens list ({len(specials)})"
     if raw_specials is None:
         if version in _DEPRECATED_LIST_VERSIONS:
             key = "(no special_tokens: mistral-common's deprecated list)"
-            specials = [AddedToken(i, t, True, Provenance(path.name, key=key)) for i, t in enumerate(DEPRECATED_SPECIAL_TOKENS)]
+            specials = [
+                AddedToken(i, t, True, Provenance(path.name, key=key)) for i, t in enumerate(DEPRECATED_SPECIAL_TOKENS)
+            ]
             rule = f"no special_tokens list, version {version}: mistral-common's deprecated list ({len(specials)})"
         else:
             rule = f"no special_tokens list: mistral-common refuses version {version} files without one"
@@ -105,5 +126,13 @@ def parse_tekken(path: Path) -> Tekken:
         ]
         rule += f" + fillers {SPECIAL_TOKEN_TEMPLATE.format(start)}..{SPECIAL_TOKEN_TEMPLATE.format(num_special - 1)}"
     pattern = config.get("pattern")
-    return Tekken(path, by_id, tuple(specials), pattern if isinstance(pattern, str) else None, vocab_size, num_special,
-                  version, rule)
+    return Tekken(
+        path,
+        by_id,
+        tuple(specials),
+        pattern if isinstance(pattern, str) else None,
+        vocab_size,
+        num_special,
+        version,
+        rule,
+    )

@@ -278,7 +278,9 @@ def _byte_level_bytes(text: str, separator: bool = False) -> bytes | None:
     if separator:
         own_bad = b"\0" + own_bad[1:]
     mask = int.from_bytes(high.translate(mask_of), "big")
-    if (int.from_bytes(low.translate(own_bad), "big") & ~mask) | (int.from_bytes(low.translate(shifted_bad), "big") & mask):
+    if (int.from_bytes(low.translate(own_bad), "big") & ~mask) | (
+        int.from_bytes(low.translate(shifted_bad), "big") & mask
+    ):
         return None
     lows = int.from_bytes(low, "big")
     return (lows ^ (mask & (lows ^ int.from_bytes(low.translate(shifted), "big")))).to_bytes(len(low), "big")

@@ -71,7 +71,9 @@ def _chat_template(value: Any, path: Path) -> str | None:
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, list):
-        named = {t.get("name"): t.get("template") for t in value if isinstance(t, dict) and isinstance(t.get("name"), str)}
+        named = {
+            t.get("name"): t.get("template") for t in value if isinstance(t, dict) and isinstance(t.get("name"), str)
+        }
         chosen = named.get("default", next(iter(named.values()), None))
         if chosen is None or isinstance(chosen, str):
             return chosen
@@ -86,7 +88,9 @@ def parse_tokenizer_config(path: Path) -> TokenizerConfig:
     added = []
     for key, value in raw_decoder.items():
         if not (key.isascii() and key.isdigit()) or len(key) > 19:
-            raise InputError(f"id {key!r} is not a non-negative integer", file=str(path), key=f"added_tokens_decoder.{key}")
+            raise InputError(
+                f"id {key!r} is not a non-negative integer", file=str(path), key=f"added_tokens_decoder.{key}"
+            )
         token_id = expect_int(int(key), path, f"added_tokens_decoder.{key}")
         added.append(parse_added_token(value, path, f"added_tokens_decoder.{key}", token_id))
     special, additional = _special_fields(data, path)
@@ -119,7 +123,11 @@ def _settings(data: dict[str, Any], path: Path) -> dict[str, Any]:
     for key, types in WORDPIECE_SETTINGS.items():
         if key in data:
             if not isinstance(data[key], types):
-                raise InputError(f"expected {' or '.join('null' if t is type(None) else t.__name__ for t in types)}", file=str(path), key=key)
+                raise InputError(
+                    f"expected {' or '.join('null' if t is type(None) else t.__name__ for t in types)}",
+                    file=str(path),
+                    key=key,
+                )
             out[key] = data[key]
     return out
 

@@ -90,4 +90,3 @@ def decode_batch(backend: Backend, ids: list[list[int]], skip_special_tokens: bo
     if batch is not None:
         return batch(ids, skip_special_tokens)
     return [backend.decode(x, skip_special_tokens) for x in ids]
-

@@ -39,7 +39,9 @@ class FastokensBackend:
         return cls(probe.tokenizer, decoder, tj.name, probe.version)
 
     def describe(self) -> str:
-        return f"fastokens {self.version or ''} encode, tokenizers decode, from {self.file} (Dynamo's hybrid)".replace("  ", " ")
+        return f"fastokens {self.version or ''} encode, tokenizers decode, from {self.file} (Dynamo's hybrid)".replace(
+            "  ", " "
+        )
 
     def encode(self, text: str) -> list[int]:
         return list(self.fast.encode(text, add_special_tokens=False).ids)

@@ -44,7 +44,11 @@ def merge_ids(ranks: dict[bytes, int]) -> tuple[list[int], list[int]]:
     keys: list[int] = []
     append = keys.append
     for size in lengths:
-        cuts = [(cut, by_length[cut].get, by_length[size - cut].get) for cut in lengths if cut < size and size - cut in by_length]
+        cuts = [
+            (cut, by_length[cut].get, by_length[size - cut].get)
+            for cut in lengths
+            if cut < size and size - cut in by_length
+        ]
         # the longer half first: it is a token less often, so fewer second lookups (350k instead of 500k on Kimi)
         right_first = [c for c in cuts if 2 * c[0] <= size]
         left_first = [c for c in cuts if 2 * c[0] > size]
@@ -115,8 +119,12 @@ def tokenizer_from_ranks(vocab: ByteVocab, pattern: Pattern | None) -> Any:
         tok.pre_tokenizer = pre_tokenizers.Sequence([split, byte_level])
     tok.decoder = decoders.ByteLevel()
     # each added token keeps its special flag: tokenizers' decode(skip_special_tokens=True) drops only special ones
-    tok.add_special_tokens([AddedToken(c, special=True, normalized=False) for c, i in vocab.specials.items() if i in vocab.skipped])
-    tok.add_tokens([AddedToken(c, special=False, normalized=False) for c, i in vocab.specials.items() if i not in vocab.skipped])
+    tok.add_special_tokens(
+        [AddedToken(c, special=True, normalized=False) for c, i in vocab.specials.items() if i in vocab.skipped]
+    )
+    tok.add_tokens(
+        [AddedToken(c, special=False, normalized=False) for c, i in vocab.specials.items() if i not in vocab.skipped]
+    )
     return tok
 
 
@@ -146,12 +154,22 @@ def tokenizer_from_pieces(model: TokenizerModel) -> Any:
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=next(iter(vocab))))
     tok.decoder = decoders.Sequence([decoders.Replace(_APART, ""), decoders.ByteLevel()])
     by_id = {i: t for t, i in vocab.items()}
-    tok.add_special_tokens([AddedToken(by_id[i], special=True, normalized=False) for i in sorted(special) if i in by_id])
+    tok.add_special_tokens(
+        [AddedToken(by_id[i], special=True, normalized=False) for i in sorted(special) if i in by_id]
+    )
     return tok
 
 
 #: The keys of a BPE model in tokenizer.json; a model with any other goes through tokenizers' own parser.
-_BPE_OPTIONS = ("dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk", "byte_fallback", "ignore_merges")
+_BPE_OPTIONS = (
+    "dropout",
+    "unk_token",
+    "continuing_subword_prefix",
+    "end_of_word_suffix",
+    "fuse_unk",
+    "byte_fallback",
+    "ignore_merges",
+)
 _ADDED_FLAGS = ("single_word", "lstrip", "rstrip", "normalized", "special")
 
 
@@ -186,14 +204,23 @@ def tokenizer_from_parsed(tj: TokenizerJson) -> Any | None:
         return None
     tokens = []
     for item in added:
-        if not (isinstance(item, dict) and isinstance(item.get("content"), str) and type(item.get("id")) is int
-                and all(type(item.get(flag)) is bool for flag in _ADDED_FLAGS)):
+        if not (
+            isinstance(item, dict)
+            and isinstance(item.get("content"), str)
+            and type(item.get("id")) is int
+            and all(type(item.get(flag)) is bool for flag in _ADDED_FLAGS)
+        ):
             return None
         tokens.append(AddedToken(item["content"], **{flag: item[flag] for flag in _ADDED_FLAGS}))
     shell = {**data, "added_tokens": [], "model": {"type": "BPE", "vocab": {}, "merges": []}}
     try:
         tok = Tokenizer.from_str(json.dumps(shell))
-        tok.model = models.BPE(vocab=vocab, merges=pairs, **{k: model[k] for k in _BPE_OPTIONS if model.get(k) is not None})  # type: ignore[arg-type]  # listed pairs are unchecked: BPE refuses a non-pair inside the try
+        tok.model = models.BPE(
+            # listed pairs are unchecked: BPE refuses a non-pair inside the try
+            vocab=vocab,
+            merges=pairs,  # type: ignore[arg-type]
+            **{k: model[k] for k in _BPE_OPTIONS if model.get(k) is not None},
+        )
         tok.add_tokens(tokens)
         if any(tok.token_to_id(item["content"]) != item["id"] for item in added):
             return None
@@ -215,8 +242,10 @@ def tokenizer_from_vocab_files(model: TokenizerModel) -> tuple[Any, str] | None:
             bad = unknown_merges(a.vocab_json, a.merges)
             if bad:  # scan reports it (TA303); say where instead of tokenizers' "out of vocabulary"
                 line, (left, right), missing = bad[0]
-                raise BackendUnavailable(f"{a.merges.name}:{line}: merge {left!r} + {right!r} names {missing!r}, "
-                                         f"which {a.vocab_json.name} lacks")
+                raise BackendUnavailable(
+                    f"{a.merges.name}:{line}: merge {left!r} + {right!r} names {missing!r}, "
+                    f"which {a.vocab_json.name} lacks"
+                )
             # from what scan parsed (BOM-safe), not from_file
             vocab = {token: i for i, token in a.vocab_json.vocab.items()}
             tok = Tokenizer(models.BPE(vocab=vocab, merges=list(a.merges.merges)))
@@ -231,7 +260,9 @@ def tokenizer_from_vocab_files(model: TokenizerModel) -> tuple[Any, str] | None:
             wp = wordpiece_settings(model)
             assert wp is not None
             tok.normalizer = normalizers.BertNormalizer(
-                lowercase=wp.do_lower_case, strip_accents=wp.strip_accents, handle_chinese_chars=wp.tokenize_chinese_chars
+                lowercase=wp.do_lower_case,
+                strip_accents=wp.strip_accents,
+                handle_chinese_chars=wp.tokenize_chinese_chars,
             )
             tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
             tok.decoder = decoders.WordPiece()
@@ -263,8 +294,13 @@ class HFBackend:
 
     @classmethod
     def from_model(
-        cls, model: TokenizerModel, vocab: ByteVocab | None, pattern: Pattern | None, no_pattern: str | None = None,
-        *, decode_only: bool = False,
+        cls,
+        model: TokenizerModel,
+        vocab: ByteVocab | None,
+        pattern: Pattern | None,
+        no_pattern: str | None = None,
+        *,
+        decode_only: bool = False,
     ) -> HFBackend:
         from tokenizers import Tokenizer
 
@@ -282,11 +318,15 @@ class HFBackend:
                 # serde points at the end of the section it was reading: name the offending key instead
                 located = serde_error_path(read_text(tj.path), str(exc))
                 if located is not None:
-                    raise BackendUnavailable(f"tokenizers cannot load {tj.name} (key {located[0]}): {located[1]}") from None
+                    raise BackendUnavailable(
+                        f"tokenizers cannot load {tj.name} (key {located[0]}): {located[1]}"
+                    ) from None
                 raise BackendUnavailable(f"tokenizers cannot load {tj.name}: {type(exc).__name__}: {exc}") from None
         if vocab is None:
             if model.artifacts.gguf_only and decode_only:
-                backend = cls(tokenizer_from_pieces(model), f"decode only, from the llama.cpp pieces of {model.vocab_artifact}")
+                backend = cls(
+                    tokenizer_from_pieces(model), f"decode only, from the llama.cpp pieces of {model.vocab_artifact}"
+                )
                 backend.can_encode = False
                 return backend
             legacy = tokenizer_from_vocab_files(model)

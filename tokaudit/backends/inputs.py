@@ -39,8 +39,17 @@ class LoadInputs:
     """What one :func:`load_backends` call was given, and what its backends share: the byte vocabulary, built once
     (and cut down to what ``for_ids`` / ``for_text`` read when one is given). A row's loader reads it."""
 
-    def __init__(self, model: TokenizerModel, pat_str: str | None, pattern: Pattern | None, decode_only: bool,
-                 trust_remote_code: bool, for_ids: Collection[int] | None, for_text: str | None, gguf: Path | None) -> None:
+    def __init__(
+        self,
+        model: TokenizerModel,
+        pat_str: str | None,
+        pattern: Pattern | None,
+        decode_only: bool,
+        trust_remote_code: bool,
+        for_ids: Collection[int] | None,
+        for_text: str | None,
+        gguf: Path | None,
+    ) -> None:
         self.model = model
         self.pat_str = pat_str
         self.pattern = pattern

@@ -38,8 +38,9 @@ def _tiktoken(inputs: LoadInputs, name: str) -> Backend:
     from tokaudit.backends.pattern import no_pattern_reason
     from tokaudit.backends.tiktoken_backend import TiktokenBackend
 
-    return TiktokenBackend(inputs.ranks(), inputs.pattern, no_pattern_reason(inputs.model, inputs.pat_str),
-                           decode_only=inputs.decode_only)
+    return TiktokenBackend(
+        inputs.ranks(), inputs.pattern, no_pattern_reason(inputs.model, inputs.pat_str), decode_only=inputs.decode_only
+    )
 
 
 def _hf(inputs: LoadInputs, name: str) -> Backend:
@@ -54,8 +55,9 @@ def _hf(inputs: LoadInputs, name: str) -> Backend:
         return HFBackend(*tokenizer_from_sentencepiece(model))
     # the ranks are read only without a tokenizer.json (from_model's order)
     ranks = inputs.part(False) if a.tokenizer_json is None else inputs.vocab(False)
-    return HFBackend.from_model(model, ranks, inputs.pattern, no_pattern_reason(model, inputs.pat_str),
-                                decode_only=inputs.decode_only)
+    return HFBackend.from_model(
+        model, ranks, inputs.pattern, no_pattern_reason(model, inputs.pat_str), decode_only=inputs.decode_only
+    )
 
 
 def _sentencepiece(inputs: LoadInputs, name: str) -> Backend:
@@ -108,20 +110,49 @@ def _transformers_gguf(inputs: LoadInputs, name: str) -> Backend:
 
 
 #: In display order (help texts, the default selection).
-BACKENDS: dict[str, BackendKind] = {k.name: k for k in (
-    BackendKind("tiktoken", _tiktoken, "a tiktoken Encoding from the ranks, the pattern and the special tokens"),
-    BackendKind("hf", _hf, "HF tokenizers from tokenizer.json, or a byte-level BPE rebuilt from the ranks"),
-    BackendKind("sentencepiece", _sentencepiece, "the sentencepiece library on tokenizer.model (the slow path of Llama 2, Mistral, Gemma)"),
-    BackendKind("fastokens", _fastokens, "fastokens, Dynamo's fast encoder", needs=("fastokens",)),
-    BackendKind("reference", _reference, "a small pure-Python byte-level BPE over the ranks, the slow oracle"),
-    BackendKind("strict", _strict, "decodes as a files-only gateway does (smg, tiktoken-rs): an unmapped id is an error", decode_only=True),
-    BackendKind("transformers-fast", _transformers, "transformers' AutoTokenizer (its Rust tokenizer)", needs=("transformers",)),
-    BackendKind("transformers-slow", _transformers, "transformers' AutoTokenizer(use_fast=False)", needs=("transformers",)),
-    BackendKind("llama.cpp", _llamacpp, "llama.cpp's tokenizer on the GGUF (llama-cpp-python, in the bounded worker)",
-                needs=("llama_cpp",), gguf=True),
-    BackendKind("transformers-gguf", _transformers_gguf, "transformers' AutoTokenizer(gguf_file=...)",
-                needs=("transformers", "torch"), gguf=True),
-)}
+BACKENDS: dict[str, BackendKind] = {
+    k.name: k
+    for k in (
+        BackendKind("tiktoken", _tiktoken, "a tiktoken Encoding from the ranks, the pattern and the special tokens"),
+        BackendKind("hf", _hf, "HF tokenizers from tokenizer.json, or a byte-level BPE rebuilt from the ranks"),
+        BackendKind(
+            "sentencepiece",
+            _sentencepiece,
+            "the sentencepiece library on tokenizer.model (the slow path of Llama 2, Mistral, Gemma)",
+        ),
+        BackendKind("fastokens", _fastokens, "fastokens, Dynamo's fast encoder", needs=("fastokens",)),
+        BackendKind("reference", _reference, "a small pure-Python byte-level BPE over the ranks, the slow oracle"),
+        BackendKind(
+            "strict",
+            _strict,
+            "decodes as a files-only gateway does (smg, tiktoken-rs): an unmapped id is an error",
+            decode_only=True,
+        ),
+        BackendKind(
+            "transformers-fast",
+            _transformers,
+            "transformers' AutoTokenizer (its Rust tokenizer)",
+            needs=("transformers",),
+        ),
+        BackendKind(
+            "transformers-slow", _transformers, "transformers' AutoTokenizer(use_fast=False)", needs=("transformers",)
+        ),
+        BackendKind(
+            "llama.cpp",
+            _llamacpp,
+            "llama.cpp's tokenizer on the GGUF (llama-cpp-python, in the bounded worker)",
+            needs=("llama_cpp",),
+            gguf=True,
+        ),
+        BackendKind(
+            "transformers-gguf",
+            _transformers_gguf,
+            "transformers' AutoTokenizer(gguf_file=...)",
+            needs=("transformers", "torch"),
+            gguf=True,
+        ),
+    )
+}
 
 
 def names_help(*, last: str = ", ", decode_only: bool = False) -> str:

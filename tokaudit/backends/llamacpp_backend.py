@@ -125,10 +125,14 @@ class LlamaCppBackend:
             info = shared_worker("llama.cpp", LIMITS).call(f"{_CALLS}:load", str(path))
         except WorkerFailure as exc:
             if exc.limit is not None:
-                raise BackendUnavailable(f"llama.cpp ran out of its {exc.limit} limit loading {path.name} ({exc.detail}); "
-                                         "tokaudit loaded it in a worker process, so only that one stopped") from None
-            raise BackendUnavailable(f"llama.cpp aborts the process loading {path.name} ({exc.detail}); tokaudit loaded it "
-                                     "in a worker process, so only that one died") from None
+                raise BackendUnavailable(
+                    f"llama.cpp ran out of its {exc.limit} limit loading {path.name} ({exc.detail}); "
+                    "tokaudit loaded it in a worker process, so only that one stopped"
+                ) from None
+            raise BackendUnavailable(
+                f"llama.cpp aborts the process loading {path.name} ({exc.detail}); tokaudit loaded it "
+                "in a worker process, so only that one died"
+            ) from None
         except (OSError, ValueError, ImportError) as exc:  # the worker's own error: the library does not load
             raise BackendUnavailable(f"llama-cpp-python's library does not load: {exc}") from None
         if not info["ok"]:
@@ -143,7 +147,9 @@ class LlamaCppBackend:
         """One call in the worker; after MAX_FAILURES deaths or limits, the last failure again without a call."""
         with self._lock:
             if len(self._failures) >= MAX_FAILURES:
-                raise WorkerFailure(function, None, f"gave up after {MAX_FAILURES} failures, the last: {self._failures[-1]}")
+                raise WorkerFailure(
+                    function, None, f"gave up after {MAX_FAILURES} failures, the last: {self._failures[-1]}"
+                )
         try:
             return shared_worker("llama.cpp", LIMITS).call(f"{_CALLS}:{function}", self._file, *args)
         except WorkerFailure as exc:
@@ -177,7 +183,9 @@ class LlamaCppBackend:
                 if lost:
                     raise LlamaCppAbort(
                         f"llama.cpp aborts encoding {ch!r}: it is not a token and the vocabulary has no byte token for "
-                        f"0x{lost[0]:02X} (std::out_of_range in byte_to_token, SIGABRT), so tokaudit did not pass the text")
+                        f"0x{lost[0]:02X} (std::out_of_range in byte_to_token, SIGABRT), so tokaudit did not pass the "
+                        "text"
+                    )
 
     def _tokenize(self, texts: list[str], add_special: bool) -> list[list[int]]:
         if self._spm_unsafe[0]:
@@ -215,7 +223,7 @@ class LlamaCppBackend:
         checked = self._checked(ids)
         out: list[bytes] = []
         for lo in range(0, len(checked), _BATCH):
-            out += self._call("pieces", checked[lo:lo + _BATCH], special)
+            out += self._call("pieces", checked[lo : lo + _BATCH], special)
         return out
 
     def attr(self, token_id: int) -> int:
@@ -227,7 +235,7 @@ class LlamaCppBackend:
         checked = self._checked(ids)
         out: list[int] = []
         for lo in range(0, len(checked), _BATCH):
-            out += self._call("attrs", checked[lo:lo + _BATCH])
+            out += self._call("attrs", checked[lo : lo + _BATCH])
         return out
 
     def is_eog(self, token_id: int) -> bool:
@@ -238,7 +246,7 @@ class LlamaCppBackend:
         checked = self._checked(ids)
         out: list[int] = []
         for lo in range(0, len(checked), _BATCH):
-            part = checked[lo:lo + _BATCH]
+            part = checked[lo : lo + _BATCH]
             out += [i for i, eog in zip(part, self._call("eog", part)) if eog]
         return out
 
@@ -263,8 +271,12 @@ class LlamaCppBackend:
         kinds = {1: "SPM", 2: "BPE", 3: "WPM", 4: "UGM", 5: "RWKV", 6: "PLAMO2"}
         kind = kinds.get(self.vocab_type, str(self.vocab_type))
         said = self.load_warnings()
-        warned = f"; llama.cpp warns: {said[0]}" + (f" (+{len(said) - 1} more)" if len(said) > 1 else "") if said else ""
-        return f"llama-cpp-python {version()}, vocab-only load of {self.path.name} ({self.n_vocab} tokens, {kind}){warned}"
+        warned = (
+            f"; llama.cpp warns: {said[0]}" + (f" (+{len(said) - 1} more)" if len(said) > 1 else "") if said else ""
+        )
+        return (
+            f"llama-cpp-python {version()}, vocab-only load of {self.path.name} ({self.n_vocab} tokens, {kind}){warned}"
+        )
 
     def versions(self) -> dict[str, str]:
         return {"llama-cpp-python": version()}

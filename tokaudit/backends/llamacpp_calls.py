@@ -80,9 +80,15 @@ def load(path: str) -> dict[str, Any]:
     n = int(C.llama_vocab_n_tokens(vocab))
     kind = int(C.llama_vocab_type(vocab))
     info: dict[str, Any] = {
-        "ok": True, "log": log, "n_vocab": n, "vocab_type": kind,
-        "add_bos": bool(C.llama_vocab_get_add_bos(vocab)), "add_eos": bool(C.llama_vocab_get_add_eos(vocab)),
-        "special_ids": {name: int(getattr(C, f"llama_vocab_{name}")(vocab)) for name in ("bos", "eos", "eot", "sep", "nl", "pad")},
+        "ok": True,
+        "log": log,
+        "n_vocab": n,
+        "vocab_type": kind,
+        "add_bos": bool(C.llama_vocab_get_add_bos(vocab)),
+        "add_eos": bool(C.llama_vocab_get_add_eos(vocab)),
+        "special_ids": {
+            name: int(getattr(C, f"llama_vocab_{name}")(vocab)) for name in ("bos", "eos", "eot", "sep", "nl", "pad")
+        },
     }
     if kind == 1:  # only SPM spells characters with byte tokens (see LlamaCppBackend._spm_missing_bytes)
         texts = {C.llama_vocab_get_text(vocab, i) for i in range(n)}

@@ -7,7 +7,15 @@ from dataclasses import dataclass
 from tokaudit.artifacts.pattern import CL100K_PATTERN, Pattern, PatternSearch, search_pattern
 from tokaudit.model.tokenizer_model import TokenizerModel
 
-__all__ = ["CL100K_PATTERN", "Pattern", "PatternSearch", "divergences", "find_pattern", "no_pattern_reason", "onig_pattern"]
+__all__ = [
+    "CL100K_PATTERN",
+    "Pattern",
+    "PatternSearch",
+    "divergences",
+    "find_pattern",
+    "no_pattern_reason",
+    "onig_pattern",
+]
 
 
 def find_pattern(model: TokenizerModel, override: str | None = None) -> Pattern | None:
@@ -36,10 +44,37 @@ ENGINES = ("fancy-regex", "oniguruma", "regex")
 REGEX_CALL_SECONDS = 2.0
 
 PROBES = (
-    "1314151", "12345678 9", "$1,234,567.89", "3.14159e10", "٣٤٥٦٧", "a  \n  b", "x   ", "  \n\n  y", "a\r\n\r\nb", "\t\tx\t",
-    "hello world  ", "I'M DON'T we'll You'Re", "HelloWorld ABCdef aBC", "...!!!\n\n???", "foo/bar//baz\n/x", "e\u0301t\u00e9",
-    "你好世界 中文字符", "日本語のテキスト", "한국어 텍스트", "Привет, мир!", "مرحبا بالعالم", "ကမ္ဘာ မင်္ဂလာ", "🙂👍🏽 ok",
-    "def f(x):\n    return x**2\n", "<|im_start|>user\n", "x\n", "\n", " ", "a\u00a0b\u2009c", "ALLCAPS123abc", "snake_case_name",
+    "1314151",
+    "12345678 9",
+    "$1,234,567.89",
+    "3.14159e10",
+    "٣٤٥٦٧",
+    "a  \n  b",
+    "x   ",
+    "  \n\n  y",
+    "a\r\n\r\nb",
+    "\t\tx\t",
+    "hello world  ",
+    "I'M DON'T we'll You'Re",
+    "HelloWorld ABCdef aBC",
+    "...!!!\n\n???",
+    "foo/bar//baz\n/x",
+    "e\u0301t\u00e9",
+    "你好世界 中文字符",
+    "日本語のテキスト",
+    "한국어 텍스트",
+    "Привет, мир!",
+    "مرحبا بالعالم",
+    "ကမ္ဘာ မင်္ဂလာ",
+    "🙂👍🏽 ok",
+    "def f(x):\n    return x**2\n",
+    "<|im_start|>user\n",
+    "x\n",
+    "\n",
+    " ",
+    "a\u00a0b\u2009c",
+    "ALLCAPS123abc",
+    "snake_case_name",
 )
 
 
@@ -69,7 +104,7 @@ def translate_for_onig(regex: str) -> str:
             while j < n and regex[j] != "]":
                 j += 2 if regex[j] == "\\" else 1
             starts.append(len(out))
-            out.append(regex[i:j + 1])
+            out.append(regex[i : j + 1])
             i = j + 1
         elif c == "(":
             groups.append(len(out))
@@ -83,13 +118,13 @@ def translate_for_onig(regex: str) -> str:
             i += 1
         elif c == "{" and starts:
             j = regex.find("}", i)
-            body = regex[i + 1:j] if j > 0 else ""
+            body = regex[i + 1 : j] if j > 0 else ""
             if j > 0 and body.replace(",", "").isdigit() and j + 1 < n and regex[j + 1] == "+":
                 atom = starts[-1]
-                out[atom:] = ["(?>" + "".join(out[atom:]) + regex[i:j + 1] + ")"]
+                out[atom:] = ["(?>" + "".join(out[atom:]) + regex[i : j + 1] + ")"]
                 i = j + 2
             else:
-                out.append(regex[i:j + 1] if j > 0 else c)
+                out.append(regex[i : j + 1] if j > 0 else c)
                 i = j + 1 if j > 0 else i + 1
         elif c == "$":
             out.append(r"\z")
@@ -137,7 +172,9 @@ def splitters(regex: str, probes: tuple[str, ...] = PROBES, onig_regex: str | No
     try:
         from tokenizers import Regex, pre_tokenizers
 
-        split = pre_tokenizers.Split(Regex(onig_regex or regex), behavior="removed", invert=True)  # the matches only, as tiktoken
+        split = pre_tokenizers.Split(
+            Regex(onig_regex or regex), behavior="removed", invert=True
+        )  # the matches only, as tiktoken
         out["oniguruma"] = lambda text: [p for p, _ in split.pre_tokenize_str(text)]
     except BaseException as exc:  # tokenizers raises plain Exception (or panics) on a bad regex
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
@@ -147,7 +184,9 @@ def splitters(regex: str, probes: tuple[str, ...] = PROBES, onig_regex: str | No
         import regex as regex_module
 
         compiled = regex_module.compile(regex, regex_module.VERSION1)  # set operations (&&) as fancy-regex reads them
-        out["regex"] = lambda text: [m.group(0) for m in compiled.finditer(text, timeout=REGEX_CALL_SECONDS) if m.group(0)]
+        out["regex"] = lambda text: [
+            m.group(0) for m in compiled.finditer(text, timeout=REGEX_CALL_SECONDS) if m.group(0)
+        ]
     except Exception as exc:  # noqa: BLE001 - regex.error, and anything else the module raises on a pattern
         out["regex"] = f"rejected: {str(exc).splitlines()[0][:120]}"
     return out
@@ -161,8 +200,13 @@ class Divergence:
     pieces: dict[str, list[str]]
 
 
-def divergences(regex: str, engines: tuple[str, ...] = ENGINES, probes: tuple[str, ...] = PROBES,
-                budget_seconds: float = 2.0, onig_regex: str | None = None) -> tuple[list[Divergence], dict[str, str], bool]:
+def divergences(
+    regex: str,
+    engines: tuple[str, ...] = ENGINES,
+    probes: tuple[str, ...] = PROBES,
+    budget_seconds: float = 2.0,
+    onig_regex: str | None = None,
+) -> tuple[list[Divergence], dict[str, str], bool]:
     """Probes the engines split differently, engines that reject the pattern (engine -> why), and
     whether every probe ran within the time budget.
 
@@ -195,7 +239,9 @@ def divergences(regex: str, engines: tuple[str, ...] = ENGINES, probes: tuple[st
     return found, rejected, True
 
 
-def shrink(regex: str, text: str, engines: tuple[str, ...] = ENGINES, onig_regex: str | None = None, steps: int = 60) -> Divergence | None:
+def shrink(
+    regex: str, text: str, engines: tuple[str, ...] = ENGINES, onig_regex: str | None = None, steps: int = 60
+) -> Divergence | None:
     """A shorter input the engines still split differently (drop one character at a time, bounded)."""
 
     def diverges(t: str) -> dict[str, list[str]] | None:
@@ -210,7 +256,7 @@ def shrink(regex: str, text: str, engines: tuple[str, ...] = ENGINES, onig_regex
         i = 0
         while i < len(text) and steps > 0:
             steps -= 1
-            shorter = text[:i] + text[i + 1:]
+            shorter = text[:i] + text[i + 1 :]
             found = diverges(shorter) if shorter else None
             if found is not None:
                 text, best = shorter, found

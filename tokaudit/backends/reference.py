@@ -59,7 +59,9 @@ class ReferenceBackend:
         self.vocab = vocab
         self.special_ids = vocab.skipped  # what skip_special_tokens drops: the flagged specials
         specials = sorted(vocab.specials, key=len, reverse=True)
-        self.special_split = regex.compile("(" + "|".join(regex.escape(s) for s in specials) + ")") if specials else None
+        self.special_split = (
+            regex.compile("(" + "|".join(regex.escape(s) for s in specials) + ")") if specials else None
+        )
         self.decoder = {**vocab.by_id, **{i: s.encode("utf-8") for s, i in vocab.specials.items()}}
         self._cache: dict[bytes, list[int]] = {}
         #: why an earlier call ran past the budget ("" while none has)

@@ -125,8 +125,14 @@ def watching_loads(watcher: Callable[[str, int, int], None] | None) -> Iterator[
 
 
 def load_backends(
-    model: TokenizerModel, names: list[str], pat_str: str | None = None, *, trust_remote_code: bool = False,
-    decode_only: bool = False, for_ids: Collection[int] | None = None, for_text: str | None = None,
+    model: TokenizerModel,
+    names: list[str],
+    pat_str: str | None = None,
+    *,
+    trust_remote_code: bool = False,
+    decode_only: bool = False,
+    for_ids: Collection[int] | None = None,
+    for_text: str | None = None,
     gguf: Path | None = None,
 ) -> list[LoadedBackend]:
     """Build each named backend; ``trust_remote_code`` only reaches transformers, and only when the user asked.
@@ -137,7 +143,9 @@ def load_backends(
     """
     if isinstance(names, DefaultBackends):
         names = [n for n in names if _applies(n, model, gguf)]
-    inputs = LoadInputs(model, pat_str, find_pattern(model, pat_str), decode_only, trust_remote_code, for_ids, for_text, gguf)
+    inputs = LoadInputs(
+        model, pat_str, find_pattern(model, pat_str), decode_only, trust_remote_code, for_ids, for_text, gguf
+    )
     pattern = inputs.pattern
 
     def build(name: str) -> Backend:
@@ -193,4 +201,3 @@ def _detail(backend: Backend | None, pattern: Pattern | None) -> str | None:
     if backend.name in ("tiktoken", "reference") and pattern is not None:
         return f"pattern from {pattern.source}"
     return None
-

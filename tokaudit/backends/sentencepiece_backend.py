@@ -72,8 +72,11 @@ class SentencePieceBackend:
         self._split = re.compile("(" + "|".join(map(re.escape, names)) + ")") if names else None
 
     def describe(self) -> str:
-        return (f"sentencepiece {self.model.model_type} from {self.model.name} ({self.size} pieces"
-                f"{', byte fallback' if self.model.byte_fallback else ''}); special strings split as transformers' slow tokenizer does")
+        return (
+            f"sentencepiece {self.model.model_type} from {self.model.name} ({self.size} pieces"
+            f"{', byte fallback' if self.model.byte_fallback else ''}); special strings split as transformers' slow "
+            "tokenizer does"
+        )
 
     def encode(self, text: str) -> list[int]:
         if self._split is None:
@@ -139,10 +142,15 @@ def tokenizer_from_sentencepiece(model: TokenizerModel) -> tuple[Any, str]:
     try:
         if sp.model_type == "bpe":
             vocab = {p.piece: i for i, p in reversed(list(enumerate(sp.pieces)))}
-            tok = Tokenizer(models.BPE(vocab=vocab, merges=_merges(sp, vocab), unk_token=unk, fuse_unk=True,
-                                       byte_fallback=sp.byte_fallback))
+            tok = Tokenizer(
+                models.BPE(
+                    vocab=vocab, merges=_merges(sp, vocab), unk_token=unk, fuse_unk=True, byte_fallback=sp.byte_fallback
+                )
+            )
         elif sp.model_type == "unigram":
-            tok = Tokenizer(models.Unigram([(p.piece, p.score) for p in sp.pieces], sp.unk_id if unk else None, sp.byte_fallback))
+            tok = Tokenizer(
+                models.Unigram([(p.piece, p.score) for p in sp.pieces], sp.unk_id if unk else None, sp.byte_fallback)
+            )
         else:
             raise BackendUnavailable(f"tokenizers has no converter for a SentencePiece {sp.model_type} model")
         steps: list[Any] = []
@@ -209,7 +217,9 @@ def _merges(sp: SentencePieceModel, vocab: dict[str, int]) -> list[tuple[str, st
             continue
         text = p.piece
         if len(text) > MAX_MERGE_PIECE_CHARS:
-            raise BackendUnavailable(f"a piece of {len(text)} characters is longer than the {MAX_MERGE_PIECE_CHARS} the converter splits")
+            raise BackendUnavailable(
+                f"a piece of {len(text)} characters is longer than the {MAX_MERGE_PIECE_CHARS} the converter splits"
+            )
         steps += len(text)
         if steps > MAX_MERGE_STEPS:
             raise BackendUnavailable(f"recovering the BPE merges needs more than {MAX_MERGE_STEPS} steps")

@@ -62,8 +62,13 @@ def _gguf_detokenizer(model: TokenizerModel) -> Callable[[list[int], bool], str]
         bad = next((i for i in ids if not 0 <= i < n), None)
         if bad is not None:
             raise UnknownId(bad)
-        out = detokenize(rules, ids, special=not skip_special_tokens, add_space_prefix=flags["add_space_prefix"],
-                         clean=flags["clean_spaces"])
+        out = detokenize(
+            rules,
+            ids,
+            special=not skip_special_tokens,
+            add_space_prefix=flags["add_space_prefix"],
+            clean=flags["clean_spaces"],
+        )
         return out.decode("utf-8", "replace")
 
     return decode

@@ -38,9 +38,13 @@ class Subset:
     full_ranks: int
 
     def describe(self) -> str:
-        return (f"built from {len(self.vocab.ranks)} of {self.full_ranks} ranks (those {self.purpose} reads, and the 256 single "
-                f"bytes) and all {len(self.vocab.specials)} special tokens: its answers for {self.purpose} are the full build's; "
-                "load_seconds is this build's")
+        return (
+            f"built from {len(self.vocab.ranks)} of {self.full_ranks} ranks (those {self.purpose} reads, and the 256 "
+            "single "
+            f"bytes) and all {len(self.vocab.specials)} special tokens: its answers for {self.purpose} are the full "
+            "build's; "
+            "load_seconds is this build's"
+        )
 
 
 def _always(vocab: ByteVocab) -> dict[bytes, int]:

@@ -16,21 +16,27 @@ class TiktokenBackend:
 
     name = "tiktoken"
 
-    def __init__(self, vocab: ByteVocab, pattern: Pattern | None, no_pattern: str | None = None, *, decode_only: bool = False) -> None:
+    def __init__(
+        self, vocab: ByteVocab, pattern: Pattern | None, no_pattern: str | None = None, *, decode_only: bool = False
+    ) -> None:
         import tiktoken
 
         if pattern is None and not decode_only:
             raise BackendUnavailable(no_pattern or "no pre-tokenizer pattern found (pattern-unknown); pass --pat-str")
         try:
             self.encoding = tiktoken.Encoding(
-                name="tokaudit", pat_str=pattern.regex if pattern else _DECODE_ONLY_PATTERN,
-                mergeable_ranks=vocab.ranks, special_tokens=vocab.specials,
+                name="tokaudit",
+                pat_str=pattern.regex if pattern else _DECODE_ONLY_PATTERN,
+                mergeable_ranks=vocab.ranks,
+                special_tokens=vocab.specials,
             )
         except ValueError as exc:
             raise BackendUnavailable(f"tiktoken rejects the pattern: {exc}") from None
         self.pattern = pattern
         #: Why this backend cannot encode (no pattern), or None.
-        self.no_encode_reason = None if pattern else (no_pattern or "no pre-tokenizer pattern found (pattern-unknown); pass --pat-str")
+        self.no_encode_reason = (
+            None if pattern else (no_pattern or "no pre-tokenizer pattern found (pattern-unknown); pass --pat-str")
+        )
         self.can_encode = pattern is not None
         self.special_ids = vocab.skipped  # what skip_special_tokens drops: the flagged specials
         #: ``decode(ids)`` keeping special tokens is tiktoken's own function: fuzz's hot loop calls it directly.

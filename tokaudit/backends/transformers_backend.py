@@ -36,15 +36,19 @@ def load_gguf_tokenizer(path: Path) -> Any:
     from importlib.util import find_spec
 
     if find_spec("torch") is None:
-        raise BackendUnavailable(f"transformers {transformers.__version__} reads a GGUF only with torch installed "
-                                 "(its GGUF reader imports torch): pip install torch")
+        raise BackendUnavailable(
+            f"transformers {transformers.__version__} reads a GGUF only with torch installed "
+            "(its GGUF reader imports torch): pip install torch"
+        )
     try:
         return transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True)
     except BaseException as exc:  # loaders raise anything, Rust panics included
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         first = (str(exc).strip().splitlines() or [""])[0][:300]
-        raise BackendUnavailable(f"AutoTokenizer(gguf_file={path.name}) failed: {type(exc).__name__}: {first}") from None
+        raise BackendUnavailable(
+            f"AutoTokenizer(gguf_file={path.name}) failed: {type(exc).__name__}: {first}"
+        ) from None
 
 
 def _quiet_import() -> Any:
@@ -69,7 +73,9 @@ def load_auto_tokenizer(root: Path, use_fast: bool, trust_remote_code: bool) -> 
             raise
         first = (str(exc).strip().splitlines() or [""])[0][:300]
         if not trust_remote_code and "trust_remote_code" in str(exc):
-            raise BackendUnavailable(f"needs the model's remote code; pass --trust-remote-code to run it ({first})") from None
+            raise BackendUnavailable(
+                f"needs the model's remote code; pass --trust-remote-code to run it ({first})"
+            ) from None
         raise BackendUnavailable(f"AutoTokenizer failed: {type(exc).__name__}: {first}") from None
 
 
@@ -167,7 +173,7 @@ class TransformersBackend:
         return self.tokenizer.batch_decode(ids, skip_special_tokens=skip_special_tokens)
 
     def describe(self) -> str:
-        """"TokenizersBackend (fast)": what this load really is, and whether it is what was asked for."""
+        """What this load really is, e.g. "TokenizersBackend (fast)", and whether it is what was asked for."""
         got = f"{self.loaded_class} ({'fast' if self.is_fast else 'slow'})"
         if self.is_fast != self.requested_fast:
             got += f", asked for use_fast={self.requested_fast}"

@@ -59,10 +59,14 @@ def byte_vocab(model: TokenizerModel) -> ByteVocab:
     too_big = [i for i in (*ranks.values(), *specials.values()) if i > MAX_U32]
     if too_big:  # tiktoken raises OverflowError, tokenizers a TypeError: say which id
         where = a.tiktoken.source(max(too_big)) if a.tiktoken and max(too_big) in base else None
-        raise BackendUnavailable(f"id {max(too_big)}{f' ({where})' if where else ''} does not fit in 32 bits "
-                                 "(tiktoken and tokenizers store ids as u32)")
+        raise BackendUnavailable(
+            f"id {max(too_big)}{f' ({where})' if where else ''} does not fit in 32 bits "
+            "(tiktoken and tokenizers store ids as u32)"
+        )
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
-        raise BackendUnavailable(f"ranks lack {len(missing)} of the 256 single bytes (e.g. 0x{missing[0]:02X}): not byte-level BPE")
+        raise BackendUnavailable(
+            f"ranks lack {len(missing)} of the 256 single bytes (e.g. 0x{missing[0]:02X}): not byte-level BPE"
+        )
     flagged = TokenText(model).special_ids
     return ByteVocab(ranks, specials, frozenset(i for i in specials.values() if i in flagged))

@@ -26,8 +26,10 @@ def slow_fallback_risk(model: TokenizerModel) -> Iterator[Finding]:
     a = model.artifacts
     if a.tokenizer_json is not None and a.tokenizer_json.name != "tokenizer.json":  # read by its content
         yield slow_fallback_risk.finding(
-            f"{a.tokenizer_json.name} is a tokenizer.json under another name: transformers' AutoTokenizer reads one only "
-            "as tokenizer.json and fails to load this directory (tokenizers' Tokenizer.from_file and a gateway given the "
+            f"{a.tokenizer_json.name} is a tokenizer.json under another name: transformers' AutoTokenizer reads one "
+            "only "
+            "as tokenizer.json and fails to load this directory (tokenizers' Tokenizer.from_file and a gateway given "
+            "the "
             "file's path read it). Ship it as tokenizer.json for transformers.",
             location=Provenance(a.tokenizer_json.name),
             details={"vocab_artifact": model.vocab_artifact, "remote_module": None, "transformers_loads": False},
@@ -37,12 +39,16 @@ def slow_fallback_risk(model: TokenizerModel) -> Iterator[Finding]:
         return
     module = remote_tokenizer_module(model)
     if module:
-        how = f"the remote-code class in {module}.py (a PreTrainedTokenizer in pure Python, only with trust_remote_code)"
+        how = (
+            f"the remote-code class in {module}.py (a PreTrainedTokenizer in pure Python, only with trust_remote_code)"
+        )
     elif a.tiktoken is not None and not transformers_finds_ranks(model):
         yield slow_fallback_risk.finding(
             f"there is no tokenizer.json, and transformers' AutoTokenizer looks for a rank file only under the names "
-            f"{' and '.join(TRANSFORMERS_RANK_FILE_NAMES)}, not {a.tiktoken.name}: it fails to load this directory. tiktoken "
-            "and files-only gateways read the ranks; ship a tokenizer.json saved from the reference tokenizer for transformers.",
+            f"{' and '.join(TRANSFORMERS_RANK_FILE_NAMES)}, not {a.tiktoken.name}: it fails to load this directory. "
+            "tiktoken "
+            "and files-only gateways read the ranks; ship a tokenizer.json saved from the reference tokenizer for "
+            "transformers.",
             location=Provenance(model.vocab_artifact),
             details={"vocab_artifact": model.vocab_artifact, "remote_module": module, "transformers_loads": False},
         )
@@ -52,7 +58,8 @@ def slow_fallback_risk(model: TokenizerModel) -> Iterator[Finding]:
     else:
         how = f"a tokenizer converted from {model.vocab_artifact} at load time, or the slow Python class"
     yield slow_fallback_risk.finding(
-        f"there is no tokenizer.json, so transformers uses {how}. Slow and converted tokenizers differ from the fast path "
+        f"there is no tokenizer.json, so transformers uses {how}. Slow and converted tokenizers differ from the fast "
+        "path "
         "(ids, added-token handling, speed), and concurrent first loads have fallen back to a half-implemented Python "
         "backend (NotImplementedError in get_vocab). Ship a tokenizer.json saved from the reference tokenizer.",
         location=Provenance(model.vocab_artifact),
@@ -71,7 +78,8 @@ def remote_code_required(model: TokenizerModel) -> Iterator[Finding]:
             yield remote_code_required.finding(
                 f"{rc.name} is only partly understood by tokaudit's static reader: {'; '.join(problems[:5])}. "
                 "What it declares there (pattern, reserved slots, special tokens) is not in the loader table.",
-                severity=Severity.NOTE, location=rc.not_understood[0][0] if rc.not_understood else Provenance(rc.name),
+                severity=Severity.NOTE,
+                location=rc.not_understood[0][0] if rc.not_understood else Provenance(rc.name),
                 details={"module": rc.name, "not_understood": problems},
             )
     tc = a.tokenizer_config
@@ -86,16 +94,22 @@ def remote_code_required(model: TokenizerModel) -> Iterator[Finding]:
     present = (a.root / f"{module}.py").is_file()
     key = "auto_map.AutoTokenizer" if "AutoTokenizer" in tc.auto_map else "tokenizer_class"
     if present:
-        message = (f"the tokenizer is Python code ({module}.py, present): transformers loads it only with "
-                   "trust_remote_code=True, and gateways without Python (smg, Dynamo, tiktoken-rs) re-implement it from "
-                   "the data files; check the loader table for what each of them maps.")
+        message = (
+            f"the tokenizer is Python code ({module}.py, present): transformers loads it only with "
+            "trust_remote_code=True, and gateways without Python (smg, Dynamo, tiktoken-rs) re-implement it from "
+            "the data files; check the loader table for what each of them maps."
+        )
         severity = Severity.WARNING
     else:
-        message = (f"{key} names {module}.py, which is not in the model directory: transformers cannot load this tokenizer "
-                   "even with trust_remote_code.")
+        message = (
+            f"{key} names {module}.py, which is not in the model directory: transformers cannot load this tokenizer "
+            "even with trust_remote_code."
+        )
         severity = Severity.ERROR
     yield remote_code_required.finding(
-        message, severity=severity, location=Provenance(tc.name, key=key),
+        message,
+        severity=severity,
+        location=Provenance(tc.name, key=key),
         details={"module": f"{module}.py", "present": present, "tokenizer_class": tc.tokenizer_class},
     )
 
@@ -117,13 +131,21 @@ def artifact_disagreement(model: TokenizerModel) -> Iterator[Finding]:
         examples = [{"id": i, name_a: token_text(va[i]), name_b: token_text(vb[i])} for i in sorted(differ)[:10]]
         shown = "; ".join(f"{e['id']}: {e[name_a]} vs {e[name_b]}" for e in examples[:3])
         yield artifact_disagreement.finding(
-            f"{name_a} and {name_b} disagree: {plural(len(differ), 'id')} {'has' if len(differ) == 1 else 'have'} different bytes"
-            + (f" ({shown})" if shown else "") + f", {plural(only_a, 'id')} only in {name_a}, {only_b} only in {name_b}. Loaders that prefer one file over the other "
+            f"{name_a} and {name_b} disagree: {plural(len(differ), 'id')} {'has' if len(differ) == 1 else 'have'} "
+            "different bytes"
+            + (f" ({shown})" if shown else "")
+            + f", {plural(only_a, 'id')} only in {name_a}, {only_b} only in {name_b}. Loaders that prefer one file "
+            "over the other "
             "(smg: tokenizer.json first; Dynamo: the file it is handed) produce different ids for the same text.",
             location=Provenance(name_b),
             ids=ids if ids else None,
-            details={"subject": f"{name_a}|{name_b}", "artifacts": [name_a, name_b], "examples": examples,
-                     f"only_in_{name_a}": only_a, f"only_in_{name_b}": only_b},
+            details={
+                "subject": f"{name_a}|{name_b}",
+                "artifacts": [name_a, name_b],
+                "examples": examples,
+                f"only_in_{name_a}": only_a,
+                f"only_in_{name_b}": only_b,
+            },
         )
     yield from _sentencepiece_vs_tokenizer_json(model)
     yield from _merges_vs_vocab_json(model)
@@ -142,12 +164,18 @@ def _merges_vs_vocab_json(model: TokenizerModel) -> Iterator[Finding]:
         return
     line, (left, right), missing = bad[0]
     yield artifact_disagreement.finding(
-        f"{a.merges.name} and {a.vocab_json.name} disagree: {plural(len(bad), 'merge')} name{'s' if len(bad) == 1 else ''} a token "
-        f"{a.vocab_json.name} lacks (line {line}: {left!r} + {right!r}, {missing!r} is missing). tokenizers refuses to build the "
+        f"{a.merges.name} and {a.vocab_json.name} disagree: {plural(len(bad), 'merge')} "
+        f"name{'s' if len(bad) == 1 else ''} a token "
+        f"{a.vocab_json.name} lacks (line {line}: {left!r} + {right!r}, {missing!r} is missing). tokenizers refuses "
+        "to build the "
         "BPE model (fast loaders, Rust gateways fail to load); transformers' slow tokenizer loads it.",
         location=Provenance(a.merges.name, line=line),
-        details={"subject": f"{a.merges.name}|{a.vocab_json.name}", "artifacts": [a.merges.name, a.vocab_json.name],
-                 "unknown_merges": len(bad), "first_line": line},
+        details={
+            "subject": f"{a.merges.name}|{a.vocab_json.name}",
+            "artifacts": [a.merges.name, a.vocab_json.name],
+            "unknown_merges": len(bad),
+            "first_line": line,
+        },
     )
 
 
@@ -169,17 +197,25 @@ def _sentencepiece_vs_tokenizer_json(model: TokenizerModel) -> Iterator[Finding]
     if not differ and not missing:
         return
     examples = [{"id": i, sp.name: sp.pieces[i].piece, tj.name: fast[i]} for i in differ[:10]]
-    shown = "; ".join(f"{e['id']}: {token_text(str(e[sp.name]).encode())} vs {token_text(str(e[tj.name]).encode())}"
-                      for e in examples[:3])
+    shown = "; ".join(
+        f"{e['id']}: {token_text(str(e[sp.name]).encode())} vs {token_text(str(e[tj.name]).encode())}"
+        for e in examples[:3]
+    )
     yield artifact_disagreement.finding(
         f"{sp.name} and {tj.name} disagree: {len(differ)} id(s) with a different piece string"
-        + (f" ({shown})" if shown else "") + f", {len(missing)} piece id(s) of {sp.name} missing from {tj.name}. "
+        + (f" ({shown})" if shown else "")
+        + f", {len(missing)} piece id(s) of {sp.name} missing from {tj.name}. "
         f"The slow tokenizer and llama.cpp (which read "
         f"{sp.name}) and the fast one (which reads {tj.name}) then give the same text different ids.",
         location=Provenance(tj.name),
         ids=IdRanges.from_ids(differ + missing),
-        details={"subject": f"{sp.name}|{tj.name}", "artifacts": [sp.name, tj.name], "examples": examples,
-                 "different": len(differ), f"missing_from_{tj.name}": len(missing)},
+        details={
+            "subject": f"{sp.name}|{tj.name}",
+            "artifacts": [sp.name, tj.name],
+            "examples": examples,
+            "different": len(differ),
+            f"missing_from_{tj.name}": len(missing),
+        },
     )
 
 
@@ -190,7 +226,8 @@ def pattern_unknown(model: TokenizerModel) -> Iterator[Finding]:
     if search.blocked is not None:
         # never borrowed silently: tokenizer.json's pattern may not be the one the remote code runs
         yield pattern_unknown.finding(
-            f"{search.blocked}. The tiktoken backend is therefore decode-only: it does not take another file's pattern, "
+            f"{search.blocked}. The tiktoken backend is therefore decode-only: it does not take another file's "
+            "pattern, "
             "because comparing the remote code's pattern with tokenizer.json's is what compare is for.",
             location=search.blocked_at,
             details={"blocked": search.blocked, "has_tokenizer_json": a.tokenizer_json is not None},
@@ -207,8 +244,10 @@ def pattern_unknown(model: TokenizerModel) -> Iterator[Finding]:
     }
     listed = "; ".join(f"{k}: {v}" for k, v in fallbacks.items())
     yield pattern_unknown.finding(
-        f"{a.tiktoken.name} holds ranks but no file declares the pre-tokenizer regex (pat_str): each loader guesses — {listed}. "
-        "A wrong regex splits text differently from training (Han, digits, contractions), so token counts and ids differ.",
+        f"{a.tiktoken.name} holds ranks but no file declares the pre-tokenizer regex (pat_str): each loader guesses — "
+        f"{listed}. "
+        "A wrong regex splits text differently from training (Han, digits, contractions), so token counts and ids "
+        "differ.",
         location=Provenance(a.tiktoken.name),
         details={"fallbacks": fallbacks, "cl100k_pattern": CL100K_PATTERN},
     )
@@ -228,4 +267,6 @@ def gateway_fallback(model: TokenizerModel) -> Iterator[Finding]:
     advance("fastokens load (TA306)", 1, 1)
     if probe.error is None:
         return
-    yield gateway_fallback.finding(fallback_message(probe, tj.name), location=Provenance(tj.name), details=fallback_details(probe))
+    yield gateway_fallback.finding(
+        fallback_message(probe, tj.name), location=Provenance(tj.name), details=fallback_details(probe)
+    )

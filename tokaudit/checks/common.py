@@ -14,8 +14,10 @@ from tokaudit.model.tokenizer_model import TokenizerModel
 #: Shapes of control tokens (llama.cpp ``does_token_look_special`` plus fullwidth DeepSeek markers):
 #: ``<|im_end|>``, ``<｜end▁of▁sentence｜>``, ``[INST]``, ``[/INST]``, ``<think>``, ``</s>``, ``<end_of_turn>``, and
 #: Gemma 4's one-sided pairs ``<|turn>`` ... ``<turn|>`` (``<|tool_call>``, ``<channel|>``: the bar marks the open side).
-_CONTROL = re.compile(r"<\|[^<>|\s]{1,80}\|>|<\|[A-Za-z][A-Za-z0-9_.:-]{0,40}>|<[A-Za-z][A-Za-z0-9_.:-]{0,40}\|>|"
-                      r"<｜[^<>｜\s]{1,80}｜>|\[/?[A-Z][A-Z0-9_]{0,40}\]|</?[A-Za-z][A-Za-z0-9_.:-]{0,40}>")
+_CONTROL = re.compile(
+    r"<\|[^<>|\s]{1,80}\|>|<\|[A-Za-z][A-Za-z0-9_.:-]{0,40}>|<[A-Za-z][A-Za-z0-9_.:-]{0,40}\|>|"
+    r"<｜[^<>｜\s]{1,80}｜>|\[/?[A-Z][A-Z0-9_]{0,40}\]|</?[A-Za-z][A-Za-z0-9_.:-]{0,40}>"
+)
 _CONTROL_FULL = re.compile(f"(?:{_CONTROL.pattern})")
 
 #: Reserved placeholders: ``<|reserved_token_7|>``, ``<|reserved_special_token_3|>``, ``<|extra_12|>``,
@@ -121,8 +123,19 @@ def template_markers(model: TokenizerModel) -> list[Marker]:
 
 
 #: Turn terminators of well-known templates, most specific first.
-KNOWN_TERMINATORS = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<turn|>", "<|end|>", "<|eot|>", "<|end_of_turn|>",
-                     "<｜end▁of▁sentence｜>", "</s>", "<|endoftext|>", "[EOT]")
+KNOWN_TERMINATORS = (
+    "<|im_end|>",
+    "<|eot_id|>",
+    "<end_of_turn>",
+    "<turn|>",
+    "<|end|>",
+    "<|eot|>",
+    "<|end_of_turn|>",
+    "<｜end▁of▁sentence｜>",
+    "</s>",
+    "<|endoftext|>",
+    "[EOT]",
+)
 
 
 def turn_terminator(model: TokenizerModel) -> Marker | None:

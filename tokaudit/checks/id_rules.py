@@ -36,7 +36,9 @@ def id_collision(model: TokenizerModel) -> Iterator[Finding]:
         small = [layer for layer in table.layers if layer is not model.base]
         for layer in small:
             for i, token in layer.tokens.items():
-                others = [(other, other.tokens[i]) for other in table.layers if other is not layer and i in other.tokens]
+                others = [
+                    (other, other.tokens[i]) for other in table.layers if other is not layer and i in other.tokens
+                ]
                 mine = text.claim_bytes(layer, token)
                 if any(text.claim_bytes(o, t) != mine for o, t in others):
                     add(i, [_claim(layer, token)] + [_claim(o, t) for o, t in others])
@@ -44,28 +46,51 @@ def id_collision(model: TokenizerModel) -> Iterator[Finding]:
     tj = a.tokenizer_json
     if tj is not None:
         for i, first, other in tj.duplicate_ids:
-            add(i, [{"artifact": tj.name, "rule": "model.vocab", "token": first}, {"artifact": tj.name, "rule": "model.vocab", "token": other}])
+            add(
+                i,
+                [
+                    {"artifact": tj.name, "rule": "model.vocab", "token": first},
+                    {"artifact": tj.name, "rule": "model.vocab", "token": other},
+                ],
+            )
         for tok, loaded in tokenizers_added_ids(model):
             holder = tj.vocab.get(loaded)
             if tok.id is not None and loaded != tok.id and holder is not None and holder != tok.content:
-                add(loaded, [{"artifact": tj.name, "rule": f"added_tokens (declared id {tok.id}, tokenizers assigns {loaded})",
-                              "token": tok.content}, {"artifact": tj.name, "rule": "model.vocab", "token": holder}])
+                add(
+                    loaded,
+                    [
+                        {
+                            "artifact": tj.name,
+                            "rule": f"added_tokens (declared id {tok.id}, tokenizers assigns {loaded})",
+                            "token": tok.content,
+                        },
+                        {"artifact": tj.name, "rule": "model.vocab", "token": holder},
+                    ],
+                )
         if a.tokenizer_config is not None:
             for tok in a.tokenizer_config.added_tokens_decoder:
                 if tok.id is None:
                     continue
                 found = model.files.lookup(tok.id)
                 if found is not None and text.claim_bytes(found.layer, found.token) != text.content_piece(tok.content):
-                    add(tok.id, [_claim(found.layer, found.token),
-                                 {"artifact": a.tokenizer_config.name, "rule": "added_tokens_decoder", "token": tok.content}])
+                    add(
+                        tok.id,
+                        [
+                            _claim(found.layer, found.token),
+                            {"artifact": a.tokenizer_config.name, "rule": "added_tokens_decoder", "token": tok.content},
+                        ],
+                    )
     if not claims:
         return
     ids = IdRanges.from_ids(claims)
     first_ids = sorted(claims)[:3]
-    examples = "; ".join(f"{i}: " + " vs ".join(f"{c['token']} ({c['artifact']} {c['rule']})" for c in claims[i]) for i in first_ids)
+    examples = "; ".join(
+        f"{i}: " + " vs ".join(f"{c['token']} ({c['artifact']} {c['rule']})" for c in claims[i]) for i in first_ids
+    )
     where = model.files.lookup(first_ids[0])
     yield id_collision.finding(
-        f"{plural(ids.count, 'id')} {'is' if ids.count == 1 else 'are'} claimed by two different tokens: {examples}. Which one a loader decodes depends on its "
+        f"{plural(ids.count, 'id')} {'is' if ids.count == 1 else 'are'} claimed by two different tokens: {examples}. "
+        "Which one a loader decodes depends on its "
         "lookup order, so encode and decode disagree.",
         location=where.source if where else None,
         ids=ids,
@@ -82,31 +107,40 @@ def id_drift(model: TokenizerModel) -> Iterator[Finding]:
         for tok, loaded in tokenizers_added_ids(model):
             if tok.id is not None and loaded != tok.id and tj.vocab.get(loaded) in (None, tok.content):
                 drifts.setdefault("tokenizers (tokenizer.json added_tokens)", []).append(
-                    {"token": tok.content, "declared": tok.id, "loaded": loaded, "source": tok.source.to_json()})
+                    {"token": tok.content, "declared": tok.id, "loaded": loaded, "source": tok.source.to_json()}
+                )
         if a.tokenizer_config is not None:
             loaded_ids = {tok.content: loaded for tok, loaded in tokenizers_added_ids(model)}
             for tok in a.tokenizer_config.added_tokens_decoder:
                 loaded_id = loaded_ids.get(tok.content)
                 if tok.id is not None and loaded_id is not None and loaded_id != tok.id:
                     drifts.setdefault("transformers (tokenizer.json over tokenizer_config.json)", []).append(
-                        {"token": tok.content, "declared": tok.id, "loaded": loaded_id, "source": tok.source.to_json()})
+                        {"token": tok.content, "declared": tok.id, "loaded": loaded_id, "source": tok.source.to_json()}
+                    )
     compact = compacted_added_ids(model)
     if compact and a.tokenizer_config is not None:
         by_id = {t.id: t for t in a.tokenizer_config.added_tokens_decoder}
-        moved: list[dict[str, Any]] = [{"token": by_id[d].content, "declared": d, "loaded": n, "source": by_id[d].source.to_json()}
-                 for d, n in sorted(compact.items()) if d != n]
+        moved: list[dict[str, Any]] = [
+            {"token": by_id[d].content, "declared": d, "loaded": n, "source": by_id[d].source.to_json()}
+            for d, n in sorted(compact.items())
+            if d != n
+        ]
         if moved:
             drifts[f"transformers v5 conversion of {model.vocab_artifact} (no tokenizer.json)"] = moved
     for loader, moved in drifts.items():
         ids = IdRanges.from_ids(m["declared"] for m in moved)
+
         def fmt(part: list[dict[str, Any]]) -> str:
             return ", ".join(f"{m['token']} {m['declared']} → {m['loaded']}" for m in part)
 
         shown = fmt(moved) if len(moved) <= 5 else f"{fmt(moved[:3])}, … ({len(moved) - 5} more), {fmt(moved[-2:])}"
         extra = ""
         if "conversion" in loader:
-            extra = (f" It appends the {len(compact)} added tokens right after the ranks instead of keeping their sparse ids "
-                     "(transformers #45356, fixed by #45359/#48446).")
+            extra = (
+                f" It appends the {len(compact)} added tokens right after the ranks instead of keeping their sparse "
+                "ids "
+                "(transformers #45356, fixed by #45359/#48446)."
+            )
         yield id_drift.finding(
             f"{len(moved)} added tokens get a different id under {loader} than the files declare: {shown}.{extra} "
             "Ids the model was trained with then decode to other tokens.",
@@ -154,10 +188,12 @@ def placeholder_encodable(model: TokenizerModel) -> Iterator[Finding]:
     if "files" in by_profile:
         who.append("every loader of the data files (HF tokenizers matches added tokens in text)")
     if smg_detects_kimi(model):
-        who.append("smg and Dynamo, which synthesize <|reserved_token_N|> for Kimi and always encode with special tokens")
+        who.append(
+            "smg and Dynamo, which synthesize <|reserved_token_N|> for Kimi and always encode with special tokens"
+        )
     yield placeholder_encodable.finding(
         f"{ids.count} reserved placeholder tokens (e.g. {example} = {example_id}) are registered as special tokens by "
-        f"{'; '.join(who)}. User text containing \"{example}\" encodes to control id {example_id}, an untrained "
+        f'{"; ".join(who)}. User text containing "{example}" encodes to control id {example_id}, an untrained '
         "embedding: filter these strings from user input or encode with split_special_tokens.",
         location=source,
         ids=ids,

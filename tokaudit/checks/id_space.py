@@ -75,8 +75,10 @@ def vocab_gap(model: TokenizerModel) -> Iterator[Finding]:
         if not holes:
             impact += " (the text has a hole no one sees when a sampler picks an untrained padding row)"
     if published:
-        impact += ("; this is the layout of tiktoken's own published encoding (its registry's special tokens after "
-                   "the ranks), which tiktoken.get_encoding has too")
+        impact += (
+            "; this is the layout of tiktoken's own published encoding (its registry's special tokens after "
+            "the ranks), which tiktoken.get_encoding has too"
+        )
     yield vocab_gap.finding(
         f"{gaps.count} ids in {declared} have no token for a loader that reads only the data files "
         f"({model.vocab_artifact} and its added tokens, as tiktoken-rs and smg before PR #1482 do): "
@@ -121,22 +123,34 @@ def size_mismatch(model: TokenizerModel) -> Iterator[Finding]:
                 # kept as a range: the slots are never materialised past the declared size
                 past = IdRanges.span(max(size, base_count), base_count + n)
                 yield size_mismatch.finding(
-                    f"{rc.name} declares num_reserved_special_tokens = {n}: reserved slots [{base_count}, {base_count + n}) "
+                    f"{rc.name} declares num_reserved_special_tokens = {n}: reserved slots [{base_count}, "
+                    f"{base_count + n}) "
                     f"reach past the declared size {size} ({model.declared.basis}); {past.count} of them can never be "
                     "produced, and tokaudit keeps them as a range instead of building them.",
                     location=rc.num_reserved_source,
                     ids=past,
-                    details={"profile": REMOTE_CODE, "declared_size": size, "num_reserved_special_tokens": n,
-                             "first_reserved_id": base_count},
+                    details={
+                        "profile": REMOTE_CODE,
+                        "declared_size": size,
+                        "num_reserved_special_tokens": n,
+                        "first_reserved_id": base_count,
+                    },
                 )
     sizes = model.sizes
     emb = model.artifacts.embedding
-    if sizes.embedding_rows is not None and sizes.config_vocab_size is not None and sizes.embedding_rows != sizes.config_vocab_size:
+    if (
+        sizes.embedding_rows is not None
+        and sizes.config_vocab_size is not None
+        and sizes.embedding_rows != sizes.config_vocab_size
+    ):
         rows = emb.embedding or emb.lm_head if emb else None
         yield size_mismatch.finding(
             f"the embedding has {sizes.embedding_rows} rows but config vocab_size is {sizes.config_vocab_size}: "
             "the sampler and the tokenizer disagree on the id range.",
             location=rows.source if rows else None,
-            details={"embedding_rows": sizes.embedding_rows, "config_vocab_size": sizes.config_vocab_size,
-                     "tensor": rows.tensor if rows else None},
+            details={
+                "embedding_rows": sizes.embedding_rows,
+                "config_vocab_size": sizes.config_vocab_size,
+                "tensor": rows.tensor if rows else None,
+            },
         )

@@ -48,8 +48,10 @@ class Verdict:
 
     def why(self) -> str:
         if self.registered_by == REMOTE_CODE:
-            return (f"only the remote code registers it (id {self.token_id}); loaders of the data files alone "
-                    "(e.g. tiktoken-rs) encode it as text")
+            return (
+                f"only the remote code registers it (id {self.token_id}); loaders of the data files alone "
+                "(e.g. tiktoken-rs) encode it as text"
+            )
         if self.registered_by == FILES:
             return f"it is vocabulary entry {self.token_id} but not an added token, and the encoder splits it"
         return "no added token or vocabulary entry has this text"
@@ -69,7 +71,9 @@ class LiteralClassifier:
         named: set[str] = set()
         for record in (a.tokenizer_config, a.special_tokens_map):
             if record is not None:
-                named |= {t.content for t in record.special.values()} | {t.content for t in record.additional_special_tokens}
+                named |= {t.content for t in record.special.values()} | {
+                    t.content for t in record.additional_special_tokens
+                }
         self.named = named
         self.registered: Mapping[str, int | None] = {t.content: t.id for t in a.registered_added_tokens}
         if a.gguf_only:  # llama.cpp's special-token cache: what llama_tokenize(parse_special) splits out whole
@@ -131,5 +135,7 @@ class LiteralClassifier:
             return Verdict(text, True, True, token_id, profile)  # a named special token transformers registers
         ids = self.encode(text)
         if profile == FILES and ids == [token_id]:
-            return Verdict(text, True, True, token_id, profile, ids, self.encoder_name)  # one vocabulary entry, kept whole
+            return Verdict(
+                text, True, True, token_id, profile, ids, self.encoder_name
+            )  # one vocabulary entry, kept whole
         return Verdict(text, True, False, token_id, profile, ids, self.encoder_name)

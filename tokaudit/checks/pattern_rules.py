@@ -30,13 +30,22 @@ def _patterns(model: TokenizerModel) -> list[Pattern]:
         out[own.regex] = own
     if a.tokenizer_json is not None:
         for regex in a.tokenizer_json.patterns:
-            out.setdefault(regex, Pattern(regex, f"{a.tokenizer_json.name} pre_tokenizer",
-                                          Provenance(a.tokenizer_json.name, key="pre_tokenizer"), "oniguruma"))
+            out.setdefault(
+                regex,
+                Pattern(
+                    regex,
+                    f"{a.tokenizer_json.name} pre_tokenizer",
+                    Provenance(a.tokenizer_json.name, key="pre_tokenizer"),
+                    "oniguruma",
+                ),
+            )
     return list(out.values())
 
 
 def _who(engine: str) -> str:
-    return {"fancy-regex": "tiktoken (fancy-regex)", "oniguruma": "tokenizers (Oniguruma)", "regex": "Python regex"}[engine]
+    return {"fancy-regex": "tiktoken (fancy-regex)", "oniguruma": "tokenizers (Oniguruma)", "regex": "Python regex"}[
+        engine
+    ]
 
 
 def probe_pattern(regex: str) -> dict[str, Any]:
@@ -46,8 +55,11 @@ def probe_pattern(regex: str) -> dict[str, Any]:
     versions, kept in the result cache when it ran well within every time limit."""
     from tokaudit.report.report import installed_version
 
-    inputs = {"regex": regex, "budget": BUDGET_SECONDS,
-              "versions": {dist: installed_version(dist) for dist in ("tiktoken", "tokenizers", "regex")}}
+    inputs = {
+        "regex": regex,
+        "budget": BUDGET_SECONDS,
+        "versions": {dist: installed_version(dist) for dist in ("tiktoken", "tokenizers", "regex")},
+    }
     key = cache_key("ta305-probe", inputs, (__name__, "tokaudit.backends.pattern"))
     hit = load(key, lambda v: conforms(v, _PROBE) and (not v["found"] or "example" in v))
     if hit is not None:
@@ -60,8 +72,9 @@ def probe_pattern(regex: str) -> dict[str, Any]:
     if found:
         example = shrink(regex, found[0].text) or found[0]
         translated = translate_for_onig(regex)
-        fixed, _, fixed_complete = divergences(regex, ("fancy-regex", "oniguruma"), onig_regex=translated,
-                                               budget_seconds=BUDGET_SECONDS)
+        fixed, _, fixed_complete = divergences(
+            regex, ("fancy-regex", "oniguruma"), onig_regex=translated, budget_seconds=BUDGET_SECONDS
+        )
         out.update(example=[example.text, example.pieces], translated=translated, fixed=bool(fixed))
         complete = complete and fixed_complete
     # complete: no engine call was cut short by its clock; and well within the budget, so a loaded machine could not
@@ -73,8 +86,14 @@ def probe_pattern(regex: str) -> dict[str, Any]:
 
 #: A cached probe: each divergence is a text and each engine's pieces of it.
 _DIVERGENCE = (str, {str: [str]})
-_PROBE = {"found": [_DIVERGENCE], "rejected": {str: str}, "complete": bool, "example?": _DIVERGENCE, "translated?": str,
-          "fixed?": bool}
+_PROBE = {
+    "found": [_DIVERGENCE],
+    "rejected": {str: str},
+    "complete": bool,
+    "example?": _DIVERGENCE,
+    "translated?": str,
+    "fixed?": bool,
+}
 
 
 @rule("TA305")
@@ -82,9 +101,11 @@ def pattern_portability(model: TokenizerModel) -> Iterator[Finding]:
     for pattern in _patterns(model):
         if len(pattern.regex) > MAX_PATTERN_CHARS:
             yield pattern_portability.finding(
-                f"the pattern from {pattern.source} is {len(pattern.regex)} characters long (limit {MAX_PATTERN_CHARS}): "
+                f"the pattern from {pattern.source} is {len(pattern.regex)} characters long (limit "
+                f"{MAX_PATTERN_CHARS}): "
                 "not probed, so whether tiktoken, tokenizers and Python regex split text the same way is unknown.",
-                severity=Severity.NOTE, location=pattern.location,
+                severity=Severity.NOTE,
+                location=pattern.location,
                 details={"source": pattern.source, "probed": False, "length": len(pattern.regex)},
             )
             continue
@@ -96,17 +117,24 @@ def pattern_portability(model: TokenizerModel) -> Iterator[Finding]:
         if rejected and pattern.engine not in rejected:
             names = ", ".join(f"{_who(e)}: {why}" for e, why in rejected.items())
             yield pattern_portability.finding(
-                f"the pattern from {pattern.source} runs in {_who(pattern.engine)} but other engines reject it ({names}): "
+                f"the pattern from {pattern.source} runs in {_who(pattern.engine)} but other engines reject it "
+                f"({names}): "
                 "a loader that converts it to another engine cannot load this tokenizer.",
                 location=pattern.location,
-                details={"source": pattern.source, "pattern": pattern.regex, "rejected": rejected, "engines": engines_run},
+                details={
+                    "source": pattern.source,
+                    "pattern": pattern.regex,
+                    "rejected": rejected,
+                    "engines": engines_run,
+                },
             )
         if not found:
             if not complete:
                 yield pattern_portability.finding(
                     f"probing the pattern from {pattern.source} ran out of its {BUDGET_SECONDS:g} s budget: "
                     "its portability across regex engines is unknown.",
-                    severity=Severity.NOTE, location=pattern.location,
+                    severity=Severity.NOTE,
+                    location=pattern.location,
                     details={"source": pattern.source, "probed": False},
                 )
             continue
@@ -114,11 +142,15 @@ def pattern_portability(model: TokenizerModel) -> Iterator[Finding]:
         translated: str = probe["translated"]
         fixed: bool = probe["fixed"]
         split = "; ".join(f"{_who(e)} {[visible(p) for p in pieces]}" for e, pieces in example.pieces.items())
-        fix = (" tokaudit's hf backend runs the translated pattern (possessive intervals as atomic groups, $ and ^ "
-               "anchored to the text); transformers' TikTokenConverter does not translate it."
-               if not fixed and translated != pattern.regex else "")
+        fix = (
+            " tokaudit's hf backend runs the translated pattern (possessive intervals as atomic groups, $ and ^ "
+            "anchored to the text); transformers' TikTokenConverter does not translate it."
+            if not fixed and translated != pattern.regex
+            else ""
+        )
         yield pattern_portability.finding(
-            f"the pattern from {pattern.source} splits {visible(example.text)!r} differently across regex engines: {split} "
+            f"the pattern from {pattern.source} splits {visible(example.text)!r} differently across regex engines: "
+            f"{split} "
             f"({len(found)} of the probe strings differ). Loaders running it in different engines give different "
             f"token ids for the same text.{fix}",
             location=pattern.location,

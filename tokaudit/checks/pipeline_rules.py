@@ -56,19 +56,28 @@ def _llama(model: TokenizerModel) -> dict[str, Any]:
     without add_prefix_space; split off), decoder ▁ -> space, byte fallback, fuse, strip one leading space."""
     add_prefix_space = _flag(model, "add_prefix_space", True)
     scheme = ("first" if not _flag(model, "legacy", False) else "always") if add_prefix_space else "never"
-    decoders: list[dict[str, Any]] = [{"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
-                                      {"type": "ByteFallback"}, {"type": "Fuse"}]
+    decoders: list[dict[str, Any]] = [
+        {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+        {"type": "ByteFallback"},
+        {"type": "Fuse"},
+    ]
     if add_prefix_space:
         decoders.append({"type": "Strip", "content": " ", "start": 1, "stop": 0})
-    return {"normalizer": None,
-            "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": scheme, "split": False},
-            "decoder": {"type": "Sequence", "decoders": decoders}}
+    return {
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": scheme, "split": False},
+        "decoder": {"type": "Sequence", "decoders": decoders},
+    }
 
 
 def _gpt2(model: TokenizerModel) -> dict[str, Any]:
     """GPT2Tokenizer.__init__: no normalizer, ByteLevel with GPT-2's own regex, ByteLevel decoder."""
-    byte_level = {"type": "ByteLevel", "add_prefix_space": _flag(model, "add_prefix_space", False), "trim_offsets": True,
-                  "use_regex": True}
+    byte_level = {
+        "type": "ByteLevel",
+        "add_prefix_space": _flag(model, "add_prefix_space", False),
+        "trim_offsets": True,
+        "use_regex": True,
+    }
     return {"normalizer": None, "pre_tokenizer": byte_level, "decoder": {**byte_level, "add_prefix_space": True}}
 
 
@@ -87,8 +96,15 @@ def transformers_class(model: TokenizerModel) -> tuple[str | None, str]:
         return None, "auto_map: the model's own class"
     name = cfg.tokenizer_class.removesuffix("Fast")
     tj = a.tokenizer_json
-    if name == "LlamaTokenizer" and tj is not None and "ByteLevel" in _types(tj.raw.get("pre_tokenizer")) + _types(tj.raw.get("decoder")):
-        return "TokenizersBackend", "tokenizer_class LlamaTokenizer over a byte-level tokenizer.json is loaded as TokenizersBackend"
+    if (
+        name == "LlamaTokenizer"
+        and tj is not None
+        and "ByteLevel" in _types(tj.raw.get("pre_tokenizer")) + _types(tj.raw.get("decoder"))
+    ):
+        return (
+            "TokenizersBackend",
+            "tokenizer_class LlamaTokenizer over a byte-level tokenizer.json is loaded as TokenizersBackend",
+        )
     return name, f"{cfg.name} tokenizer_class {cfg.tokenizer_class}"
 
 
@@ -103,9 +119,14 @@ def _rebuilt_differs(tj: TokenizerJson, rebuilt: dict[str, Any]) -> tuple[str, l
     result cache under the file's hash and the rebuilt components."""
     from tokaudit.result_cache import cache_key, conforms, installed_version, load, store
 
-    key = cache_key("loader-rebuild", {"file": tj.digest, "rebuilt": rebuilt, "tokenizers": installed_version("tokenizers"),
-                                       "probes": PROBES}, ("tokaudit.checks.pipeline_rules",))
-    hit = load(key, lambda v: conforms(v, {"text": None}) or conforms(v, {"text": str, "file": [int], "rebuilt": [int]}))
+    key = cache_key(
+        "loader-rebuild",
+        {"file": tj.digest, "rebuilt": rebuilt, "tokenizers": installed_version("tokenizers"), "probes": PROBES},
+        ("tokaudit.checks.pipeline_rules",),
+    )
+    hit = load(
+        key, lambda v: conforms(v, {"text": None}) or conforms(v, {"text": str, "file": [int], "rebuilt": [int]})
+    )
     if hit is not None:
         return (hit["text"], hit["file"], hit["rebuilt"]) if hit["text"] is not None else None
     found = _encode_both(tj, rebuilt)
@@ -124,9 +145,19 @@ def _encode_both(tj: TokenizerJson, rebuilt: dict[str, Any]) -> tuple[str, list[
     if tok is None:
         return None
     original = [tok.encode(text, add_special_tokens=False).ids for text in PROBES]
-    shell = Tokenizer.from_str(json.dumps({"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
-                                           "post_processor": None, **rebuilt,
-                                           "model": {"type": "BPE", "vocab": {}, "merges": []}}))
+    shell = Tokenizer.from_str(
+        json.dumps(
+            {
+                "version": "1.0",
+                "truncation": None,
+                "padding": None,
+                "added_tokens": [],
+                "post_processor": None,
+                **rebuilt,
+                "model": {"type": "BPE", "vocab": {}, "merges": []},
+            }
+        )
+    )
     tok.normalizer = shell.normalizer
     tok.pre_tokenizer = shell.pre_tokenizer
     for text, ids in zip(PROBES, original):
@@ -157,17 +188,24 @@ def loader_rebuild(model: TokenizerModel) -> Iterator[Finding]:
     text, ids, other = differs
     cfg = model.artifacts.tokenizer_config
     assert cfg is not None
-    described = ", ".join(f"{key} {(rebuilt[key] or {}).get('type', 'none')}" for key in ("normalizer", "pre_tokenizer"))
+    described = ", ".join(
+        f"{key} {(rebuilt[key] or {}).get('type', 'none')}" for key in ("normalizer", "pre_tokenizer")
+    )
     yield loader_rebuild.finding(
         f"transformers {TRANSFORMERS_MIRRORED}'s AutoTokenizer builds {name} ({why}), whose constructor replaces "
         f"{tj.name}'s normalizer and pre-tokenizer with its own ({described}): {visible(repr(text))} encodes to "
         f"{other[:12]} instead of {ids[:12]}. transformers, and vLLM and SGLang through it, then tokenize differently "
-        f"from tokenizers, TGI and smg on the same files. Setting tokenizer_class to \"TokenizersBackend\" in {cfg.name} "
+        f'from tokenizers, TGI and smg on the same files. Setting tokenizer_class to "TokenizersBackend" in {cfg.name} '
         "makes transformers read tokenizer.json as it is.",
         location=Provenance(cfg.name, key="tokenizer_class"),
-        details={"transformers": TRANSFORMERS_MIRRORED, "class": name, "why": why, "rebuilt": rebuilt,
-                 "example": {"text": text, "tokenizer_json": ids, "rebuilt": other},
-                 "prevented_by": f"{cfg.name} tokenizer_class: TokenizersBackend"},
+        details={
+            "transformers": TRANSFORMERS_MIRRORED,
+            "class": name,
+            "why": why,
+            "rebuilt": rebuilt,
+            "example": {"text": text, "tokenizer_json": ids, "rebuilt": other},
+            "prevented_by": f"{cfg.name} tokenizer_class: TokenizersBackend",
+        },
     )
 
 
@@ -182,7 +220,8 @@ def decoder_mismatch(model: TokenizerModel) -> Iterator[Finding]:
     normalizers = tj.raw.get("normalizer")
     metaspace = "Metaspace" in pre or any(
         isinstance(n, dict) and n.get("type") == "Replace" and n.get("content") == "\u2581"
-        for n in ([normalizers] + (normalizers.get("normalizers") or [] if isinstance(normalizers, dict) else [])))
+        for n in ([normalizers] + (normalizers.get("normalizers") or [] if isinstance(normalizers, dict) else []))
+    )
     if "ByteLevel" in pre and "ByteLevel" not in dec:
         shown = "null" if decoder is None else " → ".join(dec) or "none"
         example = "'Ġhello' for ' hello', 'âĢĻ' for '’'"

@@ -44,13 +44,21 @@ def special_token_missing(model: TokenizerModel) -> Iterator[Finding]:
             token_id, profile = content_id(model, tok.content)
             if profile == "files":
                 continue
-            why = ("only the remote code registers it, so files-only loaders (smg, tiktoken-rs) cannot encode or decode it"
-                   if profile == REMOTE_CODE else "no vocabulary entry or added token has this text")
+            why = (
+                "only the remote code registers it, so files-only loaders (smg, tiktoken-rs) cannot encode or decode it"
+                if profile == REMOTE_CODE
+                else "no vocabulary entry or added token has this text"
+            )
             yield special_token_missing.finding(
                 f"{field} {tok.content} ({record.name}) is not a token for a loader of the data files: {why}.",
                 location=tok.source,
                 ids=IdRanges.from_ids([token_id]) if token_id is not None else None,
-                details={"subject": f"{record.name}:{field}", "field": field, "token": tok.content, "remote_code_id": token_id},
+                details={
+                    "subject": f"{record.name}:{field}",
+                    "field": field,
+                    "token": tok.content,
+                    "remote_code_id": token_id,
+                },
             )
     for ids_record in (a.config, a.generation_config):
         if ids_record is None:
@@ -63,7 +71,9 @@ def special_token_missing(model: TokenizerModel) -> Iterator[Finding]:
                 if token_id >= size:
                     why = f"it is at or beyond the declared size {size}"
                 elif REMOTE_CODE in model.profiles and token_id in model.profiles[REMOTE_CODE].mapped:
-                    why = "it is in the vocabulary gap: only the remote code maps it, files-only loaders cannot decode it"
+                    why = (
+                        "it is in the vocabulary gap: only the remote code maps it, files-only loaders cannot decode it"
+                    )
                 else:
                     why = "it is in the vocabulary gap: no loader maps it"
                 yield special_token_missing.finding(
@@ -79,9 +89,11 @@ def special_token_missing(model: TokenizerModel) -> Iterator[Finding]:
         assert g is not None, "gguf_special_out_of_range yields only for a GGUF"
         instead = f"its {g.model} default id {used}" if used is not None else "no id at all"
         yield special_token_missing.finding(
-            f"{key} = {value} is outside the {len(g.tokens)} tokens of {g.path.name}: llama.cpp warns \"bad special token\" "
+            f'{key} = {value} is outside the {len(g.tokens)} tokens of {g.path.name}: llama.cpp warns "bad special '
+            'token" '
             f"and uses {instead} as {name}, other GGUF readers fail or index past the vocabulary.",
-            location=g.source(key), ids=IdRanges.from_ids([value]),
+            location=g.source(key),
+            ids=IdRanges.from_ids([value]),
             details={"subject": f"gguf:{key}", "field": key, "id": value, "llamacpp_uses": used},
         )
 
@@ -94,13 +106,25 @@ def eos_sets(model: TokenizerModel) -> list[dict[str, Any]]:
         if record is not None and record.ids.eos:
             key = record.ids.keys.get("eos", "eos_token_id")
             ids = sorted(set(record.ids.eos))
-            sets.append({"source": f"{record.name} {key}", "ids": ids, "location": Provenance(record.name, key=key),
-                         "tokens": [token_text(model, i) or "?" for i in ids]})
+            sets.append(
+                {
+                    "source": f"{record.name} {key}",
+                    "ids": ids,
+                    "location": Provenance(record.name, key=key),
+                    "tokens": [token_text(model, i) or "?" for i in ids],
+                }
+            )
     if a.tokenizer_config is not None and "eos_token" in a.tokenizer_config.special:
         tok = a.tokenizer_config.special["eos_token"]
         token_id, _ = content_id(model, tok.content)
-        sets.append({"source": f"{a.tokenizer_config.name} eos_token", "ids": [] if token_id is None else [token_id],
-                     "location": tok.source, "tokens": [tok.content]})
+        sets.append(
+            {
+                "source": f"{a.tokenizer_config.name} eos_token",
+                "ids": [] if token_id is None else [token_id],
+                "location": tok.source,
+                "tokens": [tok.content],
+            }
+        )
     return sets
 
 
@@ -122,16 +146,29 @@ def eos_mismatch(model: TokenizerModel) -> Iterator[Finding]:
     severity = Severity.ERROR if term_id is not None and sets and term_id not in union else Severity.WARNING
     parts = [_fmt(s) for s in sets]
     if term is not None:
-        parts.append(f"and the chat template's turn terminator {term.text} ({term_id if term_id is not None else 'not a token'})")
-    stacks = ("transformers generate() stops on generation_config.json (falling back to config.json); vLLM stops on the "
-              "tokenizer's eos_token plus generation_config.json's eos_token_id; smg stops on the union of config.json and "
-              "generation_config.json")
+        parts.append(
+            f"and the chat template's turn terminator {term.text} ({term_id if term_id is not None else 'not a token'})"
+        )
+    stacks = (
+        "transformers generate() stops on generation_config.json (falling back to config.json); vLLM stops on the "
+        "tokenizer's eos_token plus generation_config.json's eos_token_id; smg stops on the union of config.json and "
+        "generation_config.json"
+    )
     narrow = [s["source"] for s in term_outside]
-    tail = (f". A stack that reads only {' or '.join(narrow)} never stops on {term.text} and runs into a fake next turn"
-            if narrow and term is not None else "")
+    tail = (
+        f". A stack that reads only {' or '.join(narrow)} never stops on {term.text} and runs into a fake next turn"
+        if narrow and term is not None
+        else ""
+    )
     if severity is Severity.ERROR:
         tail += f". No file lists {term.text}: generation only stops at max_tokens"  # type: ignore[union-attr]  # ERROR needs term_id, set only from a term
-    location = term_outside[0]["location"] if term_outside else sets[0]["location"] if sets else (term.source if term else None)
+    location = (
+        term_outside[0]["location"]
+        if term_outside
+        else sets[0]["location"]
+        if sets
+        else (term.source if term else None)
+    )
     yield eos_mismatch.finding(
         f"end-of-sequence sets disagree between {', '.join(parts)}. {stacks}{tail}.",
         severity=severity,
@@ -139,7 +176,9 @@ def eos_mismatch(model: TokenizerModel) -> Iterator[Finding]:
         ids=IdRanges.from_ids(union | ({term_id} if term_id is not None else set())),
         details={
             "sets": [{"source": s["source"], "ids": s["ids"], "tokens": s["tokens"]} for s in sets],
-            "template_terminator": None if term is None else {"token": term.text, "id": term_id, "location": term.source.to_json()},
+            "template_terminator": None
+            if term is None
+            else {"token": term.text, "id": term_id, "location": term.source.to_json()},
         },
     )
 
@@ -153,11 +192,13 @@ def _primary_added(model: TokenizerModel) -> tuple[AddedToken, ...]:
 
 #: HTML element names. Gemma 3 adds <table>, <h1>, <b>, <code>, ... as ordinary (special: false) tokens so
 #: that web markup encodes compactly: vocabulary, not control tokens.
-HTML_ELEMENTS = frozenset("""a abbr address article aside audio b bdi bdo blockquote body br button canvas caption cite
+HTML_ELEMENTS = frozenset(
+    """a abbr address article aside audio b bdi bdo blockquote body br button canvas caption cite
 code col colgroup data dd del details dfn dialog div dl dt em embed fieldset figcaption figure footer form h1 h2 h3 h4 h5
 h6 head header hr html i iframe img input ins kbd label legend li link main mark meta nav noscript object ol optgroup
 option output p param picture pre progress q rp rt ruby s samp script section select small source span strong style sub
-summary sup table tbody td template textarea tfoot th thead time title tr track u ul var video wbr""".split())
+summary sup table tbody td template textarea tfoot th thead time title tr track u ul var video wbr""".split()
+)
 #: At least this many distinct HTML elements among the plain added tokens make them markup vocabulary
 #: (a lone <s> or <code> stays a control-token candidate).
 MIN_HTML_FAMILY = 4
@@ -191,17 +232,24 @@ def control_token_not_special(model: TokenizerModel) -> Iterator[Finding]:
             continue
         names = ", ".join(f"{t.content} ({t.id})" for t in tokens[:8]) + (" …" if len(tokens) > 8 else "")
         if group == "control tokens":
-            message = (f"{len(tokens)} added tokens look like control tokens but are marked special: false: {names}. "
-                       "skip_special_tokens keeps them in user-visible text and transformers may split them "
-                       "(split_special_tokens); mark them special unless a parser must see them.")
+            message = (
+                f"{len(tokens)} added tokens look like control tokens but are marked special: false: {names}. "
+                "skip_special_tokens keeps them in user-visible text and transformers may split them "
+                "(split_special_tokens); mark them special unless a parser must see them."
+            )
             severity = Severity.WARNING
         else:
-            message = (f"{len(tokens)} tool-call/reasoning markers are marked special: false: {names}. This is often "
-                       "deliberate (skip_special_tokens must keep them so the tool/reasoning parser sees them); check that "
-                       "your serving stack does not strip or split them.")
+            message = (
+                f"{len(tokens)} tool-call/reasoning markers are marked special: false: {names}. This is often "
+                "deliberate (skip_special_tokens must keep them so the tool/reasoning parser sees them); check that "
+                "your serving stack does not strip or split them."
+            )
             severity = Severity.NOTE
         yield control_token_not_special.finding(
-            message, severity=severity, location=tokens[0].source, ids=IdRanges.from_ids(t.id for t in tokens if t.id is not None),
+            message,
+            severity=severity,
+            location=tokens[0].source,
+            ids=IdRanges.from_ids(t.id for t in tokens if t.id is not None),
             details={"subject": group, "tokens": [{"id": t.id, "token": t.content} for t in tokens]},
         )
 
@@ -225,16 +273,26 @@ def added_token_flags_mismatch(model: TokenizerModel) -> Iterator[Finding]:
         other = in_json.get(tok.id)
         if other is None or other.content != tok.content:
             continue
-        diff = {k: (v, other.flags()[k]) for k, v in tok.flags().items() if v is not None and other.flags()[k] is not None and v != other.flags()[k]}
+        diff = {
+            k: (v, other.flags()[k])
+            for k, v in tok.flags().items()
+            if v is not None and other.flags()[k] is not None and v != other.flags()[k]
+        }
         if not diff:
             continue
-        text = "; ".join(f"{k}: {a.tokenizer_config.name} {str(c).lower()}, {a.tokenizer_json.name} {str(j).lower()} ({_FLAG_EFFECT[k]})"
-                         for k, (c, j) in diff.items())
+        text = "; ".join(
+            f"{k}: {a.tokenizer_config.name} {str(c).lower()}, {a.tokenizer_json.name} {str(j).lower()} "
+            f"({_FLAG_EFFECT[k]})"
+            for k, (c, j) in diff.items()
+        )
         yield added_token_flags_mismatch.finding(
             f"{tok.content} ({tok.id}) has different flags in the two files: {text}. Fast (tokenizer.json) and slow "
             "(tokenizer_config.json) loaders then treat it differently.",
             location=tok.source,
             ids=IdRanges.from_ids([tok.id]) if tok.id is not None else None,
-            details={"subject": tok.content, "token": tok.content,
-                     "flags": {k: {"tokenizer_config": c, "tokenizer_json": j} for k, (c, j) in diff.items()}},
+            details={
+                "subject": tok.content,
+                "token": tok.content,
+                "flags": {k: {"tokenizer_config": c, "tokenizer_json": j} for k, (c, j) in diff.items()},
+            },
         )

@@ -21,8 +21,14 @@ _BATCH = 8192
 #: ``partial_utf8_ids`` of the vocabulary last asked about (TA401 and TA402 ask about the same one).
 _last_partial: tuple[Mapping[int, bytes] | None, list[int]] = (None, [])
 #: What decides the undecodable ids of a file's vocabulary, besides the file: its parsers, the token bytes, the layer.
-_PARTIAL_MODULES = ("tokaudit.artifacts.strict_json", "tokaudit.artifacts.tokenizer_json", "tokaudit.artifacts.tiktoken_ranks",
-                    "tokaudit.artifacts.token_bytes", "tokaudit.model.tokenizer_model", __name__)
+_PARTIAL_MODULES = (
+    "tokaudit.artifacts.strict_json",
+    "tokaudit.artifacts.tokenizer_json",
+    "tokaudit.artifacts.tiktoken_ranks",
+    "tokaudit.artifacts.token_bytes",
+    "tokaudit.model.tokenizer_model",
+    __name__,
+)
 
 
 def partial_utf8_ids(layer: Layer) -> list[int]:
@@ -103,8 +109,11 @@ def unreachable_token(model: TokenizerModel) -> Iterator[Finding]:
         return
     if isinstance(found, str):  # a deep rule that cannot run says so: never a silent pass
         yield unreachable_token.finding(
-            f"not checked: no encoder of this model could be built ({found}), so which tokens are unreachable is unknown.",
-            severity=Severity.NOTE, location=Provenance(model.vocab_artifact), details={"ran": False, "reason": found},
+            f"not checked: no encoder of this model could be built ({found}), so which tokens are unreachable is "
+            "unknown.",
+            severity=Severity.NOTE,
+            location=Provenance(model.vocab_artifact),
+            details={"ran": False, "reason": found},
         )
         return
     name, encode = found
@@ -124,8 +133,10 @@ def unreachable_token(model: TokenizerModel) -> Iterator[Finding]:
     bad = sorted(single.keys() | multi.keys())
     if not bad:
         return
-    examples = [{"id": i, "token": token_text(vocab[i]), "encodes_to": (single.get(i) or multi[i])[:8]} for i in bad[:10]]
-    shown = "; ".join(f"{e['id']} \"{e['token']}\" → {e['encodes_to']}" for e in examples[:3])
+    examples = [
+        {"id": i, "token": token_text(vocab[i]), "encodes_to": (single.get(i) or multi[i])[:8]} for i in bad[:10]
+    ]
+    shown = "; ".join(f'{e["id"]} "{e["token"]}" → {e["encodes_to"]}' for e in examples[:3])
     yield unreachable_token.finding(
         f"{len(bad)} tokens never come out of encoding their own text with the {name} encoder ({len(multi)} split into "
         f"several tokens, {len(single)} become another single token; e.g. {shown}). The model never saw them in "
@@ -134,8 +145,11 @@ def unreachable_token(model: TokenizerModel) -> Iterator[Finding]:
         ids=IdRanges.from_ids(bad),
         details={
             "encoder": name,
-            "categories": {"unreachable_multi_token": len(multi), "unreachable_single_token": len(single),
-                           "undecodable_skipped": len(partial)},
+            "categories": {
+                "unreachable_multi_token": len(multi),
+                "unreachable_single_token": len(single),
+                "undecodable_skipped": len(partial),
+            },
             "checked": total,
             "examples": examples,
         },

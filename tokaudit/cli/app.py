@@ -75,7 +75,13 @@ def _version(value: bool) -> None:
 
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version of tokaudit and of the libraries it uses, and exit.")
+        bool,
+        typer.Option(
+            "--version",
+            callback=_version,
+            is_eager=True,
+            help="Show the version of tokaudit and of the libraries it uses, and exit.",
+        ),
     ] = False,
 ) -> None:
     """tokaudit: diagnostic and audit tool for LLM tokenizers."""
@@ -116,7 +122,11 @@ def _exit_now(exc: SystemExit) -> None:
     if code is not None and not isinstance(code, int):
         return  # a message: the interpreter prints it
     pending = getattr(atexit, "_ncallbacks", None)
-    if pending is None or pending() or any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+    if (
+        pending is None
+        or pending()
+        or any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread())
+    ):
         return
     try:
         for stream in (sys.stdout, sys.stderr):

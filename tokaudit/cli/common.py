@@ -49,48 +49,83 @@ class FailOn(str, Enum):
 
 
 TargetArg = Annotated[
-    str, typer.Argument(metavar="TARGET", help="Model directory, tokenizer file, or Hugging Face repo id (org/name).", show_default=False)
+    str,
+    typer.Argument(
+        metavar="TARGET",
+        help="Model directory, tokenizer file, or Hugging Face repo id (org/name).",
+        show_default=False,
+    ),
 ]
 #: ``--format``'s help: each format's help line from the table, in its order.
 FORMAT_HELP = "Output format: " + "; ".join(f"{name}: {f.help}" for name, f in FORMATS.items()) + "."
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help=FORMAT_HELP, case_sensitive=False)]
 OutputOpt = Annotated[
     Path | None,
-    typer.Option("--output", "-o", metavar="FILE", help="Write the report to this file instead of stdout (- is stdout).", dir_okay=False),
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="Write the report to this file instead of stdout (- is stdout).",
+        dir_okay=False,
+    ),
 ]
 ColorOpt = Annotated[
     Color,
-    typer.Option("--color", help="Colour the rich report: auto (a terminal, unless NO_COLOR is set; FORCE_COLOR forces it), "
-                 "always or never.", case_sensitive=False),
+    typer.Option(
+        "--color",
+        help="Colour the rich report: auto (a terminal, unless NO_COLOR is set; FORCE_COLOR forces it), "
+        "always or never.",
+        case_sensitive=False,
+    ),
 ]
 FailOnOpt = Annotated[
     FailOn, typer.Option("--fail-on", help="Lowest severity that makes the exit code 1.", case_sensitive=False)
 ]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show Python tracebacks for errors.")]
 QuietOpt = Annotated[
-    bool, typer.Option("--quiet", "-q", help="Findings and the verdict only: no tables, no progress, no summary line on stderr.")
+    bool,
+    typer.Option(
+        "--quiet", "-q", help="Findings and the verdict only: no tables, no progress, no summary line on stderr."
+    ),
 ]
 RevisionOpt = Annotated[
-    str | None, typer.Option("--revision", metavar="REV", help="Branch, tag or commit for a Hugging Face repo id target.")
+    str | None,
+    typer.Option("--revision", metavar="REV", help="Branch, tag or commit for a Hugging Face repo id target."),
 ]
 SelectOpt = Annotated[
     list[str] | None,
-    typer.Option("--select", metavar="RULES", help="Only these rules: codes, names or code prefixes (TA2), comma-separated or repeated."),
+    typer.Option(
+        "--select",
+        metavar="RULES",
+        help="Only these rules: codes, names or code prefixes (TA2), comma-separated or repeated.",
+    ),
 ]
 IgnoreOpt = Annotated[
-    list[str] | None, typer.Option("--ignore", metavar="RULES", help="Skip these rules: codes, names or code prefixes; comma-separated or repeated.")
+    list[str] | None,
+    typer.Option(
+        "--ignore",
+        metavar="RULES",
+        help="Skip these rules: codes, names or code prefixes; comma-separated or repeated.",
+    ),
 ]
 StackOpt = Annotated[
     str | None,
-    typer.Option("--stack", help="Only these serving stacks (comma-separated): transformers, vllm, sglang, smg, tgi, mistral.rs, "
-                 "llama.cpp, dynamo; the template findings and the exit code concern them alone (the parser round trip "
-                 "runs for vllm, sglang, llama.cpp among them). Default: every stack, or [tool.tokaudit] stacks."),
+    typer.Option(
+        "--stack",
+        help="Only these serving stacks (comma-separated): transformers, vllm, sglang, smg, tgi, mistral.rs, "
+        "llama.cpp, dynamo; the template findings and the exit code concern them alone (the parser round trip "
+        "runs for vllm, sglang, llama.cpp among them). Default: every stack, or [tool.tokaudit] stacks.",
+    ),
 ]
 ParsersOpt = Annotated[
     str | None,
-    typer.Option("--parsers", help="Whose parsers the round trip runs: builtin (tokaudit's grammars, default), installed (the "
-                 "installed vLLM/SGLang parser classes; exit 2 if a chosen stack does not import) or auto (installed where "
-                 "importable). TOKAUDIT_STACK_PYTHON names another interpreter to import them from. Default: [tool.tokaudit] parsers."),
+    typer.Option(
+        "--parsers",
+        help="Whose parsers the round trip runs: builtin (tokaudit's grammars, default), installed (the "
+        "installed vLLM/SGLang parser classes; exit 2 if a chosen stack does not import) or auto (installed where "
+        "importable). TOKAUDIT_STACK_PYTHON names another interpreter to import them from. Default: [tool.tokaudit] "
+        "parsers.",
+    ),
 ]
 BaselineOpt = Annotated[
     Path | None,
@@ -98,20 +133,31 @@ BaselineOpt = Annotated[
 ]
 SkipSpecialOpt = Annotated[
     bool,
-    typer.Option("--skip-special-tokens/--keep-special-tokens",
-                 help="Leave special tokens out of the text, as servers do by default (vLLM, TGI, SGLang, smg); "
-                      "--keep-special-tokens shows them. The token table lists every id either way."),
+    typer.Option(
+        "--skip-special-tokens/--keep-special-tokens",
+        help="Leave special tokens out of the text, as servers do by default (vLLM, TGI, SGLang, smg); "
+        "--keep-special-tokens shows them. The token table lists every id either way.",
+    ),
 ]
 GgufOpt = Annotated[
     Path | None,
-    typer.Option("--gguf", help="A GGUF of the model for the llama.cpp and transformers-gguf backends (default: the target's own, "
-                                "or the one GGUF beside the HF files)."),
+    typer.Option(
+        "--gguf",
+        help="A GGUF of the model for the llama.cpp and transformers-gguf backends (default: the target's own, "
+        "or the one GGUF beside the HF files).",
+    ),
 ]
-JobsOpt = Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Targets checked in parallel (threads).", min=1)]
+JobsOpt = Annotated[
+    int, typer.Option("--jobs", "-j", metavar="N", help="Targets checked in parallel (threads).", min=1)
+]
 AlsoOpt = Annotated[
     list[str] | None,
-    typer.Option("--also", metavar="FORMAT=FILE", help="Also write the report in FORMAT to FILE (repeatable): one run, "
-                 "several reports, e.g. --format sarif -o tokaudit.sarif --also markdown=summary.md --also junit=junit.xml."),
+    typer.Option(
+        "--also",
+        metavar="FORMAT=FILE",
+        help="Also write the report in FORMAT to FILE (repeatable): one run, "
+        "several reports, e.g. --format sarif -o tokaudit.sarif --also markdown=summary.md --also junit=junit.xml.",
+    ),
 ]
 
 
@@ -139,7 +185,11 @@ def read_text_arg(text: str, name: str = "TEXT") -> str:
         if sys.stdin is None:
             raise InputError("stdin is closed", key=name)
         raw = getattr(sys.stdin, "buffer", None)  # a text-only stdin (tests, embedding) has none
-        data = raw.read(MAX_TEXT_BYTES + 1) if raw is not None else sys.stdin.read(MAX_TEXT_BYTES + 1).encode("utf-8", "surrogateescape")
+        data = (
+            raw.read(MAX_TEXT_BYTES + 1)
+            if raw is not None
+            else sys.stdin.read(MAX_TEXT_BYTES + 1).encode("utf-8", "surrogateescape")
+        )
         if len(data) > MAX_TEXT_BYTES:
             raise InputError(f"stdin is over the limit of {MAX_TEXT_BYTES >> 10} KiB", key=name)
         try:
@@ -243,7 +293,12 @@ def _open_output(output: Path | None, kind: str = "text") -> Iterator[TextIO]:
 
 
 def emit(
-    report: Report, fmt: OutputFormat, output: Path | None, fail_on: FailOn, quiet: bool, color: Color = Color.auto,
+    report: Report,
+    fmt: OutputFormat,
+    output: Path | None,
+    fail_on: FailOn,
+    quiet: bool,
+    color: Color = Color.auto,
     also: Iterable[tuple[OutputFormat, Path]] = (),
 ) -> None:
     """Render the report (and, for ``--also FORMAT=FILE``, the same report in other formats to files) and exit
@@ -290,7 +345,9 @@ def parse_also(values: Iterable[str] | None) -> list[tuple[OutputFormat, Path]]:
         name, sep, path = value.partition("=")
         choices = [f.value for f in OutputFormat if FORMATS[f.value].also]
         if not sep or not path or name.lower() not in choices:
-            raise InputError(f"expected FORMAT=FILE with FORMAT one of {', '.join(choices)}, got {value!r}", key="--also")
+            raise InputError(
+                f"expected FORMAT=FILE with FORMAT one of {', '.join(choices)}, got {value!r}", key="--also"
+            )
         out.append((OutputFormat(name.lower()), Path(path)))
     return out
 
@@ -338,8 +395,12 @@ def emit_lines(command: str, outcomes: Iterable[Any], output: Path | None, fail_
                     err(f"tokaudit: error: {outcome.error}")
                     unreadable += 1
                     code = 2
-                    doc: dict[str, Any] = {"tokaudit": __version__, "command": command, "target": outcome.target,
-                                           "error": str(outcome.error)}
+                    doc: dict[str, Any] = {
+                        "tokaudit": __version__,
+                        "command": command,
+                        "target": outcome.target,
+                        "error": str(outcome.error),
+                    }
                 else:
                     from tokaudit.report.locations import with_key_positions
 

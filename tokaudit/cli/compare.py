@@ -38,36 +38,64 @@ def compare(
     target: TargetArg,
     backends: Annotated[
         str | None,
-        typer.Option("--backends", help=f"Comma-separated: {names_help()} (default: every backend the model supports)."),
+        typer.Option(
+            "--backends", help=f"Comma-separated: {names_help()} (default: every backend the model supports)."
+        ),
     ] = None,
     gguf: Annotated[
-        Path | None, typer.Option("--gguf", help="A GGUF converted from the target: llama.cpp (and transformers-gguf) load it, "
-                                  "so compare checks the conversion against the HF files.")
+        Path | None,
+        typer.Option(
+            "--gguf",
+            help="A GGUF converted from the target: llama.cpp (and transformers-gguf) load it, "
+            "so compare checks the conversion against the HF files.",
+        ),
     ] = None,
     golden: Annotated[
-        Path | None, typer.Option("--golden", help="Expected ids per text, checked for every backend: llama.cpp's NAME.inp "
-                                  "(NAME.out beside it) or JSONL, a line an object with text and ids.")
+        Path | None,
+        typer.Option(
+            "--golden",
+            help="Expected ids per text, checked for every backend: llama.cpp's NAME.inp "
+            "(NAME.out beside it) or JSONL, a line an object with text and ids.",
+        ),
     ] = None,
     corpus: Annotated[
-        list[Path] | None, typer.Option("--corpus", help="A text file (a case per line) or a directory of them; repeatable.")
+        list[Path] | None,
+        typer.Option("--corpus", help="A text file (a case per line) or a directory of them; repeatable."),
     ] = None,
     whole_file: Annotated[bool, typer.Option("--whole-file", help="Each corpus file is one case.")] = False,
-    sample: Annotated[int | None, typer.Option("--sample", help="Compare N cases of the --corpus, picked at random.", min=0)] = None,
+    sample: Annotated[
+        int | None, typer.Option("--sample", help="Compare N cases of the --corpus, picked at random.", min=0)
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of --sample and of the built-in generators.")] = 0,
     builtin: Annotated[
-        bool, typer.Option("--builtin-corpus/--no-builtin-corpus", help="Include the built-in corpus of known failure classes.")
+        bool,
+        typer.Option(
+            "--builtin-corpus/--no-builtin-corpus", help="Include the built-in corpus of known failure classes."
+        ),
     ] = True,
     sweep: Annotated[
         Sweep,
-        typer.Option("--unicode-sweep", help="Unicode sweep of the built-in corpus: planes with assigned characters "
-                     "in full and the others sampled, every scalar value, or none.", case_sensitive=False),
+        typer.Option(
+            "--unicode-sweep",
+            help="Unicode sweep of the built-in corpus: planes with assigned characters "
+            "in full and the others sampled, every scalar value, or none.",
+            case_sensitive=False,
+        ),
     ] = Sweep.planes,
-    pat_str: Annotated[str | None, typer.Option("--pat-str", help="Pre-tokenizer regex, when the model declares none.")] = None,
+    pat_str: Annotated[
+        str | None, typer.Option("--pat-str", help="Pre-tokenizer regex, when the model declares none.")
+    ] = None,
     trust_remote_code: Annotated[
-        bool, typer.Option("--trust-remote-code", help="Let the transformers backends run the model's own code (never by default).")
+        bool,
+        typer.Option(
+            "--trust-remote-code", help="Let the transformers backends run the model's own code (never by default)."
+        ),
     ] = False,
     concurrency: Annotated[
-        int, typer.Option("--concurrency", help="Load the transformers tokenizer N times at once (threads, then processes).", min=0)
+        int,
+        typer.Option(
+            "--concurrency", help="Load the transformers tokenizer N times at once (threads, then processes).", min=0
+        ),
     ] = 0,
     examples: Annotated[int, typer.Option("--examples", help="First examples kept per pair and kind.", min=1)] = 3,
     revision: RevisionOpt = None,

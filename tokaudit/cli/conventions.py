@@ -24,8 +24,13 @@ OPTIONAL_LIBRARIES = ("transformers", "fastokens", "mistral_common", "llama_cpp_
 
 #: Placeholders of string options by name, where "TEXT" would not say what they take.
 NAMED_PLACEHOLDERS = {
-    "--backends": "LIST", "--detokenizers": "LIST", "--stack": "LIST", "--backend": "NAME",
-    "--pat-str": "REGEX", "--prompt": "IDS", "--steps": "RANGE",
+    "--backends": "LIST",
+    "--detokenizers": "LIST",
+    "--stack": "LIST",
+    "--backend": "NAME",
+    "--pat-str": "REGEX",
+    "--prompt": "IDS",
+    "--steps": "RANGE",
 }
 
 

@@ -32,9 +32,12 @@ from tokaudit.errors import InputError
 
 BackendOpt = Annotated[
     str | None,
-    typer.Option("--backend", help=f"{names_help(last=' or ', decode_only=True)}. "
-                 "Default: what a files-only gateway (smg, Dynamo) uses: hf (tokenizers) when there is a tokenizer.json, "
-                 f"else tiktoken for a rank file ({names_of_rank_files()})."),
+    typer.Option(
+        "--backend",
+        help=f"{names_help(last=' or ', decode_only=True)}. "
+        "Default: what a files-only gateway (smg, Dynamo) uses: hf (tokenizers) when there is a tokenizer.json, "
+        f"else tiktoken for a rank file ({names_of_rank_files()}).",
+    ),
 ]
 
 
@@ -44,7 +47,9 @@ def _read_ids(args: list[str], fmt: StreamFormat | None) -> tuple[list[int], str
 
     value = fmt.value if fmt else None
     # one argument that is "-", a file, or does not start like ids ("12", "[12", "+12") is a stream to read
-    if len(args) == 1 and (args[0] == "-" or is_existing_file(args[0]) or args[0].lstrip()[:1] not in tuple("0123456789[+")):
+    if len(args) == 1 and (
+        args[0] == "-" or is_existing_file(args[0]) or args[0].lstrip()[:1] not in tuple("0123456789[+")
+    ):
         stream = read_stream(args[0], value)
         return list(stream.ids), "<stdin>" if args[0] == "-" else args[0]
     return list(parse_stream(" ".join(args), "<arguments>", value).ids), "<arguments>"
@@ -54,14 +59,19 @@ def decode(
     target: TargetArg,
     ids: Annotated[
         list[str],
-        typer.Argument(metavar="IDS...", help="Ids as arguments ('1 2 3', '1,2,3', '[1, 2, 3]'), a file of ids, or - for stdin "
-                       "(the formats of replay: JSON array, ids, JSON Lines steps, SSE capture).", show_default=False),
+        typer.Argument(
+            metavar="IDS...",
+            help="Ids as arguments ('1 2 3', '1,2,3', '[1, 2, 3]'), a file of ids, or - for stdin "
+            "(the formats of replay: JSON array, ids, JSON Lines steps, SSE capture).",
+            show_default=False,
+        ),
     ],
     backend: BackendOpt = None,
     gguf: GgufOpt = None,
     skip_special_tokens: SkipSpecialOpt = True,
     stream_format: Annotated[
-        StreamFormat | None, typer.Option("--stream-format", help="Force the format of the ids (default: detected).", case_sensitive=False)
+        StreamFormat | None,
+        typer.Option("--stream-format", help="Force the format of the ids (default: detected).", case_sensitive=False),
     ] = None,
     revision: RevisionOpt = None,
     fmt: FormatOpt = OutputFormat.rich,
@@ -87,8 +97,11 @@ def decode(
 
         token_ids, source = _read_ids(ids, stream_format)
         if len(token_ids) > MAX_DECODE_IDS:
-            raise InputError(f"{len(token_ids)} ids from {source}: decode shows one row per id, at most {MAX_DECODE_IDS} "
-                             "(replay takes longer streams)", key="IDS")
+            raise InputError(
+                f"{len(token_ids)} ids from {source}: decode shows one row per id, at most {MAX_DECODE_IDS} "
+                "(replay takes longer streams)",
+                key="IDS",
+            )
         model = load_model(target, revision)
         lb = pick_backend(model, backend, encode=False, ids=token_ids, gguf=gguf_option(gguf))
         result, findings = decode_ids(model, lb, token_ids, skip_special_tokens, source)
@@ -100,7 +113,9 @@ def encode(
     text: Annotated[str, typer.Argument(help="The text to encode, or - to read it from stdin.", show_default=False)],
     backend: BackendOpt = None,
     gguf: GgufOpt = None,
-    pat_str: Annotated[str | None, typer.Option("--pat-str", help="Pre-tokenizer regex, when the model declares none.")] = None,
+    pat_str: Annotated[
+        str | None, typer.Option("--pat-str", help="Pre-tokenizer regex, when the model declares none.")
+    ] = None,
     revision: RevisionOpt = None,
     fmt: FormatOpt = OutputFormat.rich,
     output: OutputOpt = None,

@@ -27,41 +27,73 @@ if TYPE_CHECKING:
 
 
 def diff(
-    draft: Annotated[str, typer.Argument(metavar="TARGET_A", help="The draft model (directory, tokenizer file or repo id).", show_default=False)],
+    draft: Annotated[
+        str,
+        typer.Argument(
+            metavar="TARGET_A", help="The draft model (directory, tokenizer file or repo id).", show_default=False
+        ),
+    ],
     target: Annotated[
         str | None,
-        typer.Argument(metavar="[TARGET_B]", help="The target model it drafts for (with --corpus: the new tokenizer). "
-                       "Leave it out with --counts-baseline or --write-counts.", show_default=False),
+        typer.Argument(
+            metavar="[TARGET_B]",
+            help="The target model it drafts for (with --corpus: the new tokenizer). "
+            "Leave it out with --counts-baseline or --write-counts.",
+            show_default=False,
+        ),
     ] = None,
     revision: Annotated[
         str | None,
-        typer.Option("--revision", metavar="REV", help="Branch, tag or commit of TARGET_A when it is a Hugging Face repo id "
-                     "(and of TARGET_B unless --target-revision is given)."),
+        typer.Option(
+            "--revision",
+            metavar="REV",
+            help="Branch, tag or commit of TARGET_A when it is a Hugging Face repo id "
+            "(and of TARGET_B unless --target-revision is given).",
+        ),
     ] = None,
     target_revision: Annotated[
         str | None,
-        typer.Option("--target-revision", metavar="REV", help="Branch, tag or commit of TARGET_B when it is a Hugging Face repo id "
-                     "(default: --revision)."),
+        typer.Option(
+            "--target-revision",
+            metavar="REV",
+            help="Branch, tag or commit of TARGET_B when it is a Hugging Face repo id (default: --revision).",
+        ),
     ] = None,
     corpus: Annotated[
         Path | None,
-        typer.Option("--corpus", metavar="FILE|DIR", help="Count the tokens of each non-empty line (of each file) under both "
-                     "tokenizers: per-text and total counts, and TA704 token-count-drift when the total grows past --max-growth."),
+        typer.Option(
+            "--corpus",
+            metavar="FILE|DIR",
+            help="Count the tokens of each non-empty line (of each file) under both "
+            "tokenizers: per-text and total counts, and TA704 token-count-drift when the total grows past --max-growth.",
+        ),
     ] = None,
     max_growth: Annotated[
         float,
-        typer.Option("--max-growth", metavar="PERCENT", min=0.0, help="The total token count may grow this much (percent) "
-                     "before TA704."),
+        typer.Option(
+            "--max-growth",
+            metavar="PERCENT",
+            min=0.0,
+            help="The total token count may grow this much (percent) before TA704.",
+        ),
     ] = 2.0,
     write_counts: Annotated[
         Path | None,
-        typer.Option("--write-counts", metavar="FILE", help="Write the corpus's counts under TARGET_B (TARGET_A when it is "
-                     "the only target) as a counts baseline to commit."),
+        typer.Option(
+            "--write-counts",
+            metavar="FILE",
+            help="Write the corpus's counts under TARGET_B (TARGET_A when it is "
+            "the only target) as a counts baseline to commit.",
+        ),
     ] = None,
     counts_baseline: Annotated[
         Path | None,
-        typer.Option("--counts-baseline", metavar="FILE", help="Compare TARGET_A's counts with this baseline (written by "
-                     "--write-counts) instead of a second tokenizer."),
+        typer.Option(
+            "--counts-baseline",
+            metavar="FILE",
+            help="Compare TARGET_A's counts with this baseline (written by "
+            "--write-counts) instead of a second tokenizer.",
+        ),
     ] = None,
     fmt: FormatOpt = OutputFormat.rich,
     output: OutputOpt = None,
@@ -107,8 +139,10 @@ def diff(
             b = load_model(target, target_revision or revision)
             same = same_files(a.source, b.source)
             if same is not None:  # e.g. diff org/m org/m --revision old: old against old
-                err(f"tokaudit: warning: both sides are the same files ({same}): every id matches itself; "
-                    "give the other side's revision with --target-revision")
+                err(
+                    f"tokaudit: warning: both sides are the same files ({same}): every id matches itself; "
+                    "give the other side's revision with --target-revision"
+                )
             for warning in b.source.warnings:  # the draft's are shown with the report
                 err(f"tokaudit: warning: {warning}")
             if is_conversion_pair(a, b):  # HF files and a GGUF: the conversion's drift, in either order
@@ -137,6 +171,10 @@ def diff(
                 result.data["counts"] = counts
                 findings += [f.with_target(a.target) for f in drifted]
             elif newest is not None:
-                result.data["counts"] = {"corpus": str(corpus), "b": None, "a": {"target": newest.target, "backend": newest.backend,
-                                         "total": newest.total}, "texts": [{"name": c.source, "a": n} for c, n in zip(cases, newest.counts)]}
+                result.data["counts"] = {
+                    "corpus": str(corpus),
+                    "b": None,
+                    "a": {"target": newest.target, "backend": newest.backend, "total": newest.total},
+                    "texts": [{"name": c.source, "a": n} for c, n in zip(cases, newest.counts)],
+                }
         emit(Report("diff", [result], findings), fmt, output, fail_on, quiet, color)

@@ -27,12 +27,19 @@ from tokaudit.cli.progress import loading_status
 
 BackendsOpt = Annotated[
     str | None,
-    typer.Option("--backends", help=f"Comma-separated: {names_help()} "
-                 "(default: every backend the model supports; explain leaves fastokens and the transformers ones out, see --all-backends)."),
+    typer.Option(
+        "--backends",
+        help=f"Comma-separated: {names_help()} "
+        "(default: every backend the model supports; explain leaves fastokens and the transformers ones out, see "
+        "--all-backends).",
+    ),
 ]
 PatStrOpt = Annotated[str | None, typer.Option("--pat-str", help="Pre-tokenizer regex, when the model declares none.")]
 TrustOpt = Annotated[
-    bool, typer.Option("--trust-remote-code", help="Let the transformers backends run the model's own code (never by default).")
+    bool,
+    typer.Option(
+        "--trust-remote-code", help="Let the transformers backends run the model's own code (never by default)."
+    ),
 ]
 
 
@@ -40,11 +47,18 @@ def explain(
     target: TargetArg,
     queries: Annotated[
         list[str],
-        typer.Argument(metavar="ID|TEXT...", help="Token ids, or a token's exact text (e.g. '<|im_end|>'): every id with that token.", show_default=False),
+        typer.Argument(
+            metavar="ID|TEXT...",
+            help="Token ids, or a token's exact text (e.g. '<|im_end|>'): every id with that token.",
+            show_default=False,
+        ),
     ],
     backends: BackendsOpt = None,
     all_backends: Annotated[
-        bool, typer.Option("--all-backends", help="Every backend, fastokens and the transformers ones too (default: all but those).")
+        bool,
+        typer.Option(
+            "--all-backends", help="Every backend, fastokens and the transformers ones too (default: all but those)."
+        ),
     ] = False,
     pat_str: PatStrOpt = None,
     trust_remote_code: TrustOpt = False,
@@ -78,6 +92,13 @@ def explain(
         # explain only decodes these ids: backends rebuilt from ranks skip the merges (decode never reads
         # them) and hold only the entries these ids read (the same answers, in milliseconds)
         with loading_status(quiet):
-            loaded = load_backends(model, names, pat_str, trust_remote_code=trust_remote_code, decode_only=True,
-                                   for_ids=[i for _, i in pairs], gguf=gguf_option(gguf))
+            loaded = load_backends(
+                model,
+                names,
+                pat_str,
+                trust_remote_code=trust_remote_code,
+                decode_only=True,
+                for_ids=[i for _, i in pairs],
+                gguf=gguf_option(gguf),
+            )
         emit(Report("explain", [explain_ids(model, loaded, pairs)], []), fmt, output, fail_on, quiet, color)

@@ -30,7 +30,9 @@ from tokaudit.cli.explain import BackendsOpt, PatStrOpt, TrustOpt
 def fuzz(
     target: TargetArg,
     backends: BackendsOpt = None,
-    iterations: Annotated[int, typer.Option("--iterations", "-n", help="Id sequences each backend decodes.", min=1)] = 2000,
+    iterations: Annotated[
+        int, typer.Option("--iterations", "-n", help="Id sequences each backend decodes.", min=1)
+    ] = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sequences (the same seed gives the same run).")] = 0,
     max_length: Annotated[int, typer.Option("--max-length", help="Longest sequence, in ids.", min=1)] = 8,
     pat_str: PatStrOpt = None,
@@ -64,8 +66,14 @@ def fuzz(
         names = parse_backend_list(backends)
         model = load_model(target, revision)
         with loading_status(quiet):
-            loaded = load_backends(model, names, pat_str, trust_remote_code=trust_remote_code, decode_only=True,  # fuzz only decodes
-                                   gguf=gguf_option(gguf))
+            loaded = load_backends(
+                model,
+                names,
+                pat_str,
+                trust_remote_code=trust_remote_code,
+                decode_only=True,  # fuzz only decodes
+                gguf=gguf_option(gguf),
+            )
         with progress_bar(quiet) as bar:
             result, findings = run_fuzz(model, loaded, FuzzOptions(iterations, seed, max_length), bar)
         emit(Report("fuzz", [result], findings), fmt, output, fail_on, quiet, color)

@@ -39,8 +39,12 @@ def scan_options_with_values() -> frozenset[str]:
     from tokaudit.cli.app import build_app
 
     command = typer.main.get_command(build_app(["scan"])).commands["scan"]  # type: ignore[attr-defined]
-    return frozenset(name for p in command.params if not getattr(p, "is_flag", False) and p.param_type_name == "option"
-                     for name in p.opts)
+    return frozenset(
+        name
+        for p in command.params
+        if not getattr(p, "is_flag", False) and p.param_type_name == "option"
+        for name in p.opts
+    )
 
 
 def model_directories(files: Sequence[str]) -> list[str]:
@@ -64,7 +68,9 @@ def model_directories(files: Sequence[str]) -> list[str]:
         if any(kind_of(entry) in VOCAB_KINDS for entry in entries):
             out.append(shown)
     # a GGUF beside HF files is scanned with its directory (and checked against them): once is enough
-    return [t for t in out if not t.lower().endswith(".gguf") or (Path(t).parent.as_posix() if "/" in t else ".") not in out]
+    return [
+        t for t in out if not t.lower().endswith(".gguf") or (Path(t).parent.as_posix() if "/" in t else ".") not in out
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

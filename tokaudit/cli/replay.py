@@ -38,36 +38,68 @@ def replay(
     target: TargetArg,
     stream: Annotated[
         str,
-        typer.Argument(help="The token ids the server produced: a file, or - for stdin (JSON array, ids, JSON Lines steps, SSE capture).",
-                       show_default=False),
+        typer.Argument(
+            help="The token ids the server produced: a file, or - for stdin (JSON array, ids, JSON Lines steps, SSE "
+            "capture).",
+            show_default=False,
+        ),
     ],
     stream_format: Annotated[
-        StreamFormat | None, typer.Option("--stream-format", help="Force the stream format (default: detected).", case_sensitive=False)
+        StreamFormat | None,
+        typer.Option("--stream-format", help="Force the stream format (default: detected).", case_sensitive=False),
     ] = None,
     detokenizers: Annotated[
-        str | None, typer.Option("--detokenizers", help="Comma-separated: full,offsets,decodestream,bytes,naive,llama.cpp-server (default: all; llama.cpp-server when there is a GGUF).")
+        str | None,
+        typer.Option(
+            "--detokenizers",
+            help="Comma-separated: full,offsets,decodestream,bytes,naive,llama.cpp-server (default: all; "
+            "llama.cpp-server when there is a GGUF).",
+        ),
     ] = None,
     prompt: Annotated[
-        str | None, typer.Option("--prompt", help="Prompt ids that prime the detokenizers: ids inline (\"1 2 3\") or a file.")
+        str | None,
+        typer.Option("--prompt", help='Prompt ids that prime the detokenizers: ids inline ("1 2 3") or a file.'),
     ] = None,
     stop: Annotated[list[str] | None, typer.Option("--stop", help="A stop string (repeatable).")] = None,
     stop_id: Annotated[list[int] | None, typer.Option("--stop-id", help="A stop token id (repeatable).", min=0)] = None,
     gguf: Annotated[
-        Path | None, typer.Option("--gguf", help="A GGUF of the model: the llama.cpp-server detokenizer streams as llama.cpp's server does with it.")
+        Path | None,
+        typer.Option(
+            "--gguf",
+            help="A GGUF of the model: the llama.cpp-server detokenizer streams as llama.cpp's server does with it.",
+        ),
     ] = None,
     skip_special_tokens: SkipSpecialOpt = True,
-    stack: Annotated[str | None, typer.Option("--stack", help="Parse the stream as this stack does (vllm, sglang, llama.cpp; with "
-                                              "--tool-parser / --reasoning-parser; default vllm).")] = None,
-    tool_parser: Annotated[str | None, typer.Option("--tool-parser", help="The stack's tool-call parser to run on the stream, "
-                                                    "chunked as captured.")] = None,
-    reasoning_parser: Annotated[str | None, typer.Option("--reasoning-parser", help="The stack's reasoning parser.")] = None,
+    stack: Annotated[
+        str | None,
+        typer.Option(
+            "--stack",
+            help="Parse the stream as this stack does (vllm, sglang, llama.cpp; with "
+            "--tool-parser / --reasoning-parser; default vllm).",
+        ),
+    ] = None,
+    tool_parser: Annotated[
+        str | None,
+        typer.Option("--tool-parser", help="The stack's tool-call parser to run on the stream, chunked as captured."),
+    ] = None,
+    reasoning_parser: Annotated[
+        str | None, typer.Option("--reasoning-parser", help="The stack's reasoning parser.")
+    ] = None,
     chunk_invariance: Annotated[
-        bool, typer.Option("--chunk-invariance/--no-chunk-invariance", help="Re-chunk the ids into steps of 1..8 and compare (streams of 4,096+ tokens: in windows around multi-byte, special and unmapped tokens).")
+        bool,
+        typer.Option(
+            "--chunk-invariance/--no-chunk-invariance",
+            help="Re-chunk the ids into steps of 1..8 and compare (streams of 4,096+ tokens: in windows around "
+            "multi-byte, special and unmapped tokens).",
+        ),
     ] = True,
     steps: Annotated[
         str | None,
-        typer.Option("--steps", help="Timeline rows to show: 'all', or a range FIRST:END of step numbers (e.g. 100:200). "
-                                     "Default: every step of a short stream, else the steps around each finding."),
+        typer.Option(
+            "--steps",
+            help="Timeline rows to show: 'all', or a range FIRST:END of step numbers (e.g. 100:200). "
+            "Default: every step of a short stream, else the steps around each finding.",
+        ),
     ] = None,
     revision: RevisionOpt = None,
     fmt: FormatOpt = OutputFormat.rich,
@@ -105,8 +137,18 @@ def replay(
         if prompt:
             source = read_stream(prompt) if is_existing_file(prompt) else parse_stream(prompt, "--prompt")
             prompt_ids = source.ids
-        options = ReplayOptions(names, prompt_ids, tuple(stop or ()), tuple(stop_id or ()), skip_special_tokens, chunk_invariance,
-                                steps=parse_steps(steps), gguf=gguf_option(gguf), stack=(stack or "vllm") if tool_parser or reasoning_parser else None,
-                                tool_parser=tool_parser, reasoning_parser=reasoning_parser)
+        options = ReplayOptions(
+            names,
+            prompt_ids,
+            tuple(stop or ()),
+            tuple(stop_id or ()),
+            skip_special_tokens,
+            chunk_invariance,
+            steps=parse_steps(steps),
+            gguf=gguf_option(gguf),
+            stack=(stack or "vllm") if tool_parser or reasoning_parser else None,
+            tool_parser=tool_parser,
+            reasoning_parser=reasoning_parser,
+        )
         result, findings = replay_result(load_model(target, revision), tokens, options)
         emit(Report("replay", [result], findings), fmt, output, fail_on, quiet, color)

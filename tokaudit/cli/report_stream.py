@@ -14,8 +14,12 @@ def printable(text: str) -> str:
     show an undecodable byte once as ``\\xff``, any other surrogate as ``\\ud800``."""
     if not SURROGATES.search(text):
         return text
-    return SURROGATES.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}" if 0xDC80 <= ord(m.group()) <= 0xDCFF
-                          else f"\\u{ord(m.group()):04x}", text)
+    return SURROGATES.sub(
+        lambda m: (
+            f"\\x{ord(m.group()) - 0xDC00:02x}" if 0xDC80 <= ord(m.group()) <= 0xDCFF else f"\\u{ord(m.group()):04x}"
+        ),
+        text,
+    )
 
 
 SURROGATES = re.compile("[\ud800-\udfff]")
@@ -53,7 +57,7 @@ class ValidText:
             text = guard_output("".join(self._pending), self._kind, self._line_start)
             self._pending, self._size = [], 0
             if text:
-                tail = text[text.rfind("\n") + 1:]
+                tail = text[text.rfind("\n") + 1 :]
                 self._line_start = ("\n" in text or self._line_start) and not tail.strip(" \t")
             self._stream.write(text)
 

@@ -17,12 +17,16 @@ class RuleFormat(str, Enum):
     json = "json"
 
 
-RuleFormatOpt = Annotated[RuleFormat, typer.Option("--format", "-f", help="Output format: the page as Markdown (rich) or JSON.",
-                                                   case_sensitive=False)]
+RuleFormatOpt = Annotated[
+    RuleFormat,
+    typer.Option("--format", "-f", help="Output format: the page as Markdown (rich) or JSON.", case_sensitive=False),
+]
 
 
 def rule(
-    code: Annotated[str, typer.Argument(metavar="CODE", help="A finding code (TA101) or name (vocab-gap).", show_default=False)],
+    code: Annotated[
+        str, typer.Argument(metavar="CODE", help="A finding code (TA101) or name (vocab-gap).", show_default=False)
+    ],
     fmt: RuleFormatOpt = RuleFormat.rich,
     debug: DebugOpt = False,
 ) -> None:

@@ -39,17 +39,29 @@ from tokaudit.cli.progress import progress_bar
 def scan(
     targets: Annotated[
         list[str] | None,
-        typer.Argument(metavar="TARGET...", help="Model directory, tokenizer file, or Hugging Face repo id (org/name).",
-                       show_default=False),
+        typer.Argument(
+            metavar="TARGET...",
+            help="Model directory, tokenizer file, or Hugging Face repo id (org/name).",
+            show_default=False,
+        ),
     ] = None,
     targets_from: Annotated[
         str | None,
-        typer.Option("--targets-from", metavar="FILE", help="Also scan the targets listed in FILE, one per line (- for stdin; "
-                     "blank lines and # comments skipped). With --format jsonl a target that cannot be read is a line "
-                     "with its error, and the scan goes on."),
+        typer.Option(
+            "--targets-from",
+            metavar="FILE",
+            help="Also scan the targets listed in FILE, one per line (- for stdin; "
+            "blank lines and # comments skipped). With --format jsonl a target that cannot be read is a line "
+            "with its error, and the scan goes on.",
+        ),
     ] = None,
     deep: Annotated[bool, typer.Option("--deep", help="Also run the slow rules (TA402 unreachable-token).")] = False,
-    pat_str: Annotated[str | None, typer.Option("--pat-str", help="Pre-tokenizer regex for the encoders --deep builds, when the model declares none.")] = None,
+    pat_str: Annotated[
+        str | None,
+        typer.Option(
+            "--pat-str", help="Pre-tokenizer regex for the encoders --deep builds, when the model declares none."
+        ),
+    ] = None,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
     baseline: BaselineOpt = None,
@@ -90,13 +102,19 @@ def scan(
 
         extra_reports = parse_also(also)
         if extra_reports and fmt is OutputFormat.jsonl:
-            raise InputError("--also needs one report of the whole run; --format jsonl writes one per target", key="--also")
+            raise InputError(
+                "--also needs one report of the whole run; --format jsonl writes one per target", key="--also"
+            )
         config = load_config()
         where = "--stack" if stack else "tool.tokaudit.stacks"
         stacks = parse_stacks(stack) if stack else parse_stacks(config.stacks or None, where, config.name)
         SELECTED_STACKS.set(stacks)  # the template rules check only these stacks (every scan sets it)
-        choice = ParserChoice(stacks if (stack or config.stacks) else None, config.tool_parser, config.reasoning_parser,
-                              parsers=parsers_mode(parsers, config.parsers))
+        choice = ParserChoice(
+            stacks if (stack or config.stacks) else None,
+            config.tool_parser,
+            config.reasoning_parser,
+            parsers=parsers_mode(parsers, config.parsers),
+        )
         check_choice(choice, where, STACK_NAMES)
         choice = resolve_parsers(choice)
         configure(choice)  # the parser round trip's rules read the deploy's stacks and parsers (every scan sets it)
@@ -109,8 +127,11 @@ def scan(
         for entry in config.per_target_ignores:
             validate(entry.rules, known, f"{entry.key}.rules", config.name)
         selection = Selection(cli_select or config.select, config.ignore + cli_ignore)
-        rules = [r for r in all_rules()
-                 if selection.chosen(r.code, r.name) and (deep or not r.deep or selection.named_exactly(r.code, r.name))]
+        rules = [
+            r
+            for r in all_rules()
+            if selection.chosen(r.code, r.name) and (deep or not r.deep or selection.named_exactly(r.code, r.name))
+        ]
         if not rules:
             raise InputError("no rule is selected", key="--select/--ignore")
         baseline_path = baseline or config.baseline
@@ -124,9 +145,15 @@ def scan(
             raise InputError("no target: give TARGET... or --targets-from FILE", key="TARGET")
 
         def report(results: list[TargetResult], findings: list[Finding], whole_run: bool = True) -> Report:
-            outcome = apply_policy(findings, [r.target for r in results], selection=selection, config=config,
-                                   baseline=loaded_baseline, rules_run=[(r.code, r.name) for r in rules],
-                                   target_keys={r.target: r.source.key for r in results if r.source is not None})
+            outcome = apply_policy(
+                findings,
+                [r.target for r in results],
+                selection=selection,
+                config=config,
+                baseline=loaded_baseline,
+                rules_run=[(r.code, r.name) for r in rules],
+                target_keys={r.target: r.source.key for r in results if r.source is not None},
+            )
             if whole_run and outcome.stale_baseline is not None:  # a jsonl line is one target of the run
                 err(f"tokaudit: warning: {outcome.stale_baseline}")
             for result in results:
@@ -147,8 +174,9 @@ def scan(
             emit_lines("scan", as_completed(all_targets, one, jobs), output, fail_on, quiet)
         with progress_bar(quiet) as sink, reporting_to(sink):
             # a report written to a file is written even when a target cannot be read: a CI step uploads it either way
-            results, findings, unreadable = scan_targets(all_targets, revision, rules, jobs, pat_str,
-                                                         keep_going=len(all_targets) > 1 or not to_stdout(output))
+            results, findings, unreadable = scan_targets(
+                all_targets, revision, rules, jobs, pat_str, keep_going=len(all_targets) > 1 or not to_stdout(output)
+            )
         for target, error in unreadable.items():  # the others are reported; the exit code is 2
             err(f"tokaudit: error: {error}")
         full = report(results, findings)

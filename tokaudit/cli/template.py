@@ -33,24 +33,42 @@ def template(
     target: TargetArg,
     messages: Annotated[
         Path | None,
-        typer.Option("--messages", help="JSON or JSONL file of OpenAI-style message lists (optionally with tools) "
-                     "rendered instead of the built-in conversations.", dir_okay=False),
+        typer.Option(
+            "--messages",
+            help="JSON or JSONL file of OpenAI-style message lists (optionally with tools) "
+            "rendered instead of the built-in conversations.",
+            dir_okay=False,
+        ),
     ] = None,
-    tools: Annotated[Path | None, typer.Option("--tools", help="JSON list of tool definitions offered to every conversation.", dir_okay=False)] = None,
+    tools: Annotated[
+        Path | None,
+        typer.Option("--tools", help="JSON list of tool definitions offered to every conversation.", dir_okay=False),
+    ] = None,
     stack: StackOpt = None,
     template_file: Annotated[
-        Path | None, typer.Option("--template", help="Render this Jinja file instead of the target's chat template.", dir_okay=False)
+        Path | None,
+        typer.Option(
+            "--template", help="Render this Jinja file instead of the target's chat template.", dir_okay=False
+        ),
     ] = None,
     tool_parser: Annotated[
-        str | None, typer.Option("--tool-parser", help="The deploy's tool-call parser as the stack names it (vLLM "
-                                 "--tool-call-parser, SGLang --tool-call-parser): its failures are errors.")
+        str | None,
+        typer.Option(
+            "--tool-parser",
+            help="The deploy's tool-call parser as the stack names it (vLLM "
+            "--tool-call-parser, SGLang --tool-call-parser): its failures are errors.",
+        ),
     ] = None,
     reasoning_parser: Annotated[
         str | None, typer.Option("--reasoning-parser", help="The deploy's reasoning parser as the stack names it.")
     ] = None,
     chat_template_kwargs: Annotated[
-        str | None, typer.Option("--chat-template-kwargs", help="The request's chat_template_kwargs as a JSON object, e.g. "
-                                 "'{\"thinking\": true}' (the round trip renders and parses with them).")
+        str | None,
+        typer.Option(
+            "--chat-template-kwargs",
+            help="The request's chat_template_kwargs as a JSON object, e.g. "
+            "'{\"thinking\": true}' (the round trip renders and parses with them).",
+        ),
     ] = None,
     parsers: ParsersOpt = None,
     select: SelectOpt = None,
@@ -88,11 +106,17 @@ def template(
         config = load_config()
         where = "--stack" if stack else "tool.tokaudit.stacks"
         stacks = parse_stacks(stack) if stack else parse_stacks(config.stacks or None, where, config.name)
-        choice = ParserChoice(stacks if (stack or config.stacks) else None, tool_parser or config.tool_parser,
-                              reasoning_parser or config.reasoning_parser, parse_kwargs(chat_template_kwargs),
-                              parsers_mode(parsers, config.parsers))
+        choice = ParserChoice(
+            stacks if (stack or config.stacks) else None,
+            tool_parser or config.tool_parser,
+            reasoning_parser or config.reasoning_parser,
+            parse_kwargs(chat_template_kwargs),
+            parsers_mode(parsers, config.parsers),
+        )
         check_choice(choice, where, STACK_NAMES)
-        known = [(code, meta.name) for code, meta in {**CODES, **PARSER_CODES}.items()] + [(c.code, c.name) for c in catalog_codes("TA808")]
+        known = [(code, meta.name) for code, meta in {**CODES, **PARSER_CODES}.items()] + [
+            (c.code, c.name) for c in catalog_codes("TA808")
+        ]
         cli_select, cli_ignore = split_selectors(select), split_selectors(ignore)
         validate(cli_select, known, "--select")
         validate(cli_ignore, known, "--ignore")

@@ -49,7 +49,9 @@ def _differs_from_all(x: BackendRun, others: Sequence[BackendRun], i: int) -> bo
     return own is not None and all(r.ids[i] is not None and r.ids[i] != own for r in others)  # type: ignore[index]  # encoders: ids are set
 
 
-def one_cause(findings: list[Finding], runs: Sequence[BackendRun], cases: list[Case], losses: dict[str, list[int]]) -> list[Finding]:
+def one_cause(
+    findings: list[Finding], runs: Sequence[BackendRun], cases: list[Case], losses: dict[str, list[int]]
+) -> list[Finding]:
     """``findings`` with each backend's separate findings of one cause merged (see the module doc).
     ``losses``: each backend's real round-trip losses (case indices), as its TA603 counts them."""
     enc = [r for r in runs if r.encodes and r.ids is not None]
@@ -58,8 +60,13 @@ def one_cause(findings: list[Finding], runs: Sequence[BackendRun], cases: list[C
     merged: dict[str, Finding] = {}
     if odd is not None:
         x, differ = odd
-        pairs = [f for f in out if f.code == codes.ENCODE_MISMATCH.code and x.name in (f.details or {}).get("backends", ())
-                 and "race" not in (f.details or {})]
+        pairs = [
+            f
+            for f in out
+            if f.code == codes.ENCODE_MISMATCH.code
+            and x.name in (f.details or {}).get("backends", ())
+            and "race" not in (f.details or {})
+        ]
         if len(pairs) > 1:
             merged[x.name] = _merge_pairs(x, [r for r in enc if r is not x], pairs, len(differ))
             first = out.index(pairs[0])
@@ -74,7 +81,10 @@ def one_cause(findings: list[Finding], runs: Sequence[BackendRun], cases: list[C
         x = next(r for r in enc if r.name == name)
         others = [r for r in enc if r is not x]
         lost = losses.get(name) or []
-        own = next((f for f in out if f.code == codes.ROUNDTRIP_FAILURE.code and (f.details or {}).get("backend") == name), None)
+        own = next(
+            (f for f in out if f.code == codes.ROUNDTRIP_FAILURE.code and (f.details or {}).get("backend") == name),
+            None,
+        )
         if own is None or not lost:
             continue
         if not all(_differs_from_all(x, others, i) for i in lost):
@@ -94,20 +104,33 @@ def _merge_pairs(x: BackendRun, others: list[BackendRun], pairs: list[Finding], 
     a_is_x = d["backends"][0] == x.name
     own_side, other_side = (ex["a"], ex["b"]) if a_is_x else (ex["b"], ex["a"])
     other = d["backends"][1] if a_is_x else d["backends"][0]
-    message = (f"{x.name} alone encodes {differ} of {plural(d['cases'], 'case')} to other ids than {', '.join(names)} (which "
-               f"agree with each other on every case), so the cause is in {x.name}: {d['benign']} benign (same decoded text), "
-               f"{d['real']} real (the decoded text differs). First, {ex['case']} at \"{ex['text']}\": "
-               f"{x.name} {shown_tokens(own_side)} vs {other} {shown_tokens(other_side)}")
-    details = {**d, "backends": [x.name, *names], "outlier": x.name, "agreeing": names, "mismatches": differ,
-               "examples_of": d["backends"], "pairs": [f.details for f in pairs]}
+    message = (
+        f"{x.name} alone encodes {differ} of {plural(d['cases'], 'case')} to other ids than {', '.join(names)} (which "
+        f"agree with each other on every case), so the cause is in {x.name}: {d['benign']} benign (same decoded text), "
+        f'{d["real"]} real (the decoded text differs). First, {ex["case"]} at "{ex["text"]}": '
+        f"{x.name} {shown_tokens(own_side)} vs {other} {shown_tokens(other_side)}"
+    )
+    details = {
+        **d,
+        "backends": [x.name, *names],
+        "outlier": x.name,
+        "agreeing": names,
+        "mismatches": differ,
+        "examples_of": d["backends"],
+        "pairs": [f.details for f in pairs],
+    }
     return replace(first, message=message, details=details)
 
 
 def _with_consequence(target: Finding, own: Finding, name: str) -> Finding:
     d = own.details or {}
     ex = d["examples"][0]
-    message = (f"{target.message}. Consequence: {name}'s own decode(encode(text)) loses the text in {d['failures']} of these "
-               f"cases, first {ex['case']}: \"{ex['input']}\" -> \"{ex['output']}\"")
-    details = {**(target.details or {}), "consequences": {"roundtrip_failure": {"backend": name, "failures": d["failures"],
-                                                                                "examples": d["examples"]}}}
+    message = (
+        f"{target.message}. Consequence: {name}'s own decode(encode(text)) loses the text in {d['failures']} of these "
+        f'cases, first {ex["case"]}: "{ex["input"]}" -> "{ex["output"]}"'
+    )
+    details = {
+        **(target.details or {}),
+        "consequences": {"roundtrip_failure": {"backend": name, "failures": d["failures"], "examples": d["examples"]}},
+    }
     return replace(target, message=message, details=details)

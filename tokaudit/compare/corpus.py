@@ -27,7 +27,8 @@ class Case:
 
 
 SCRIPTS = {
-    "english": "The quick brown fox jumps over the lazy dog. I'm sure you've heard they'll say it's fine, we'd better CHECK.",
+    "english": "The quick brown fox jumps over the lazy dog. I'm sure you've heard they'll say it's fine, we'd better "
+    "CHECK.",
     "cjk": "机器学习是人工智能的一个分支。今天天气很好，我们一起去公园散步吧。學習中文需要時間。",
     "japanese": "機械学習は人工知能の一分野です。ひらがな、カタカナ、そして漢字を組み合わせます。ｶﾀｶﾅ",
     "korean": "기계 학습은 인공지능의 한 분야입니다. 오늘은 날씨가 정말 좋네요! 한글 ᄀᄁ ㄱㄲ",
@@ -66,7 +67,10 @@ WHITESPACE = {
     # runs past 16 characters: SentencePiece vocabularies hold whitespace pieces up to 16 ▁ (Mistral), and a
     # converter that orders their equal-score merges wrongly splits longer runs differently (issue 31)
     "long-runs": "a" + " " * 17 + "b" + " " * 24 + "c" + " " * 33 + "d" + " " * 40 + "e",
-    "deep-indentation": "def f():\n" + "".join(" " * (4 * depth) + f"if x{depth}:\n" for depth in range(1, 9)) + " " * 36 + "return 1\n",
+    "deep-indentation": "def f():\n"
+    + "".join(" " * (4 * depth) + f"if x{depth}:\n" for depth in range(1, 9))
+    + " " * 36
+    + "return 1\n",
     "mixed-tabs": "\tif x:\n\t    y = 1\n    \tz = 2\n\t\t\t\t\t\tw = 3\n \t \t \t \t v\n" + "\t" * 20 + "end",
 }
 
@@ -74,7 +78,7 @@ CODE = {
     "python": 'def f(x: int) -> list[int]:\n    """Doc."""\n    return [i ** 2 for i in range(x) if i % 3 != 0]  # 🚀\n',
     "c": "for (int i = 0; i < n; ++i) { total += values[i]; }  /* sum */\n#include <stdio.h>\n",
     "json": '{"vocab_size": 163840, "eos_token_id": [163585, 163586], "name": "kimi", "ok": true, "x": null}',
-    "html": '<div class="a"><p id=\'b\'>Hello &amp; world</p><br/></div>',
+    "html": "<div class=\"a\"><p id='b'>Hello &amp; world</p><br/></div>",
     "shell": "set -euo pipefail; for f in *.json; do echo \"$f\" | jq '.[]' >/dev/null; done",
     "sql": "SELECT id, name FROM t WHERE x >= 10 AND y <> 'z' ORDER BY id DESC LIMIT 5;",
     "punctuation": "!!!!!! ?!?! ... ,,, ;; -- ------=======  `````` ''' \"\"\" ((([[[{{{}}}]]]))) @@## $$%% ^^&& **",
@@ -133,7 +137,13 @@ def sweep_points(full: bool = False) -> Iterator[int]:
             if 0xD800 <= c <= 0xDFFF:
                 continue
             offset = c - base
-            if full or plane in FULL_PLANES or offset < SAMPLE_EDGE or offset >= 0x10000 - SAMPLE_EDGE or offset % SAMPLE_STRIDE == 0:
+            if (
+                full
+                or plane in FULL_PLANES
+                or offset < SAMPLE_EDGE
+                or offset >= 0x10000 - SAMPLE_EDGE
+                or offset % SAMPLE_STRIDE == 0
+            ):
                 yield c
 
 
@@ -162,9 +172,21 @@ def _generated(specials: list[str], seed: int, n: int) -> Iterator[Case]:
         yield Case(f"builtin:random punctuation #{k}", "".join(parts))
     if specials:
         for k in range(n):
-            parts = [rng.choice(_SPACES) + rng.choice(specials + _WORDS) + rng.choice(_SPACES) for _ in range(rng.randint(1, 6))]
+            parts = [
+                rng.choice(_SPACES) + rng.choice(specials + _WORDS) + rng.choice(_SPACES)
+                for _ in range(rng.randint(1, 6))
+            ]
             yield Case(f"builtin:random added-token strip #{k}", "".join(parts))
-    pool = [chr(c) for c in (*range(0x20, 0x7F), *range(0xA0, 0x250), *range(0x370, 0x400), *range(0x3040, 0x3100), *range(0x4E00, 0x4F00))]
+    pool = [
+        chr(c)
+        for c in (
+            *range(0x20, 0x7F),
+            *range(0xA0, 0x250),
+            *range(0x370, 0x400),
+            *range(0x3040, 0x3100),
+            *range(0x4E00, 0x4F00),
+        )
+    ]
     pool += ["😀", "👍🏽", "\u200d", "\u0301", "\ufe0f", "\n", "\t", " "]
     for k in range(n):
         yield Case(f"builtin:random characters #{k}", "".join(rng.choice(pool) for _ in range(rng.randint(1, 40))))
@@ -206,7 +228,9 @@ def _read_utf8(path: Path, limit: int = MAX_CORPUS_BYTES) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(f"corpus is not UTF-8 (byte 0x{data[exc.start]:02X} at offset {exc.start})", file=str(path), line=line) from None
+        raise InputError(
+            f"corpus is not UTF-8 (byte 0x{data[exc.start]:02X} at offset {exc.start})", file=str(path), line=line
+        ) from None
 
 
 def corpus_files(path: Path) -> list[Path]:
@@ -219,8 +243,11 @@ def corpus_files(path: Path) -> list[Path]:
             dirs[:] = [d for d in dirs if not d.startswith(".")]
             seen += len(dirs) + len(names)
             if seen > MAX_CORPUS_ENTRIES:
-                raise InputError(f"the corpus directory holds more than {MAX_CORPUS_ENTRIES:,} files and directories; "
-                                 "give a smaller one (or a file)", file=str(path))
+                raise InputError(
+                    f"the corpus directory holds more than {MAX_CORPUS_ENTRIES:,} files and directories; "
+                    "give a smaller one (or a file)",
+                    file=str(path),
+                )
             files += [p for p in (Path(root, name) for name in names if not name.startswith(".")) if p.is_file()]
         if not files:
             raise InputError("corpus directory has no files", file=str(path))
@@ -240,23 +267,35 @@ def user_corpus(path: Path, whole_file: bool = False) -> list[Case]:
         except OSError:
             pass
         if total > MAX_CORPUS_BYTES:
-            raise InputError(f"the corpus is over the limit of {MAX_CORPUS_BYTES >> 20} MiB (reached at {file})", key="--corpus")
+            raise InputError(
+                f"the corpus is over the limit of {MAX_CORPUS_BYTES >> 20} MiB (reached at {file})", key="--corpus"
+            )
         if whole_file:
             try:
                 size = file.stat().st_size
             except OSError:
                 size = 0
             if size > MAX_WHOLE_FILE_BYTES:
-                raise InputError(f"{file} is {size / 2**20:.1f} MiB; a whole-file case is at most {MAX_WHOLE_FILE_BYTES >> 20} MiB "
-                                 "(drop --whole-file to compare it line by line)", key="--whole-file")
+                raise InputError(
+                    f"{file} is {size / 2**20:.1f} MiB; a whole-file case is at most {MAX_WHOLE_FILE_BYTES >> 20} MiB "
+                    "(drop --whole-file to compare it line by line)",
+                    key="--whole-file",
+                )
         text = _read_utf8(file)
         if whole_file:
             cases.append(Case(str(file), text))
             continue
         for number, line in enumerate(text.splitlines(), start=1):
-            if len(line) > MAX_WHOLE_FILE_BYTES // 4 and len(line.encode("utf-8", "surrogatepass")) > MAX_WHOLE_FILE_BYTES:
-                raise InputError(f"a line over {MAX_WHOLE_FILE_BYTES >> 20} MiB: a case is encoded whole by every backend, so "
-                                 f"it is at most {MAX_WHOLE_FILE_BYTES >> 20} MiB (split the line)", file=str(file), line=number)
+            if (
+                len(line) > MAX_WHOLE_FILE_BYTES // 4
+                and len(line.encode("utf-8", "surrogatepass")) > MAX_WHOLE_FILE_BYTES
+            ):
+                raise InputError(
+                    f"a line over {MAX_WHOLE_FILE_BYTES >> 20} MiB: a case is encoded whole by every backend, so "
+                    f"it is at most {MAX_WHOLE_FILE_BYTES >> 20} MiB (split the line)",
+                    file=str(file),
+                    line=number,
+                )
             if line:
                 cases.append(Case(f"{file}:{number}", line))
     return cases

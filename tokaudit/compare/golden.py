@@ -57,12 +57,18 @@ def _utf8(data: bytes, path: Path) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(f"not UTF-8 (byte 0x{data[exc.start]:02X} at offset {exc.start})", file=str(path), line=line) from None
+        raise InputError(
+            f"not UTF-8 (byte 0x{data[exc.start]:02X} at offset {exc.start})", file=str(path), line=line
+        ) from None
 
 
 def _check_id(value: Any, path: Path, line: int, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_GOLDEN_ID:
-        raise InputError(f"{what} {shorten(repr(value), 40)} is not a token id (an integer 0..{MAX_GOLDEN_ID})", file=str(path), line=line)
+        raise InputError(
+            f"{what} {shorten(repr(value), 40)} is not a token id (an integer 0..{MAX_GOLDEN_ID})",
+            file=str(path),
+            line=line,
+        )
     return value
 
 
@@ -89,9 +95,11 @@ def _read_llamacpp(inp: Path, out: Path) -> Golden:
     if len(texts) > MAX_CASES or len(lines) > MAX_CASES:
         raise InputError(f"more than {MAX_CASES:,} golden cases", file=str(inp if len(texts) > MAX_CASES else out))
     if len(texts) != len(lines):
-        raise InputError(f"{inp.name} has {len(texts)} texts but {out.name} has {len(lines)} lines of ids "
-                         "(llama.cpp's test-tokenizer-0 stops there: 'input and output files have different number of tests')",
-                         file=str(out))
+        raise InputError(
+            f"{inp.name} has {len(texts)} texts but {out.name} has {len(lines)} lines of ids "
+            "(llama.cpp's test-tokenizer-0 stops there: 'input and output files have different number of tests')",
+            file=str(out),
+        )
     if not texts:
         raise InputError("no golden cases (llama.cpp's test-tokenizer-0 stops there: 'no tests found')", file=str(inp))
     cases = []
@@ -113,8 +121,11 @@ def _read_jsonl(path: Path) -> Golden:
             continue
         value = parse_json_text(line, str(path), number)
         if not isinstance(value, dict):
-            raise InputError(f"a golden line is an object {{\"text\": ..., \"ids\": [...]}}, not {type(value).__name__}",
-                             file=str(path), line=number)
+            raise InputError(
+                f'a golden line is an object {{"text": ..., "ids": [...]}}, not {type(value).__name__}',
+                file=str(path),
+                line=number,
+            )
         for key in ("text", "ids"):
             if key not in value:
                 raise InputError(f"no {key!r}", file=str(path), line=number, key=key)
@@ -127,7 +138,7 @@ def _read_jsonl(path: Path) -> Golden:
         if len(cases) > MAX_CASES:
             raise InputError(f"more than {MAX_CASES:,} golden cases", file=str(path), line=number)
     if not cases:
-        raise InputError("no golden cases (a line is {\"text\": ..., \"ids\": [...]})", file=str(path))
+        raise InputError('no golden cases (a line is {"text": ..., "ids": [...]})', file=str(path))
     return Golden(path, "jsonl", cases)
 
 
@@ -160,8 +171,13 @@ class GoldenResult:
     examples: list[dict[str, Any]] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"backend": self.backend, "checked": self.checked, "mismatches": self.mismatches, "crashes": self.crashes,
-                "examples": self.examples or []}
+        return {
+            "backend": self.backend,
+            "checked": self.checked,
+            "mismatches": self.mismatches,
+            "crashes": self.crashes,
+            "examples": self.examples or [],
+        }
 
 
 def first_difference(a: list[int] | tuple[int, ...], b: list[int] | tuple[int, ...]) -> int:
@@ -193,11 +209,17 @@ def check_golden(golden: Golden, name: str, ids: list[list[int] | None], max_exa
         result.mismatches += 1
         if len(result.examples) < max_examples:  # type: ignore[arg-type]  # a result that checks keeps examples
             k = first_difference(case.ids, got)
-            result.examples.append({  # type: ignore[union-attr]  # a result that checks keeps examples
-                "case": case.where, "text": visible(case.text[:200]), "position": k,
-                "expected": _window(case.ids, k), "got": _window(got, k),
-                "expected_count": len(case.ids), "got_count": len(got),
-            })
+            result.examples.append(  # type: ignore[union-attr]  # a result that checks keeps examples
+                {
+                    "case": case.where,
+                    "text": visible(case.text[:200]),
+                    "position": k,
+                    "expected": _window(case.ids, k),
+                    "got": _window(got, k),
+                    "expected_count": len(case.ids),
+                    "got_count": len(got),
+                }
+            )
     return result
 
 
@@ -211,13 +233,26 @@ def golden_findings(golden: Golden, results: list[GoldenResult], target: str) ->
         if not r.mismatches:
             continue
         ex = r.examples[0]  # type: ignore[index]  # a mismatch keeps an example
-        out.append(Finding(
-            GOLDEN_MISMATCH.code, GOLDEN_MISMATCH.name, GOLDEN_MISMATCH.severity,
-            f"{r.backend}: {r.mismatches} of {plural(r.checked, 'golden case')} encode to other ids than {golden.path.name} expects. "
-            f"First, {ex['case']} \"{ex['text']}\", from position {ex['position']}: expected [{ex['expected']}], got [{ex['got']}]",
-            None, None,
-            {"backend": r.backend, "golden": str(golden.path), "format": golden.kind, "checked": r.checked,
-             "mismatches": r.mismatches, "examples": r.examples},
-            target,
-        ))
+        out.append(
+            Finding(
+                GOLDEN_MISMATCH.code,
+                GOLDEN_MISMATCH.name,
+                GOLDEN_MISMATCH.severity,
+                f"{r.backend}: {r.mismatches} of {plural(r.checked, 'golden case')} encode to other ids than "
+                f"{golden.path.name} expects. "
+                f'First, {ex["case"]} "{ex["text"]}", from position {ex["position"]}: expected [{ex["expected"]}], '
+                f"got [{ex['got']}]",
+                None,
+                None,
+                {
+                    "backend": r.backend,
+                    "golden": str(golden.path),
+                    "format": golden.kind,
+                    "checked": r.checked,
+                    "mismatches": r.mismatches,
+                    "examples": r.examples,
+                },
+                target,
+            )
+        )
     return out

@@ -37,7 +37,9 @@ class PairResult:
     roundtrip_failure: int = 0
     #: Cross round trips (encode with one, decode with the other) that fail while both own round trips hold.
     cross_roundtrip_failure: int = 0
-    examples: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {"encode": [], "decode": [], "roundtrip": [], "rewritten": []})
+    examples: dict[str, list[dict[str, Any]]] = field(
+        default_factory=lambda: {"encode": [], "decode": [], "roundtrip": [], "rewritten": []}
+    )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -109,8 +111,15 @@ def shown_tokens(side: dict[str, Any]) -> str:
     return " ".join(f"'{t}'" for t in side["tokens"]) + f"{more} (ids {', '.join(map(str, side['ids']))}{more})"
 
 
-def encode_example(case: Case, ids_a: list[int], ids_b: list[int], text_a: str, text_b: str, view: TokenView,
-                   benign: bool | None = None) -> dict[str, Any]:
+def encode_example(
+    case: Case,
+    ids_a: list[int],
+    ids_b: list[int],
+    text_a: str,
+    text_b: str,
+    view: TokenView,
+    benign: bool | None = None,
+) -> dict[str, Any]:
     """The tokens around the first difference, side by side, and where in the text it is. ``benign``: the
     decoded texts agree (by default: they are equal)."""
     p = 0
@@ -138,7 +147,9 @@ def encode_example(case: Case, ids_a: list[int], ids_b: list[int], text_a: str, 
     return out
 
 
-def text_example(case: Case, ids: list[int], text_a: str | None, text_b: str | None, label_a: str, label_b: str) -> dict[str, Any]:
+def text_example(
+    case: Case, ids: list[int], text_a: str | None, text_b: str | None, label_a: str, label_b: str
+) -> dict[str, Any]:
     k = _first_difference(text_a or "", text_b or "")
     return {
         "case": case.source,
@@ -188,8 +199,14 @@ def compare_encoders(a: BackendRun, b: BackendRun, cases: list[Case], view: Toke
             if not holds_a(x, own_a) or not holds_b(x, own_b):
                 res.roundtrip_failure += 1
                 bad = a if own_a != x else b
-                keep("roundtrip", lambda: {**text_example(case, ids_a, x, own_a if bad is a else own_b, "input", "output"),
-                                           "encode": bad.name, "decode": bad.name})
+                keep(
+                    "roundtrip",
+                    lambda: {
+                        **text_example(case, ids_a, x, own_a if bad is a else own_b, "input", "output"),
+                        "encode": bad.name,
+                        "decode": bad.name,
+                    },
+                )
             continue
         res.encode_mismatch += 1
         if alike(own_a, own_b):
@@ -204,20 +221,32 @@ def compare_encoders(a: BackendRun, b: BackendRun, cases: list[Case], view: Toke
                 keep("decode", lambda: text_example(case, ids_a, own_a, b_of_a, a.name, b.name))
             else:
                 keep("decode", lambda: text_example(case, ids_b, a_of_b, own_b, a.name, b.name))
-        combos = [(a.name, a.name, own_a, holds_a), (b.name, b.name, own_b, holds_b), (a.name, b.name, b_of_a, holds_b),
-                  (b.name, a.name, a_of_b, holds_a)]
+        combos = [
+            (a.name, a.name, own_a, holds_a),
+            (b.name, b.name, own_b, holds_b),
+            (a.name, b.name, b_of_a, holds_b),
+            (b.name, a.name, a_of_b, holds_a),
+        ]
         failing = [(e, d, t) for e, d, t, holds in combos if not holds(x, t)]
         if failing:
             res.roundtrip_failure += 1
             if holds_a(x, own_a) and holds_b(x, own_b):
                 res.cross_roundtrip_failure += 1
             e, d, t = failing[0]
-            keep("roundtrip", lambda: {**text_example(case, a.ids[i] if e == a.name else b.ids[i], x, t, "input", "output"),  # type: ignore[arg-type]  # both encoded the case
-                                       "encode": e, "decode": d})
+            keep(
+                "roundtrip",
+                lambda: {
+                    **text_example(case, a.ids[i] if e == a.name else b.ids[i], x, t, "input", "output"),  # type: ignore[arg-type]  # both encoded the case
+                    "encode": e,
+                    "decode": d,
+                },
+            )
     return res
 
 
-def compare_decoder(enc: BackendRun, dec: BackendRun, cases: list[Case], primary: BackendRun, max_examples: int) -> PairResult:
+def compare_decoder(
+    enc: BackendRun, dec: BackendRun, cases: list[Case], primary: BackendRun, max_examples: int
+) -> PairResult:
     """An encoding backend against a decode-only one, on the primary encoder's ids."""
     assert primary.ids is not None
     res = PairResult(enc.name, dec.name, "decode")

@@ -35,7 +35,9 @@ class LoadResult:
         return {"mode": self.mode, "index": self.index, "class": self.loaded_class, "error": self.error}
 
 
-def load_and_encode(root: str, use_fast: bool, trust_remote_code: bool) -> tuple[str | None, list[list[int]] | None, str | None]:
+def load_and_encode(
+    root: str, use_fast: bool, trust_remote_code: bool
+) -> tuple[str | None, list[list[int]] | None, str | None]:
     """One load (module level: it runs in spawned processes too). Never raises."""
     try:
         from tokaudit.backends.transformers_backend import load_auto_tokenizer

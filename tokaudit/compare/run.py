@@ -77,7 +77,9 @@ def build_corpus(model: TokenizerModel, options: CompareOptions, golden: Golden 
     if golden is not None:
         cases += [Case(g.where, g.text) for g in golden.cases]
     if not cases:
-        raise InputError("nothing to compare: the corpus is empty", key="--corpus" if options.corpora else "--no-builtin-corpus")
+        raise InputError(
+            "nothing to compare: the corpus is empty", key="--corpus" if options.corpora else "--no-builtin-corpus"
+        )
     return cases
 
 
@@ -98,7 +100,9 @@ class Comparison:
 def run_comparison(model: TokenizerModel, options: CompareOptions, progress: Progress | None = None) -> Comparison:
     golden = read_golden(options.golden) if options.golden is not None else None
     cases = build_corpus(model, options, golden)  # first: a bad corpus fails before any backend loads
-    loaded = load_backends(model, options.backends, options.pat_str, trust_remote_code=options.trust_remote_code, gguf=options.gguf)
+    loaded = load_backends(
+        model, options.backends, options.pat_str, trust_remote_code=options.trust_remote_code, gguf=options.gguf
+    )
     usable = [lb.backend for lb in loaded if lb.backend is not None]
     encoders = [b for b in usable if can_encode(b)]
     # with a golden file, one backend that encodes is enough: the file is the other side. A named backend that
@@ -107,10 +111,15 @@ def run_comparison(model: TokenizerModel, options: CompareOptions, progress: Pro
     if not encoders or asked_too_few:
         why = "; ".join(f"{lb.name}: {lb.unavailable}" for lb in loaded if lb.unavailable)
         if not why:  # the user's --backends asked for too few
-            raise InputError("compare needs two usable backends, one of which encodes (fewer than two were asked for)",
-                             key="--backends")
+            raise InputError(
+                "compare needs two usable backends, one of which encodes (fewer than two were asked for)",
+                key="--backends",
+            )
         # the model's files made the backends unavailable: name the vocabulary file, not an option
-        raise InputError(f"compare needs a usable backend that encodes ({why})", file=str(model.artifacts.root / model.vocab_artifact))
+        raise InputError(
+            f"compare needs a usable backend that encodes ({why})",
+            file=str(model.artifacts.root / model.vocab_artifact),
+        )
     texts = [c.text for c in cases]
     sizes = [len(t.encode("utf-8")) for t in texts]
     if progress:
@@ -129,11 +138,15 @@ def run_comparison(model: TokenizerModel, options: CompareOptions, progress: Pro
     checked: list[GoldenResult] = []
     if golden is not None:
         first = len(cases) - len(golden.cases)
-        checked = [check_golden(golden, r.name, r.ids[first:], options.max_examples) for r in enc_runs if r.ids is not None]
+        checked = [
+            check_golden(golden, r.name, r.ids[first:], options.max_examples) for r in enc_runs if r.ids is not None
+        ]
     return Comparison(loaded, cases, sum(sizes), runs, pairs, unknown, races, note, golden, checked)
 
 
-def _races(model: TokenizerModel, loaded: list[LoadedBackend], options: CompareOptions) -> tuple[list[RaceResult], str | None]:
+def _races(
+    model: TokenizerModel, loaded: list[LoadedBackend], options: CompareOptions
+) -> tuple[list[RaceResult], str | None]:
     if options.concurrency <= 0:
         return [], None
     from tokaudit.backends.transformers_backend import USE_FAST
@@ -141,7 +154,10 @@ def _races(model: TokenizerModel, loaded: list[LoadedBackend], options: CompareO
     chosen = [lb for lb in loaded if lb.name in USE_FAST and lb.backend is not None]
     if not chosen:
         return [], "no transformers backend is loaded (is the transformers extra installed, and is it in --backends?)"
-    return [race(lb.name, model.artifacts.root, options.concurrency, options.trust_remote_code, USE_FAST[lb.name]) for lb in chosen], None
+    return [
+        race(lb.name, model.artifacts.root, options.concurrency, options.trust_remote_code, USE_FAST[lb.name])
+        for lb in chosen
+    ], None
 
 
 # -- findings -------------------------------------------------------------------------------------
@@ -159,17 +175,29 @@ def result_data(c: Comparison) -> dict[str, Any]:
     builtin = sum(1 for case in c.cases if case.source.startswith("builtin:"))
     return {
         "backends": backends,
-        "not_checked": [f"backend {lb.name} ({', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed)"
-                        for lb in c.loaded if lb.backend is None and (missing := missing_libraries(lb.name))],
-        "corpus": {"cases": len(c.cases), "bytes": c.corpus_bytes, "builtin_cases": builtin, "user_cases": len(c.cases) - builtin},
+        "not_checked": [
+            f"backend {lb.name} ({', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed)"
+            for lb in c.loaded
+            if lb.backend is None and (missing := missing_libraries(lb.name))
+        ],
+        "corpus": {
+            "cases": len(c.cases),
+            "bytes": c.corpus_bytes,
+            "builtin_cases": builtin,
+            "user_cases": len(c.cases) - builtin,
+        },
         "pairs": [p.to_json() for p in c.pairs],
         "unknown_ids": c.unknown.to_json(),
         "race": {"results": [r.to_json() for r in c.races], "note": c.race_note},
-        "golden": None if c.golden is None else {**c.golden.to_json(), "backends": [r.to_json() for r in c.golden_results]},
+        "golden": None
+        if c.golden is None
+        else {**c.golden.to_json(), "backends": [r.to_json() for r in c.golden_results]},
     }
 
 
-def compare_model(model: TokenizerModel, options: CompareOptions, progress: Progress | None = None) -> tuple[TargetResult, list[Finding]]:
+def compare_model(
+    model: TokenizerModel, options: CompareOptions, progress: Progress | None = None
+) -> tuple[TargetResult, list[Finding]]:
     c = run_comparison(model, options, progress)
     t = model.target
     findings: list[Finding] = []

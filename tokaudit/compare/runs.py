@@ -18,7 +18,6 @@ from tokaudit.backends.base import Backend, Outcome, call, decode_batch, encode_
 CHUNK_BYTES = 256 * 1024
 
 
-
 class Progress(Protocol):
     """Where runs report how far they are (the CLI draws a progress bar; the core never prints)."""
 
@@ -99,14 +98,22 @@ def run_backend(backend: Backend, texts: list[str], sizes: list[int], progress: 
     return run
 
 
-def run_decoder(backend: Backend, ids: list[list[int] | None], sizes: list[int], progress: Progress | None = None) -> BackendRun:
+def run_decoder(
+    backend: Backend, ids: list[list[int] | None], sizes: list[int], progress: Progress | None = None
+) -> BackendRun:
     """A decode-only backend: decode the primary encoder's ids."""
     run = BackendRun(backend.name, backend, encodes=False)
     _decode_into(run, ids, list(chunks(sizes)), sizes, progress)
     return run
 
 
-def _decode_into(run: BackendRun, ids: list[list[int] | None], spans: list[tuple[int, int]], sizes: list[int], progress: Progress | None) -> None:
+def _decode_into(
+    run: BackendRun,
+    ids: list[list[int] | None],
+    spans: list[tuple[int, int]],
+    sizes: list[int],
+    progress: Progress | None,
+) -> None:
     backend = run.backend
 
     def one(x: list[int] | None) -> str | None:

@@ -20,8 +20,12 @@ from tokaudit.report.text import visible
 
 PROBE = "Hello world"
 #: Who encodes prompts the way each backend does.
-STACKS = {"hf": "tokenizers: TGI, smg, Dynamo", "transformers-fast": "transformers: vLLM, SGLang",
-          "transformers-slow": "transformers' slow class", "llama.cpp": "llama.cpp server, Ollama, LM Studio"}
+STACKS = {
+    "hf": "tokenizers: TGI, smg, Dynamo",
+    "transformers-fast": "transformers: vLLM, SGLang",
+    "transformers-slow": "transformers' slow class",
+    "llama.cpp": "llama.cpp server, Ollama, LM Studio",
+}
 
 
 def _added(backend: Any) -> tuple[list[int], list[int]] | None:
@@ -32,8 +36,8 @@ def _added(backend: Any) -> tuple[list[int], list[int]] | None:
         return None
     ids, full = list(plain.value), list(prompt.value)
     for start in range(len(full) - len(ids) + 1):
-        if full[start:start + len(ids)] == ids:
-            return full[:start], full[start + len(ids):]
+        if full[start : start + len(ids)] == ids:
+            return full[:start], full[start + len(ids) :]
     return None
 
 
@@ -43,13 +47,16 @@ def special_addition_findings(model: TokenizerModel, loaded: list[LoadedBackend]
         backend = lb.backend
         if backend is None or not hasattr(backend, "encode_prompt") or lb.subset:
             continue
-        if lb.name == "hf" and lb.detail != (model.artifacts.tokenizer_json.name if model.artifacts.tokenizer_json else None):
+        if lb.name == "hf" and lb.detail != (
+            model.artifacts.tokenizer_json.name if model.artifacts.tokenizer_json else None
+        ):
             continue  # a tokenizer tokaudit rebuilt from ranks or a vocabulary has no post_processor of the model's
         found = _added(backend)
         if found is not None:
             added[lb.name] = found
     if len({(tuple(a), tuple(b)) for a, b in added.values()}) < 2:
         return []
+
     def shown(ids: list[int]) -> str:
         names = []
         for i in ids:
@@ -60,14 +67,24 @@ def special_addition_findings(model: TokenizerModel, loaded: list[LoadedBackend]
     groups: dict[tuple[tuple[int, ...], tuple[int, ...]], list[str]] = {}
     for name, (start, end) in added.items():
         groups.setdefault((tuple(start), tuple(end)), []).append(f"{name} ({STACKS.get(name, name)})")
-    rows = [f"{' and '.join(names)} add{'s' if len(names) == 1 else ''} {shown(list(start))} before the text and "
-            f"{shown(list(end))} after it" for (start, end), names in groups.items()]
-    return [Finding(
-        CODE.code, CODE.name, CODE.severity,
-        f"encoding {PROBE!r} with add_special_tokens=True, the backends add different special tokens: {'; '.join(rows)}. "
-        "A completions endpoint tokenizes prompts this way, so stacks on these files prompt the model with a different "
-        "(or no, or a doubled) BOS/EOS.",
-        None, None,
-        {"probe": PROBE, "added": {name: {"start": start, "end": end} for name, (start, end) in added.items()}},
-        model.target,
-    )]
+    rows = [
+        f"{' and '.join(names)} add{'s' if len(names) == 1 else ''} {shown(list(start))} before the text and "
+        f"{shown(list(end))} after it"
+        for (start, end), names in groups.items()
+    ]
+    return [
+        Finding(
+            CODE.code,
+            CODE.name,
+            CODE.severity,
+            f"encoding {PROBE!r} with add_special_tokens=True, the backends add different special tokens: "
+            f"{'; '.join(rows)}. "
+            "A completions endpoint tokenizes prompts this way, so stacks on these files prompt the model with a "
+            "different "
+            "(or no, or a doubled) BOS/EOS.",
+            None,
+            None,
+            {"probe": PROBE, "added": {name: {"start": start, "end": end} for name, (start, end) in added.items()}},
+            model.target,
+        )
+    ]

@@ -77,9 +77,17 @@ def _library_normalizer(component: Any) -> Callable[[str], str] | None:
 
     from tokenizers import Tokenizer
 
-    spec: dict[str, Any] = {"version": "1.0", "normalizer": component, "pre_tokenizer": None, "post_processor": None, "decoder": None,
-            "added_tokens": [], "truncation": None, "padding": None,
-            "model": {"type": "WordLevel", "vocab": {"x": 0}, "unk_token": "x"}}
+    spec: dict[str, Any] = {
+        "version": "1.0",
+        "normalizer": component,
+        "pre_tokenizer": None,
+        "post_processor": None,
+        "decoder": None,
+        "added_tokens": [],
+        "truncation": None,
+        "padding": None,
+        "model": {"type": "WordLevel", "vocab": {"x": 0}, "unk_token": "x"},
+    }
     try:
         normalizer = Tokenizer.from_str(json.dumps(spec)).normalizer
     except BaseException as exc:  # an unusual normalizer tokenizers cannot rebuild (a panic included)
@@ -120,14 +128,27 @@ def _effects(component: Any, depth: int = 0) -> tuple[list[str], list[Callable[[
         names.append("StripAccents")
         steps.append(_strip_accents)
     elif kind in ("Replace", "Prepend", "Strip"):
-        names.append(kind + (f"({component.get('pattern', {}).get('String', '')!r} → {component.get('content', '')!r})"
-                             if kind == "Replace" and isinstance(component.get("pattern"), dict) else ""))
+        names.append(
+            kind
+            + (
+                f"({component.get('pattern', {}).get('String', '')!r} → {component.get('content', '')!r})"
+                if kind == "Replace" and isinstance(component.get("pattern"), dict)
+                else ""
+            )
+        )
     elif kind == "BertNormalizer":
         lower = bool(component.get("lowercase", True))
         accents = component.get("strip_accents")
         accents = lower if accents is None else bool(accents)
-        parts = [p for p, on in (("lower-casing", lower), ("accent stripping", accents), ("control characters removed",
-                 component.get("clean_text", True))) if on]
+        parts = [
+            p
+            for p, on in (
+                ("lower-casing", lower),
+                ("accent stripping", accents),
+                ("control characters removed", component.get("clean_text", True)),
+            )
+            if on
+        ]
         names.append("BertNormalizer" + (f" ({', '.join(parts)})" if parts else ""))
         if component.get("clean_text", True):
             steps.append(_drop_controls)
@@ -157,7 +178,12 @@ def _unk_piece(model: Any) -> str | None:
     if isinstance(unk, str) and unk:
         return unk
     unk_id, vocab = model.get("unk_id"), model.get("vocab")
-    if isinstance(unk_id, int) and isinstance(vocab, list) and 0 <= unk_id < len(vocab) and isinstance(vocab[unk_id], list):
+    if (
+        isinstance(unk_id, int)
+        and isinstance(vocab, list)
+        and 0 <= unk_id < len(vocab)
+        and isinstance(vocab[unk_id], list)
+    ):
         return str(vocab[unk_id][0])
     return None
 
@@ -205,11 +231,17 @@ def triage_for(model: TokenizerModel) -> Triage:
     a = model.artifacts
     tj = a.tokenizer_json
     if tj is not None and tj.name == model.base.artifact:
-        prefix = "the Prepend('▁') normalizer runs on every segment between special tokens" if _prepends(tj.raw.get("normalizer")) else None
+        prefix = (
+            "the Prepend('▁') normalizer runs on every segment between special tokens"
+            if _prepends(tj.raw.get("normalizer"))
+            else None
+        )
         return _with_segments(triage, model, prefix)
     sp = getattr(a, "sentencepiece", None)
     if sp is not None and sp.name == model.base.artifact and getattr(sp, "add_dummy_prefix", False):
-        return _with_segments(triage, model, "sentencepiece adds its dummy prefix to every segment between special tokens")
+        return _with_segments(
+            triage, model, "sentencepiece adds its dummy prefix to every segment between special tokens"
+        )
     return triage
 
 
@@ -226,8 +258,12 @@ def _gguf_triage(model: TokenizerModel) -> Triage:
         from tokenizers import normalizers
 
         bert = normalizers.BertNormalizer(lowercase=True, strip_accents=True, handle_chinese_chars=True)
-        return Triage("llama.cpp's WordPiece preprocessing (lower-casing, accent stripping)", (bert.normalize_str,),
-                      "llama.cpp's WordPiece splits on whitespace and punctuation", unk)
+        return Triage(
+            "llama.cpp's WordPiece preprocessing (lower-casing, accent stripping)",
+            (bert.normalize_str,),
+            "llama.cpp's WordPiece splits on whitespace and punctuation",
+            unk,
+        )
     if load.vocab_type == "UGM" and g.precompiled_charsmap:
         from tokenizers import normalizers
 
@@ -237,7 +273,11 @@ def _gguf_triage(model: TokenizerModel) -> Triage:
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
             return Triage(None, (), None, unk)
-        spaces = "llama.cpp's UGM normalizer removes extra whitespace" if g.flags.get("remove_extra_whitespaces", True) else None
+        spaces = (
+            "llama.cpp's UGM normalizer removes extra whitespace"
+            if g.flags.get("remove_extra_whitespaces", True)
+            else None
+        )
         return Triage("the GGUF's precompiled SentencePiece charsmap", (charsmap,), spaces, unk)
     return Triage(None, (), None, unk)
 
@@ -254,22 +294,35 @@ def _triage(model: TokenizerModel) -> Triage:
             steps = [library]
         dropping = _pre_tokenizer_kinds(tj.raw.get("pre_tokenizer")) & _WHITESPACE_DROPPING
         unk = _unk_piece(tj.raw.get("model"))
-        return Triage(" → ".join(names) or None, tuple(steps),
-                      f"the {sorted(dropping)[0]} pre-tokenizer splits on whitespace" if dropping else None,
-                      unk, unk_forms=_unk_surfaces(tj.decoder.steps, unk))
+        return Triage(
+            " → ".join(names) or None,
+            tuple(steps),
+            f"the {sorted(dropping)[0]} pre-tokenizer splits on whitespace" if dropping else None,
+            unk,
+            unk_forms=_unk_surfaces(tj.decoder.steps, unk),
+        )
     wp = wordpiece_settings(model)
     if wp is not None:
         from tokenizers import normalizers
 
-        bert = normalizers.BertNormalizer(lowercase=wp.do_lower_case, strip_accents=wp.strip_accents,
-                                          handle_chinese_chars=wp.tokenize_chinese_chars)
+        bert = normalizers.BertNormalizer(
+            lowercase=wp.do_lower_case, strip_accents=wp.strip_accents, handle_chinese_chars=wp.tokenize_chinese_chars
+        )
         bert_steps: list[Callable[[str], str]] = [bert.normalize_str]
         unk = "[UNK]" if "[UNK]" in (a.vocab_txt.vocab.values() if a.vocab_txt else ()) else None
         assumption = None
         if wp.defaulted:
-            assumption = (f"BertTokenizer's defaults are assumed for {', '.join(wp.defaulted)} "
-                          f"({'tokenizer_config.json does not set them' if a.tokenizer_config else 'there is no tokenizer_config.json'})")
-        return Triage(wp.describe(), tuple(bert_steps), "BERT's pre-tokenizer splits on whitespace and punctuation", unk, assumption)
+            assumption = (
+                f"BertTokenizer's defaults are assumed for {', '.join(wp.defaulted)} "
+                f"({'tokenizer_config.json does not set them' if a.tokenizer_config else 'there is no tokenizer_config.json'})"
+            )
+        return Triage(
+            wp.describe(),
+            tuple(bert_steps),
+            "BERT's pre-tokenizer splits on whitespace and punctuation",
+            unk,
+            assumption,
+        )
     sp = getattr(a, "sentencepiece", None)
     if sp is not None and sp.name == model.base.artifact:
         name = getattr(sp, "normalizer", None)
@@ -283,8 +336,11 @@ def _triage(model: TokenizerModel) -> Triage:
             sp_steps = (lambda t: processor.normalize(t).replace("\u2581", " "),)
         except Exception:  # noqa: BLE001 - a model the library refuses: keep the NFKC stand-in
             pass
-        return Triage(f"SentencePiece {name}" if name else None,
-                      sp_steps,
-                      "SentencePiece removes extra whitespace" if getattr(sp, "remove_extra_whitespaces", False) else None,
-                      getattr(sp, "unk_piece", None), unk_forms=(surface,) if surface else ())
+        return Triage(
+            f"SentencePiece {name}" if name else None,
+            sp_steps,
+            "SentencePiece removes extra whitespace" if getattr(sp, "remove_extra_whitespaces", False) else None,
+            getattr(sp, "unk_piece", None),
+            unk_forms=(surface,) if surface else (),
+        )
     return Triage(None, (), None, None)

@@ -40,8 +40,15 @@ def config_added_tokens(a: Artifacts) -> ConfigAddedTokens:
     at = a.added_tokens_json
     special = special_names(a)
     tokens = tuple(
-        AddedToken(token_id, text, text in special, Provenance(at.name, key=text), lstrip=False, rstrip=False,
-                   normalized=text not in special)
+        AddedToken(
+            token_id,
+            text,
+            text in special,
+            Provenance(at.name, key=text),
+            lstrip=False,
+            rstrip=False,
+            normalized=text not in special,
+        )
         for text, token_id in at.tokens
     )
     return ConfigAddedTokens(tokens, "added_tokens.json", at.name)

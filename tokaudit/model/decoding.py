@@ -13,8 +13,19 @@ from tokaudit.artifacts.token_bytes import Scheme, token_bytes
 _BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 
 #: WordPiece ``cleanup``: the replacements ``tokenizers`` (and BERT's ``clean_up_tokenization``) make.
-_CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"), (" 'm", "'m"),
-            (" do not", " don't"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+_CLEANUP = (
+    (" .", "."),
+    (" ?", "?"),
+    (" !", "!"),
+    (" ,", ","),
+    (" ' ", "'"),
+    (" n't", "n't"),
+    (" 'm", "'m"),
+    (" do not", " don't"),
+    (" 's", "'s"),
+    (" 've", "'ve"),
+    (" 're", "'re"),
+)
 
 
 def cleanup(text: str) -> str:
@@ -78,17 +89,17 @@ def _strip(token: str, content: str, start: int, stop: int) -> str:
             break
         start_cut += 1
     stop_cut = 0
-    for c in reversed(chars[len(chars) - stop:] if stop else []):
+    for c in reversed(chars[len(chars) - stop :] if stop else []):
         if c != content:
             break
         stop_cut += 1
     keep = max(len(token.encode("utf-8")) - start_cut - stop_cut, 0)
-    return "".join(chars[start_cut:start_cut + keep])
+    return "".join(chars[start_cut : start_cut + keep])
 
 
 def _strip_start(data: bytes, content: bytes, start: int) -> bytes:
     while start and content and data.startswith(content):
-        data = data[len(content):]
+        data = data[len(content) :]
         start -= 1
     return data
 
@@ -155,7 +166,7 @@ class PieceStream:
                 data = self._cache[token] = self._token(token, False)
         for lead in self.lead:
             while lead[1] and lead[0] and data.startswith(lead[0]):
-                data = data[len(lead[0]):]
+                data = data[len(lead[0]) :]
                 lead[1] -= 1
             if data:
                 lead[1] = 0  # only the very start of the whole text is stripped

@@ -195,14 +195,22 @@ def _first_entries(vocab: dict[str, Any]) -> dict[str, Any]:
 
 def fallback_message(probe: FastokensProbe, file: str) -> str:
     """TA306's words for a file fastokens refuses (``probe.error`` set): what Dynamo does instead."""
-    return (f"Dynamo with {DYNAMO_FLAG} (DYN_TOKENIZER_BACKEND=fastokens) cannot use fastokens for this model: fastokens "
-            f"{probe.version or ''} refuses {file} ({probe.error}). Dynamo then falls back to HF tokenizers without saying "
-            "so: the flag does nothing, and the encode speed-up it was turned on for never happens.").replace("  ", " ")
+    return (
+        f"Dynamo with {DYNAMO_FLAG} (DYN_TOKENIZER_BACKEND=fastokens) cannot use fastokens for this model: fastokens "
+        f"{probe.version or ''} refuses {file} ({probe.error}). Dynamo then falls back to HF tokenizers without saying "
+        "so: the flag does nothing, and the encode speed-up it was turned on for never happens."
+    ).replace("  ", " ")
 
 
 def fallback_details(probe: FastokensProbe) -> dict[str, Any]:
-    return {"gateway": "Dynamo", "flag": DYNAMO_FLAG, "backend": "fastokens", "version": probe.version,
-            "error": probe.error, "falls_back_to": "HF tokenizers"}
+    return {
+        "gateway": "Dynamo",
+        "flag": DYNAMO_FLAG,
+        "backend": "fastokens",
+        "version": probe.version,
+        "error": probe.error,
+        "falls_back_to": "HF tokenizers",
+    }
 
 
 def dynamo_fastokens_encoder(tj: TokenizerJson) -> str:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from tokaudit.artifacts.gguf import GGUFTokenizer
 
 #: tokenizer.ggml.model -> special ids llama.cpp uses when the file sets none (``LLAMA_TOKEN_NULL`` left out).
+# fmt: off
 MODEL_DEFAULT_IDS: dict[str, dict[str, int]] = {
     "llama": {"bos": 1, "eos": 2, "unk": 0},
     "bert": {"bos": 101, "unk": 100, "sep": 102, "pad": 0, "mask": 103},
@@ -42,7 +43,9 @@ MODEL_DEFAULT_IDS: dict[str, dict[str, int]] = {
     "plamo2": {"bos": 1, "eos": 2, "unk": 0, "pad": 3},
     "gemma4": {}, "rwkv": {},
 }
+# fmt: on
 #: vocabulary type -> the add flags llama.cpp starts from (then the pre-tokenizer's, then the file's keys).
+# fmt: off
 TYPE_FLAGS: dict[str, dict[str, bool]] = {
     "SPM": {"add_bos": True, "add_eos": False, "add_sep": False, "add_space_prefix": True, "clean_spaces": False},
     "WPM": {"add_bos": True, "add_eos": False, "add_sep": True, "add_space_prefix": False, "clean_spaces": True},
@@ -51,11 +54,13 @@ TYPE_FLAGS: dict[str, dict[str, bool]] = {
     "BPE": {"add_bos": False, "add_eos": False, "add_sep": False, "add_space_prefix": False, "clean_spaces": True},
     "PLAMO2": {"add_bos": False, "add_eos": False, "add_sep": False, "add_space_prefix": False, "clean_spaces": False},
 }
+# fmt: on
 
 
 def _pre_table() -> dict[str, tuple[str, frozenset[str]]]:
     """``tokenizer.ggml.pre`` name -> (llama.cpp's regex family, the flags it sets): ``ignore_merges``,
     ``add_bos`` (forced on), ``no_clean_spaces``, ``add_sep``, ``escape_whitespaces``, ``no_bos``."""
+    # fmt: off
     rows: list[tuple[str, str, str]] = [
         ("default", "DEFAULT", ""), ("minicpm5", "MINICPM5", "ignore_merges"),
         ("llama3 llama-v3 llama-bpe falcon3 falcon-h1 pixtral midm-2.0 lfm2 jina-v5-nano", "LLAMA3", "ignore_merges add_bos"),
@@ -88,6 +93,7 @@ def _pre_table() -> dict[str, tuple[str, frozenset[str]]]:
         ("minimax-m2", "MINIMAX_M2", "no_clean_spaces"), ("solar-open", "SOLAR_OPEN", "no_clean_spaces"),
         ("mellum2", "MELLUM2", ""),
     ]
+    # fmt: on
     return {name: (family, frozenset(flags.split())) for names, family, flags in rows for name in names.split()}
 
 
@@ -95,8 +101,11 @@ PRE_TOKENIZERS = _pre_table()
 
 #: EOT candidates by text, in llama.cpp's order (it iterates an unordered_map; the first of these found wins
 #: in practice: Llama 3 128009 <|eot_id|>, Qwen2 151645 <|im_end|>, Phi-3 32007 <|end|>).
+# fmt: off
 EOT_TEXTS = ("<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>", "_<EOT>",
              "[EOT]", "<｜end▁of▁sentence｜>", "<end_of_utterance>")
+# fmt: on
+# fmt: off
 DETECTED: dict[str, tuple[str, ...]] = {
     "eot": EOT_TEXTS,
     "eom": ("<|eom_id|>",),
@@ -107,14 +116,19 @@ DETECTED: dict[str, tuple[str, ...]] = {
     "fim_rep": ("<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"),
     "fim_sep": ("<|file_sep|>",),
 }
+# fmt: on
 #: Tokens llama.cpp makes end-of-generation by their text alone.
+# fmt: off
 EOG_TEXTS = ("<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
              "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>",
              "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~[")
+# fmt: on
 #: gpt-oss's markers, always rendered (llama.cpp forces them USER_DEFINED).
 ALWAYS_RENDERED = ("<|channel|>", "<|message|>", "<|start|>", "<|constrain|>")
 #: Every special id llama.cpp resolves, in its order.
+# fmt: off
 SPECIAL_NAMES = ("bos", "eos", "eot", "eom", "unk", "sep", "pad", "mask", "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep")
+# fmt: on
 
 
 @dataclass(frozen=True)
@@ -158,8 +172,10 @@ class LlamaCppLoad:
 
 
 #: Every token text the load looks up (detection, EOG, the gpt-oss markers, the exceptions' markers).
-_LOOKED_UP = frozenset(t.encode() for t in (*(t for texts in DETECTED.values() for t in texts), *EOG_TEXTS, *ALWAYS_RENDERED,
-                                            "<|plamo:eos|>"))
+_LOOKED_UP = frozenset(
+    t.encode()
+    for t in (*(t for texts in DETECTED.values() for t in texts), *EOG_TEXTS, *ALWAYS_RENDERED, "<|plamo:eos|>")
+)
 
 
 def _text_ids(tokens: Sequence[bytes]) -> dict[bytes, int]:
@@ -182,8 +198,9 @@ def _pre(g: GGUFTokenizer, vocab_type: str | None) -> tuple[str | None, str, str
     return pre, "ok", row[0], row[1]
 
 
-def _flags(g: GGUFTokenizer, vocab_type: str | None, pre: str | None, pre_flags: frozenset[str], pre_family: str | None
-           ) -> tuple[dict[str, bool], dict[str, str]]:
+def _flags(
+    g: GGUFTokenizer, vocab_type: str | None, pre: str | None, pre_flags: frozenset[str], pre_family: str | None
+) -> tuple[dict[str, bool], dict[str, str]]:
     flags = dict(TYPE_FLAGS.get(vocab_type or "", TYPE_FLAGS["BPE"]))
     origin = {k: f"{vocab_type} default" for k in flags}
     for flag in ("add_bos", "add_sep"):
@@ -234,7 +251,9 @@ def llamacpp_load(g: GGUFTokenizer) -> LlamaCppLoad:
                 value, origin = file_value, "file"
             else:
                 bad = file_value
-                warnings.append(f"bad special token: '{name}' = {file_value}, using default id {value if value is not None else -1}")
+                warnings.append(
+                    f"bad special token: '{name}' = {file_value}, using default id {value if value is not None else -1}"
+                )
         special[name] = SpecialId(name, value, origin, bad)
 
     types = g.types
@@ -249,8 +268,10 @@ def llamacpp_load(g: GGUFTokenizer) -> LlamaCppLoad:
     def make_control(i: int) -> None:
         attr = attrs.get(i, base_attr(i))
         if not attr & ATTR_CONTROL:
-            warnings.append(f"control-looking token: {i} '{g.tokens[i].decode('utf-8', 'replace')}' was not control-type; "
-                            "this is probably a bug in the model. its type will be overridden")
+            warnings.append(
+                f"control-looking token: {i} '{g.tokens[i].decode('utf-8', 'replace')}' was not control-type; "
+                "this is probably a bug in the model. its type will be overridden"
+            )
             attrs[i] = attr | ATTR_CONTROL
 
     for name, texts in DETECTED.items():
@@ -285,8 +306,10 @@ def llamacpp_load(g: GGUFTokenizer) -> LlamaCppLoad:
             eog[tid] = f"the {name} id"
             warnings.append(f"special_{name}_id is not in special_eog_ids - the tokenizer config may be incorrect")
     eog_texts = {g.tokens[tid]: tid for tid in eog if 0 <= tid < n}
-    if b"<|end|>" in eog_texts and ((b"<|return|>" in eog_texts and (b"<|call|>" in eog_texts or b"<|calls|>" in eog_texts))
-                                    or ((b"<|call|>" in eog_texts or b"<|calls|>" in eog_texts) and b"<|flush|>" in eog_texts)):
+    if b"<|end|>" in eog_texts and (
+        (b"<|return|>" in eog_texts and (b"<|call|>" in eog_texts or b"<|calls|>" in eog_texts))
+        or ((b"<|call|>" in eog_texts or b"<|calls|>" in eog_texts) and b"<|flush|>" in eog_texts)
+    ):
         end = eog_texts[b"<|end|>"]
         del eog[end]
         attrs[end] = ATTR_USER_DEFINED
@@ -296,8 +319,21 @@ def llamacpp_load(g: GGUFTokenizer) -> LlamaCppLoad:
         attrs[s] = ATTR_NORMAL
     override = {i: a for i, a in sorted(attrs.items()) if a != base_attr(i)}
     control = frozenset(i for i, a in override.items() if a & ATTR_CONTROL and not base_attr(i) & ATTR_CONTROL)
-    return LlamaCppLoad(model, vocab_type, pre, pre_state, pre_family, flags, flag_origin, special, eog, override,
-                        control, load_error, tuple(warnings))
+    return LlamaCppLoad(
+        model,
+        vocab_type,
+        pre,
+        pre_state,
+        pre_family,
+        flags,
+        flag_origin,
+        special,
+        eog,
+        override,
+        control,
+        load_error,
+        tuple(warnings),
+    )
 
 
 def special_cache(g: GGUFTokenizer, load: LlamaCppLoad) -> dict[str, int]:

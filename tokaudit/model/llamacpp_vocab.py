@@ -12,12 +12,29 @@ from itertools import accumulate
 from tokaudit.artifacts.token_bytes import byte_decoder
 
 # llama_token_attr bits (llama.h)
-ATTR_UNDEFINED, ATTR_UNKNOWN, ATTR_UNUSED, ATTR_NORMAL, ATTR_CONTROL, ATTR_USER_DEFINED, ATTR_BYTE = 0, 1, 2, 4, 8, 16, 32
+ATTR_UNDEFINED, ATTR_UNKNOWN, ATTR_UNUSED, ATTR_NORMAL, ATTR_CONTROL, ATTR_USER_DEFINED, ATTR_BYTE = (
+    0,
+    1,
+    2,
+    4,
+    8,
+    16,
+    32,
+)
 #: GGUF token type (llama_token_type) -> attribute, as llama_vocab::impl::load maps them (others: UNDEFINED)
 TYPE_ATTR = {1: ATTR_NORMAL, 2: ATTR_UNKNOWN, 3: ATTR_CONTROL, 4: ATTR_USER_DEFINED, 5: ATTR_UNUSED, 6: ATTR_BYTE}
 #: tokenizer.ggml.model -> llama.cpp's vocabulary type
-VOCAB_TYPES = {"llama": "SPM", "bert": "WPM", "gpt2": "BPE", "hybriddna": "BPE", "whitespace": "BPE", "gemma4": "BPE",
-               "t5": "UGM", "rwkv": "RWKV", "plamo2": "PLAMO2"}
+VOCAB_TYPES = {
+    "llama": "SPM",
+    "bert": "WPM",
+    "gpt2": "BPE",
+    "hybriddna": "BPE",
+    "whitespace": "BPE",
+    "gemma4": "BPE",
+    "t5": "UGM",
+    "rwkv": "RWKV",
+    "plamo2": "PLAMO2",
+}
 #: BPE pre-tokenizers whose tokens spell a space as "▁" (llama.cpp sets escape_whitespaces for them)
 ESCAPED_BPE_PRE = frozenset({"gemma4", "granite-embed-multi-311m", "sarvam-moe"})
 SPACE_MARK = "\u2581".encode()
@@ -89,15 +106,28 @@ class PieceRules:
     attr_override: Mapping[int, int] = field(default_factory=dict)
 
     @classmethod
-    def from_gguf(cls, tokens: Sequence[bytes], types: Sequence[int] | None, model: str, pre: str | None,
-                  control_override: Collection[int] = frozenset(), attr_override: Mapping[int, int] | None = None) -> PieceRules:
+    def from_gguf(
+        cls,
+        tokens: Sequence[bytes],
+        types: Sequence[int] | None,
+        model: str,
+        pre: str | None,
+        control_override: Collection[int] = frozenset(),
+        attr_override: Mapping[int, int] | None = None,
+    ) -> PieceRules:
         vocab_type = VOCAB_TYPES.get(model)
         if vocab_type is None:
             raise NotEmulated(f"tokenizer.ggml.model {model!r} is not one llama.cpp knows")
         if model == "gemma4":  # llama.cpp sets the pre-tokenizer of a gemma4 vocabulary itself
             pre = "gemma4"
-        return cls(tokens, types, vocab_type, vocab_type == "BPE" and pre in ESCAPED_BPE_PRE, frozenset(control_override),
-                   dict(attr_override or {}))
+        return cls(
+            tokens,
+            types,
+            vocab_type,
+            vocab_type == "BPE" and pre in ESCAPED_BPE_PRE,
+            frozenset(control_override),
+            dict(attr_override or {}),
+        )
 
     def attr(self, token_id: int) -> int:
         if token_id in self.attr_override:
@@ -124,7 +154,10 @@ def token_piece(rules: PieceRules, token_id: int, special: bool) -> bytes:
         return decode_text(text)
     if attr & ATTR_BYTE:
         if kind == "WPM":
-            raise PieceAbort(f"id {token_id} is a BYTE token in a WordPiece vocabulary: llama.cpp aborts (GGML_ABORT in token_to_byte)")
+            raise PieceAbort(
+                f"id {token_id} is a BYTE token in a WordPiece vocabulary: llama.cpp aborts (GGML_ABORT in "
+                "token_to_byte)"
+            )
         return bytes([_strtol_hex(text[3:5])])
     return b""  # UNUSED and UNDEFINED tokens make no piece
 
@@ -177,7 +210,7 @@ def clean_spaces(text: str) -> str:
     for i, x in enumerate(second):  # third pass: contractions
         if i and second[i - 1] == " " and x == "'" and i + 1 < len(second):
             nxt = second[i + 1]
-            if nxt in "sm" or (i + 2 < len(second) and second[i + 1:i + 3] in ("re", "ve")):
+            if nxt in "sm" or (i + 2 < len(second) and second[i + 1 : i + 3] in ("re", "ve")):
                 out.pop()
         out.append(x)
     return "".join(out)

@@ -187,62 +187,156 @@ def loader_views(model: TokenizerModel) -> list[LoaderView]:
         return LoaderView(loader, tuple(dict.fromkeys(files)), rule, mapped, mapped.complement(size), pattern)
 
     own_pattern = _own_pattern(model)
-    rows.append(view("files-only", [model.vocab_artifact] + cfg_name,
-                     "the vocabulary file and added_tokens_decoder, nothing synthesized (tiktoken-rs, smg before PR #1482)",
-                     files_mapped, own_pattern or "none found"))
+    rows.append(
+        view(
+            "files-only",
+            [model.vocab_artifact] + cfg_name,
+            "the vocabulary file and added_tokens_decoder, nothing synthesized (tiktoken-rs, smg before PR #1482)",
+            files_mapped,
+            own_pattern or "none found",
+        )
+    )
 
     # smg crates/tokenizer/src/factory.rs
     kimi = smg_detects_kimi(model)
     if a.tokenizer_json:
-        rows.append(view("smg", [a.tokenizer_json.name] + cfg_name, "tokenizer.json first", files_mapped, own_pattern or "tokenizer.json"))
-    elif a.vocab_json and a.merges and a.tokenizer_config and (a.tokenizer_config.tokenizer_class or "").startswith("Qwen2Tokenizer"):
-        rows.append(view("smg", [a.vocab_json.name, a.merges.name] + cfg_name, "vocab.json + merges.txt (tokenizer_class Qwen2Tokenizer)",
-                         files_mapped, "GPT-2 byte-level"))
+        rows.append(
+            view(
+                "smg",
+                [a.tokenizer_json.name] + cfg_name,
+                "tokenizer.json first",
+                files_mapped,
+                own_pattern or "tokenizer.json",
+            )
+        )
+    elif (
+        a.vocab_json
+        and a.merges
+        and a.tokenizer_config
+        and (a.tokenizer_config.tokenizer_class or "").startswith("Qwen2Tokenizer")
+    ):
+        rows.append(
+            view(
+                "smg",
+                [a.vocab_json.name, a.merges.name] + cfg_name,
+                "vocab.json + merges.txt (tokenizer_class Qwen2Tokenizer)",
+                files_mapped,
+                "GPT-2 byte-level",
+            )
+        )
     elif a.tiktoken:
         if kimi:
             fill = _span(len(a.tiktoken.by_id), GATEWAY_RESERVED_SLOTS)
-            rows.append(view("smg", [a.tiktoken.name] + cfg_name, f"{a.tiktoken.name}; Kimi detected ({kimi}): "
-                             f"{GATEWAY_RESERVED_SLOTS} reserved slots filled after the ranks", files_mapped.union(fill), "Kimi (built in)"))
+            rows.append(
+                view(
+                    "smg",
+                    [a.tiktoken.name] + cfg_name,
+                    f"{a.tiktoken.name}; Kimi detected ({kimi}): "
+                    f"{GATEWAY_RESERVED_SLOTS} reserved slots filled after the ranks",
+                    files_mapped.union(fill),
+                    "Kimi (built in)",
+                )
+            )
         else:
-            rows.append(view("smg", [a.tiktoken.name] + cfg_name, f"{a.tiktoken.name} (no Kimi detection)", files_mapped, "cl100k fallback"))
+            rows.append(
+                view(
+                    "smg",
+                    [a.tiktoken.name] + cfg_name,
+                    f"{a.tiktoken.name} (no Kimi detection)",
+                    files_mapped,
+                    "cl100k fallback",
+                )
+            )
     else:
-        rows.append(view("smg", [], "no file smg loads from a directory (tokenizer.json, vocab.json+merges.txt for Qwen2, tiktoken)",
-                         None, "—"))
+        rows.append(
+            view(
+                "smg",
+                [],
+                "no file smg loads from a directory (tokenizer.json, vocab.json+merges.txt for Qwen2, tiktoken)",
+                None,
+                "—",
+            )
+        )
 
     transformers = _transformers_view(model, own_pattern)
     # vLLM: tokenizer_mode auto is transformers' AutoTokenizer; tekken.json goes to mistral_common.
     if a.tekken and not a.tokenizer_json:
-        rows.append(view("vLLM", [a.tekken.name], "tekken.json via mistral_common (tokenizer_mode mistral)", files_mapped,
-                         f"{a.tekken.name} config.pattern"))
+        rows.append(
+            view(
+                "vLLM",
+                [a.tekken.name],
+                "tekken.json via mistral_common (tokenizer_mode mistral)",
+                files_mapped,
+                f"{a.tekken.name} config.pattern",
+            )
+        )
     else:
-        rows.append(LoaderView("vLLM", transformers.files, f"transformers AutoTokenizer: {transformers.rule}", transformers.mapped,
-                               transformers.unmapped, transformers.pattern))
+        rows.append(
+            LoaderView(
+                "vLLM",
+                transformers.files,
+                f"transformers AutoTokenizer: {transformers.rule}",
+                transformers.mapped,
+                transformers.unmapped,
+                transformers.pattern,
+            )
+        )
 
     # Dynamo lib/llm/src/tokenizers.rs, tokenizers/tiktoken.rs
     if a.tokenizer_json:
         from tokaudit.model.fastokens_probe import DYNAMO_FLAG, dynamo_fastokens_encoder
 
         fast = dynamo_fastokens_encoder(a.tokenizer_json)
-        rows.append(view("Dynamo", [a.tokenizer_json.name], f"tokenizer.json; encoder by default: HF tokenizers; with {DYNAMO_FLAG}: {fast}",
-                         model.profiles[FILES].mapped, "tokenizer.json"))
+        rows.append(
+            view(
+                "Dynamo",
+                [a.tokenizer_json.name],
+                f"tokenizer.json; encoder by default: HF tokenizers; with {DYNAMO_FLAG}: {fast}",
+                model.profiles[FILES].mapped,
+                "tokenizer.json",
+            )
+        )
     elif a.tiktoken:
         mt = dynamo_regex_model_type(model)
         if mt:
             base = model.sizes.max_rank_plus_one or 0
             fill = _span(base, GATEWAY_RESERVED_SLOTS)
-            rows.append(view("Dynamo", [a.tiktoken.name] + cfg_name, f"{a.tiktoken.name}; model_type {mt}: Kimi regex and "
-                             f"{GATEWAY_RESERVED_SLOTS} reserved slots from max rank + 1", files_mapped.union(fill), "Kimi (built in)"))
+            rows.append(
+                view(
+                    "Dynamo",
+                    [a.tiktoken.name] + cfg_name,
+                    f"{a.tiktoken.name}; model_type {mt}: Kimi regex and "
+                    f"{GATEWAY_RESERVED_SLOTS} reserved slots from max rank + 1",
+                    files_mapped.union(fill),
+                    "Kimi (built in)",
+                )
+            )
         else:
             mt_text = a.config.model_type if a.config and a.config.model_type else "none"
-            rows.append(view("Dynamo", [a.tiktoken.name], f"refuses {a.tiktoken.name}: no regex for model_type {mt_text}", None, "—"))
+            rows.append(
+                view(
+                    "Dynamo",
+                    [a.tiktoken.name],
+                    f"refuses {a.tiktoken.name}: no regex for model_type {mt_text}",
+                    None,
+                    "—",
+                )
+            )
     else:
         rows.append(view("Dynamo", [], "no tokenizer.json or tiktoken file", None, "—"))
 
     rows.append(transformers)
     if a.gguf is not None:  # llama.cpp, Ollama and LM Studio read the tokenizer inside the GGUF
         g = a.gguf
-        rows.append(view("llama.cpp", [g.name], "tokenizer.ggml.tokens of the GGUF (llama.cpp, Ollama, LM Studio)",
-                         _span(0, len(g.tokens)), f"pre {g.pre}" if g.pre else "llama.cpp's per-model default"))
+        rows.append(
+            view(
+                "llama.cpp",
+                [g.name],
+                "tokenizer.ggml.tokens of the GGUF (llama.cpp, Ollama, LM Studio)",
+                _span(0, len(g.tokens)),
+                f"pre {g.pre}" if g.pre else "llama.cpp's per-model default",
+            )
+        )
     return rows
 
 
@@ -271,34 +365,81 @@ def _transformers_view(model: TokenizerModel, own_pattern: str | None) -> Loader
     cfg_name = [a.tokenizer_config.name] if a.tokenizer_config else []
     module = remote_tokenizer_module(model)
     if a.tokenizer_json and a.tokenizer_json.name != "tokenizer.json":
-        return LoaderView("transformers", (a.tokenizer_json.name,), f"AutoTokenizer fails: it reads tokenizer.json only under "
-                          f"that name, not {a.tokenizer_json.name}", IdRanges(), None, "—")
+        return LoaderView(
+            "transformers",
+            (a.tokenizer_json.name,),
+            f"AutoTokenizer fails: it reads tokenizer.json only under that name, not {a.tokenizer_json.name}",
+            IdRanges(),
+            None,
+            "—",
+        )
     if a.tokenizer_json:
         mapped = model.files.mapped
-        return LoaderView("transformers", (a.tokenizer_json.name, *cfg_name), "tokenizer.json (TokenizersBackend)",
-                          mapped, mapped.complement(size), own_pattern or "tokenizer.json")
+        return LoaderView(
+            "transformers",
+            (a.tokenizer_json.name, *cfg_name),
+            "tokenizer.json (TokenizersBackend)",
+            mapped,
+            mapped.complement(size),
+            own_pattern or "tokenizer.json",
+        )
     if module and REMOTE_CODE in model.profiles:
         present = any(rc.path.stem == module for rc in a.remote_code)
         if not present:
-            return LoaderView("transformers", (f"{module}.py",), f"auto_map needs {module}.py, which is missing", IdRanges(), None, "—")
+            return LoaderView(
+                "transformers",
+                (f"{module}.py",),
+                f"auto_map needs {module}.py, which is missing",
+                IdRanges(),
+                None,
+                "—",
+            )
         mapped = model.profiles[REMOTE_CODE].mapped
-        return LoaderView("transformers", (f"{module}.py", model.vocab_artifact, *cfg_name),
-                          f"remote code {module}.py (trust_remote_code)", mapped, mapped.complement(size),
-                          own_pattern or "remote code (not found statically)")
+        return LoaderView(
+            "transformers",
+            (f"{module}.py", model.vocab_artifact, *cfg_name),
+            f"remote code {module}.py (trust_remote_code)",
+            mapped,
+            mapped.complement(size),
+            own_pattern or "remote code (not found statically)",
+        )
     if a.tiktoken and not transformers_finds_ranks(model):
-        return LoaderView("transformers", (a.tiktoken.name,), f"AutoTokenizer fails: it looks for {' or '.join(TRANSFORMERS_RANK_FILE_NAMES)}, "
-                          f"not {a.tiktoken.name}", IdRanges(), None, "—")
+        return LoaderView(
+            "transformers",
+            (a.tiktoken.name,),
+            f"AutoTokenizer fails: it looks for {' or '.join(TRANSFORMERS_RANK_FILE_NAMES)}, not {a.tiktoken.name}",
+            IdRanges(),
+            None,
+            "—",
+        )
     if a.tiktoken:
         compact = compacted_added_ids(model)
         mapped = a_mapped = model.base.mapped  # the ranks: tiktoken.model is the base vocabulary here
         if compact:
             mapped = a_mapped.union(IdRanges.from_ids(compact.values()))
-        return LoaderView("transformers", (a.tiktoken.name, *cfg_name),
-                          "converted from tiktoken ranks; added tokens appended after the ranks", mapped,
-                          mapped.complement(size), "cl100k fallback (TikTokenConverter)")
+        return LoaderView(
+            "transformers",
+            (a.tiktoken.name, *cfg_name),
+            "converted from tiktoken ranks; added tokens appended after the ranks",
+            mapped,
+            mapped.complement(size),
+            "cl100k fallback (TikTokenConverter)",
+        )
     mapped = model.files.mapped
     if a.gguf_only:
-        return LoaderView("transformers", (model.vocab_artifact,), f"AutoTokenizer(gguf_file=...): converted from {model.vocab_artifact}",
-                          mapped, mapped.complement(size), "transformers' GGUF converter")
-    return LoaderView("transformers", (model.vocab_artifact, *cfg_name), f"converted from {model.vocab_artifact}",
-                      mapped, mapped.complement(size), own_pattern or "converter default")
+        return LoaderView(
+            "transformers",
+            (model.vocab_artifact,),
+            f"AutoTokenizer(gguf_file=...): converted from {model.vocab_artifact}",
+            mapped,
+            mapped.complement(size),
+            "transformers' GGUF converter",
+        )
+    return LoaderView(
+        "transformers",
+        (model.vocab_artifact, *cfg_name),
+        f"converted from {model.vocab_artifact}",
+        mapped,
+        mapped.complement(size),
+        own_pattern or "converter default",
+    )

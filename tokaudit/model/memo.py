@@ -26,6 +26,7 @@ class ModelMemo(Generic[T]):
             if hit is not None and hit[0]() is model:
                 return hit[1]
         value = compute()
+
         def dropped(_: object) -> None:  # the model is gone: so is its entry
             self._drop(key)
 

@@ -37,9 +37,11 @@ class WordPieceSettings:
 
     def describe(self) -> str:
         accents = self.do_lower_case if self.strip_accents is None else self.strip_accents
-        parts = ["lower-casing" if self.do_lower_case else "no lower-casing",
-                 "accent stripping" if accents else "accents kept",
-                 "CJK characters split" if self.tokenize_chinese_chars else "CJK characters not split"]
+        parts = [
+            "lower-casing" if self.do_lower_case else "no lower-casing",
+            "accent stripping" if accents else "accents kept",
+            "CJK characters split" if self.tokenize_chinese_chars else "CJK characters not split",
+        ]
         return "BertNormalizer: " + ", ".join(parts)
 
 
@@ -51,8 +53,12 @@ def wordpiece_settings(model: TokenizerModel) -> WordPieceSettings | None:
     given = a.tokenizer_config.settings if a.tokenizer_config is not None else {}
     values = {k: given.get(k, v) for k, v in BERT_DEFAULTS.items()}
     defaulted = tuple(k for k in BERT_DEFAULTS if k not in given)
-    return WordPieceSettings(bool(values["do_lower_case"]), values["strip_accents"] if isinstance(values["strip_accents"], bool) else None,
-                             bool(values["tokenize_chinese_chars"]), defaulted)
+    return WordPieceSettings(
+        bool(values["do_lower_case"]),
+        values["strip_accents"] if isinstance(values["strip_accents"], bool) else None,
+        bool(values["tokenize_chinese_chars"]),
+        defaulted,
+    )
 
 
 def slow_special_tokens(model: TokenizerModel) -> list[str]:
@@ -220,7 +226,7 @@ class TokenText:
         data = b"".join(parts)
         for content, count in stream.lead:
             while count and content and data.startswith(content):
-                data = data[len(content):]
+                data = data[len(content) :]
                 count -= 1
         return data
 
@@ -288,7 +294,9 @@ class TokenText:
             elif stream is not None:
                 out.append(stream.piece(spelled))
             else:
-                out.append((decode(self.chain, [spelled]) if first else decode(self.chain, ["", spelled])).encode("utf-8"))  # type: ignore[arg-type, list-item]  # no stream: the chain exists (rank files get one) and spells str
+                # no stream: the chain exists (rank files get one) and spells str
+                pair = [spelled] if first else ["", spelled]
+                out.append(decode(self.chain, pair).encode("utf-8"))  # type: ignore[arg-type]
             if spelled is not None and not (skip_special_tokens and i in special):
                 first = False
         return out

@@ -172,7 +172,12 @@ def _base_layers(a: Artifacts) -> tuple[Layer, list[Layer], list[AddedToken], Ll
         layers = [Layer("control pieces", sp.name, control, True, sp.source)] if control else []
         # the slow tokenizer (LlamaTokenizer, T5Tokenizer) puts added_tokens_decoder over the pieces: its
         # flags win (``<unk>`` listed as special is skipped by decode(skip_special_tokens=True))
-        return base, layers + _added_layers(cfg_added.tokens, cfg_added.rule, cfg_added.artifact) + [base], config_added, None
+        return (
+            base,
+            layers + _added_layers(cfg_added.tokens, cfg_added.rule, cfg_added.artifact) + [base],
+            config_added,
+            None,
+        )
     if a.gguf_only:
         return _gguf_layers(a.gguf)  # type: ignore[arg-type]  # gguf_only: a.gguf is set
     vocab_file = a.vocab_json or a.vocab_txt
@@ -191,7 +196,9 @@ def _gguf_layers(g: GGUFTokenizer) -> tuple[Layer, list[Layer], list[AddedToken]
 
     load = llamacpp_load(g)
     pieces = gguf_pieces(g, load)
-    base = Layer(f"GGUF {g.model} tokens", g.path.name, pieces, False, lambda i: g.source(f"tokenizer.ggml.tokens[{i}]"))
+    base = Layer(
+        f"GGUF {g.model} tokens", g.path.name, pieces, False, lambda i: g.source(f"tokenizer.ggml.tokens[{i}]")
+    )
     types = g.types or ()
     added: list[AddedToken] = []
     special: dict[int, bytes] = {}
@@ -203,9 +210,25 @@ def _gguf_layers(g: GGUFTokenizer) -> tuple[Layer, list[Layer], list[AddedToken]
             (user if kind == USER_DEFINED else special)[i] = pieces[i]
     layers = []
     if special:
-        layers.append(Layer("GGUF CONTROL/UNKNOWN tokens", g.path.name, special, True, lambda i: g.source(f"tokenizer.ggml.token_type[{i}]")))
+        layers.append(
+            Layer(
+                "GGUF CONTROL/UNKNOWN tokens",
+                g.path.name,
+                special,
+                True,
+                lambda i: g.source(f"tokenizer.ggml.token_type[{i}]"),
+            )
+        )
     if user:
-        layers.append(Layer("GGUF USER_DEFINED tokens", g.path.name, user, False, lambda i: g.source(f"tokenizer.ggml.token_type[{i}]")))
+        layers.append(
+            Layer(
+                "GGUF USER_DEFINED tokens",
+                g.path.name,
+                user,
+                False,
+                lambda i: g.source(f"tokenizer.ggml.token_type[{i}]"),
+            )
+        )
     return base, layers + [base], added, load
 
 
@@ -224,10 +247,19 @@ def _remote_code_layers(a: Artifacts, files: IdTable, base_count: int, declared_
             stop = base_count + min(len(names.tokens), MAX_RESERVED_FILL)
             if declared_size is not None:
                 stop = min(stop, declared_size)
-            named = {i: names.tokens[i - base_count].encode("utf-8") for i in range(base_count, stop) if i not in mapped}
+            named = {
+                i: names.tokens[i - base_count].encode("utf-8") for i in range(base_count, stop) if i not in mapped
+            }
             if named:
-                layers.append(Layer(f"special tokens {names.name} (num_reserved_special_tokens, from the rank count)", rc.name,
-                                    named, True, _always(names.source)))
+                layers.append(
+                    Layer(
+                        f"special tokens {names.name} (num_reserved_special_tokens, from the rank count)",
+                        rc.name,
+                        named,
+                        True,
+                        _always(names.source),
+                    )
+                )
         elif rc.num_reserved_special_tokens:
             # Kimi: slots [len(ranks), len(ranks) + N) named from added_tokens_decoder, else placeholders.
             template = next((t for t in rc.reserved_templates if t.count("{}") == 1), DEFAULT_RESERVED_TEMPLATE)
@@ -236,7 +268,9 @@ def _remote_code_layers(a: Artifacts, files: IdTable, base_count: int, declared_
             stop = base_count + min(rc.num_reserved_special_tokens, MAX_RESERVED_FILL)
             if declared_size is not None:
                 stop = min(stop, declared_size)
-            fill = {i: template.replace("{}", str(i)).encode("utf-8") for i in range(base_count, stop) if i not in mapped}
+            fill = {
+                i: template.replace("{}", str(i)).encode("utf-8") for i in range(base_count, stop) if i not in mapped
+            }
             if fill:
                 src = rc.num_reserved_source
                 assert src is not None  # set with num_reserved_special_tokens
@@ -259,10 +293,19 @@ def _gguf_rows(a: Artifacts) -> int | None:
 def build_model(artifacts: Artifacts, target: str) -> TokenizerModel:
     a = artifacts
     base, layers, added, gguf_load = _base_layers(a)
-    files = IdTable(FILES, "what a loader that reads only the data files sees (tiktoken-rs, tokenizers; smg and Dynamo add what they know of specific models)", tuple(layers))
+    files = IdTable(
+        FILES,
+        "what a loader that reads only the data files sees (tiktoken-rs, tokenizers; smg and Dynamo add what they "
+        "know of specific models)",
+        tuple(layers),
+    )
     profiles = {FILES: files}
     if _uses_remote_code(a):
-        size = a.config.vocab_size if a.config and a.config.vocab_size is not None else (a.tekken.default_vocab_size if a.tekken else None)
+        size = (
+            a.config.vocab_size
+            if a.config and a.config.vocab_size is not None
+            else (a.tekken.default_vocab_size if a.tekken else None)
+        )
         extra = _remote_code_layers(a, files, len(base.tokens), size)
         profiles[REMOTE_CODE] = IdTable(
             REMOTE_CODE,
@@ -271,7 +314,9 @@ def build_model(artifacts: Artifacts, target: str) -> TokenizerModel:
         )
 
     if a.config and a.config.vocab_size is not None:
-        declared = DeclaredSize(a.config.vocab_size, a.config.vocab_size_source, f"{a.config.name} {a.config.vocab_size_key}")
+        declared = DeclaredSize(
+            a.config.vocab_size, a.config.vocab_size_source, f"{a.config.name} {a.config.vocab_size_key}"
+        )
     elif a.gguf_only and a.gguf.vocab_size is not None:  # type: ignore[union-attr]  # gguf_only: a.gguf is set
         g = a.gguf
         assert g is not None  # gguf_only
@@ -290,7 +335,8 @@ def build_model(artifacts: Artifacts, target: str) -> TokenizerModel:
         max_rank_plus_one=(base.mapped.ranges[-1][1] + 1) if base.mapped else None,
         max_added_plus_one=(max(added_ids) + 1) if added_ids else None,
         config_vocab_size=a.config.vocab_size if a.config else (a.gguf.vocab_size if a.gguf_only else None),  # type: ignore[union-attr]  # gguf_only: a.gguf is set
-        embedding_rows=emb.embedding.rows if emb and emb.embedding else (emb.lm_head.rows if emb and emb.lm_head else
-                                                                         _gguf_rows(a) if a.gguf_only else None),
+        embedding_rows=emb.embedding.rows
+        if emb and emb.embedding
+        else (emb.lm_head.rows if emb and emb.lm_head else _gguf_rows(a) if a.gguf_only else None),
     )
     return TokenizerModel(target, a, base.artifact, declared, sizes, profiles, base, gguf_load=gguf_load)

@@ -34,8 +34,14 @@ def gateway_backend(model: TokenizerModel, encode: bool) -> str:
 
 
 def pick_backend(
-    model: TokenizerModel, name: str | None, *, encode: bool, pat_str: str | None = None,
-    ids: list[int] | None = None, text: str | None = None, gguf: Path | None = None,
+    model: TokenizerModel,
+    name: str | None,
+    *,
+    encode: bool,
+    pat_str: str | None = None,
+    ids: list[int] | None = None,
+    text: str | None = None,
+    gguf: Path | None = None,
 ) -> LoadedBackend:
     """The one backend decode / encode use; given the ``ids`` to decode or the ``text`` to encode, a backend
     rebuilt from ranks holds only the entries they read (the same answers; see :mod:`tokaudit.backends.subset`)."""
@@ -85,11 +91,15 @@ def decode_ids(
         "skip_special_tokens": skip_special_tokens,
         "ids": list(ids),
         "text": outcome.value if outcome.ok else None,
-        "error": None if outcome.ok else {"exception": outcome.error_type, "message": outcome.error, "panic": outcome.panic},
+        "error": None
+        if outcome.ok
+        else {"exception": outcome.error_type, "message": outcome.error, "panic": outcome.panic},
         "tokens": _tokens(model, ids, skip_special_tokens),
     }
     if not outcome.ok:
-        findings.append(_crash(model, lb, ids, skip_special_tokens, failure_class(outcome) or "unknown", outcome.describe()))
+        findings.append(
+            _crash(model, lb, ids, skip_special_tokens, failure_class(outcome) or "unknown", outcome.describe())
+        )
     return TargetResult(model.target, data, source=model.source), findings
 
 
@@ -125,17 +135,25 @@ def encode_text(model: TokenizerModel, lb: LoadedBackend, text: str) -> tuple[Ta
         **({"backend_subset": lb.subset} if lb.subset else {}),
         "text": text,
         "ids": ids,
-        "error": None if outcome.ok else {"exception": outcome.error_type, "message": outcome.error, "panic": outcome.panic},
+        "error": None
+        if outcome.ok
+        else {"exception": outcome.error_type, "message": outcome.error, "panic": outcome.panic},
         "tokens": _tokens(model, ids, False),
     }
     prompt = getattr(backend, "encode_prompt", None)
     failed = [("this text", outcome)] if not outcome.ok else []
-    if prompt is not None and outcome.ok and lb.name == "llama.cpp":  # what llama.cpp's server sends the model for this prompt
+    if (
+        prompt is not None and outcome.ok and lb.name == "llama.cpp"
+    ):  # what llama.cpp's server sends the model for this prompt
         server = call(prompt, text)
         if server.ok:
             data["server_prompt_ids"] = list(server.value)
         else:  # the special tokens it adds (a WordPiece vocabulary without SEP: llama.cpp aborts)
-            data["server_prompt_error"] = {"exception": server.error_type, "message": server.error, "panic": server.panic}
+            data["server_prompt_error"] = {
+                "exception": server.error_type,
+                "message": server.error,
+                "panic": server.panic,
+            }
             failed.append(("this text as its server's prompt (specials added)", server))
     findings = [
         Finding(

@@ -106,7 +106,8 @@ def _findings(
             ID_TOKEN_MISMATCH.code,
             ID_TOKEN_MISMATCH.name,
             ID_TOKEN_MISMATCH.severity,
-            f"{plural(len(differ), 'id')} the draft maps decode{'s' if len(differ) == 1 else ''} to other bytes in the target"
+            f"{plural(len(differ), 'id')} the draft maps decode{'s' if len(differ) == 1 else ''} to other bytes in "
+            "the target"
             + (f" ({missing} of them to nothing)" if missing else "")
             + f": {ranges.describe()}; e.g. {'; '.join(_show(e) for e in examples[:3])}. "
             "Every accepted draft id is decoded in the target's vocabulary, so these corrupt the output.",
@@ -120,8 +121,8 @@ def _findings(
             DRAFT_SIZE_MISMATCH.name,
             DRAFT_SIZE_MISMATCH.severity,
             f"the draft declares {ds if ds is not None else 'no'} vocabulary size ({draft.declared.basis}), the target "
-            f"{ts if ts is not None else 'none'} ({target.declared.basis}); engines that require equal sizes refuse this pair"
-            + ("" if differ else " although every draft id maps to the same bytes"),
+            f"{ts if ts is not None else 'none'} ({target.declared.basis}); engines that require equal sizes refuse "
+            "this pair" + ("" if differ else " although every draft id maps to the same bytes"),
             location=draft.declared.source,
             details={"draft": ds, "target": ts, "draft_mapped": len(a), "target_mapped": len(b)},
         )

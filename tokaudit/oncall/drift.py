@@ -67,62 +67,106 @@ def count_tokens(model: TokenizerModel, cases: list[Case]) -> tuple[Counts | Non
     for case in cases:  # find the text that breaks it
         one = call(backend.encode, case.text)
         if not one.ok:
-            return None, [Finding(BACKEND_CRASH.code, BACKEND_CRASH.name, BACKEND_CRASH.severity,
-                                  f"{lb.name} cannot encode corpus text {case.source}: {visible(one.describe())}",
-                                  details={"backend": lb.name, "case": case.source}, target=model.target)]
+            return None, [
+                Finding(
+                    BACKEND_CRASH.code,
+                    BACKEND_CRASH.name,
+                    BACKEND_CRASH.severity,
+                    f"{lb.name} cannot encode corpus text {case.source}: {visible(one.describe())}",
+                    details={"backend": lb.name, "case": case.source},
+                    target=model.target,
+                )
+            ]
         counts.append(len(one.value))
     return Counts(model.target, lb.name, tuple(counts)), []
 
 
 def write_counts(path: Path, counts: Counts, cases: list[Case], corpus: str) -> None:
-    doc = {"tokaudit_counts": FORMAT, "target": counts.target, "backend": counts.backend, "corpus": corpus,
-           "corpus_sha256": corpus_digest(cases), "total": counts.total,
-           "texts": [{"name": c.source, "tokens": n} for c, n in zip(cases, counts.counts)]}
+    doc = {
+        "tokaudit_counts": FORMAT,
+        "target": counts.target,
+        "backend": counts.backend,
+        "corpus": corpus,
+        "corpus_sha256": corpus_digest(cases),
+        "total": counts.total,
+        "texts": [{"name": c.source, "tokens": n} for c, n in zip(cases, counts.counts)],
+    }
     try:
         path.write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     except OSError as exc:
-        raise InputError(f"cannot write the counts: {exc.strerror or exc}", file=str(path), key="--write-counts") from None
+        raise InputError(
+            f"cannot write the counts: {exc.strerror or exc}", file=str(path), key="--write-counts"
+        ) from None
 
 
 def read_counts(path: Path, cases: list[Case]) -> Counts:
     """A counts baseline for these texts; another corpus, or a file that is not one, is an error."""
     data = read_json(path)
     if not isinstance(data, dict) or data.get("tokaudit_counts") != FORMAT:
-        raise InputError(f"not a tokaudit counts file (expected \"tokaudit_counts\": {FORMAT}; write one with --write-counts)",
-                         file=str(path), key="tokaudit_counts")
+        raise InputError(
+            f'not a tokaudit counts file (expected "tokaudit_counts": {FORMAT}; write one with --write-counts)',
+            file=str(path),
+            key="tokaudit_counts",
+        )
     texts = data.get("texts")
-    if not isinstance(texts, list) or not all(isinstance(t, dict) and isinstance(t.get("tokens"), int)
-                                              and not isinstance(t.get("tokens"), bool) and t["tokens"] >= 0 for t in texts):
-        raise InputError("expected a list of {\"name\", \"tokens\"} objects", file=str(path), key="texts")
+    if not isinstance(texts, list) or not all(
+        isinstance(t, dict)
+        and isinstance(t.get("tokens"), int)
+        and not isinstance(t.get("tokens"), bool)
+        and t["tokens"] >= 0
+        for t in texts
+    ):
+        raise InputError('expected a list of {"name", "tokens"} objects', file=str(path), key="texts")
     if data.get("corpus_sha256") != corpus_digest(cases) or len(texts) != len(cases):
-        raise InputError(f"the counts were written for another corpus ({len(texts)} texts, sha256 "
-                         f"{str(data.get('corpus_sha256'))[:12]}…; this one: {len(cases)} texts, {corpus_digest(cases)[:12]}…): "
-                         "rewrite them with --write-counts", file=str(path), key="corpus_sha256")
+        raise InputError(
+            f"the counts were written for another corpus ({len(texts)} texts, sha256 "
+            f"{str(data.get('corpus_sha256'))[:12]}…; this one: {len(cases)} texts, {corpus_digest(cases)[:12]}…): "
+            "rewrite them with --write-counts",
+            file=str(path),
+            key="corpus_sha256",
+        )
     return Counts(str(data.get("target", path.name)), str(data.get("backend", "?")), tuple(t["tokens"] for t in texts))
 
 
-def drift(a: Counts, b: Counts, cases: list[Case], corpus: str, max_growth: float) -> tuple[dict[str, Any], list[Finding]]:
+def drift(
+    a: Counts, b: Counts, cases: list[Case], corpus: str, max_growth: float
+) -> tuple[dict[str, Any], list[Finding]]:
     """The per-text and total counts of both sides, and TA704 when B's total grows past ``max_growth`` percent."""
-    rows: list[dict[str, Any]] = [{"name": c.source, "a": x, "b": y, "delta": y - x} for c, x, y in zip(cases, a.counts, b.counts)]
+    rows: list[dict[str, Any]] = [
+        {"name": c.source, "a": x, "b": y, "delta": y - x} for c, x, y in zip(cases, a.counts, b.counts)
+    ]
     growth = (b.total - a.total) / a.total * 100 if a.total else (0.0 if b.total == 0 else float("inf"))
     data = {
-        "corpus": corpus, "texts": rows, "max_growth_percent": max_growth,
+        "corpus": corpus,
+        "texts": rows,
+        "max_growth_percent": max_growth,
         "a": {"target": a.target, "backend": a.backend, "total": a.total},
         "b": {"target": b.target, "backend": b.backend, "total": b.total},
-        "delta": b.total - a.total, "growth_percent": round(growth, 4) if growth != float("inf") else None,
+        "delta": b.total - a.total,
+        "growth_percent": round(growth, 4) if growth != float("inf") else None,
         "changed": sum(1 for r in rows if r["delta"]),
     }
     findings = []
     if growth > max_growth:
         worst = sorted((r for r in rows if r["delta"] > 0), key=lambda r: (-r["delta"], r["name"]))[:SHOWN]
         shown = "; ".join(f"{r['name']} {r['a']} -> {r['b']}" for r in worst)
-        findings.append(TOKEN_COUNT_DRIFT.finding(
-            f"the corpus ({len(rows):,} texts) encodes to {a.total:,} tokens under {a.target} ({a.backend}) and {b.total:,} "
-            f"under {b.target} ({b.backend}): {'+' if growth != float('inf') else ''}"
-            f"{f'{growth:.2f} %' if growth != float('inf') else 'from zero'}, over --max-growth {max_growth:g} %. Prompts cost "
-            f"more, fit less context and hit max_tokens sooner. Grew most: {shown}.",
-            location=Provenance(corpus),
-            details={"subject": corpus, "total_a": a.total, "total_b": b.total, "growth_percent": data["growth_percent"],
-                     "max_growth_percent": max_growth, "grew_most": worst},
-        ))
+        findings.append(
+            TOKEN_COUNT_DRIFT.finding(
+                f"the corpus ({len(rows):,} texts) encodes to {a.total:,} tokens under {a.target} ({a.backend}) and "
+                f"{b.total:,} "
+                f"under {b.target} ({b.backend}): {'+' if growth != float('inf') else ''}"
+                f"{f'{growth:.2f} %' if growth != float('inf') else 'from zero'}, over --max-growth {max_growth:g} %. "
+                "Prompts cost "
+                f"more, fit less context and hit max_tokens sooner. Grew most: {shown}.",
+                location=Provenance(corpus),
+                details={
+                    "subject": corpus,
+                    "total_a": a.total,
+                    "total_b": b.total,
+                    "growth_percent": data["growth_percent"],
+                    "max_growth_percent": max_growth,
+                    "grew_most": worst,
+                },
+            )
+        )
     return data, findings

@@ -43,7 +43,9 @@ def resolve(model: TokenizerModel, queries: list[str]) -> list[tuple[str, int]]:
             continue
         ids = ids_of_content(model, query.encode("utf-8"))
         if not ids:
-            raise InputError(f"no token in any profile is {query!r} (give an id or a token's exact text)", file=model.target)
+            raise InputError(
+                f"no token in any profile is {query!r} (give an id or a token's exact text)", file=model.target
+            )
         out.extend((query, i) for i in ids)
     return out
 

@@ -181,7 +181,9 @@ def _fuzz_backend(
     # the one-id memo, read inline: this loop runs once per failure (70% of Kimi's sequences)
     memo, singles, one_id_class = shrinker.classes, shrinker.singles, shrinker.one_id_class
     append = run.failures.append
-    one_id: dict[int, list[int]] = {}  # one reproducer list per id, shared by the failures it reproduces (never mutated)
+    one_id: dict[
+        int, list[int]
+    ] = {}  # one reproducer list per id, shared by the failures it reproduces (never mutated)
     for k, raised in zip(failed, types):
         # Usually one id of the sequence fails alone with the class the sequence raised: the first such
         # id is the reproducer (what Shrinker.single_reproducer returns), from the memo of one-id outcomes
@@ -234,12 +236,17 @@ def _crash_findings(model: TokenizerModel, run: BackendRun) -> Iterator[Finding]
             if seen and "crash" not in seen.values():
                 # strict emulates a tiktoken-rs gateway; no loader that reads these files decodes that way
                 severity = Severity.WARNING
-                why = (f"strict emulates a tiktoken-rs gateway, but the loaders that leave these ids unmapped "
-                       f"({', '.join(sorted(seen))}) decode through tokenizers, which drops them silently")
+                why = (
+                    f"strict emulates a tiktoken-rs gateway, but the loaders that leave these ids unmapped "
+                    f"({', '.join(sorted(seen))}) decode through tokenizers, which drops them silently"
+                )
             elif model.published_layout:
                 severity = Severity.NOTE
-                why = ("these ids are holes of tiktoken's own published encoding, laid out as its registry lays it out "
-                       "(tiktoken.get_encoding raises the same); only a model that declares a larger vocabulary produces them")
+                why = (
+                    "these ids are holes of tiktoken's own published encoding, laid out as its registry lays it out "
+                    "(tiktoken.get_encoding raises the same); only a model that declares a larger vocabulary produces "
+                    "them"
+                )
         else:
             severity = Severity.WARNING if any(f.cls == "panic" for f in chosen) else Severity.NOTE
             what = f"outside the declared range [0, {size})"

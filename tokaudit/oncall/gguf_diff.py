@@ -26,8 +26,14 @@ from tokaudit.report.text import plural, token_text, visible
 
 EXAMPLES = 5
 #: The special-token fields convert_hf_to_gguf carries over (tokenizer_config.json name -> llama.cpp name).
-SPECIAL_FIELDS = {"bos_token": "bos", "eos_token": "eos", "unk_token": "unk", "pad_token": "pad", "sep_token": "sep",
-                  "mask_token": "mask"}
+SPECIAL_FIELDS = {
+    "bos_token": "bos",
+    "eos_token": "eos",
+    "unk_token": "unk",
+    "pad_token": "pad",
+    "sep_token": "sep",
+    "mask_token": "mask",
+}
 
 
 def is_conversion_pair(a: TokenizerModel, b: TokenizerModel) -> bool:
@@ -69,13 +75,27 @@ def _specials(hf: TokenizerModel, g: GGUFTokenizer, load: LlamaCppLoad) -> list[
             continue  # llama.cpp's BPE falls back to byte tokens, never to unk: the id is unused
         gguf_id = load.id_of(name)
         if hf_id != gguf_id:
-            rows.append({"subject": f"{name}_id", "hf": hf_id, "hf_token": content, "gguf": gguf_id,
-                         "gguf_token": None if gguf_id is None else g.tokens[gguf_id].decode("utf-8", "replace"),
-                         "gguf_origin": load.special[name].origin})
+            rows.append(
+                {
+                    "subject": f"{name}_id",
+                    "hf": hf_id,
+                    "hf_token": content,
+                    "gguf": gguf_id,
+                    "gguf_token": None if gguf_id is None else g.tokens[gguf_id].decode("utf-8", "replace"),
+                    "gguf_origin": load.special[name].origin,
+                }
+            )
     hf_adds_bos = prepended(hf) is not None
     if hf_adds_bos != bool(load.flags.get("add_bos")):
-        rows.append({"subject": "add_bos", "id": load.id_of("bos"), "hf": hf_adds_bos, "gguf": load.flags.get("add_bos"),
-                     "gguf_origin": load.flag_origin.get("add_bos")})
+        rows.append(
+            {
+                "subject": "add_bos",
+                "id": load.id_of("bos"),
+                "hf": hf_adds_bos,
+                "gguf": load.flags.get("add_bos"),
+                "gguf_origin": load.flag_origin.get("add_bos"),
+            }
+        )
     return rows
 
 
@@ -96,32 +116,53 @@ def conversion_diff(hf: TokenizerModel, gguf: TokenizerModel, display: str) -> t
         hf_text = [m if isinstance(m, str) else " ".join(map(str, m)) for m in hf_merges or []]
         gm = [m.decode("utf-8", "replace") for m in g.merges or ()]
         first = None if hf_text == gm else _first_difference(hf_text, gm)
-        merges = {"hf": len(hf_text), "gguf": len(gm), "first_difference": first,
-                  "hf_at_first": hf_text[first] if first is not None and first < len(hf_text) else None,
-                  "gguf_at_first": gm[first] if first is not None and first < len(gm) else None}
+        merges = {
+            "hf": len(hf_text),
+            "gguf": len(gm),
+            "first_difference": first,
+            "hf_at_first": hf_text[first] if first is not None and first < len(hf_text) else None,
+            "gguf_at_first": gm[first] if first is not None and first < len(gm) else None,
+        }
     regex = hf_regex(hf)
     families = HF_REGEX_FAMILIES.get(regex or "")
-    pre = {"gguf": load.pre, "state": load.pre_state, "family": load.pre_family, "hf_regex": regex,
-           "matches": None if families is None or load.pre_family is None else load.pre_family in families}
+    pre = {
+        "gguf": load.pre,
+        "state": load.pre_state,
+        "family": load.pre_family,
+        "hf_regex": regex,
+        "matches": None if families is None or load.pre_family is None else load.pre_family in families,
+    }
     hf_tpl, gguf_tpl = _hf_template(hf), g.chat_templates.get("default")
-    template = {"hf": hf_tpl is not None, "gguf": gguf_tpl is not None,
-                "same": hf_tpl == gguf_tpl if hf_tpl is not None and gguf_tpl is not None else None,
-                "first_difference": _first_difference(hf_tpl, gguf_tpl) if hf_tpl and gguf_tpl and hf_tpl != gguf_tpl else None}
+    template = {
+        "hf": hf_tpl is not None,
+        "gguf": gguf_tpl is not None,
+        "same": hf_tpl == gguf_tpl if hf_tpl is not None and gguf_tpl is not None else None,
+        "first_difference": _first_difference(hf_tpl, gguf_tpl) if hf_tpl and gguf_tpl and hf_tpl != gguf_tpl else None,
+    }
     findings = _findings(g, a, b, differ, types, specials)
     from tokaudit.checks.gguf_rules import gguf_merges_missing, gguf_pre_tokenizer
 
     merged = replace(hf, artifacts=replace(hf.artifacts, gguf=g))  # the HF files with the GGUF beside them
     findings += list(gguf_merges_missing.check(merged)) + list(gguf_pre_tokenizer.check(merged))
     clean = not findings and (template["same"] in (None, True))
-    data = {"diff": {
-        "mode": "conversion", "classification": "faithful" if clean else "drifted",
-        "hf": {"path": hf.target, "vocab_artifact": hf.vocab_artifact, "mapped": len(a)},
-        "gguf": {"path": gguf.target, "file": g.path.name, "mapped": len(b), "model": g.model},
-        "same_bytes": len(a) - len(differ), "mismatched": len(differ), "gguf_only": len(gguf_only),
-        "mismatched_ids": IdRanges.from_ids(differ).to_json(),
-        "examples": [_example(i, a.get(i), b.get(i)) for i in differ[:EXAMPLES]],
-        "type_flag_mismatches": len(types), "specials": specials, "merges": merges, "pre": pre, "template": template,
-    }}
+    data = {
+        "diff": {
+            "mode": "conversion",
+            "classification": "faithful" if clean else "drifted",
+            "hf": {"path": hf.target, "vocab_artifact": hf.vocab_artifact, "mapped": len(a)},
+            "gguf": {"path": gguf.target, "file": g.path.name, "mapped": len(b), "model": g.model},
+            "same_bytes": len(a) - len(differ),
+            "mismatched": len(differ),
+            "gguf_only": len(gguf_only),
+            "mismatched_ids": IdRanges.from_ids(differ).to_json(),
+            "examples": [_example(i, a.get(i), b.get(i)) for i in differ[:EXAMPLES]],
+            "type_flag_mismatches": len(types),
+            "specials": specials,
+            "merges": merges,
+            "pre": pre,
+            "template": template,
+        }
+    }
     return TargetResult(display, data, source=hf.source), [f.with_target(display) for f in findings]
 
 
@@ -129,36 +170,72 @@ def _example(i: int, a: bytes | None, b: bytes | None) -> dict[str, Any]:
     return {"id": i, "hf": None if a is None else token_text(a), "gguf": None if b is None else token_text(b)}
 
 
-def _findings(g: GGUFTokenizer, a: dict[int, bytes], b: dict[int, bytes], differ: list[int],
-              types: list[tuple[int, str, str, bool]], specials: list[dict[str, Any]]) -> list[Finding]:
+def _findings(
+    g: GGUFTokenizer,
+    a: dict[int, bytes],
+    b: dict[int, bytes],
+    differ: list[int],
+    types: list[tuple[int, str, str, bool]],
+    specials: list[dict[str, Any]],
+) -> list[Finding]:
     from tokaudit.checks.gguf_rules import token_type_mismatch
 
     out = []
     if differ:
         ranges = IdRanges.from_ids(differ)
         examples = [_example(i, a.get(i), b.get(i)) for i in differ[:EXAMPLES]]
-        shown = "; ".join(f"{e['id']}: {e['hf'] if e['hf'] is not None else '(none)'} ≠ "
-                          f"{e['gguf'] if e['gguf'] is not None else '(none)'}" for e in examples[:3])
-        out.append(Finding(ID_TOKEN_MISMATCH.code, ID_TOKEN_MISMATCH.name, ID_TOKEN_MISMATCH.severity,
-                           f"{plural(len(differ), 'id')} of the HF files decode to other bytes in {g.path.name} (as llama.cpp "
-                           f"renders them): {ranges.describe()}; e.g. {shown}. The GGUF model reads and writes other text for these ids.",
-                           g.source("tokenizer.ggml.tokens"), ranges, {"examples": examples}))
+        shown = "; ".join(
+            f"{e['id']}: {e['hf'] if e['hf'] is not None else '(none)'} ≠ "
+            f"{e['gguf'] if e['gguf'] is not None else '(none)'}"
+            for e in examples[:3]
+        )
+        out.append(
+            Finding(
+                ID_TOKEN_MISMATCH.code,
+                ID_TOKEN_MISMATCH.name,
+                ID_TOKEN_MISMATCH.severity,
+                f"{plural(len(differ), 'id')} of the HF files decode to other bytes in {g.path.name} (as llama.cpp "
+                f"renders them): {ranges.describe()}; e.g. {shown}. The GGUF model reads and writes other text for "
+                "these ids.",
+                g.source("tokenizer.ggml.tokens"),
+                ranges,
+                {"examples": examples},
+            )
+        )
     if types:
         ranges = IdRanges.from_ids(i for i, *_ in types)
         shown = ", ".join(f"{i} {visible(c)} ({kind}, special: {str(s).lower()})" for i, c, kind, s in types[:5])
         severity = Severity.ERROR if any(kind == "CONTROL" and not s for _, _, kind, s in types) else Severity.WARNING
-        out.append(token_type_mismatch.finding(
-            f"{plural(len(types), 'added token')} whose GGUF type disagrees with the HF special flag: {ranges.describe()}; {shown}",
-            severity=severity, location=g.source("tokenizer.ggml.token_type"), ids=ranges,
-            details={"tokens": [{"id": i, "token": c, "type": kind, "special": s} for i, c, kind, s in types[:64]]}))
+        out.append(
+            token_type_mismatch.finding(
+                f"{plural(len(types), 'added token')} whose GGUF type disagrees with the HF special flag: "
+                f"{ranges.describe()}; {shown}",
+                severity=severity,
+                location=g.source("tokenizer.ggml.token_type"),
+                ids=ranges,
+                details={"tokens": [{"id": i, "token": c, "type": kind, "special": s} for i, c, kind, s in types[:64]]},
+            )
+        )
     if specials:
-        ids = [v for row in specials for v in (row.get("hf"), row.get("gguf"), row.get("id")) if isinstance(v, int) and not isinstance(v, bool)]
+        ids = [
+            v
+            for row in specials
+            for v in (row.get("hf"), row.get("gguf"), row.get("id"))
+            if isinstance(v, int) and not isinstance(v, bool)
+        ]
         shown = "; ".join(_special_text(row) for row in specials)
-        out.append(Finding(SPECIAL_TOKEN_DIVERGENCE.code, SPECIAL_TOKEN_DIVERGENCE.name, SPECIAL_TOKEN_DIVERGENCE.severity,
-                           f"special tokens differ between the HF files and {g.path.name}: {shown}. The GGUF adds, stops on or "
-                           "skips other ids than the HF model.",
-                           g.source(_special_key(specials[0]["subject"])), IdRanges.from_ids(ids) if ids else None,
-                           {"specials": specials}))
+        out.append(
+            Finding(
+                SPECIAL_TOKEN_DIVERGENCE.code,
+                SPECIAL_TOKEN_DIVERGENCE.name,
+                SPECIAL_TOKEN_DIVERGENCE.severity,
+                f"special tokens differ between the HF files and {g.path.name}: {shown}. The GGUF adds, stops on or "
+                "skips other ids than the HF model.",
+                g.source(_special_key(specials[0]["subject"])),
+                IdRanges.from_ids(ids) if ids else None,
+                {"specials": specials},
+            )
+        )
     return out
 
 
@@ -172,4 +249,8 @@ def _special_text(row: dict[str, Any]) -> str:
 
 def _special_key(subject: str) -> str:
     """The GGUF key of a special-token difference: ``eos_id`` -> tokenizer.ggml.eos_token_id."""
-    return "tokenizer.ggml.add_bos_token" if subject == "add_bos" else f"tokenizer.ggml.{subject.removesuffix('_id')}_token_id"
+    return (
+        "tokenizer.ggml.add_bos_token"
+        if subject == "add_bos"
+        else f"tokenizer.ggml.{subject.removesuffix('_id')}_token_id"
+    )

@@ -38,6 +38,7 @@ class Stack:
     source: str = ""
 
 
+# fmt: off
 STACKS: dict[str, Stack] = {
     "vllm": Stack("vllm", "0.33.0", "vllm-project/vllm", "parser", "decoded"),
     "sglang": Stack("sglang", "0.5.23", "sgl-project/sglang", "tools", "decoded", "template"),
@@ -60,8 +61,10 @@ STACKS: dict[str, Stack] = {
     # it detokenizes with skip_special_tokens on unless a parser is in parser_requires_special_tokens()
     # (lib/llm/src/preprocessor.rs: harmony, gemma4, kimi_k2 / gpt_oss, kimi_k25, gemma4; PRs 9227, 10225)
     "dynamo": Stack("dynamo", "lib/parsers @0436586e", "ai-dynamo/dynamo", "parser", "decoded", "template",
-                    source="lib/parsers/src/tool_calling/parsers.rs, lib/parsers/src/reasoning/mod.rs, lib/llm/src/preprocessor.rs"),
+                    source="lib/parsers/src/tool_calling/parsers.rs, lib/parsers/src/reasoning/mod.rs, "
+                           "lib/llm/src/preprocessor.rs"),
 }
+# fmt: on
 
 
 @dataclass(frozen=True)
@@ -154,13 +157,37 @@ class ReasoningParser:
 
 
 _HERMES = ("<tool_call>", "</tool_call>")
-_DS_CALLS = ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>")
-_KIMI = ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
-         "<|tool_call_end|>")
+_DS_CALLS = (
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁calls▁end｜>",
+    "<｜tool▁call▁begin｜>",
+    "<｜tool▁call▁end｜>",
+    "<｜tool▁sep｜>",
+)
+_KIMI = (
+    "<|tool_calls_section_begin|>",
+    "<|tool_calls_section_end|>",
+    "<|tool_call_begin|>",
+    "<|tool_call_argument_begin|>",
+    "<|tool_call_end|>",
+)
 _GLM = ("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")
-_MINIMAX = ("<minimax:tool_call>", "</minimax:tool_call>", "<invoke name=", "</invoke>", "<parameter name=", "</parameter>")
-_DSML = ("<｜DSML｜function_calls>", "</｜DSML｜function_calls>", "<｜DSML｜invoke name=", "</｜DSML｜invoke>",
-         "<｜DSML｜parameter name=", "</｜DSML｜parameter>")
+_MINIMAX = (
+    "<minimax:tool_call>",
+    "</minimax:tool_call>",
+    "<invoke name=",
+    "</invoke>",
+    "<parameter name=",
+    "</parameter>",
+)
+_DSML = (
+    "<｜DSML｜function_calls>",
+    "</｜DSML｜function_calls>",
+    "<｜DSML｜invoke name=",
+    "</｜DSML｜invoke>",
+    "<｜DSML｜parameter name=",
+    "</｜DSML｜parameter>",
+)
 _DSML4 = ("<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>", *_DSML[2:])
 _SEED = ("<seed:tool_call>", "</seed:tool_call>")
 #: Gemma 4: the call block and the string delimiter of its argument syntax
@@ -174,10 +201,23 @@ _GIGACHAT = ("function call<|role_sep|>", "<|message_sep|>")
 _APERTUS = ("<|tools_prefix|>", "<|tools_suffix|>")
 _LFM2 = ("<|tool_call_start|>", "<|tool_call_end|>")
 #: Hy3: call block, key and value tags, the separator after the name (all with the :opensource suffix)
-_HY3 = ("<tool_call:opensource>", "</tool_call:opensource>", "<arg_key:opensource>", "</arg_key:opensource>",
-        "<arg_value:opensource>", "</arg_value:opensource>", "<tool_sep:opensource>")
-_MUSE = ("<atem:function_calls>", "</atem:function_calls>", "<atem:invoke name=", "</atem:invoke>", "<atem:parameter name=",
-         "</atem:parameter>")
+_HY3 = (
+    "<tool_call:opensource>",
+    "</tool_call:opensource>",
+    "<arg_key:opensource>",
+    "</arg_key:opensource>",
+    "<arg_value:opensource>",
+    "</arg_value:opensource>",
+    "<tool_sep:opensource>",
+)
+_MUSE = (
+    "<atem:function_calls>",
+    "</atem:function_calls>",
+    "<atem:invoke name=",
+    "</atem:invoke>",
+    "<atem:parameter name=",
+    "</atem:parameter>",
+)
 #: MiniCPM5: function opener, closer, parameter opener, closer (no block around the calls)
 _MINICPM5 = ("<function name=", "</function>", "<param name=", "</param>")
 _THINK = ("<think>", "</think>")
@@ -194,6 +234,7 @@ _MR = "crates/reasoning_parser/src/parsers/"
 _D = "lib/parsers/src/tool_calling/"
 _DR = "lib/parsers/src/reasoning/"
 
+# fmt: off
 TOOL_PARSERS: tuple[ToolParser, ...] = (
     # vLLM 0.33.0 (vllm/tool_parsers/__init__.py names them)
     ToolParser("vllm", "hermes", "json-tags", _HERMES, source=_V + "hermes_tool_parser.py"),
@@ -255,7 +296,8 @@ TOOL_PARSERS: tuple[ToolParser, ...] = (
     ToolParser("sglang", "glm45", "arg-kv", _GLM, source=_S + "glm4_moe_detector.py"),
     ToolParser("sglang", "glm47", "arg-kv", _GLM, source=_S + "glm47_moe_detector.py"),
     ToolParser("sglang", "gpt-oss", "harmony", ("<|message|>", "<|call|>", "<|channel|>commentary"), source=_S + "gpt_oss_detector.py",
-               note="expects the recipient after the commentary channel, not in the role header as the gpt-oss template writes it"),
+               note="expects the recipient after the commentary channel, not in the role header as the gpt-oss "
+                    "template writes it"),
     ToolParser("sglang", "minimax-m2", "invoke", _MINIMAX, source=_S + "minimax_m2.py"),
     ToolParser("sglang", "step3p5", "xml-function", _HERMES, source=_S + "function_call_parser.py", note="the qwen3_coder detector"),
     ToolParser("sglang", "cohere_command4", "json-block", _COHERE, source=_S + "cohere_command4_detector.py"),
@@ -281,7 +323,8 @@ TOOL_PARSERS: tuple[ToolParser, ...] = (
     ToolParser("llama.cpp", "cohere2moe", "json-block", _COHERE, detect=("<|START_TEXT|>", "<|START_ACTION|>"), source=_L + "cohere2moe.cpp"),
     ToolParser("llama.cpp", "lfm2", "lfm2", _LFM2, detect=("<|tool_call_start|>", "<|tool_list_start|>"), source=_L + "lfm2.cpp"),
     ToolParser("llama.cpp", "gigachat-v3", "json-block", _GIGACHAT, detect=("<|role_sep|>", "<|message_sep|>"),
-               detect_not=("<|function_call|>",), source=_L + "gigachat-v3.cpp", note="reads the call after the content, not only at the start"),
+               detect_not=("<|function_call|>",), source=_L + "gigachat-v3.cpp", note="reads the call after the "
+                                                                                      "content, not only at the start"),
     ToolParser("llama.cpp", "minimax-m3", "minimax-m3", _MINIMAX_M3, detect=("]<]minimax[>[", "<tool_call>", "<invoke name="),
                source=_L + "minimax-m3.cpp"),
     ToolParser("llama.cpp", "deepseek-v3.2", "invoke", _DSML, detect=("dsml_token", "DSML", "function_calls"), source=_L + "deepseek.cpp"),
@@ -324,7 +367,8 @@ TOOL_PARSERS: tuple[ToolParser, ...] = (
     ToolParser("smg", "kimi_k3", "xtml", _KIMI_K3, source=_M + "kimi_k3.rs"),
     # TGI db931fc: no parser flag; with tools, generation is held to {"function": {"_name": N, ...arguments}}
     ToolParser("tgi", "grammar", "tgi-json", (), keep_special="never", constrained=True, source="router/src/infer/tool_grammar.rs",
-               note='generation constrained to {"function": {"_name": NAME, ...arguments}} (a no_tool function for auto)'),
+               note='generation constrained to {"function": {"_name": NAME, ...arguments}} (a no_tool function for '
+                    'auto)'),
     # Dynamo (lib/parsers/src/tool_calling/parsers.rs get_tool_parser_map); phi4, jamba and nemotron_deci have formats
     # no grammar here reads yet
     ToolParser("dynamo", "hermes", "json-tags", _HERMES, keep_special="never", source=_D + "json/base_json_parser.rs"),
@@ -345,7 +389,9 @@ TOOL_PARSERS: tuple[ToolParser, ...] = (
     ToolParser("dynamo", "kimi_k2", "section-calls", _KIMI, keep_special="always", source=_D + "xml/kimi_k2_parser.rs"),
     ToolParser("dynamo", "gemma4", "gemma4", _GEMMA4, keep_special="always", source=_D + "gemma4/parser.rs"),
 )
+# fmt: on
 
+# fmt: off
 REASONING_PARSERS: tuple[ReasoningParser, ...] = (
     # vLLM 0.33.0 (vllm/reasoning/__init__.py). The parser-engine ones (qwen3, glm45, kimi_k2, minimax_m2, seed_oss)
     # start in reasoning unless enable_thinking is false, and a tool-call opener ends it.
@@ -361,7 +407,8 @@ REASONING_PARSERS: tuple[ReasoningParser, ...] = (
     ReasoningParser("vllm", "kimi_k2", *_THINK, no_start="reasoning", ends_at=("<|tool_calls_section_begin|>",), keep_special="always",
                     stream_reads_prompt=True, kwarg="thinking", source=_VP + "kimi_k2.py"),
     ReasoningParser("vllm", "openai_gptoss", "<|channel|>analysis<|message|>", "<|end|>", by_id=("<|channel|>", "<|message|>", "<|end|>"),
-                    harmony_only=True, source=_VR + "gptoss_reasoning_parser.py", note="only inside vLLM's harmony path (gpt-oss)"),
+                    harmony_only=True, source=_VR + "gptoss_reasoning_parser.py", note="only inside vLLM's harmony "
+                                                                                       "path (gpt-oss)"),
     ReasoningParser("vllm", "mistral", "[THINK]", "[/THINK]", by_id=("[THINK]", "[/THINK]"), requires=("[THINK]", "[/THINK]"),
                     keep_special="tools", stream_reads_prompt=True, source=_VP + "mistral.py"),
     ReasoningParser("vllm", "cohere_command3", "<|START_THINKING|>", "<|END_THINKING|>", no_start="content", keep_special="always",
@@ -384,7 +431,8 @@ REASONING_PARSERS: tuple[ReasoningParser, ...] = (
     ReasoningParser("vllm", "hy_v3", "<think:opensource>", "</think:opensource>", no_start="reasoning", needs_kwarg=True,
                     requires=_THINK,
                     gate=("reasoning_effort",), source=_VR + "hy_v3_reasoning_parser.py",
-                    note="reasoning only when the request sets a reasoning_effort other than no_think; vLLM requires the think "
+                    note="reasoning only when the request sets a reasoning_effort other than no_think; vLLM requires "
+                         "the think "
                          "markers with the tokenizer's token_suffix at start-up, modelled as the unsuffixed pair"),
     ReasoningParser("vllm", "muse", " to=self<|message|>", "<|eom|>", no_start="content", keep_special="always", source=_VR + "muse_reasoning_parser.py"),
     ReasoningParser("vllm", "muse_glimmer", " to=self<|message|>", "<|eom|>", no_start="content", keep_special="always", source=_VR + "muse_glimmer_reasoning_parser.py"),
@@ -413,7 +461,8 @@ REASONING_PARSERS: tuple[ReasoningParser, ...] = (
                     source=_SR, note="forced only when the request sets thinking_mode to enabled"),
     # hunyuan's markers carry no token suffix: on Hy3's suffixed tokenizer only the tool section ends reasoning
     ReasoningParser("sglang", "hunyuan", *_THINK, no_start="prompt", ends_at=("<tool_calls:opensource>",),
-                    start_only_at_beginning=True, default="always", source=_SR, note="forced by the request's reasoning_effort"),
+                    start_only_at_beginning=True, default="always", source=_SR, note="forced by the request's "
+                                                                                     "reasoning_effort"),
     ReasoningParser("sglang", "muse", " to=self<|message|>", "<|eom|>", no_start="prompt", no_end="content", start_only_at_beginning=True,
                     default="always", source=_SR),
     # llama.cpp's server: --reasoning-format deepseek (the default, <think> tags; reasoning when the prompt opened it)
@@ -441,6 +490,7 @@ REASONING_PARSERS: tuple[ReasoningParser, ...] = (
     ReasoningParser("dynamo", "gpt_oss", "<|channel|>analysis<|message|>", "<|end|>", no_start="dropped", keep_special="always",
                     source=_DR + "gpt_oss_parser.rs"),
 )
+# fmt: on
 
 
 def tool_parsers(stack: str | None = None) -> list[ToolParser]:
@@ -455,8 +505,14 @@ def picked_by_template(stack: str, template: str) -> ToolParser | None:
     """The tool parser a stack that takes no flag (llama.cpp's server) picks for a template: the first whose
     markers the template holds, else its auto-parser."""
     rows = tool_parsers(stack)
-    return next((p for p in rows if p.detect and all(d in template for d in p.detect) and not any(d in template for d in p.detect_not)),
-                next((p for p in rows if not p.detect), None))
+    return next(
+        (
+            p
+            for p in rows
+            if p.detect and all(d in template for d in p.detect) and not any(d in template for d in p.detect_not)
+        ),
+        next((p for p in rows if not p.detect), None),
+    )
 
 
 def find_tool_parser(stack: str, name: str) -> ToolParser | None:

@@ -133,14 +133,18 @@ def xml_function(text: str, markers: Sequence[str], tools: Any = None) -> Parsed
     while pos >= 0 and len(calls) < MAX_CALLS:
         stop = text.find(end, pos)
         # a parser whose start marker is <function= itself reads the block from the marker on
-        block = text[pos + (0 if start.startswith("<function=") else len(start)):stop + len(end) if stop >= 0 else len(text)]
+        block = text[
+            pos + (0 if start.startswith("<function=") else len(start)) : stop + len(end) if stop >= 0 else len(text)
+        ]
         m = _XML_FUNCTION.search(block)
         if m is None:
             return Parsed(content=_content(text), error=f"no <function=...> after {start}")
         name = m.group(1).strip()
         schema = schema_of(tools, name)
-        args = {p.group(1).strip(): _typed(_trim_newline(p.group(2)), p.group(1).strip(), schema)
-                for p in _XML_PARAM.finditer(m.group(2))}
+        args = {
+            p.group(1).strip(): _typed(_trim_newline(p.group(2)), p.group(1).strip(), schema)
+            for p in _XML_PARAM.finditer(m.group(2))
+        }
         calls.append(Call(name, args))
         if stop < 0:
             break
@@ -157,12 +161,15 @@ def invoke(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
     if first < 0:
         return Parsed(content=_content(text))
     inv_re = re.compile(re.escape(inv) + r"\s*[\"']?([^\"'>]+)[\"']?\s*>(.*?)(?:" + re.escape(inv_end) + "|$)", re.S)
-    par_re = re.compile(re.escape(par) + r"\s*[\"']?([^\"'>]+)[\"']?((?:\s+\w+=\"[^\"]*\")*)\s*>(.*?)(?:" + re.escape(par_end) + "|$)", re.S)
+    par_re = re.compile(
+        re.escape(par) + r"\s*[\"']?([^\"'>]+)[\"']?((?:\s+\w+=\"[^\"]*\")*)\s*>(.*?)(?:" + re.escape(par_end) + "|$)",
+        re.S,
+    )
     calls: list[Call] = []
     pos = first
     while pos >= 0 and len(calls) < MAX_CALLS:
         stop = text.find(end, pos)
-        block = text[pos + len(start):stop if stop >= 0 else len(text)]
+        block = text[pos + len(start) : stop if stop >= 0 else len(text)]
         for m in inv_re.finditer(block):
             if len(calls) >= MAX_CALLS:
                 break
@@ -210,7 +217,7 @@ def cdata_xml(text: str, markers: Sequence[str], tools: Any = None, json_only: b
         for p in par_re.finditer(m.group(2)):
             key, value = p.group(1), p.group(2).strip()
             if value.startswith(_CDATA[0]) and value.endswith(_CDATA[1]):
-                args[key] = value[len(_CDATA[0]):-len(_CDATA[1])]
+                args[key] = value[len(_CDATA[0]) : -len(_CDATA[1])]
             elif not json_only:
                 args[key] = _loose_value(value)
             elif (((schema or {}).get("properties") or {}).get(key) or {}).get("type") == "string":
@@ -233,16 +240,18 @@ def arg_kv(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
     first = text.find(start)
     if first < 0:
         return Parsed(content=_content(text))
-    pair = re.compile(re.escape(ko) + r"(.*?)" + re.escape(kc) + r"\s*" + re.escape(vo) + r"(.*?)(?:" + re.escape(vc) + "|$)", re.S)
+    pair = re.compile(
+        re.escape(ko) + r"(.*?)" + re.escape(kc) + r"\s*" + re.escape(vo) + r"(.*?)(?:" + re.escape(vc) + "|$)", re.S
+    )
     calls: list[Call] = []
     pos = first
     while pos >= 0 and len(calls) < MAX_CALLS:
         stop = text.find(end, pos)
-        block = text[pos + len(start):stop if stop >= 0 else len(text)]
+        block = text[pos + len(start) : stop if stop >= 0 else len(text)]
         k = block.find(ko)
         name = (block if k < 0 else block[:k]).strip()
         if len(markers) > 6 and name.endswith(markers[6]):  # Hy3 writes a separator after the name
-            name = name[:-len(markers[6])].strip()
+            name = name[: -len(markers[6])].strip()
         if not name:
             return Parsed(content=_content(text), error=f"no function name after {start}")
         schema = schema_of(tools, name)
@@ -312,7 +321,7 @@ def json_array(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
     first = text.find(prefix)
     if first < 0:
         return Parsed(content=_content(text))
-    rest = text[first + len(prefix):].lstrip()
+    rest = text[first + len(prefix) :].lstrip()
     try:
         value, _ = _DECODER.raw_decode(rest)
     except (ValueError, RecursionError) as exc:
@@ -336,7 +345,7 @@ def name_args(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
     while pos >= 0 and len(calls) < MAX_CALLS:
         body = pos + len(start)
         nxt = text.find(start, body)
-        chunk = text[body:nxt if nxt >= 0 else len(text)]
+        chunk = text[body : nxt if nxt >= 0 else len(text)]
         a = chunk.find(args_marker)
         if a < 0:
             array = json_array(chunk, ("",))
@@ -346,7 +355,7 @@ def name_args(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
         else:
             name = chunk[:a].strip()
             try:
-                value, _ = _DECODER.raw_decode(chunk[a + len(args_marker):].lstrip())
+                value, _ = _DECODER.raw_decode(chunk[a + len(args_marker) :].lstrip())
             except (ValueError, RecursionError) as exc:
                 return Parsed(content=_content(text), error=f"arguments are not JSON: {exc}")
             calls.append(Call(name, value))
@@ -359,9 +368,9 @@ def pythonic(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
     keyword arguments, read with ``ast`` (never evaluated). Optional markers wrap it."""
     body = text.strip()
     if markers and body.startswith(markers[0]):
-        body = body[len(markers[0]):]
+        body = body[len(markers[0]) :]
         if len(markers) > 1 and body.rstrip().endswith(markers[1]):
-            body = body.rstrip()[:-len(markers[1])]
+            body = body.rstrip()[: -len(markers[1])]
         body = body.strip()
     if not (body.startswith("[") and body.endswith("]")):
         return Parsed(content=_content(text))
@@ -395,8 +404,6 @@ def sep_json(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
     return _deepseek(text, markers, fenced=False)
 
 
-
-
 def _deepseek(text: str, markers: Sequence[str], fenced: bool) -> Parsed:
     calls_begin, _calls_end, call_begin, call_end, sep = markers[:5]
     first = text.find(calls_begin)
@@ -408,18 +415,18 @@ def _deepseek(text: str, markers: Sequence[str], fenced: bool) -> Parsed:
         stop = text.find(call_end, pos)
         if stop < 0:
             break
-        block = text[pos + len(call_begin):stop]
+        block = text[pos + len(call_begin) : stop]
         s = block.find(sep)
         if s < 0:
             return Parsed(content=_content(text), error=f"no {sep} in a call")
         if fenced:
-            kind, rest = block[:s], block[s + len(sep):]
+            kind, rest = block[:s], block[s + len(sep) :]
             m = re.match(r"([^\n]*)\n```(?:json)?\n(.*)\n```\s*$", rest, re.S)
             if kind.strip() != "function" or m is None:
                 return Parsed(content=_content(text), error="not the function<sep>NAME + json fence layout")
             name, raw = m.group(1).strip(), m.group(2)
         else:
-            name, raw = block[:s].strip(), block[s + len(sep):]
+            name, raw = block[:s].strip(), block[s + len(sep) :]
         ok, args = _loads(raw)
         if not ok:
             return Parsed(content=_content(text), error="arguments are not JSON")
@@ -447,8 +454,8 @@ def section_calls(text: str, markers: Sequence[str], tools: Any = None) -> Parse
         stop = text.find(call_end, a if a >= 0 else pos)
         if a < 0 or stop < 0:
             break
-        m = _KIMI_ID.match(text[pos + len(call_begin):a])
-        ok, args = _loads(text[a + len(arg_begin):stop])
+        m = _KIMI_ID.match(text[pos + len(call_begin) : a])
+        ok, args = _loads(text[a + len(arg_begin) : stop])
         if m is None or not ok:
             return Parsed(content=_content(text), error="a call whose id or arguments do not parse")
         calls.append(Call(m.group("name"), args))
@@ -473,14 +480,16 @@ def harmony(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
         m = _HARMONY_CALL.search(text, pos)
         if m is None:
             break
-        if after and text.rfind(after, 0, m.start()) < max(text.rfind(message, 0, m.start()), text.rfind(call_marker, 0, m.start()), 0):
+        if after and text.rfind(after, 0, m.start()) < max(
+            text.rfind(message, 0, m.start()), text.rfind(call_marker, 0, m.start()), 0
+        ):
             pos = m.end()
             continue
         body = text.find(message, m.end())
         if body < 0:
             break
         stop = text.find(call_marker, body)
-        raw = text[body + len(message):stop if stop >= 0 else len(text)]
+        raw = text[body + len(message) : stop if stop >= 0 else len(text)]
         ok, args = _loads(raw.strip())
         if not ok:
             return Parsed(content=_content(text), error="arguments are not JSON")
@@ -494,13 +503,46 @@ def harmony(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
 
 
 #: What the auto-parser tries, with the markers of the formats templates write.
-_ANY = (("json-tags", ("<tool_call>", "</tool_call>")), ("arg-kv", ("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")),
-        ("xml-function", ("<tool_call>", "</tool_call>")),
-        ("invoke", ("<minimax:tool_call>", "</minimax:tool_call>", "<invoke name=", "</invoke>", "<parameter name=", "</parameter>")),
-        ("sep-json", ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>")),
-        ("sep-fenced", ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>")),
-        ("bare-json", ("<|python_tag|>",)), ("json-array", ("[TOOL_CALLS]",)), ("json-array", ("<|tool_call|>",)),
-        ("pythonic", ()))
+_ANY = (
+    ("json-tags", ("<tool_call>", "</tool_call>")),
+    ("arg-kv", ("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")),
+    ("xml-function", ("<tool_call>", "</tool_call>")),
+    (
+        "invoke",
+        (
+            "<minimax:tool_call>",
+            "</minimax:tool_call>",
+            "<invoke name=",
+            "</invoke>",
+            "<parameter name=",
+            "</parameter>",
+        ),
+    ),
+    (
+        "sep-json",
+        (
+            "<｜tool▁calls▁begin｜>",
+            "<｜tool▁calls▁end｜>",
+            "<｜tool▁call▁begin｜>",
+            "<｜tool▁call▁end｜>",
+            "<｜tool▁sep｜>",
+        ),
+    ),
+    (
+        "sep-fenced",
+        (
+            "<｜tool▁calls▁begin｜>",
+            "<｜tool▁calls▁end｜>",
+            "<｜tool▁call▁begin｜>",
+            "<｜tool▁call▁end｜>",
+            "<｜tool▁sep｜>",
+        ),
+    ),
+    ("bare-json", ("<|python_tag|>",)),
+    ("json-array", ("[TOOL_CALLS]",)),
+    ("json-array", ("<|tool_call|>",)),
+    ("pythonic", ()),
+)
 
 
 def json_block(text: str, markers: Sequence[str], tools: Any = None, at_start: bool = False) -> Parsed:
@@ -512,7 +554,7 @@ def json_block(text: str, markers: Sequence[str], tools: Any = None, at_start: b
     first = text.find(start)
     if first < 0 or (at_start and text[:first].strip()):
         return Parsed(content=_content(text))
-    body = text[first + len(start):]
+    body = text[first + len(start) :]
     stop = body.find(end) if end else -1
     body = (body if stop < 0 else body[:stop]).strip()
     ok, value = _loads(body)
@@ -543,7 +585,7 @@ def _g4_value(s: str, i: int, q: str, depth: int = 0, nested_text: bool = False)
         j = s.find(q, i + len(q))
         if j < 0:
             raise ValueError("unterminated string")
-        return s[i + len(q):j], j + len(q)
+        return s[i + len(q) : j], j + len(q)
     if i < len(s) and s[i] in "{[":
         close = "}" if s[i] == "{" else "]"
         out: Any = {} if close == "}" else []
@@ -592,7 +634,9 @@ def gemma4(text: str, markers: Sequence[str], tools: Any = None, nested_text: bo
 
 
 _XTML_CALL = re.compile(r'<\|open\|>call tool="([^"]+)"[^<]*<\|sep\|>(.*?)<\|close\|>call<\|sep\|>', re.S)
-_XTML_ARG = re.compile(r'<\|open\|>argument key="([^"]+)"(?: type="([^"]*)")?<\|sep\|>(.*?)<\|close\|>argument<\|sep\|>', re.S)
+_XTML_ARG = re.compile(
+    r'<\|open\|>argument key="([^"]+)"(?: type="([^"]*)")?<\|sep\|>(.*?)<\|close\|>argument<\|sep\|>', re.S
+)
 
 
 def xtml(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
@@ -624,7 +668,9 @@ def xtml(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
 _MM3_TAG = re.compile(r"<([A-Za-z_][\w.-]*)>")
 
 
-def _mm3_elements(s: str, i: int, close: str, depth: int = 0, items_text: bool = False) -> tuple[list[tuple[str, Any]], int]:
+def _mm3_elements(
+    s: str, i: int, close: str, depth: int = 0, items_text: bool = False
+) -> tuple[list[tuple[str, Any]], int]:
     """The elements from ``s[i]`` up to ``close``: (tag, value) pairs, a value nested when its text starts with an
     element, else the text up to its closing tag."""
     if depth > 32:
@@ -642,7 +688,9 @@ def _mm3_elements(s: str, i: int, close: str, depth: int = 0, items_text: bool =
         end = f"</{tag}>"
         if _MM3_TAG.match(s, len(s) - len(s[j:].lstrip())):
             children, i = _mm3_elements(s, j, end, depth + 1, items_text)
-            value: Any = [v for _, v in children] if children and all(t == "item" for t, _ in children) else dict(children)
+            value: Any = (
+                [v for _, v in children] if children and all(t == "item" for t, _ in children) else dict(children)
+            )
         else:
             k = s.find(end, j)
             if k < 0:
@@ -667,7 +715,7 @@ def minimax_m3(text: str, markers: Sequence[str], tools: Any = None, items_text:
     if first < 0:
         return Parsed(content=_content(text))
     stop = flat.find(end, first)
-    block = flat[first + len(start):stop if stop >= 0 else len(flat)]
+    block = flat[first + len(start) : stop if stop >= 0 else len(flat)]
     calls = []
     for m in re.finditer(r'<invoke name="([^"]+)">', block):
         if len(calls) >= MAX_CALLS:
@@ -708,7 +756,7 @@ def lfm2(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
     if first < 0:
         return Parsed(content=_content(text))
     stop = text.find(markers[1], first)
-    body = text[first + len(markers[0]):stop if stop >= 0 else len(text)].strip()
+    body = text[first + len(markers[0]) : stop if stop >= 0 else len(text)].strip()
     if not (body.startswith("[") and body.endswith("]")):
         return Parsed(content=_content(text), error="not a list of calls")
     calls = []
@@ -717,8 +765,10 @@ def lfm2(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
             break
         inner = m.group(2)
         keys = list(_KW.finditer(inner))
-        args = {k.group(1): _loose_value(inner[k.end():keys[n + 1].start() if n + 1 < len(keys) else len(inner)])
-                for n, k in enumerate(keys)}
+        args = {
+            k.group(1): _loose_value(inner[k.end() : keys[n + 1].start() if n + 1 < len(keys) else len(inner)])
+            for n, k in enumerate(keys)
+        }
         calls.append(Call(m.group(1), args))
     if not calls:
         return Parsed(content=_content(text), error="not a list of calls")
@@ -736,7 +786,9 @@ def tgi_json(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
     ok, value = _loads(text.strip())
     fn = value.get("function") if ok and isinstance(value, dict) else None
     if not isinstance(fn, dict) or not isinstance(fn.get("_name"), str):
-        return Parsed(content=_content(text), error=None if not text.strip().startswith("{") else "not TGI's function JSON")
+        return Parsed(
+            content=_content(text), error=None if not text.strip().startswith("{") else "not TGI's function JSON"
+        )
     args = {k: v for k, v in fn.items() if k != "_name"}
     if fn["_name"] == "no_tool":
         return Parsed(content=_content(str(args.get("content", ""))))

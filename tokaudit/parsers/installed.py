@@ -68,7 +68,9 @@ def load_tokenizer(path: str) -> Any:
     return _tokenizers[path]
 
 
-def run_pairs(stack: str, tokenizer_dir: str, case: dict[str, Any], pairs: list[tuple[str | None, str | None]]) -> list[dict[str, Any]]:
+def run_pairs(
+    stack: str, tokenizer_dir: str, case: dict[str, Any], pairs: list[tuple[str | None, str | None]]
+) -> list[dict[str, Any]]:
     """The worker's entry point: each (tool parser, reasoning parser) pair of ``stack`` on ``case``."""
     _import_parsers(stack)
     tok = load_tokenizer(tokenizer_dir)
@@ -94,7 +96,7 @@ def _deltas(tok: Any, ids: list[int], prompt: list[int], skip: bool, size: int) 
         stream.step(backend, i)
     out = []
     for start in range(0, len(ids), size):
-        batch = ids[start:start + size]
+        batch = ids[start : start + size]
         out.append(("".join(s for i in batch if (s := stream.step(backend, i)) is not None), batch))
     return out
 
@@ -125,16 +127,25 @@ def run_vllm(case: dict[str, Any], tok: Any, tool: str | None, reasoning: str | 
     from vllm.parser.parser_manager import ParserManager
 
     try:
-        cls = ParserManager.get_parser(tool_parser_name=tool, reasoning_parser_name=reasoning, enable_auto_tools=tool is not None,
-                                       is_harmony=bool(case.get("harmony")), tokenizer=tok)
+        cls = ParserManager.get_parser(
+            tool_parser_name=tool,
+            reasoning_parser_name=reasoning,
+            enable_auto_tools=tool is not None,
+            is_harmony=bool(case.get("harmony")),
+            tokenizer=tok,
+        )
     except Exception as exc:  # noqa: BLE001 - the start-up refusal is the result
         return {"refused": _first_line(exc)}
     if cls is None:
         return {"skip": "no parser"}
 
     def request() -> Any:
-        return ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "x"}], tools=case["tools"],
-                                     chat_template_kwargs=case["kwargs"] or None)
+        return ChatCompletionRequest(
+            model="m",
+            messages=[{"role": "user", "content": "x"}],
+            tools=case["tools"],
+            chat_template_kwargs=case["kwargs"] or None,
+        )
 
     req = request()
     try:
@@ -148,7 +159,11 @@ def run_vllm(case: dict[str, Any], tok: Any, tool: str | None, reasoning: str | 
     out: dict[str, Any] = {"skip_special_tokens": skip}
     try:
         r, content, calls = parser.parse(text, req, enable_auto_tools=tool is not None, model_output_token_ids=ids)
-        out["whole"] = {"reasoning": r, "content": content, "calls": [{"name": c.name, "arguments": _args(c.arguments)} for c in calls or []]}
+        out["whole"] = {
+            "reasoning": r,
+            "content": content,
+            "calls": [{"name": c.name, "arguments": _args(c.arguments)} for c in calls or []],
+        }
     except Exception as exc:  # noqa: BLE001
         out["whole"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
     for size in STEPS:
@@ -160,7 +175,9 @@ def run_vllm(case: dict[str, Any], tok: Any, tool: str | None, reasoning: str | 
         deltas = _deltas(tok, ids, case["prompt_tail"], skip, size)
         try:
             for k, (delta, batch) in enumerate(deltas):
-                msg = p.parse_delta(delta, batch, parser_req, prompt_token_ids=case["prompt_tail"], finished=k == len(deltas) - 1)
+                msg = p.parse_delta(
+                    delta, batch, parser_req, prompt_token_ids=case["prompt_tail"], finished=k == len(deltas) - 1
+                )
                 if msg is None:
                     continue
                 acc["reasoning"] += msg.reasoning or ""
@@ -168,7 +185,11 @@ def run_vllm(case: dict[str, Any], tok: Any, tool: str | None, reasoning: str | 
                 for c in msg.tool_calls or []:
                     fn = c.function
                     calls_acc.add(c.index, fn.name if fn else None, fn.arguments if fn else None)
-            out[f"stream{size}"] = {"reasoning": acc["reasoning"] or None, "content": acc["content"] or None, "calls": calls_acc.result()}
+            out[f"stream{size}"] = {
+                "reasoning": acc["reasoning"] or None,
+                "content": acc["content"] or None,
+                "calls": calls_acc.result(),
+            }
         except Exception as exc:  # noqa: BLE001
             out[f"stream{size}"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
     return out
@@ -187,9 +208,14 @@ def sglang_forces_reasoning(template: str, reasoning: str, kwargs: dict[str, Any
     from sglang.srt.parser.template_detection import detect_reasoning_pattern
 
     always, config = detect_reasoning_pattern(template)
-    server = SimpleNamespace(reasoning_parser=reasoning, template_manager=SimpleNamespace(reasoning_config=config),
-                             _reasoning_detector=ReasoningParser(model_type=reasoning).detector)
-    request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "x"}], chat_template_kwargs=kwargs or None)
+    server = SimpleNamespace(
+        reasoning_parser=reasoning,
+        template_manager=SimpleNamespace(reasoning_config=config),
+        _reasoning_detector=ReasoningParser(model_type=reasoning).detector,
+    )
+    request = ChatCompletionRequest(
+        model="m", messages=[{"role": "user", "content": "x"}], chat_template_kwargs=kwargs or None
+    )
     return bool(always or OpenAIServingChat._get_reasoning_from_request(server, request))
 
 
@@ -215,8 +241,17 @@ def run_sglang(case: dict[str, Any], tok: Any, tool: str | None, reasoning: str 
     tools = [Tool(**t) for t in case["tools"]]
 
     def parsers() -> tuple[Any, Any]:
-        rp = ReasoningParser(model_type=reasoning, stream_reasoning=True, force_reasoning=force, tokenizer=tok,
-                             tool_call_parser_active=tool is not None) if reasoning else None
+        rp = (
+            ReasoningParser(
+                model_type=reasoning,
+                stream_reasoning=True,
+                force_reasoning=force,
+                tokenizer=tok,
+                tool_call_parser_active=tool is not None,
+            )
+            if reasoning
+            else None
+        )
         fp = FunctionCallParser(tools, tool, tokenizer=tok) if tool else None
         return rp, fp
 
@@ -251,7 +286,11 @@ def run_sglang(case: dict[str, Any], tok: Any, tool: str | None, reasoning: str 
                 r, normal = rp.parse_stream_end()
                 acc["reasoning"] += r or ""
                 acc["content"] += normal or ""
-            out[f"stream{size}"] = {"reasoning": acc["reasoning"] or None, "content": acc["content"] or None, "calls": calls_acc.result()}
+            out[f"stream{size}"] = {
+                "reasoning": acc["reasoning"] or None,
+                "content": acc["content"] or None,
+                "calls": calls_acc.result(),
+            }
         except Exception as exc:  # noqa: BLE001
             out[f"stream{size}"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
     return out

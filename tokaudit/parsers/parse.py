@@ -41,7 +41,7 @@ def _last(prompt: str, start: tuple[str, ...], end: tuple[str, ...]) -> str | No
 
 
 def template_state(prompt: str) -> str | None:
-    """"open" when the generation prompt's last reasoning marker opens reasoning, "closed" when it closes it."""
+    """What the generation prompt's last reasoning marker does: "open" (opens reasoning), "closed" (closes it)."""
     return _last(prompt, OPENERS, CLOSERS)
 
 
@@ -58,9 +58,15 @@ def enabled(parser: ReasoningParser, kwargs: dict[str, Any]) -> bool:
     return not parser.needs_kwarg or any(bool(kwargs.get(k)) and kwargs.get(k) != "no_think" for k in parser.gate)
 
 
-def split_reasoning(text: str, parser: ReasoningParser | None, prompt: str, kwargs: dict[str, Any] | None = None,
-                    seen: Callable[[str], bool] = lambda m: True, streaming: bool = False,
-                    force: bool | None = None) -> tuple[str | None, str | None]:
+def split_reasoning(
+    text: str,
+    parser: ReasoningParser | None,
+    prompt: str,
+    kwargs: dict[str, Any] | None = None,
+    seen: Callable[[str], bool] = lambda m: True,
+    streaming: bool = False,
+    force: bool | None = None,
+) -> tuple[str | None, str | None]:
     """(reasoning, content) of ``text``, generated after ``prompt``. ``seen`` says whether a marker the parser
     finds by id arrived as its one token (streaming). ``force``: the server's decision that the output starts
     inside reasoning (:func:`tokaudit.parsers.toggle.forces_reasoning`); None: the generation prompt decides."""
@@ -80,7 +86,7 @@ def split_reasoning(text: str, parser: ReasoningParser | None, prompt: str, kwar
     if i >= 0:
         # vLLM drops everything up to the start marker; SGLang removes it only at the very start
         # (its streaming path removes it wherever it arrives)
-        rest = text if parser.start_only_at_beginning and i > 0 and not streaming else text[i + len(parser.start):]
+        rest = text if parser.start_only_at_beginning and i > 0 and not streaming else text[i + len(parser.start) :]
     else:
         no_start = parser.no_start
         if no_start == "reasoning" and parser.kwarg is not None and (kwargs or {}).get(parser.kwarg) is False:
@@ -98,11 +104,15 @@ def split_reasoning(text: str, parser: ReasoningParser | None, prompt: str, kwar
             return rest or None, None
         return None, text or None
     j, width = min(ends)
-    return rest[:j] or None, rest[j + width:] or None
+    return rest[:j] or None, rest[j + width :] or None
 
 
-def parse_tools(text: str | None, parser: ToolParser | None, tools: Sequence[dict[str, Any]] | None,
-                seen: Callable[[str], bool] = lambda m: True) -> Parsed:
+def parse_tools(
+    text: str | None,
+    parser: ToolParser | None,
+    tools: Sequence[dict[str, Any]] | None,
+    seen: Callable[[str], bool] = lambda m: True,
+) -> Parsed:
     if text is None or parser is None:
         return Parsed(content=text)
     if any(m in text and not seen(m) for m in parser.by_id):
@@ -117,17 +127,31 @@ def _own(tool: ToolParser | None, reasoning: ReasoningParser | None) -> Reasonin
     return reasoning
 
 
-def parse_whole(text: str, tool: ToolParser | None, reasoning: ReasoningParser | None, tools: Sequence[dict[str, Any]] | None,
-                prompt: str, kwargs: dict[str, Any] | None = None, force: bool | None = None) -> Outcome:
+def parse_whole(
+    text: str,
+    tool: ToolParser | None,
+    reasoning: ReasoningParser | None,
+    tools: Sequence[dict[str, Any]] | None,
+    prompt: str,
+    kwargs: dict[str, Any] | None = None,
+    force: bool | None = None,
+) -> Outcome:
     reasoning = _own(tool, reasoning)
     r, content = split_reasoning(text, reasoning, prompt, kwargs, force=force)
     parsed = parse_tools(content, tool, tools)
     return Outcome(r, parsed.content, parsed.calls, parsed.error)
 
 
-def parse_streamed(deltas: Sequence[tuple[str, Sequence[int]]], tool: ToolParser | None, reasoning: ReasoningParser | None,
-                   tools: Sequence[dict[str, Any]] | None, prompt: str, id_of: Callable[[str], int | None],
-                   kwargs: dict[str, Any] | None = None, force: bool | None = None) -> Outcome:
+def parse_streamed(
+    deltas: Sequence[tuple[str, Sequence[int]]],
+    tool: ToolParser | None,
+    reasoning: ReasoningParser | None,
+    tools: Sequence[dict[str, Any]] | None,
+    prompt: str,
+    id_of: Callable[[str], int | None],
+    kwargs: dict[str, Any] | None = None,
+    force: bool | None = None,
+) -> Outcome:
     """The outcome of the streamed deltas (text, ids): the text joined as the client receives it, with by-id
     markers seen only when their id arrived (``force``: as :func:`split_reasoning`)."""
     reasoning = _own(tool, reasoning)
@@ -153,13 +177,16 @@ def parse_streamed(deltas: Sequence[tuple[str, Sequence[int]]], tool: ToolParser
         burst = next((k for k, (_, ids) in enumerate(deltas) if end in ids), None)
         if burst is not None and len(deltas[burst][1]) > 1:
             delta = deltas[burst][0]
-            lost = delta[:delta.find(tool.markers[3])] if tool.markers[3] in delta else delta
+            lost = delta[: delta.find(tool.markers[3])] if tool.markers[3] in delta else delta
             if lost:  # the last call's arguments lose the text that came with the end marker
                 last = parsed.calls[-1]
                 raw = json.dumps(last.arguments, ensure_ascii=False)
-                truncated = Call(last.name, raw[:max(0, len(raw) - len(lost))])
-                parsed = Parsed((*parsed.calls[:-1], truncated), parsed.content, "arguments truncated: the text that arrived "
-                                "with the call's end marker was dropped")
+                truncated = Call(last.name, raw[: max(0, len(raw) - len(lost))])
+                parsed = Parsed(
+                    (*parsed.calls[:-1], truncated),
+                    parsed.content,
+                    "arguments truncated: the text that arrived with the call's end marker was dropped",
+                )
     if r is not None and reasoning is not None and reasoning.stream_start_leaks:
         start = id_of(reasoning.start)
         end = id_of(reasoning.end)
@@ -169,7 +196,9 @@ def parse_streamed(deltas: Sequence[tuple[str, Sequence[int]]], tool: ToolParser
     return Outcome(r, parsed.content, parsed.calls, parsed.error)
 
 
-def stack_skips_special(stack: str, tool: ToolParser | None, reasoning: ReasoningParser | None, with_tools: bool, harmony: bool = False) -> bool:
+def stack_skips_special(
+    stack: str, tool: ToolParser | None, reasoning: ReasoningParser | None, with_tools: bool, harmony: bool = False
+) -> bool:
     """skip_special_tokens as the stack sets it for a request (with or without tools) and these parsers
     (``harmony``: the model is gpt-oss, for which SGLang always keeps them)."""
     info = STACKS[stack]

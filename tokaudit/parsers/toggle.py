@@ -77,38 +77,67 @@ def _has(template: str, pattern: str, flags: int = 0) -> bool:
 
 
 def _explicit(param: str, value: str) -> str:
-    return rf"{{%\s*if\s+not\s+{param}\s+is\s+defined\s*%}}.*?{{%\s*set\s+{param}\s*=\s*(?:{value}|{value.title()})\s*%}}"
+    return (
+        rf"{{%\s*if\s+not\s+{param}\s+is\s+defined\s*%}}.*?{{%\s*set\s+{param}\s*=\s*(?:{value}|{value.title()})\s*%}}"
+    )
 
 
 def _default_true(template: str, param: str) -> bool:
-    return (_has(template, _explicit(param, "true"), re.DOTALL)
-            or _has(template, rf"set\s+{param}\s*=\s*{param}\s+if\s+{param}\s+is\s+defined\s+else\s+(?:true|True)")
-            or _has(template, rf"{param}\s+is\s+defined\s+and\s+(?:{param}\s+is\s+false|not\s+{param})")
-            or _has(template, rf"{param}\s+is\s+not\s+defined\s+or\s+{param}")
-            or _has(template, rf"namespace\([^)]*{param}\s*=\s*true")
-            or _defaults_to(template, param, True))
+    return (
+        _has(template, _explicit(param, "true"), re.DOTALL)
+        or _has(template, rf"set\s+{param}\s*=\s*{param}\s+if\s+{param}\s+is\s+defined\s+else\s+(?:true|True)")
+        or _has(template, rf"{param}\s+is\s+defined\s+and\s+(?:{param}\s+is\s+false|not\s+{param})")
+        or _has(template, rf"{param}\s+is\s+not\s+defined\s+or\s+{param}")
+        or _has(template, rf"namespace\([^)]*{param}\s*=\s*true")
+        or _defaults_to(template, param, True)
+    )
 
 
 def _glm53(t: str) -> bool:
-    return all(s in t for s in ("[gMASK]<sop>", "Reasoning Effort:", "<tool_call>", "<arg_key>", "<arg_value>")) and "enable_thinking" not in t
+    return (
+        all(s in t for s in ("[gMASK]<sop>", "Reasoning Effort:", "<tool_call>", "<arg_key>", "<arg_value>"))
+        and "enable_thinking" not in t
+    )
 
 
 #: SGLang 0.5.23's REASONING_MODE_RULES, in its order: (rule name, the toggle it gives, the test on the template).
 SGLANG_RULES: tuple[tuple[str, Toggle, Callable[[str], bool]], ...] = (
-    ("k2_v3_reasoning_effort", Toggle(special="always"), lambda t: all(s in t for s in ("<ifm|think>", "<ifm|think_fast>", "reasoning_effort"))),
+    (
+        "k2_v3_reasoning_effort",
+        Toggle(special="always"),
+        lambda t: all(s in t for s in ("<ifm|think>", "<ifm|think_fast>", "reasoning_effort")),
+    ),
     ("gpt_oss_channel_markers", Toggle(special="always"), lambda t: "<|channel|>" in t),
-    ("force_reasoning_pattern", Toggle(special="always"),
-     lambda t: _has(t, r"<\|im_start\|>assistant\\n<think>\\n") and "thinking" not in t),
+    (
+        "force_reasoning_pattern",
+        Toggle(special="always"),
+        lambda t: _has(t, r"<\|im_start\|>assistant\\n<think>\\n") and "thinking" not in t,
+    ),
     ("glm53_always_think", Toggle(special="always"), _glm53),
     ("mistral_reasoning_effort", Toggle(special="mistral"), lambda t: "reasoning_effort" in t and "[THINK]" in t),
-    ("hunyuan_reasoning_effort", Toggle(special="hunyuan_effort"),
-     lambda t: all(s in t for s in ("reasoning_effort", "reasoning_mode_token", "no_think"))),
-    ("explicit_enable_thinking_default_false", Toggle("enable_thinking", False),
-     lambda t: _has(t, _explicit("enable_thinking", "false"), re.DOTALL) or _defaults_to(t, "enable_thinking", False)),
-    ("nemotron_3_super_low_effort", Toggle("enable_thinking", True), lambda t: "low_effort" in t and "truncate_history_thinking" in t),
+    (
+        "hunyuan_reasoning_effort",
+        Toggle(special="hunyuan_effort"),
+        lambda t: all(s in t for s in ("reasoning_effort", "reasoning_mode_token", "no_think")),
+    ),
+    (
+        "explicit_enable_thinking_default_false",
+        Toggle("enable_thinking", False),
+        lambda t: (
+            _has(t, _explicit("enable_thinking", "false"), re.DOTALL) or _defaults_to(t, "enable_thinking", False)
+        ),
+    ),
+    (
+        "nemotron_3_super_low_effort",
+        Toggle("enable_thinking", True),
+        lambda t: "low_effort" in t and "truncate_history_thinking" in t,
+    ),
     ("enable_thinking_default_true", Toggle("enable_thinking", True), lambda t: _default_true(t, "enable_thinking")),
-    ("explicit_thinking_default_false", Toggle("thinking", False),
-     lambda t: _has(t, _explicit("thinking", "false"), re.DOTALL) or _defaults_to(t, "thinking", False)),
+    (
+        "explicit_thinking_default_false",
+        Toggle("thinking", False),
+        lambda t: _has(t, _explicit("thinking", "false"), re.DOTALL) or _defaults_to(t, "thinking", False),
+    ),
     ("thinking_default_true", Toggle("thinking", True), lambda t: _default_true(t, "thinking")),
 )
 
@@ -127,8 +156,15 @@ def smg_toggle(template: str) -> Toggle | None:
     variable = any(s in template for s in ("if thinking ", "thinking is ", "thinking ==", "set thinking "))
     if not enable and not variable:
         return None
-    off = any(s in template for s in ("set thinking = false", "set thinking=false", "set enable_thinking = false",
-                                      "set enable_thinking=false"))
+    off = any(
+        s in template
+        for s in (
+            "set thinking = false",
+            "set thinking=false",
+            "set enable_thinking = false",
+            "set enable_thinking=false",
+        )
+    )
     return Toggle("enable_thinking" if enable else "thinking", not off)
 
 
@@ -145,7 +181,11 @@ def _sglang_forces(parser: ReasoningParser, template: str, kwargs: dict[str, Any
     if parser.name == "minimax-m3":  # its template prefills <mm:think> only for thinking_mode "enabled"
         return kwargs.get("thinking_mode") == "enabled"
     if parser.name == "hunyuan":  # the effort decides; unset counts as on only with Hy3's effort template
-        off = ("none", "no_think") if found is not None and found[1].special == "hunyuan_effort" else (None, "none", "no_think")
+        off = (
+            ("none", "no_think")
+            if found is not None and found[1].special == "hunyuan_effort"
+            else (None, "none", "no_think")
+        )
         return effort not in off
     if found is None:  # no toggle in the template: the parser's own default
         mode = parser.default
@@ -156,7 +196,7 @@ def _sglang_forces(parser: ReasoningParser, template: str, kwargs: dict[str, Any
         if mode in ("thinking", "enable_thinking"):
             return _toggle_on(Toggle(mode, True), kwargs)
         if mode in ("explicit_thinking", "explicit_enable_thinking"):
-            return _toggle_on(Toggle(mode[len("explicit_"):], False), kwargs)
+            return _toggle_on(Toggle(mode[len("explicit_") :], False), kwargs)
         return False
     toggle = found[1]
     if toggle.special == "mistral":
@@ -166,8 +206,9 @@ def _sglang_forces(parser: ReasoningParser, template: str, kwargs: dict[str, Any
     return _toggle_on(toggle, kwargs)
 
 
-def forces_reasoning(parser: ReasoningParser | None, template: str | None, kwargs: dict[str, Any] | None,
-                     effort: str | None = None) -> bool | None:
+def forces_reasoning(
+    parser: ReasoningParser | None, template: str | None, kwargs: dict[str, Any] | None, effort: str | None = None
+) -> bool | None:
     """Whether the parser's server starts this request's output inside reasoning (SGLang: its force_reasoning; smg:
     mark_reasoning_started), or None where the stack decides it from the generation prompt (or the template is not
     known). ``effort``: the request's ``reasoning_effort`` (tokaudit's requests send none)."""

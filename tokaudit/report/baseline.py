@@ -82,12 +82,16 @@ class Baseline:
         if not mine:
             names = sorted(set(self.entries.values()))
             shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-            return (f"baseline {self.path}: none of its {len(self.entries)} entries is for a target scanned here "
-                    f"(it names {shown}); no finding was baselined")
+            return (
+                f"baseline {self.path}: none of its {len(self.entries)} entries is for a target scanned here "
+                f"(it names {shown}); no finding was baselined"
+            )
         unmatched = [fp for fp in mine if fp not in self.matched]
         if unmatched:
-            return (f"baseline {self.path}: {len(unmatched)} of its {len(mine)} entries for the targets scanned here "
-                    "matched no finding (fixed, or changed): regenerate it with --format json")
+            return (
+                f"baseline {self.path}: {len(unmatched)} of its {len(mine)} entries for the targets scanned here "
+                "matched no finding (fixed, or changed): regenerate it with --format json"
+            )
         return None
 
 
@@ -96,7 +100,9 @@ def load_baseline(path: Path, *, require_reason: bool = False) -> Baseline:
     of those with a non-empty "reason" string: a person said why the finding may stay)."""
     data = read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("findings"), list):
-        raise InputError("not a tokaudit JSON report (expected an object with a 'findings' list)", file=str(path), key="findings")
+        raise InputError(
+            "not a tokaudit JSON report (expected an object with a 'findings' list)", file=str(path), key="findings"
+        )
     keys = _target_keys(data)
     out = Baseline(path)
     unreasoned = []

@@ -81,14 +81,17 @@ def _concise(report: Report, stream: TextIO, o: RenderOptions) -> None:
 
 
 #: In the order ``--help`` lists them.
-FORMATS: dict[str, Format] = {f.name: f for f in (
-    Format("rich", _rich, "text", "the report for a terminal (the default)"),
-    Format("json", _json, "json", "one JSON object (tokaudit/report/report.schema.json)"),
-    Format("sarif", _sarif, "json", "SARIF 2.1.0, for GitHub code scanning"),
-    Format("junit", _junit, "text", "JUnit XML, a test case per rule and target"),
-    Format("markdown", _markdown, "text", "a Markdown summary (a pull-request comment, a job summary)"),
-    Format("github", _github, "commands", "GitHub Actions workflow commands (annotations)"),
-    # the same renderer as json: scan writes one line per target as each finishes (cli/scan.py), other commands one line
-    Format("jsonl", _json, "json", "one JSON object per line (scan: one per target)", also=False),
-    Format("concise", _concise, "text", "one line per finding, path:line:col: CODE name message"),
-)}
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (
+        Format("rich", _rich, "text", "the report for a terminal (the default)"),
+        Format("json", _json, "json", "one JSON object (tokaudit/report/report.schema.json)"),
+        Format("sarif", _sarif, "json", "SARIF 2.1.0, for GitHub code scanning"),
+        Format("junit", _junit, "text", "JUnit XML, a test case per rule and target"),
+        Format("markdown", _markdown, "text", "a Markdown summary (a pull-request comment, a job summary)"),
+        Format("github", _github, "commands", "GitHub Actions workflow commands (annotations)"),
+        # the same renderer as json: scan writes one line per target as each finishes (cli/scan.py), other commands one line
+        Format("jsonl", _json, "json", "one JSON object per line (scan: one per target)", also=False),
+        Format("concise", _concise, "text", "one line per finding, path:line:col: CODE name message"),
+    )
+}

@@ -71,7 +71,9 @@ def with_key_positions(report: Report) -> Report:
             continue
         path = _file_of(result, loc.file)
         position = prefixes.setdefault(path, _Prefix(path)).position(loc.key) if path is not None else None
-        placed.append(f if position is None else replace(f, location=replace(loc, line=position[0], column=position[1])))
+        placed.append(
+            f if position is None else replace(f, location=replace(loc, line=position[0], column=position[1]))
+        )
     return replace(report, findings=placed)
 
 

@@ -118,8 +118,11 @@ def apply_policy(
         if not selection.chosen(f.code, f.name):
             continue
         entry = next(
-            (e for e in config.per_target_ignores
-             if _target_matches(e, f.target, config_dir) and any(matches(r, f.code, f.name) for r in e.rules)),
+            (
+                e
+                for e in config.per_target_ignores
+                if _target_matches(e, f.target, config_dir) and any(matches(r, f.code, f.name) for r in e.rules)
+            ),
             None,
         )
         if entry is not None:
@@ -134,28 +137,44 @@ def apply_policy(
         hit = [t for t in targets if _target_matches(entry, t, config_dir)]
         if entry.index in used or not ran or not hit or not selection.chosen("TA001", name):
             continue
-        kept.append(Finding(
-            "TA001", name, severity,
-            f"the per-target ignore of {', '.join(entry.rules)} for {entry.target!r} ({entry.reason}) matched no finding"
-            + ": remove it, or fix its rules.",
-            location=Provenance(config.path.name if config.path else "pyproject.toml", key=entry.key),
-            details={"subject": entry.key, "target_glob": entry.target, "rules": list(entry.rules), "reason": entry.reason,
-                     "config": str(config.path) if config.path else None},
-            target=hit[0],
-        ))
+        kept.append(
+            Finding(
+                "TA001",
+                name,
+                severity,
+                f"the per-target ignore of {', '.join(entry.rules)} for {entry.target!r} ({entry.reason}) matched no "
+                "finding" + ": remove it, or fix its rules.",
+                location=Provenance(config.path.name if config.path else "pyproject.toml", key=entry.key),
+                details={
+                    "subject": entry.key,
+                    "target_glob": entry.target,
+                    "rules": list(entry.rules),
+                    "reason": entry.reason,
+                    "config": str(config.path) if config.path else None,
+                },
+                target=hit[0],
+            )
+        )
 
     stale = None
     unreasoned = baseline.unreasoned if baseline is not None else ()
     if unreasoned and targets and selection.chosen("TA010", BASELINE_REASON_MISSING.name):
         shown = ", ".join(unreasoned[:5]) + (f" and {len(unreasoned) - 5} more" if len(unreasoned) > 5 else "")
-        kept.append(BASELINE_REASON_MISSING.finding(
-            f"{len(unreasoned)} entr{'y' if len(unreasoned) == 1 else 'ies'} of the baseline ha{'s' if len(unreasoned) == 1 else 've'} "
-            f"no \"reason\" and require-reason is on, so {'its finding is' if len(unreasoned) == 1 else 'their findings are'} "
-            f"reported, not baselined: {shown}. Add a \"reason\" to each, or fix the findings.",
-            location=Provenance(str(baseline.path) if baseline is not None else "baseline", key=unreasoned[0]),
-            details={"subject": str(baseline.path) if baseline is not None else "baseline", "entries": list(unreasoned)},
-            target=targets[0],
-        ))
+        kept.append(
+            BASELINE_REASON_MISSING.finding(
+                f"{len(unreasoned)} entr{'y' if len(unreasoned) == 1 else 'ies'} of the baseline "
+                f"ha{'s' if len(unreasoned) == 1 else 've'} "
+                'no "reason" and require-reason is on, so '
+                f"{'its finding is' if len(unreasoned) == 1 else 'their findings are'} "
+                f'reported, not baselined: {shown}. Add a "reason" to each, or fix the findings.',
+                location=Provenance(str(baseline.path) if baseline is not None else "baseline", key=unreasoned[0]),
+                details={
+                    "subject": str(baseline.path) if baseline is not None else "baseline",
+                    "entries": list(unreasoned),
+                },
+                target=targets[0],
+            )
+        )
     if baseline is not None:
         fresh = []
         for f in kept:

@@ -22,5 +22,8 @@ def render_concise(report: Report, stream: TextIO) -> None:
     results = {r.target: r for r in report.results}
     order = {r.target: i for i, r in enumerate(report.results)}
     shown = [with_file(f, results.get(f.target)) for f in report.findings]
-    for f in sorted(shown, key=lambda f: (order.get(f.target, len(order)), finding_path(f), finding_line(f), finding_column(f), f.code)):
+    for f in sorted(
+        shown,
+        key=lambda f: (order.get(f.target, len(order)), finding_path(f), finding_line(f), finding_column(f), f.code),
+    ):
         stream.write(concise_line(f) + "\n")

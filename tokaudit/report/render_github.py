@@ -36,8 +36,10 @@ def annotation(f: Finding) -> str:
 
 def render_github(report: Report, stream: TextIO, fail_on: str = "error") -> None:
     for result in report.results:
-        findings = sorted((with_file(f, result) for f in report.findings if f.target == result.target),
-                          key=lambda f: (-f.severity.rank, f.code))
+        findings = sorted(
+            (with_file(f, result) for f in report.findings if f.target == result.target),
+            key=lambda f: (-f.severity.rank, f.code),
+        )
         commit = result.source.commit if result.source is not None and result.source.repo_id is not None else None
         title = f"tokaudit {report.command} {result.target}" + (f" @ {commit}" if commit else "")
         stream.write(f"::group::{escape_data(safe(title))}\n")

@@ -38,7 +38,7 @@ def _headline(message: str) -> str:
     if len(message) <= MAX_MESSAGE:
         return message
     cut = message.rfind(" ", 0, MAX_MESSAGE)
-    return message[:cut if cut > MAX_MESSAGE // 2 else MAX_MESSAGE].rstrip(" ,;:") + " …"
+    return message[: cut if cut > MAX_MESSAGE // 2 else MAX_MESSAGE].rstrip(" ,;:") + " …"
 
 
 def _threshold(fail_on: str) -> int:
@@ -75,15 +75,22 @@ def junit_tree(report: Report, fail_on: str) -> ET.Element:
         for code in sorted(cases):
             name, found = cases[code]
             title = f"{code} {name}" if code != report.command else name
-            case = ET.SubElement(suite, "testcase", name=_xml(f"{title} ({result.target})"),
-                                 classname=f"tokaudit.{report.command}", time="0")
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                name=_xml(f"{title} ({result.target})"),
+                classname=f"tokaudit.{report.command}",
+                time="0",
+            )
             failing = [f for f in found if f.severity.rank >= threshold]
             # each untrusted part made visible, the lines between them kept
             body = "\n\n".join(f"[{f.severity.value}] {_xml(location_text(f))}\n{_xml(f.message)}" for f in found)
             if failing:
                 suite_failed += 1
                 worst = max(failing, key=lambda f: f.severity.rank)
-                failure = ET.SubElement(case, "failure", message=_xml(_headline(worst.message)), type=worst.severity.value)
+                failure = ET.SubElement(
+                    case, "failure", message=_xml(_headline(worst.message)), type=worst.severity.value
+                )
                 failure.text = body
             elif found:
                 ET.SubElement(case, "system-out").text = body
@@ -95,9 +102,16 @@ def junit_tree(report: Report, fail_on: str) -> ET.Element:
         total += len(cases)
         failed += suite_failed
     for target, error in report.unreadable.items():
-        suite = ET.SubElement(root, "testsuite", name=_xml(target), tests="1", failures="0", errors="1", skipped="0", time="0")
-        case = ET.SubElement(suite, "testcase", name=_xml(f"read the target ({target})"), classname=f"tokaudit.{report.command}",
-                             time="0")
+        suite = ET.SubElement(
+            root, "testsuite", name=_xml(target), tests="1", failures="0", errors="1", skipped="0", time="0"
+        )
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            name=_xml(f"read the target ({target})"),
+            classname=f"tokaudit.{report.command}",
+            time="0",
+        )
         ET.SubElement(case, "error", message=_xml(_headline(error)), type="unreadable").text = _xml(error)
         total += 1
     root.set("tests", str(total))

@@ -37,12 +37,18 @@ def render_markdown(report: Report, stream: TextIO, fail_on: str = "error") -> N
         dropped += "; not checked: " + ", ".join(m.replace("`", "'") for m in missing)
     if report.judged:
         verdict = "❌ FAIL" if failing else "✅ PASS"
-        out = [f"## tokaudit {report.command}: {verdict}", "",
-               f"{counts} ({len(failing)} at or above `--fail-on {fail_on}`{dropped})", ""]
+        out = [
+            f"## tokaudit {report.command}: {verdict}",
+            "",
+            f"{counts} ({len(failing)} at or above `--fail-on {fail_on}`{dropped})",
+            "",
+        ]
     else:  # a command that reports, not judges
         out = [f"## tokaudit {report.command}", ""]
     for result in report.results:
-        findings = sorted((f for f in report.findings if f.target == result.target), key=lambda f: (-f.severity.rank, f.code))
+        findings = sorted(
+            (f for f in report.findings if f.target == result.target), key=lambda f: (-f.severity.rank, f.code)
+        )
         out.append(f"### `{safe(result.target).replace('`', '')}`")
         out.append("")
         source = result.source
@@ -54,7 +60,9 @@ def render_markdown(report: Report, stream: TextIO, fail_on: str = "error") -> N
         out += ["| | code | name | location | message | ids |", "|---|---|---|---|---|---|"]
         for f in findings:
             ids = "" if f.ids is None else md(f"{f.ids.describe(limit=4)} ({f.ids.count})")
-            out.append(f"| {_ICON[f.severity.value]} | {f.code} | `{f.name}` | {_location(f)} | {md(f.message)} | {ids} |")
+            out.append(
+                f"| {_ICON[f.severity.value]} | {f.code} | `{f.name}` | {_location(f)} | {md(f.message)} | {ids} |"
+            )
         out.append("")
     for target, error in report.unreadable.items():
         out += [f"### `{target.replace('`', '')}`", "", f"❌ could not be read: {md(error)}", ""]

@@ -19,7 +19,11 @@ from tokaudit.report.report import Report, TargetResult
 from tokaudit.report.rich_layout import key_value
 from tokaudit.report.text import safe, severity_counts, visible
 
-SEVERITY_STYLE = {Severity.ERROR: "bold white on red", Severity.WARNING: "bold black on yellow", Severity.NOTE: "bold white on blue"}
+SEVERITY_STYLE = {
+    Severity.ERROR: "bold white on red",
+    Severity.WARNING: "bold black on yellow",
+    Severity.NOTE: "bold white on blue",
+}
 
 Section = Callable[[Console, TargetResult], None]
 
@@ -79,8 +83,14 @@ def make_console(stream: TextIO, color: str = "auto") -> Console:
     # explicit: rich itself would use 80 columns for TERM=dumb whatever COLUMNS says
     width = int(columns) if columns.isdigit() and int(columns) > 0 else None if terminal else PIPE_WIDTH
     # a height too: rich ignores a width without one when TERM is dumb
-    options: dict[str, object] = {"file": stream, "markup": False, "emoji": False, "highlight": False, "width": width,
-                                  "height": 25 if width is not None else None}
+    options: dict[str, object] = {
+        "file": stream,
+        "markup": False,
+        "emoji": False,
+        "highlight": False,
+        "width": width,
+        "height": 25 if width is not None else None,
+    }
     if color == "never":
         return _ReportConsole(**options, color_system=None)  # type: ignore[arg-type]
     if color == "always" or os.environ.get("FORCE_COLOR"):
@@ -100,8 +110,12 @@ def scan_section(console: Console, result: TargetResult) -> None:
     vocab: dict[str, Any] = result.data["vocab"]
     sizes = vocab["sizes"]
     declared = vocab["declared_size"]
-    _kv(console, "vocabulary", f"{vocab['vocab_artifact']} · declared size "
-        f"{declared if declared is not None else '—'} ({vocab['declared_by']})")
+    _kv(
+        console,
+        "vocabulary",
+        f"{vocab['vocab_artifact']} · declared size "
+        f"{declared if declared is not None else '—'} ({vocab['declared_by']})",
+    )
     labels = {
         "entries": "entries",
         "max_rank_plus_one": "max rank+1",
@@ -109,12 +123,22 @@ def scan_section(console: Console, result: TargetResult) -> None:
         "config_vocab_size": "config vocab_size",
         "embedding_rows": "embedding rows",
     }
-    _kv(console, "sizes", " · ".join(f"{label} {sizes[k] if sizes[k] is not None else '—'}" for k, label in labels.items()))
-    profiles = " │ ".join(f"{name}: {p['mapped']} mapped, {p['unmapped']} unmapped" for name, p in vocab["profiles"].items())
+    _kv(
+        console,
+        "sizes",
+        " · ".join(f"{label} {sizes[k] if sizes[k] is not None else '—'}" for k, label in labels.items()),
+    )
+    profiles = " │ ".join(
+        f"{name}: {p['mapped']} mapped, {p['unmapped']} unmapped" for name, p in vocab["profiles"].items()
+    )
     _kv(console, "id tables", profiles)
     files = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
     for row in result.data["artifacts"]:
-        files.add_row(Text(safe(row["file"])), Text(row["kind"], style="dim"), Text("" if row["entries"] is None else str(row["entries"])))
+        files.add_row(
+            Text(safe(row["file"])),
+            Text(row["kind"], style="dim"),
+            Text("" if row["entries"] is None else str(row["entries"])),
+        )
     console.print(Text("  artifacts", style="bold"))
     console.print(Padding(files, (0, 0, 0, 4), expand=False))
     if result.data.get("loaders"):
@@ -145,7 +169,9 @@ def _toks(entries: list[dict[str, Any]]) -> Text:
 
 def _stops(who: str, value: bool) -> Text:
     out = Text(f"{who}: ")
-    out.append("stops" if value else "never stop" + ("s" if who == "llama.cpp" else ""), style="green" if value else "red")
+    out.append(
+        "stops" if value else "never stop" + ("s" if who == "llama.cpp" else ""), style="green" if value else "red"
+    )
     return out
 
 
@@ -160,7 +186,13 @@ def _gguf_section(console: Console, g: dict[str, Any]) -> None:
     flags = " · ".join(f"{k} {str(v['value']).lower()}" for k, v in g["flags"].items())
     key_value(console, "flags", flags, indent=4, key_width=9)
     if g["load_error"]:
-        key_value(console, "load", Text(safe(f"llama.cpp refuses this file: {g['load_error']}"), style="red"), indent=4, key_width=9)
+        key_value(
+            console,
+            "load",
+            Text(safe(f"llama.cpp refuses this file: {g['load_error']}"), style="red"),
+            indent=4,
+            key_width=9,
+        )
     table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1), pad_edge=False)
     for col in ("who stops", "on"):
         table.add_column(col, overflow="fold")
@@ -215,7 +247,9 @@ from tokaudit.report.rich_oncall import (  # noqa: E402 - after SECTIONS: the se
     fuzz_section,
 )
 
-SECTIONS.update(explain=explain_section, decode=decode_section, encode=encode_section, fuzz=fuzz_section, diff=diff_section)
+SECTIONS.update(
+    explain=explain_section, decode=decode_section, encode=encode_section, fuzz=fuzz_section, diff=diff_section
+)
 
 from tokaudit.report.rich_template import template_section  # noqa: E402 - after SECTIONS: the section modules import this module's helpers
 
@@ -236,7 +270,13 @@ def _finding(console: Console, f: Finding) -> None:
         console.print(Padding(location, (0, 0, 0, 2), expand=False))
     console.print(Padding(Text(safe(f.message)), (0, 0, 0, 2), expand=False))
     if f.ids is not None and f.ids:
-        console.print(Padding(Text(f"ids: {f.ids.describe(limit=12)}  (count {f.ids.count})", style="cyan"), (0, 0, 0, 2), expand=False))
+        console.print(
+            Padding(
+                Text(f"ids: {f.ids.describe(limit=12)}  (count {f.ids.count})", style="cyan"),
+                (0, 0, 0, 2),
+                expand=False,
+            )
+        )
 
 
 def _where(f: Finding) -> str:
@@ -259,7 +299,9 @@ def closing_summary(report: Report, fail_on: str) -> list[Text]:
     failing = sorted(report.failing(fail_on), key=lambda f: (-f.severity.rank, f.code))
     rows: dict[tuple[str, str, str], list[Finding]] = {}
     for f in failing:
-        where = finding_path(f) + (f":{f.location.line}" if f.location is not None and f.location.line is not None else "")
+        where = finding_path(f) + (
+            f":{f.location.line}" if f.location is not None and f.location.line is not None else ""
+        )
         ids = "" if f.ids is None or not f.ids else f"{f.ids.count} id" + ("" if f.ids.count == 1 else "s")
         rows.setdefault((f"{f.code} {f.name}", where, ids), []).append(f)
     lines = []
@@ -317,7 +359,9 @@ def verdict(report: Report, fail_on: str) -> Table:
     return grid
 
 
-def render_rich(report: Report, stream: TextIO, fail_on: str = "error", *, color: str = "auto", quiet: bool = False) -> None:
+def render_rich(
+    report: Report, stream: TextIO, fail_on: str = "error", *, color: str = "auto", quiet: bool = False
+) -> None:
     """The report for a person. ``quiet``: findings and the verdict only (no sections)."""
     console = make_console(stream, color)
     console.file = out = _TrimmedLines(stream)  # type: ignore[assignment]

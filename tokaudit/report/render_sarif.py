@@ -80,7 +80,9 @@ def sarif_document(report: Report) -> dict[str, Any]:
             "ruleIndex": index[f.code],
             "level": f.severity.value,
             "message": {"text": safe(f.message)},  # shown to people (code scanning, PR annotations)
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": artifact_uri(shown, result_of)}, "region": region}}],
+            "locations": [
+                {"physicalLocation": {"artifactLocation": {"uri": artifact_uri(shown, result_of)}, "region": region}}
+            ],
             # GitHub matches alerts across runs by primaryLocationLineHash alone (upload-sarif fills it from the
             # line's text when absent, which would make every finding on one line one alert)
             "partialFingerprints": {"primaryLocationLineHash": fp, "tokaudit/v1": fp},
@@ -93,20 +95,26 @@ def sarif_document(report: Report) -> dict[str, Any]:
             result["properties"]["count"] = f.ids.count
         results.append(result)
     run: dict[str, Any] = {
-        "tool": {"driver": {
-            "name": "tokaudit",
-            "semanticVersion": tool_version(),
-            "version": tool_version(),
-            "informationUri": INFORMATION_URI,
-            "rules": list(rules.values()),
-            "properties": {"versions": versions()},
-        }},
+        "tool": {
+            "driver": {
+                "name": "tokaudit",
+                "semanticVersion": tool_version(),
+                "version": tool_version(),
+                "informationUri": INFORMATION_URI,
+                "rules": list(rules.values()),
+                "properties": {"versions": versions()},
+            }
+        },
         "automationDetails": {"id": f"tokaudit/{report.command}/"},
         "columnKind": "unicodeCodePoints",
         "invocations": [_invocation(report)],
         "results": results,
-        "properties": {"command": report.command, "targets": report.targets, "summary": report.summary(),
-                       "sources": {r.target: r.source.to_json() for r in report.results if r.source is not None}},
+        "properties": {
+            "command": report.command,
+            "targets": report.targets,
+            "summary": report.summary(),
+            "sources": {r.target: r.source.to_json() for r in report.results if r.source is not None},
+        },
     }
     return {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
 

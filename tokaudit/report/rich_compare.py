@@ -27,7 +27,14 @@ def _backends(console: Console, rows: list[dict[str, Any]]) -> None:
         table.add_column(col, justify="right" if col not in ("backend", "what") else "left")
     for row in rows:
         if not row["available"]:
-            table.add_row(Text(row["name"], style="dim"), Text(safe(f"unavailable: {row['reason']}"), style="dim"), _num(None), _num(None), _num(None), _num(None))
+            table.add_row(
+                Text(row["name"], style="dim"),
+                Text(safe(f"unavailable: {row['reason']}"), style="dim"),
+                _num(None),
+                _num(None),
+                _num(None),
+                _num(None),
+            )
             continue
         tp = row["throughput"] or {}
         tokens_per_s = tp.get("encode_tokens_per_s")
@@ -118,7 +125,11 @@ def _unknown(console: Console, unknown: dict[str, Any]) -> None:
     for name, answers in unknown["backends"].items():
         cells = [Text(name, style="bold")]
         for a in answers:
-            shown = a["value"].split(":", 1)[0] if a["kind"] == "error" else (f"'{a['value']}'" if a["kind"] == "text" else a["kind"])
+            shown = (
+                a["value"].split(":", 1)[0]
+                if a["kind"] == "error"
+                else (f"'{a['value']}'" if a["kind"] == "text" else a["kind"])
+            )
             cells.append(Text(shown, style=KIND_STYLE.get(a["kind"], "")))
         table.add_row(*cells)
     console.print(Text("  unknown ids", style="bold"))
@@ -130,7 +141,9 @@ def _race(console: Console, race: dict[str, Any]) -> None:
         console.print(Text(f"  concurrency  {race['note']}", style="dim"))
     for r in race["results"]:
         verdict = "consistent" if r["consistent"] else "INCONSISTENT"
-        line = Text(f"  concurrency  {r['backend']}: {r['concurrency']} threads + {r['concurrency']} processes → ", style="bold")
+        line = Text(
+            f"  concurrency  {r['backend']}: {r['concurrency']} threads + {r['concurrency']} processes → ", style="bold"
+        )
         line.append(f"{verdict} ({', '.join(r['classes'])})", style="green" if r["consistent"] else "bold red")
         console.print(line)
 
@@ -138,8 +151,12 @@ def _race(console: Console, race: dict[str, Any]) -> None:
 def compare_section(console: Console, result: TargetResult) -> None:
     data = result.data
     corpus = data["corpus"]
-    console.print(Text(f"  corpus      {corpus['cases']:,} cases, {corpus['bytes']:,} bytes "
-                       f"({corpus['builtin_cases']:,} built-in, {corpus['user_cases']:,} from --corpus)"))
+    console.print(
+        Text(
+            f"  corpus      {corpus['cases']:,} cases, {corpus['bytes']:,} bytes "
+            f"({corpus['builtin_cases']:,} built-in, {corpus['user_cases']:,} from --corpus)"
+        )
+    )
     _backends(console, data["backends"])
     if data["pairs"]:
         _pairs(console, data["pairs"])

@@ -42,7 +42,9 @@ def _token_text(tok: dict[str, Any], *, spaces: bool = False) -> str:
 def _where(src: dict[str, Any]) -> str:
     """``file:line (rule)``; the rule is left out when the key already names it (``added_tokens_decoder.163586``
     and rule ``added_tokens_decoder (special)``: the special flag is shown beside the token)."""
-    where = src["file"] + (f":{src['line']}" if src.get("line") is not None else f" ({src['key']})" if src.get("key") else "")
+    where = src["file"] + (
+        f":{src['line']}" if src.get("line") is not None else f" ({src['key']})" if src.get("key") else ""
+    )
     key_head = (src.get("key") or "").split(".")[0]
     if key_head and src["rule"].split(" (")[0] == key_head:
         return where
@@ -60,7 +62,10 @@ def explain_section(console: Console, result: TargetResult) -> None:
         if entry["query"] != str(entry["id"]):
             head.append(f"  ({visible(entry['query'])})", style="dim")
         inside = entry["in_declared_range"]
-        head.append(f"  {'inside' if inside else 'OUTSIDE'} the declared range [0, {size})", style="green" if inside else "bold red")
+        head.append(
+            f"  {'inside' if inside else 'OUTSIDE'} the declared range [0, {size})",
+            style="green" if inside else "bold red",
+        )
         console.print(head)
         by_profile = {s["profile"]: s for s in entry["sources"]}
         profiles = Table(box=None, padding=(0, 1), pad_edge=False, show_header=False)
@@ -72,7 +77,9 @@ def explain_section(console: Console, result: TargetResult) -> None:
                 profiles.add_row(Text(profile, style="bold"), Text("unmapped", style="bold red"), Text(""))
                 continue
             where = ("special · " if src["special"] else "") + _where(src)
-            profiles.add_row(Text(profile, style="bold"), Text(_token_text(src), style="reverse"), Text(where, style="dim"))
+            profiles.add_row(
+                Text(profile, style="bold"), Text(_token_text(src), style="reverse"), Text(where, style="dim")
+            )
         console.print(Padding(profiles, (0, 0, 0, 4), expand=False))
         if entry["bytes_hex"] is not None:
             flags = "partial UTF-8" if entry["partial_utf8"] else "valid UTF-8"
@@ -84,7 +91,11 @@ def explain_section(console: Console, result: TargetResult) -> None:
             if not a["available"]:
                 table.add_row(Text(name, style="dim"), Text(safe(f"unavailable: {a['reason']}"), style="dim"))
             elif a["kind"] in ("text", "dropped"):
-                shown = Text(visible(a["text"]), style="reverse") if a["text"] else Text("dropped (empty string)", style="yellow")
+                shown = (
+                    Text(visible(a["text"]), style="reverse")
+                    if a["text"]
+                    else Text("dropped (empty string)", style="yellow")
+                )
                 table.add_row(Text(name), shown)
             else:
                 what = "panic" if a["panic"] else a["exception"]
@@ -99,7 +110,9 @@ MAX_SHOWN_TOKENS = 1000
 
 def _more(console: Console, tokens: list[dict[str, Any]]) -> None:
     if len(tokens) > MAX_SHOWN_TOKENS:
-        console.print(Text(f"    … {len(tokens) - MAX_SHOWN_TOKENS} more tokens (--format json lists every one)", style="dim"))
+        console.print(
+            Text(f"    … {len(tokens) - MAX_SHOWN_TOKENS} more tokens (--format json lists every one)", style="dim")
+        )
 
 
 def _pieces(console: Console, tokens: list[dict[str, Any]]) -> Text:
@@ -120,13 +133,25 @@ def _token_table(console: Console, tokens: list[dict[str, Any]]) -> None:
     for col in ("#", "id", "token", ""):
         table.add_column(col, justify="right" if col in ("#", "id") else "left")
     for k, tok in enumerate(tokens[:MAX_SHOWN_TOKENS]):
-        flags = [f for f, on in (("special", tok["special"]), ("partial UTF-8", tok["partial_utf8"]),
-                                 ("skipped", tok.get("skipped")), ("unmapped", not tok["mapped"])) if on]
+        flags = [
+            f
+            for f, on in (
+                ("special", tok["special"]),
+                ("partial UTF-8", tok["partial_utf8"]),
+                ("skipped", tok.get("skipped")),
+                ("unmapped", not tok["mapped"]),
+            )
+            if on
+        ]
         if tok["mapped"] and tok["profile"] != "files":
             flags.append(f"only in {tok['profile']}")
         # a token shown alone: make its spaces visible (a lone " " token would otherwise be a blank cell)
-        table.add_row(Text(str(k), style="dim"), Text(str(tok["id"]), style="cyan"), Text(_token_text(tok, spaces=True)),
-                      Text(", ".join(flags), style="dim"))
+        table.add_row(
+            Text(str(k), style="dim"),
+            Text(str(tok["id"]), style="cyan"),
+            Text(_token_text(tok, spaces=True)),
+            Text(", ".join(flags), style="dim"),
+        )
     console.print(Padding(table, (0, 0, 0, 4), expand=False))
     _more(console, tokens)
 
@@ -134,10 +159,19 @@ def _token_table(console: Console, tokens: list[dict[str, Any]]) -> None:
 def _codec(console: Console, d: dict[str, Any], decoding: bool) -> None:
     _kv(console, "backend", d["backend"] + (f" ({d['backend_detail']})" if d.get("backend_detail") else ""))
     if decoding:
-        _kv(console, "ids", f"{len(d['ids'])} from {d['source']}" + ("  (specials skipped)" if d["skip_special_tokens"] else "  (specials kept)"))
+        _kv(
+            console,
+            "ids",
+            f"{len(d['ids'])} from {d['source']}"
+            + ("  (specials skipped)" if d["skip_special_tokens"] else "  (specials kept)"),
+        )
     if d.get("error"):
         e = d["error"]
-        _kv(console, "error", Text(safe(f"{'panic' if e['panic'] else e['exception']}: {e['message']}"), style="bold red"))
+        _kv(
+            console,
+            "error",
+            Text(safe(f"{'panic' if e['panic'] else e['exception']}: {e['message']}"), style="bold red"),
+        )
     else:
         _kv(console, "text", Text(visible(d["text"])))
     if d["tokens"]:
@@ -145,8 +179,12 @@ def _codec(console: Console, d: dict[str, Any], decoding: bool) -> None:
         if not decoding:
             _kv(console, "ids", " ".join(str(i) for i in d["ids"]))
     if d.get("server_prompt_ids") is not None and d["server_prompt_ids"] != d["ids"]:
-        _kv(console, "as prompt", " ".join(str(i) for i in d["server_prompt_ids"])
-            + "  (llama.cpp's server adds BOS/EOS per the GGUF's add flags)")
+        _kv(
+            console,
+            "as prompt",
+            " ".join(str(i) for i in d["server_prompt_ids"])
+            + "  (llama.cpp's server adds BOS/EOS per the GGUF's add flags)",
+        )
     _token_table(console, d["tokens"])
 
 
@@ -160,8 +198,12 @@ def encode_section(console: Console, result: TargetResult) -> None:
 
 def fuzz_section(console: Console, result: TargetResult) -> None:
     f = result.data["fuzz"]
-    _kv(console, "run", f"{f['iterations']:,} sequences of 1–{f['max_length']} ids · seed {f['seed']} · "
-        f"declared range [0, {f['checked_size']})")
+    _kv(
+        console,
+        "run",
+        f"{f['iterations']:,} sequences of 1–{f['max_length']} ids · seed {f['seed']} · "
+        f"declared range [0, {f['checked_size']})",
+    )
     _kv(console, "edges", " · ".join(f"{name} {e['count']}" for name, e in f["edges"].items()))
     backends = result.data["backends"]
     for separator in (", ", ",\n"):  # a class per line when the table is too wide for one line per backend
@@ -176,7 +218,12 @@ def fuzz_section(console: Console, result: TargetResult) -> None:
             _kv(console, "unavailable", row["reason"], 4)
             continue
         cells = _fuzz_cells(row, ", ")
-        _kv(console, "calls", f"{cells['calls']} · {cells['failures']} failures ({cells['rate']}) · {cells['calls/s']} calls/s", 4)
+        _kv(
+            console,
+            "calls",
+            f"{cells['calls']} · {cells['failures']} failures ({cells['rate']}) · {cells['calls/s']} calls/s",
+            4,
+        )
         _kv(console, "by class", cells["by class"], 4)
         _kv(console, "first", cells["first"], 4)
 
@@ -187,10 +234,19 @@ def _fuzz_cells(row: dict[str, Any], separator: str) -> dict[str, Any]:
     repro = Text("—", style="green")
     if first:
         what = "panic" if first["panic"] else first["exception"]
-        repro = Text(f"{' '.join(map(str, first['ids']))} → {what}", style="bold red" if first["in_declared_range"] else "magenta")
+        repro = Text(
+            f"{' '.join(map(str, first['ids']))} → {what}",
+            style="bold red" if first["in_declared_range"] else "magenta",
+        )
     cps = row["calls_per_second"]
-    return {"calls": f"{row['calls']:,}", "failures": f"{row['failures']:,}", "rate": f"{row['rate']:.1%}",
-            "calls/s": "—" if cps is None else f"{cps:,.0f}", "by class": Text(classes or "none"), "first": repro}
+    return {
+        "calls": f"{row['calls']:,}",
+        "failures": f"{row['failures']:,}",
+        "rate": f"{row['rate']:.1%}",
+        "calls/s": "—" if cps is None else f"{cps:,.0f}",
+        "by class": Text(classes or "none"),
+        "first": repro,
+    }
 
 
 def _fuzz_table(backends: list[dict[str, Any]], separator: str) -> Table:
@@ -199,7 +255,11 @@ def _fuzz_table(backends: list[dict[str, Any]], separator: str) -> Table:
         table.add_column(col, justify="right" if col in ("calls", "failures", "rate", "calls/s") else "left")
     for row in backends:
         if not row["available"]:
-            table.add_row(Text(row["name"], style="dim"), *[Text("—", style="dim")] * 5, Text(f"unavailable: {row['reason']}", style="dim"))
+            table.add_row(
+                Text(row["name"], style="dim"),
+                *[Text("—", style="dim")] * 5,
+                Text(f"unavailable: {row['reason']}", style="dim"),
+            )
             continue
         cells = _fuzz_cells(row, separator)
         table.add_row(
@@ -247,7 +307,12 @@ def _counts_section(console: Console, c: dict[str, Any]) -> None:
         for col, justify in (("text", "left"), ("A", "right"), ("B", "right"), ("Δ", "right")):
             table.add_column(col, justify=justify)  # type: ignore[arg-type]
         for r in changed:
-            table.add_row(Text(r["name"]), str(r["a"]), str(r["b"]), Text(f"{r['delta']:+d}", style="red" if r["delta"] > 0 else "green"))
+            table.add_row(
+                Text(r["name"]),
+                str(r["a"]),
+                str(r["b"]),
+                Text(f"{r['delta']:+d}", style="red" if r["delta"] > 0 else "green"),
+            )
         console.print(Padding(table, (0, 0, 0, 4), expand=False))
 
 
@@ -258,13 +323,26 @@ def _draft_section(console: Console, d: dict[str, Any]) -> None:
     for col in ("", "draft", "target"):
         table.add_column(col)
     a, b = d["draft"], d["target"]
-    for label, key in (("path", "path"), ("vocabulary", "vocab_artifact"), ("declared size", "declared_size"),
-                       ("mapped ids", "mapped"), ("pattern from", "pattern_source")):
-        table.add_row(Text(label, style="bold"), Text(str(a[key]) if a[key] is not None else "—"), Text(str(b[key]) if b[key] is not None else "—"))
+    for label, key in (
+        ("path", "path"),
+        ("vocabulary", "vocab_artifact"),
+        ("declared size", "declared_size"),
+        ("mapped ids", "mapped"),
+        ("pattern from", "pattern_source"),
+    ):
+        table.add_row(
+            Text(label, style="bold"),
+            Text(str(a[key]) if a[key] is not None else "—"),
+            Text(str(b[key]) if b[key] is not None else "—"),
+        )
     console.print(Padding(table, (0, 0, 0, 4), expand=False))
-    _kv(console, "ids", f"{d['same_bytes']:,} same bytes · {d['mismatched']:,} other bytes · {d['draft_only']:,} draft only · "
+    _kv(
+        console,
+        "ids",
+        f"{d['same_bytes']:,} same bytes · {d['mismatched']:,} other bytes · {d['draft_only']:,} draft only · "
         f"{d['target_only']:,} target only · {d['special_divergent']:,} special divergent · pattern "
-        f"{'same' if d['same_pattern'] else 'differs'}")
+        f"{'same' if d['same_pattern'] else 'differs'}",
+    )
     for e in d["examples"]:
         _differing(console, e["id"], e["draft"], e["target"])
 
@@ -284,8 +362,12 @@ def _conversion_section(console: Console, d: dict[str, Any]) -> None:
     _kv(console, "verdict", Text(cls.upper(), style="green" if cls == "faithful" else "red"))
     _kv(console, "HF", f"{d['hf']['path']} ({d['hf']['vocab_artifact']}, {d['hf']['mapped']:,} ids)")
     _kv(console, "GGUF", f"{d['gguf']['path']} ({d['gguf']['model']}, {d['gguf']['mapped']:,} ids)")
-    _kv(console, "ids", f"{d['same_bytes']:,} same bytes · {d['mismatched']:,} other bytes · {d['gguf_only']:,} GGUF only · "
-        f"{d['type_flag_mismatches']:,} types ≠ special flag")
+    _kv(
+        console,
+        "ids",
+        f"{d['same_bytes']:,} same bytes · {d['mismatched']:,} other bytes · {d['gguf_only']:,} GGUF only · "
+        f"{d['type_flag_mismatches']:,} types ≠ special flag",
+    )
     for e in d["examples"]:
         _differing(console, e["id"], e["hf"], e["gguf"])
     m = d["merges"]
@@ -294,10 +376,17 @@ def _conversion_section(console: Console, d: dict[str, Any]) -> None:
         _kv(console, "merges", f"HF {m['hf']:,} · GGUF {m['gguf']:,} · {same}")
     p = d["pre"]
     if p["state"] != "n/a":
-        match = {True: "matches the HF regex", False: "does not match the HF regex", None: "HF regex not in llama.cpp's table"}[p["matches"]]
+        match = {
+            True: "matches the HF regex",
+            False: "does not match the HF regex",
+            None: "HF regex not in llama.cpp's table",
+        }[p["matches"]]
         _kv(console, "pre-tokenizer", f"{p['gguf'] or 'none'} ({p['state']}) · {match}")
     _kv(console, "specials", "same" if not d["specials"] else f"{len(d['specials'])} differ")
     t = d["template"]
-    said = ("same text" if t["same"] else f"differs from character {t['first_difference']}") if t["same"] is not None else \
-        f"HF {'has one' if t['hf'] else 'none'}, GGUF {'has one' if t['gguf'] else 'none'}"
+    said = (
+        ("same text" if t["same"] else f"differs from character {t['first_difference']}")
+        if t["same"] is not None
+        else f"HF {'has one' if t['hf'] else 'none'}, GGUF {'has one' if t['gguf'] else 'none'}"
+    )
     _kv(console, "chat template", said)

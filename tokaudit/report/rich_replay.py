@@ -20,7 +20,13 @@ from tokaudit.report.text import plural, token_text, visible
 BLOCK_ROWS = 500
 #: Longest text printed whole; a longer one shows its start and end.
 MAX_TEXT = 20_000
-SHORT = {"offsets": "offsets", "decodestream": "dstream", "decodestream-prefill": "dstream+p", "bytes": "bytes", "naive": "naive"}
+SHORT = {
+    "offsets": "offsets",
+    "decodestream": "dstream",
+    "decodestream-prefill": "dstream+p",
+    "bytes": "bytes",
+    "naive": "naive",
+}
 
 
 def _tokens(row: dict[str, Any]) -> Text:
@@ -50,7 +56,9 @@ def _table(names: list[str]) -> Table:
 def _lines(console: Console, rows: Iterable[dict[str, Any]], names: list[str]) -> None:
     """A long timeline as plain lines, one per step (a rich table measures every cell: ~1 ms a row),
     columns separated by │, printed in blocks of BLOCK_ROWS lines."""
-    head = Text("  " + " │ ".join(["step", "ids", "token bytes", *(SHORT.get(n, n) for n in names), "held"]), style="bold")
+    head = Text(
+        "  " + " │ ".join(["step", "ids", "token bytes", *(SHORT.get(n, n) for n in names), "held"]), style="bold"
+    )
     console.print(head, overflow="ignore", crop=False, soft_wrap=True)
     block, count = Text(), 0
     for row in rows:
@@ -93,9 +101,15 @@ def _timeline(console: Console, rows: Collection[dict[str, Any]], names: list[st
         mark = Text("✗", style="bold red") if problem else Text("")
         chunks = [Text(visible(row["chunks"][n]), style="red" if "\ufffd" in row["chunks"][n] else "") for n in names]
         held = " ".join(str(row["held"][n]) for n in names)
-        table.add_row(mark, str(row["step"]), Text(" ".join(map(str, row["ids"]))), _tokens(row), *chunks,
-                      Text(held, style="yellow" if any(row["held"][n] for n in names) else "dim"),
-                      style="on grey15" if problem else None)
+        table.add_row(
+            mark,
+            str(row["step"]),
+            Text(" ".join(map(str, row["ids"]))),
+            _tokens(row),
+            *chunks,
+            Text(held, style="yellow" if any(row["held"][n] for n in names) else "dim"),
+            style="on grey15" if problem else None,
+        )
         if problem:
             table.add_row("", "", Text("  " + ", ".join(row["problems"]), style="red"), *[""] * (len(names) + 2))
         count += 1
@@ -110,14 +124,23 @@ def _timeline(console: Console, rows: Collection[dict[str, Any]], names: list[st
 def replay_section(console: Console, result: TargetResult) -> None:
     data = result.data
     s, tok = data["stream"], data["tokenizer"]
-    key_value(console, "stream", f"{s['format']} · {plural(s['tokens'], 'token')} in {plural(s['steps'], 'step')} · "
-              f"prompt {plural(s['prompt_tokens'], 'token')} · {'skip' if s['skip_special_tokens'] else 'keep'} special tokens")
+    key_value(
+        console,
+        "stream",
+        f"{s['format']} · {plural(s['tokens'], 'token')} in {plural(s['steps'], 'step')} · "
+        f"prompt {plural(s['prompt_tokens'], 'token')} · {'skip' if s['skip_special_tokens'] else 'keep'} special "
+        "tokens",
+    )
     key_value(console, "tokenizer", f"{tok['origin']} (built in {tok['load_seconds']:.2f}s)")
     names = [d["name"] for d in data["detokenizers"] if d["name"] != "full" and d.get("applicable", True)]
     shown = data.get("timeline_steps", {})
-    which = {"all": "", "around findings": f", {shown.get('rows')} of {s['steps']} steps: the first, the last and those around findings"}.get(
-        shown.get("shown", "all"), f", steps {shown.get('shown')}")
-    heading = Text(f"timeline (chunks as emitted; held = bytes each detokenizer holds after the step{which})", style="bold")
+    which = {
+        "all": "",
+        "around findings": f", {shown.get('rows')} of {s['steps']} steps: the first, the last and those around findings",
+    }.get(shown.get("shown", "all"), f", steps {shown.get('shown')}")
+    heading = Text(
+        f"timeline (chunks as emitted; held = bytes each detokenizer holds after the step{which})", style="bold"
+    )
     console.print(Padding(heading, (0, 0, 0, 2)))  # wraps under itself on a narrow terminal
     _timeline(console, data["timeline"], names)
     console.print(Text("  detokenizers", style="bold"))
@@ -129,28 +152,43 @@ def replay_section(console: Console, result: TargetResult) -> None:
         errors: dict[str, int] = {}
         for e in d["errors"]:
             errors[e["kind"]] = errors.get(e["kind"], 0) + 1
-        status = Text(f"held {d['held_bytes']} bytes" if d["held_bytes"] else "nothing held", style="yellow" if d["held_bytes"] else "dim")
+        status = Text(
+            f"held {d['held_bytes']} bytes" if d["held_bytes"] else "nothing held",
+            style="yellow" if d["held_bytes"] else "dim",
+        )
         steps = shown.get("summary", {}).get(d["name"])
         if steps:
-            status.append(f" · {steps['characters']} characters, {steps['holding_steps']} steps ended holding bytes "
-                          f"(at most {steps['max_held']})", style="dim")
+            status.append(
+                f" · {steps['characters']} characters, {steps['holding_steps']} steps ended holding bytes "
+                f"(at most {steps['max_held']})",
+                style="dim",
+            )
         if errors:
             status.append(" · " + ", ".join(f"{n} {k}" for k, n in errors.items()), style="red")
         summary.add_row(Text(d["name"]), status)
     console.print(Padding(summary, (0, 0, 0, 4), expand=False))
     for call in data.get("tool_calls", []):
         line = Text(f"{call['format']}: ")
-        line.append("valid JSON" if call["valid"] else f"invalid JSON ({call['error']})", style="green" if call["valid"] else "red")
+        line.append(
+            "valid JSON" if call["valid"] else f"invalid JSON ({call['error']})",
+            style="green" if call["valid"] else "red",
+        )
         key_value(console, "tool call", line)
     if "stops" in data:
         exp = data["stops"]["expected"]
-        key_value(console, "stop", "not reached" if exp["position"] is None else f"{exp['matched']!r} at token {exp['position']}")
+        key_value(
+            console,
+            "stop",
+            "not reached" if exp["position"] is None else f"{exp['matched']!r} at token {exp['position']}",
+        )
     console.print(Text("  text (full decode; invisible characters shown)", style="bold"))
     text = data["text"]
     if len(text) > MAX_TEXT:
         half = MAX_TEXT // 2
         shown_text = Text(visible(text[:half]))
-        shown_text.append(f" … {len(text) - 2 * half} characters not shown (--format json has the whole text) … ", style="dim")
+        shown_text.append(
+            f" … {len(text) - 2 * half} characters not shown (--format json has the whole text) … ", style="dim"
+        )
         shown_text.append(visible(text[-half:]))
     else:
         shown_text = Text(visible(text))

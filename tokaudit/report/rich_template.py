@@ -64,8 +64,11 @@ def template_section(console: Console, result: TargetResult) -> None:
     for conv in data["conversations"]:
         head = Text(f"  {conv['name']}", style="bold")
         label = "" if conv["template"] == "default" else f"template {conv['template']} · "
-        head.append(f"  {label}{'generation prompt' if conv['add_generation_prompt'] else 'no generation prompt'}"
-                    f"{'' if conv['required'] else ' · optional feature'}", style="dim")
+        head.append(
+            f"  {label}{'generation prompt' if conv['add_generation_prompt'] else 'no generation prompt'}"
+            f"{'' if conv['required'] else ' · optional feature'}",
+            style="dim",
+        )
         console.print(head)
         shown: dict[str, list[dict[str, Any]]] = {}
         for r in conv["renders"]:
@@ -97,7 +100,14 @@ def template_section(console: Console, result: TargetResult) -> None:
     _parsers(console, data)
 
 
-_VERDICT_STYLE = {"ok": "green", "lost": "red", "refused": "red", "leaked": "red", "overran": "red", "not-rendered": "dim"}
+_VERDICT_STYLE = {
+    "ok": "green",
+    "lost": "red",
+    "refused": "red",
+    "leaked": "red",
+    "overran": "red",
+    "not-rendered": "dim",
+}
 
 
 def _parsers(console: Console, data: dict[str, Any]) -> None:
@@ -110,7 +120,9 @@ def _parsers(console: Console, data: dict[str, Any]) -> None:
     console.print(Text("  parser round trip", style="bold"))
     grammar = data.get("parser_choice", {}).get("grammar") or {}
     if grammar:
-        console.print(Text("    grammar: " + " · ".join(f"{stack} {label}" for stack, label in grammar.items()), style="dim"))
+        console.print(
+            Text("    grammar: " + " · ".join(f"{stack} {label}" for stack, label in grammar.items()), style="dim")
+        )
     for run in runs:
         head = Text(f"    {run['template']['name']}  ", style="bold")
         if run["error"]:
@@ -118,31 +130,66 @@ def _parsers(console: Console, data: dict[str, Any]) -> None:
             console.print(head)
             continue
         gen = run["generation_prompt"]
-        head.append(f"calls {'rendered' if run['calls_rendered'] else 'not rendered'} · reasoning "
-                    f"{'rendered' if run['reasoning_rendered'] else 'not rendered'}"
-                    f"{' · the generation prompt ' + ('opens' if gen['reasoning'] == 'open' else 'closes') + ' reasoning' if gen['reasoning'] else ''}"
-                    f"{' · ' + run['tokenizer'] if run['tokenizer'] else ''}", style="dim")
+        head.append(
+            f"calls {'rendered' if run['calls_rendered'] else 'not rendered'} · reasoning "
+            f"{'rendered' if run['reasoning_rendered'] else 'not rendered'}"
+            f"{' · the generation prompt ' + ('opens' if gen['reasoning'] == 'open' else 'closes') + ' reasoning' if gen['reasoning'] else ''}"
+            f"{' · ' + run['tokenizer'] if run['tokenizer'] else ''}",
+            style="dim",
+        )
         console.print(head)
         mine = [r for r in rows if r["template"] == run["template"]["name"]]
         named = data.get("parser_choice", {}).get("named")
         # unnamed: the tool parsers that recover the calls on their own, and the pairs that also recover the reasoning
-        shown = mine if named else [r for r in mine if r["tool_calls"] in ("ok", None) and (
-            r["reasoning_parser"] is None and r["tool_calls"] == "ok" or r["reasoning"] == "ok")]
+        shown = (
+            mine
+            if named
+            else [
+                r
+                for r in mine
+                if r["tool_calls"] in ("ok", None)
+                and (r["reasoning_parser"] is None and r["tool_calls"] == "ok" or r["reasoning"] == "ok")
+            ]
+        )
         if shown:
             table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1), pad_edge=False)
-            for col in ("stack", "tool parser", "reasoning parser", "tool calls", "reasoning", "stage", "streamed", "skip_special_tokens"):
+            for col in (
+                "stack",
+                "tool parser",
+                "reasoning parser",
+                "tool calls",
+                "reasoning",
+                "stage",
+                "streamed",
+                "skip_special_tokens",
+            ):
                 table.add_column(col)
             for r in shown:
-                table.add_row(Text(r["stack"]), Text(r["tool_parser"] or "—"), Text(r["reasoning_parser"] or "—"),
-                              Text(r["tool_calls"] or "—", style=_VERDICT_STYLE.get(r["tool_calls"] or "", "")),
-                              Text(r["reasoning"] or "—", style=_VERDICT_STYLE.get(r["reasoning"] or "", "")),
-                              Text(r["stage"] or ""),
-                              Text("same" if not r["stream_differs"] else "differs at steps " + ",".join(map(str, r["stream_differs"])),
-                                   style="" if not r["stream_differs"] else "yellow"),
-                              Text(str(r["skip_special_tokens"]).lower()))
+                table.add_row(
+                    Text(r["stack"]),
+                    Text(r["tool_parser"] or "—"),
+                    Text(r["reasoning_parser"] or "—"),
+                    Text(r["tool_calls"] or "—", style=_VERDICT_STYLE.get(r["tool_calls"] or "", "")),
+                    Text(r["reasoning"] or "—", style=_VERDICT_STYLE.get(r["reasoning"] or "", "")),
+                    Text(r["stage"] or ""),
+                    Text(
+                        "same"
+                        if not r["stream_differs"]
+                        else "differs at steps " + ",".join(map(str, r["stream_differs"])),
+                        style="" if not r["stream_differs"] else "yellow",
+                    ),
+                    Text(str(r["skip_special_tokens"]).lower()),
+                )
             console.print(Padding(table, (0, 0, 0, 6), expand=False))
         rest = len(mine) - len(shown)
         if rest:
-            console.print(Padding(Text(f"{rest} other pairs recover neither the calls nor the reasoning (JSON: parsers[])", style="dim"),
-                                  (0, 0, 0, 6), expand=False))
+            console.print(
+                Padding(
+                    Text(
+                        f"{rest} other pairs recover neither the calls nor the reasoning (JSON: parsers[])", style="dim"
+                    ),
+                    (0, 0, 0, 6),
+                    expand=False,
+                )
+            )
     console.print()

@@ -19,9 +19,11 @@ import unicodedata
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x00": "\\0"}
 #: Format characters (Unicode 15's Cf: soft hyphen, Arabic marks, zero-width and bidi controls, the BOM,
 #: interlinear annotation, tags), line and paragraph separators, lone surrogates: a character class's body.
-_FORMAT = ("\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064"
-           "\u2066-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff\U000110bd\U000110cd\U00013430-\U0001343f"
-           "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f")
+_FORMAT = (
+    "\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064"
+    "\u2066-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+)
 #: What :func:`safe` escapes: C0 and C1 controls and DEL, the format characters, and the start of a GitHub v1
 #: workflow command.
 _UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{_FORMAT}]|##\\[")

@@ -65,20 +65,29 @@ class ParserRun:
                 s["constrained"] = row.tool_parser
             if row.tool_calls == "ok" and row.tool_parser not in s["tool_parsers"]:
                 s["tool_parsers"].append(row.tool_parser)
-            if row.reasoning == "ok" and row.reasoning_parser not in s["reasoning_parsers"] and row.tool_calls in ("ok", None):
+            if (
+                row.reasoning == "ok"
+                and row.reasoning_parser not in s["reasoning_parsers"]
+                and row.tool_calls in ("ok", None)
+            ):
                 s["reasoning_parsers"].append(row.reasoning_parser)
             if row.tool_calls == "ok" and row.reasoning == "ok" and row.reasoning_parser is not None:
                 s["pairs"].append(f"{row.tool_parser}+{row.reasoning_parser}")
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {"template": self.template.to_json(), "error": self.error,
-                "tokenizer": None if self.case is None else self.case.tokenizer_note,
-                "output": None if self.case is None else self.case.text,
-                "output_ids": None if self.case is None else self.case.output_ids,
-                "calls_rendered": self.calls_rendered, "reasoning_rendered": self.reasoning_rendered,
-                "generation_prompt": {"text": self.generation, "reasoning": self.state, "toggle": self.toggle},
-                "summary": self.summary(), "stack_renders": self.renders}
+        return {
+            "template": self.template.to_json(),
+            "error": self.error,
+            "tokenizer": None if self.case is None else self.case.tokenizer_note,
+            "output": None if self.case is None else self.case.text,
+            "output_ids": None if self.case is None else self.case.output_ids,
+            "calls_rendered": self.calls_rendered,
+            "reasoning_rendered": self.reasoning_rendered,
+            "generation_prompt": {"text": self.generation, "reasoning": self.state, "toggle": self.toggle},
+            "summary": self.summary(),
+            "stack_renders": self.renders,
+        }
 
 
 def _decoder(case: Case, model: TokenizerModel | None, tokenizer: Any) -> Decoder:
@@ -100,7 +109,9 @@ def _toggle(render: RenderRequest, state: str | None) -> str | None:
 def profile_render(renderer: Any, profile: StackProfile) -> RenderRequest:
     """Renders a probe request as ``profile``'s stack does: its request->context rules and engine configuration (a
     stack whose own engine is not wired, llama.cpp's, renders as transformers does)."""
-    if profile.engine.kind == "llama.cpp":  # the round trip does not render through llama-server: transformers' stands for it
+    if (
+        profile.engine.kind == "llama.cpp"
+    ):  # the round trip does not render through llama-server: transformers' stands for it
         profile = stack_profile("transformers")
     engine = profile.engine
     as_sent = replace(profile, rules=replace(profile.rules, arguments="as-sent"))
@@ -108,14 +119,22 @@ def profile_render(renderer: Any, profile: StackProfile) -> RenderRequest:
 
     def render(request: dict[str, Any], as_string: bool) -> Any:
         reply = bool(request["messages"]) and request["messages"][-1].get("role") == "assistant"
-        ctx = renderer.context(as_sent if as_string else profile, request, request["add_generation_prompt"], reply=reply)
+        ctx = renderer.context(
+            as_sent if as_string else profile, request, request["add_generation_prompt"], reply=reply
+        )
         return renderer.render(engine, text, ctx)
 
     return render
 
 
-def run_template(model: TokenizerModel | None, template: TemplateSource, choice: ParserChoice, *, tokenize: bool = True,
-                 budget: Budget = Budget()) -> ParserRun:
+def run_template(
+    model: TokenizerModel | None,
+    template: TemplateSource,
+    choice: ParserChoice,
+    *,
+    tokenize: bool = True,
+    budget: Budget = Budget(),
+) -> ParserRun:
     """The round trip of one template (``model`` None or ``tokenize`` False: at text level, markers taken as tokens):
     each stack's assistant turn rendered through its own profile, decoded and parsed by its parsers. Stacks whose
     turns come out the same share one case."""
@@ -154,13 +173,23 @@ def run_template(model: TokenizerModel | None, template: TemplateSource, choice:
         elif dec.case is not run.case:
             run.renders[stack] = "its own turn: " + dec.case.text
         parsers = stack_profile(stack).parsers or stack
-        if renders_call(dec.case.text) or SENTINEL_REASONING in dec.case.text or any(p.constrained for p in tool_parsers(parsers)):
+        if (
+            renders_call(dec.case.text)
+            or SENTINEL_REASONING in dec.case.text
+            or any(p.constrained for p in tool_parsers(parsers))
+        ):
             rows = None
             if choice.grammar(stack) != "built-in":
                 from tokaudit.roundtrip.installed import stack_rows, tokenizer_dir
 
-                rows = stack_rows(dec, parsers, choice.grammar(stack), tokenizer_dir(model) if model is not None else ".",
-                                  *_named(choice), strict=choice.parsers == "installed")
+                rows = stack_rows(
+                    dec,
+                    parsers,
+                    choice.grammar(stack),
+                    tokenizer_dir(model) if model is not None else ".",
+                    *_named(choice),
+                    strict=choice.parsers == "installed",
+                )
             run.rows += evaluate_stack(dec, parsers, *_named(choice)) if rows is None else rows
     if run.case is None:
         run.error = next(iter(run.renders.values()), "no stack renders the turn")
@@ -179,13 +208,15 @@ def _named(choice: ParserChoice) -> tuple[list[str] | None, list[str] | None]:
     """Named: exactly the deploy's pair (an unnamed kind is no parser); unnamed: every pair."""
     if not choice.named:
         return None, None
-    return ([choice.tool_parser] if choice.tool_parser is not None else []), \
-        ([choice.reasoning_parser] if choice.reasoning_parser is not None else [])
+    return ([choice.tool_parser] if choice.tool_parser is not None else []), (
+        [choice.reasoning_parser] if choice.reasoning_parser is not None else []
+    )
 
 
 def _offers(stack: str, choice: ParserChoice) -> bool:
-    return ((choice.tool_parser is None or any(p.name == choice.tool_parser for p in tool_parsers(stack)))
-            and (choice.reasoning_parser is None or any(p.name == choice.reasoning_parser for p in reasoning_parsers(stack))))
+    return (choice.tool_parser is None or any(p.name == choice.tool_parser for p in tool_parsers(stack))) and (
+        choice.reasoning_parser is None or any(p.name == choice.reasoning_parser for p in reasoning_parsers(stack))
+    )
 
 
 def _where(run: ParserRun) -> dict[str, Any]:
@@ -210,26 +241,62 @@ def named_findings(run: ParserRun, choice: ParserChoice) -> list[Finding]:
     out: list[Finding] = []
     name = run.template.file
     for row in run.rows:
-        details = {"stacks": [row.stack], "tool_parser": row.tool_parser, "reasoning_parser": row.reasoning_parser, "template": run.template.name,
-                   "stage": row.stage, "skip_special_tokens": row.skip_special_tokens}
+        details = {
+            "stacks": [row.stack],
+            "tool_parser": row.tool_parser,
+            "reasoning_parser": row.reasoning_parser,
+            "template": run.template.name,
+            "stage": row.stage,
+            "skip_special_tokens": row.skip_special_tokens,
+        }
         pair = f"{row.stack} {_pair(row)}"
         if row.stage == "startup":
             out.append(STARTUP.finding(f"{row.reason}", details=details, **_where(run)))
             continue
         if row.tool_calls == "lost":
-            out.append(TOOL_CALL.finding(f"{pair}: the tool call {name} teaches does not come back: {_STAGES.get(row.stage or '', row.stage)}",
-                                         details={**details, "parsed": row.to_json().get("parsed")}, **_where(run)))
+            out.append(
+                TOOL_CALL.finding(
+                    f"{pair}: the tool call {name} teaches does not come back: "
+                    f"{_STAGES.get(row.stage or '', row.stage)}",
+                    details={**details, "parsed": row.to_json().get("parsed")},
+                    **_where(run),
+                )
+            )
         elif row.tool_calls == "ok" and row.without_tools == "lost":
-            out.append(TOOL_CALL.finding(f"{pair}: the call comes back only because the request carries tools; a request without "
-                                         "tools keeps skip_special_tokens on and loses its markers", severity=Severity.NOTE,
-                                         details={**details, "stage": "skip_special_tokens"}, **_where(run)))
-        if row.reasoning in ("overran", "leaked") and (row.reasoning_parser is not None or choice.reasoning_parser is None and run.reasoning_rendered):
-            what = "the call or content went into reasoning" if row.reasoning == "overran" else "reasoning went into content"
-            out.append(REASONING.finding(f"{pair}: {what}", details={**details, "reasoning": row.reasoning}, **_where(run)))
+            out.append(
+                TOOL_CALL.finding(
+                    f"{pair}: the call comes back only because the request carries tools; a request without "
+                    "tools keeps skip_special_tokens on and loses its markers",
+                    severity=Severity.NOTE,
+                    details={**details, "stage": "skip_special_tokens"},
+                    **_where(run),
+                )
+            )
+        if row.reasoning in ("overran", "leaked") and (
+            row.reasoning_parser is not None or choice.reasoning_parser is None and run.reasoning_rendered
+        ):
+            what = (
+                "the call or content went into reasoning"
+                if row.reasoning == "overran"
+                else "reasoning went into content"
+            )
+            out.append(
+                REASONING.finding(f"{pair}: {what}", details={**details, "reasoning": row.reasoning}, **_where(run))
+            )
         if row.stream_differs:
-            out.append(STREAM.finding(f"{pair}: the streamed parse differs from the whole one (steps of {', '.join(map(str, row.stream_differs))} ids)",
-                                      details={**details, "steps": row.stream_differs, "streamed": row.details.get("streamed"),
-                                               "whole": row.to_json().get("parsed")}, **_where(run)))
+            out.append(
+                STREAM.finding(
+                    f"{pair}: the streamed parse differs from the whole one (steps of "
+                    f"{', '.join(map(str, row.stream_differs))} ids)",
+                    details={
+                        **details,
+                        "steps": row.stream_differs,
+                        "streamed": row.details.get("streamed"),
+                        "whole": row.to_json().get("parsed"),
+                    },
+                    **_where(run),
+                )
+            )
     return out
 
 
@@ -237,8 +304,14 @@ def verdict(run: ParserRun) -> str:
     """One line: per stack, the tool parsers (and pairs) that recover this template's calls and reasoning."""
     parts = []
     for stack, s in run.summary().items():
-        tools = ", ".join(s["tool_parsers"]) or ("its own JSON grammar, not the template's format" if s.get("constrained") else "none")
-        pairs = f" (with reasoning: {', '.join(s['pairs'][:4])}{', ...' if len(s['pairs']) > 4 else ''})" if s["pairs"] and run.reasoning_rendered else ""
+        tools = ", ".join(s["tool_parsers"]) or (
+            "its own JSON grammar, not the template's format" if s.get("constrained") else "none"
+        )
+        pairs = (
+            f" (with reasoning: {', '.join(s['pairs'][:4])}{', ...' if len(s['pairs']) > 4 else ''})"
+            if s["pairs"] and run.reasoning_rendered
+            else ""
+        )
         parts.append(f"{stack}: {tools}{pairs}")
     return "; ".join(parts)
 
@@ -253,14 +326,29 @@ def unnamed_findings(run: ParserRun) -> list[Finding]:
     message = f"tool calls of {run.template.file} recovered by {verdict(run)}"
     if lost:
         message = f"no parser of {', '.join(lost)} recovers the tool call {run.template.file} teaches; " + message
-    out.append(TOOL_CALL.finding(message, severity=Severity.NOTE, details={"stacks": lost, "template": run.template.name, "summary": summary},
-                                 **_where(run)))
+    out.append(
+        TOOL_CALL.finding(
+            message,
+            severity=Severity.NOTE,
+            details={"stacks": lost, "template": run.template.name, "summary": summary},
+            **_where(run),
+        )
+    )
     for row in run.rows:
         if row.tool_calls == "ok" and row.stream_differs and row.reasoning_parser is None:
-            out.append(STREAM.finding(f"{row.stack} {row.tool_parser}: recovers the call whole, but not streamed in steps of "
-                                      f"{', '.join(map(str, row.stream_differs))} ids",
-                                      details={"stacks": [row.stack], "tool_parser": row.tool_parser, "steps": row.stream_differs,
-                                               "streamed": row.details.get("streamed")}, **_where(run)))
+            out.append(
+                STREAM.finding(
+                    f"{row.stack} {row.tool_parser}: recovers the call whole, but not streamed in steps of "
+                    f"{', '.join(map(str, row.stream_differs))} ids",
+                    details={
+                        "stacks": [row.stack],
+                        "tool_parser": row.tool_parser,
+                        "steps": row.stream_differs,
+                        "streamed": row.details.get("streamed"),
+                    },
+                    **_where(run),
+                )
+            )
     return out
 
 
@@ -269,17 +357,32 @@ def prompt_findings(run: ParserRun) -> list[Finding]:
     if run.case is None or run.state is None:
         return []
     if run.state == "closed":
-        hurt = sorted({f"{r.stack} {r.reasoning_parser}" for r in run.rows if r.reasoning_parser is not None and r.reasoning == "overran"})
+        hurt = sorted(
+            {
+                f"{r.stack} {r.reasoning_parser}"
+                for r in run.rows
+                if r.reasoning_parser is not None and r.reasoning == "overran"
+            }
+        )
         stacks = sorted({s.split(" ")[0] for s in hurt})
         tail = f"; parsers that misplace the output: {', '.join(hurt)}" if hurt else ""
-        return [MARKER_IN_PROMPT.finding(f"the generation prompt of {run.template.file} already closes reasoning "
-                                         f"({run.generation.strip()!r}){tail}",
-                                         details={"stacks": stacks, "generation_prompt": run.generation, "parsers": hurt,
-                                                  "toggle": run.toggle}, **_where(run))]
+        return [
+            MARKER_IN_PROMPT.finding(
+                f"the generation prompt of {run.template.file} already closes reasoning "
+                f"({run.generation.strip()!r}){tail}",
+                details={"stacks": stacks, "generation_prompt": run.generation, "parsers": hurt, "toggle": run.toggle},
+                **_where(run),
+            )
+        ]
     toggle = f"; {run.toggle} turns it off" if run.toggle else ""
-    return [PREFILL.finding(f"the generation prompt of {run.template.file} opens reasoning ({run.generation.strip()!r}): output cut by "
-                            f"max_tokens is reasoning, not content{toggle}",
-                            details={"stacks": [], "generation_prompt": run.generation, "toggle": run.toggle}, **_where(run))]
+    return [
+        PREFILL.finding(
+            f"the generation prompt of {run.template.file} opens reasoning ({run.generation.strip()!r}): output cut by "
+            f"max_tokens is reasoning, not content{toggle}",
+            details={"stacks": [], "generation_prompt": run.generation, "toggle": run.toggle},
+            **_where(run),
+        )
+    ]
 
 
 def parser_findings(runs: list[ParserRun], choice: ParserChoice) -> list[Finding]:
@@ -290,8 +393,14 @@ def parser_findings(runs: list[ParserRun], choice: ParserChoice) -> list[Finding
     return out
 
 
-def model_templates_runs(model: TokenizerModel, templates: list[TemplateSource], choice: ParserChoice, *, tokenize: bool = True,
-                         budget: Budget = Budget()) -> list[ParserRun]:
+def model_templates_runs(
+    model: TokenizerModel,
+    templates: list[TemplateSource],
+    choice: ParserChoice,
+    *,
+    tokenize: bool = True,
+    budget: Budget = Budget(),
+) -> list[ParserRun]:
     return [run_template(model, t, choice, tokenize=tokenize, budget=budget) for t in templates]
 
 
@@ -304,13 +413,23 @@ def turn_of(run: ParserRun) -> Turn | None:
     return None if run.case is None else run.case.turn
 
 
-def add_round_trip(model: TokenizerModel, templates: list[TemplateSource], choice: ParserChoice, data: dict[str, Any]) -> list[Finding]:
+def add_round_trip(
+    model: TokenizerModel, templates: list[TemplateSource], choice: ParserChoice, data: dict[str, Any]
+) -> list[Finding]:
     """The ``template`` command's round trip: ``parser_runs``, ``parsers`` and ``parser_choice`` in its result data,
     and the findings."""
-    runs = model_templates_runs(model, templates, choice) if choice.chosen_stacks() else []  # no selected stack has parsers
+    runs = (
+        model_templates_runs(model, templates, choice) if choice.chosen_stacks() else []
+    )  # no selected stack has parsers
     data["parser_runs"] = [r.to_json() for r in runs]
     data["parsers"] = rows_json(runs)
-    data["parser_choice"] = {"stacks": choice.chosen_stacks(), "tool_parser": choice.tool_parser, "chat_template_kwargs": dict(choice.kwargs),
-                             "reasoning_parser": choice.reasoning_parser, "named": choice.named, "parsers": choice.parsers,
-                             "grammar": {s: choice.grammar(s) for s in choice.chosen_stacks()}}
+    data["parser_choice"] = {
+        "stacks": choice.chosen_stacks(),
+        "tool_parser": choice.tool_parser,
+        "chat_template_kwargs": dict(choice.kwargs),
+        "reasoning_parser": choice.reasoning_parser,
+        "named": choice.named,
+        "parsers": choice.parsers,
+        "grammar": {s: choice.grammar(s) for s in choice.chosen_stacks()},
+    }
     return [f.with_target(model.target) for f in parser_findings(runs, choice)]

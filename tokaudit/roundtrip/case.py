@@ -14,8 +14,22 @@ from tokaudit.template.serving import ServingEncoder
 from tokaudit.template.turn import Turn
 
 #: Tokens a model ends its turn with (besides the model's own eos): the output is cut before the first.
-END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<｜end▁of▁sentence｜>", "<|return|>", "<|call|>", "<end_of_turn>",
-               "<|end_of_text|>", "<|endoftext|>", "</s>", "<|END_OF_TURN_TOKEN|>", "<turn|>", "<|end▁of▁sentence|>")
+END_OF_TURN = (
+    "<|im_end|>",
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "<｜end▁of▁sentence｜>",
+    "<|return|>",
+    "<|call|>",
+    "<end_of_turn>",
+    "<|end_of_text|>",
+    "<|endoftext|>",
+    "</s>",
+    "<|END_OF_TURN_TOKEN|>",
+    "<turn|>",
+    "<|end▁of▁sentence|>",
+)
+
 
 @dataclass
 class Case:
@@ -36,7 +50,7 @@ class Case:
 
     @property
     def prompt_state(self) -> str | None:
-        """"open" / "closed" / None: what the generation prompt does to reasoning (the template's markers)."""
+        """What the generation prompt does to reasoning (the template's markers): "open", "closed" or None."""
         return template_state(self.turn.prompt)
 
 
@@ -53,7 +67,9 @@ def end_tokens(model: TokenizerModel | None, special: dict[str, str]) -> tuple[s
     return tuple(dict.fromkeys([*END_OF_TURN, *([eos] if eos else [])]))
 
 
-def build_case(name: str, turn: Turn, model: TokenizerModel | None, encoder: ServingEncoder | None, special: dict[str, str]) -> Case:
+def build_case(
+    name: str, turn: Turn, model: TokenizerModel | None, encoder: ServingEncoder | None, special: dict[str, str]
+) -> Case:
     """The case of one turn: the text always; the ids when the model's tokenizer encodes both renders."""
     stops = end_tokens(model, special)
     text, stop = _cut_text(turn.output, stops)
@@ -73,7 +89,7 @@ def build_case(name: str, turn: Turn, model: TokenizerModel | None, encoder: Ser
 
     id_of = vocab_lookup(model, encoder.tokenizer)
     stop_ids = {i for s in stops for i in [id_of(s)] if i is not None}
-    out = full_ids[len(prompt_ids):] if n == len(prompt_ids) else full_ids[n:]
+    out = full_ids[len(prompt_ids) :] if n == len(prompt_ids) else full_ids[n:]
     cut = next((i for i, t in enumerate(out) if t in stop_ids), len(out))
     case.prompt_ids, case.output_ids = prompt_ids, out[:cut]
     return case

@@ -20,6 +20,8 @@ ROUNDTRIP_STACKS = tuple(p.id for p in PROFILES if p.parsers)
 PARSERS_MODES = ("builtin", "installed", "auto")
 
 CODES: dict[str, Code] = {c.code: c for c in catalog_codes("TA820", "TA821", "TA822", "TA823", "TA824", "TA825")}
+
+
 @dataclass(frozen=True)
 class ParserChoice:
     """What a deploy names: its stacks (None: every stack whose round trip is computed) and parsers."""
@@ -61,26 +63,37 @@ def parse_kwargs(value: str | None) -> tuple[tuple[str, Any], ...]:
     return tuple(data.items())
 
 
-def check_choice(choice: ParserChoice, where: str = "--stack", known_stacks: tuple[str, ...] = ROUNDTRIP_STACKS) -> None:
+def check_choice(
+    choice: ParserChoice, where: str = "--stack", known_stacks: tuple[str, ...] = ROUNDTRIP_STACKS
+) -> None:
     """Exit 2 on a stack name not in ``known_stacks`` (``template`` and ``scan`` pass every stack profile: a stack without
     a round trip is rendered, not parsed), or a parser name no selected stack has."""
     for s in choice.stacks or ():
         if s not in known_stacks:
-            raise InputError(f"unknown stack {s!r} for the parser round trip (choose from {', '.join(known_stacks)})", key=where)
+            raise InputError(
+                f"unknown stack {s!r} for the parser round trip (choose from {', '.join(known_stacks)})", key=where
+            )
     stacks = choice.chosen_stacks()
     if choice.named and not stacks:
         option = "--tool-parser" if choice.tool_parser is not None else "--reasoning-parser"
-        raise InputError(f"no selected stack has a parser round trip (choose from {', '.join(ROUNDTRIP_STACKS)})", key=option)
+        raise InputError(
+            f"no selected stack has a parser round trip (choose from {', '.join(ROUNDTRIP_STACKS)})", key=option
+        )
     if choice.tool_parser is not None:
         known = sorted({p.name for s in stacks for p in tool_parsers(s)})
         if choice.tool_parser not in known:
-            raise InputError(f"unknown tool parser {choice.tool_parser!r} for {', '.join(stacks)} (choose from {', '.join(known)})",
-                             key="--tool-parser")
+            raise InputError(
+                f"unknown tool parser {choice.tool_parser!r} for {', '.join(stacks)} (choose from {', '.join(known)})",
+                key="--tool-parser",
+            )
     if choice.reasoning_parser is not None:
         known = sorted({p.name for s in stacks for p in reasoning_parsers(s)})
         if choice.reasoning_parser not in known:
-            raise InputError(f"unknown reasoning parser {choice.reasoning_parser!r} for {', '.join(stacks)} (choose from "
-                             f"{', '.join(known)})", key="--reasoning-parser")
+            raise InputError(
+                f"unknown reasoning parser {choice.reasoning_parser!r} for {', '.join(stacks)} (choose from "
+                f"{', '.join(known)})",
+                key="--reasoning-parser",
+            )
 
 
 def resolve_parsers(choice: ParserChoice) -> ParserChoice:

@@ -38,7 +38,7 @@ def model_decoder(case: Case, model: TokenizerModel, tokenizer: Any = None) -> D
 
     def steps(skip: bool, size: int) -> list[tuple[str, list[int]]]:
         detok = Offsets(ctx(skip), prompt)
-        batches = [ids[i:i + size] for i in range(0, len(ids), size)]
+        batches = [ids[i : i + size] for i in range(0, len(ids), size)]
         chunks, _ = detok.feed(batches, track_held=False)
         out = [(c, list(b)) for c, b in zip(chunks, batches)]
         tail = detok.flush()

@@ -59,8 +59,9 @@ def tokenizer_dir(model: Any) -> str:
     return str(path if path.is_dir() else path.parent)
 
 
-def stack_rows(dec: Decoder, stack: str, grammar: str, directory: str, tool_names: Any, reasoning_names: Any,
-               strict: bool) -> list[Row] | None:
+def stack_rows(
+    dec: Decoder, stack: str, grammar: str, directory: str, tool_names: Any, reasoning_names: Any, strict: bool
+) -> list[Row] | None:
     """The rows of ``stack``'s own classes on this case; None when they cannot run here and ``strict`` is off (the
     caller then uses the grammars): no token ids, or the stack cannot load this tokenizer."""
     pairs: list[Pair] = stack_pairs(dec, stack, tool_names, reasoning_names)
@@ -71,17 +72,29 @@ def stack_rows(dec: Decoder, stack: str, grammar: str, directory: str, tool_name
     if case.output_ids is None or case.prompt_ids is None:
         why = f"no token ids to feed the parsers ({case.tokenizer_note})"
     else:
-        data = {"output_ids": case.output_ids, "prompt_tail": case.prompt_ids[-PROMPT_TAIL:], "prompt_state": case.prompt_state,
-                "tools": [SENTINEL_TOOL], "kwargs": dict(case.turn.kwargs), "harmony": is_harmony(dec.id_of),
-                "template": case.extra.get("template")}
-        run = [p for p in pairs if p != (None, None)]  # no parser at all: the decoded text is the content, no class runs
+        data = {
+            "output_ids": case.output_ids,
+            "prompt_tail": case.prompt_ids[-PROMPT_TAIL:],
+            "prompt_state": case.prompt_state,
+            "tools": [SENTINEL_TOOL],
+            "kwargs": dict(case.turn.kwargs),
+            "harmony": is_harmony(dec.id_of),
+            "template": case.extra.get("template"),
+        }
+        run = [
+            p for p in pairs if p != (None, None)
+        ]  # no parser at all: the decoded text is the content, no class runs
         try:
-            results = worker().call(f"{MODULE}:run_pairs", stack, directory, data, [(t and t.name, r and r.name) for t, r in run])
+            results = worker().call(
+                f"{MODULE}:run_pairs", stack, directory, data, [(t and t.name, r and r.name) for t, r in run]
+            )
         except (WorkerFailure, WorkerError) as exc:
             why = f"{stack}'s installed parsers failed on {directory}: {exc}"
         else:
             got = dict(zip(run, results))
-            return [installed_row(dec, stack, p, got[p], grammar) if p in got else evaluate(dec, stack, *p) for p in pairs]
+            return [
+                installed_row(dec, stack, p, got[p], grammar) if p in got else evaluate(dec, stack, *p) for p in pairs
+            ]
     if strict:
         raise InputError(why, key="--parsers")
     return None

@@ -30,13 +30,31 @@ _memo: ModelMemo[list[Finding]] = ModelMemo()
 
 #: the profile modules: each stack's turn renders through its profile
 _PROFILE_MODULES = ("transformers", "vllm", "sglang", "smg", "tgi", "mistralrs", "llamacpp", "dynamo")
-_MODULES = ("tokaudit.jinja_generation", "tokaudit.parsers.families", "tokaudit.parsers.grammars", "tokaudit.parsers.parse", "tokaudit.parsers.toggle",
-            "tokaudit.roundtrip.analysis",
-            "tokaudit.roundtrip.case", "tokaudit.roundtrip.decode", "tokaudit.roundtrip.run", "tokaudit.template.turn",
-            "tokaudit.template.serving", "tokaudit.template.engines", "tokaudit.template.stacks.engines", "tokaudit.template.renders",
-            "tokaudit.template.rendering", "tokaudit.template.stacks.context", "tokaudit.template.stacks.profile",
-            "tokaudit.template.stacks.rewrites", *(f"tokaudit.template.stacks.{m}" for m in _PROFILE_MODULES),
-            "tokaudit.stream.detokenizers.offsets", "tokaudit.parsers.installed", "tokaudit.roundtrip.installed", __name__)
+_MODULES = (
+    "tokaudit.jinja_generation",
+    "tokaudit.parsers.families",
+    "tokaudit.parsers.grammars",
+    "tokaudit.parsers.parse",
+    "tokaudit.parsers.toggle",
+    "tokaudit.roundtrip.analysis",
+    "tokaudit.roundtrip.case",
+    "tokaudit.roundtrip.decode",
+    "tokaudit.roundtrip.run",
+    "tokaudit.template.turn",
+    "tokaudit.template.serving",
+    "tokaudit.template.engines",
+    "tokaudit.template.stacks.engines",
+    "tokaudit.template.renders",
+    "tokaudit.template.rendering",
+    "tokaudit.template.stacks.context",
+    "tokaudit.template.stacks.profile",
+    "tokaudit.template.stacks.rewrites",
+    *(f"tokaudit.template.stacks.{m}" for m in _PROFILE_MODULES),
+    "tokaudit.stream.detokenizers.offsets",
+    "tokaudit.parsers.installed",
+    "tokaudit.roundtrip.installed",
+    __name__,
+)
 
 
 def configure(choice: ParserChoice) -> None:
@@ -86,9 +104,17 @@ def _round_trip_findings(model: TokenizerModel) -> list[Finding]:
     templates = model_templates(model)
     found: list[Finding] = []
     choice = CHOICE
-    if templates and choice.chosen_stacks() and any(k in t.text for t in templates for k in ("tool", "think", "reasoning")):
-        inputs = {"templates": [[t.name, t.text, str(t.location)] for t in templates], "special": special_token_context(model),
-                  "vocabulary": _vocabulary_digest(model), "choice": [choice.chosen_stacks(), choice.tool_parser, choice.reasoning_parser, list(choice.grammars)]}
+    if (
+        templates
+        and choice.chosen_stacks()
+        and any(k in t.text for t in templates for k in ("tool", "think", "reasoning"))
+    ):
+        inputs = {
+            "templates": [[t.name, t.text, str(t.location)] for t in templates],
+            "special": special_token_context(model),
+            "vocabulary": _vocabulary_digest(model),
+            "choice": [choice.chosen_stacks(), choice.tool_parser, choice.reasoning_parser, list(choice.grammars)],
+        }
         ck = cache_key("parser-round-trip", inputs, _MODULES)
         cached = _from_json(load(ck, lambda v: conforms(v, [_FINDING]) and all(row[0] in CODES for row in v)))
         if cached is not None:

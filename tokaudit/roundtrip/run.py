@@ -10,7 +10,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokaudit.parsers.families import STACKS, ReasoningParser, ToolParser, picked_by_template, reasoning_parsers, tool_parsers
+from tokaudit.parsers.families import (
+    STACKS,
+    ReasoningParser,
+    ToolParser,
+    picked_by_template,
+    reasoning_parsers,
+    tool_parsers,
+)
 from tokaudit.parsers.grammars import Call
 from tokaudit.parsers.parse import Outcome, enabled, parse_streamed, parse_whole, stack_skips_special
 from tokaudit.parsers.toggle import forces_reasoning
@@ -47,10 +54,19 @@ class Row:
     grammar: str = "built-in"
 
     def to_json(self) -> dict[str, Any]:
-        out = {"stack": self.stack, "tool_parser": self.tool_parser, "reasoning_parser": self.reasoning_parser,
-               "tool_calls": self.tool_calls, "reasoning": self.reasoning, "stage": self.stage,
-               "skip_special_tokens": self.skip_special_tokens, "stream_differs": self.stream_differs, "reason": self.reason,
-               "without_tools": self.without_tools, "grammar": self.grammar}
+        out = {
+            "stack": self.stack,
+            "tool_parser": self.tool_parser,
+            "reasoning_parser": self.reasoning_parser,
+            "tool_calls": self.tool_calls,
+            "reasoning": self.reasoning,
+            "stage": self.stage,
+            "skip_special_tokens": self.skip_special_tokens,
+            "stream_differs": self.stream_differs,
+            "reason": self.reason,
+            "without_tools": self.without_tools,
+            "grammar": self.grammar,
+        }
         if "force_reasoning" in self.details:
             out["force_reasoning"] = self.details["force_reasoning"]
         if self.outcome is not None:
@@ -59,8 +75,12 @@ class Row:
 
 
 def outcome_json(o: Outcome) -> dict[str, Any]:
-    return {"reasoning": o.reasoning, "content": o.content,
-            "calls": [{"name": c.name, "arguments": c.arguments} for c in o.calls], "error": o.error}
+    return {
+        "reasoning": o.reasoning,
+        "content": o.content,
+        "calls": [{"name": c.name, "arguments": c.arguments} for c in o.calls],
+        "error": o.error,
+    }
 
 
 def _canon(value: Any) -> str:
@@ -71,7 +91,9 @@ EXPECTED = (Call(SENTINEL_NAME, SENTINEL_ARGUMENTS),)
 
 
 def calls_equal(got: Sequence[Call], want: Sequence[Call] = EXPECTED) -> bool:
-    return len(got) == len(want) and all(a.name == b.name and _canon(a.arguments) == _canon(b.arguments) for a, b in zip(got, want))
+    return len(got) == len(want) and all(
+        a.name == b.name and _canon(a.arguments) == _canon(b.arguments) for a, b in zip(got, want)
+    )
 
 
 def _blank(text: str | None) -> bool:
@@ -81,8 +103,13 @@ def _blank(text: str | None) -> bool:
 class Decoder:
     """The case's output ids decoded as a stack does, whole and in steps, per skip_special_tokens (cached)."""
 
-    def __init__(self, case: Case, decode_steps: Callable[[bool, int], list[tuple[str, list[int]]]] | None,
-                 decode_whole: Callable[[bool], str] | None, id_of: Callable[[str], int | None]) -> None:
+    def __init__(
+        self,
+        case: Case,
+        decode_steps: Callable[[bool, int], list[tuple[str, list[int]]]] | None,
+        decode_whole: Callable[[bool], str] | None,
+        id_of: Callable[[str], int | None],
+    ) -> None:
         self.case = case
         self._steps = decode_steps
         self._whole = decode_whole
@@ -103,7 +130,7 @@ class Decoder:
     def steps(self, skip: bool, size: int) -> list[tuple[str, list[int]]]:
         if self._steps is None:  # text only: one delta per character run of the step size
             text = self.case.text
-            return [(text[i:i + size], []) for i in range(0, len(text), size)]
+            return [(text[i : i + size], []) for i in range(0, len(text), size)]
         key = ("steps", skip, size)
         if key not in self._cache:
             self._cache[key] = self._steps(skip, size)
@@ -115,8 +142,12 @@ def is_harmony(id_of: Callable[[str], int | None]) -> bool:
     return id_of("<|channel|>") is not None and id_of("<|constrain|>") is not None
 
 
-def _refusal(parsers: Sequence[ToolParser | ReasoningParser | None], id_of: Callable[[str], int | None], tokenized: bool,
-             kwargs: dict[str, Any]) -> str | None:
+def _refusal(
+    parsers: Sequence[ToolParser | ReasoningParser | None],
+    id_of: Callable[[str], int | None],
+    tokenized: bool,
+    kwargs: dict[str, Any],
+) -> str | None:
     if not tokenized:
         return None
     harmony = is_harmony(id_of)
@@ -130,7 +161,9 @@ def _refusal(parsers: Sequence[ToolParser | ReasoningParser | None], id_of: Call
         if p.harmony_only and not harmony:
             return f"{p.stack} cannot use {p.name} for this model: it runs only in vLLM's harmony path (gpt-oss models)"
         if harmony and p.stack == "vllm" and not p.harmony_only:
-            kind, needed = ("tool parser", "openai") if isinstance(p, ToolParser) else ("reasoning parser", "openai_gptoss")
+            kind, needed = (
+                ("tool parser", "openai") if isinstance(p, ToolParser) else ("reasoning parser", "openai_gptoss")
+            )
             return f"vllm refuses the {kind} {p.name}: a harmony (gpt-oss) model requires {needed}"
         if isinstance(p, ReasoningParser) and not p.startup_check and not enabled(p, kwargs):
             continue  # vLLM's deepseek_v3 without thinking is the identity parser: it needs nothing
@@ -162,8 +195,17 @@ def _reasoning_verdict(o: Outcome, rendered: bool, parser: ReasoningParser | Non
     return "lost"
 
 
-def _stage(dec: Decoder, o: Outcome, stack: str, tool: ToolParser, reasoning: ReasoningParser | None, skip: bool, prompt: str, kwargs: dict[str, Any],
-           force: bool | None) -> str:
+def _stage(
+    dec: Decoder,
+    o: Outcome,
+    stack: str,
+    tool: ToolParser,
+    reasoning: ReasoningParser | None,
+    skip: bool,
+    prompt: str,
+    kwargs: dict[str, Any],
+    force: bool | None,
+) -> str:
     if SENTINEL_NAME in (o.reasoning or ""):
         return "reasoning"
     if any(c.name == SENTINEL_NAME for c in o.calls):
@@ -178,8 +220,11 @@ def _stage(dec: Decoder, o: Outcome, stack: str, tool: ToolParser, reasoning: Re
 
 
 def _same(a: Outcome, b: Outcome) -> bool:
-    return (calls_equal(a.calls, b.calls) and (a.reasoning or "").strip() == (b.reasoning or "").strip()
-            and (a.content or "").strip() == (b.content or "").strip())
+    return (
+        calls_equal(a.calls, b.calls)
+        and (a.reasoning or "").strip() == (b.reasoning or "").strip()
+        and (a.content or "").strip() == (b.content or "").strip()
+    )
 
 
 def case_force(case: Case, reasoning: ReasoningParser | None) -> bool | None:
@@ -196,12 +241,28 @@ def evaluate(dec: Decoder, stack: str, tool: ToolParser | None, reasoning: Reaso
     harmony = dec.tokenized and is_harmony(dec.id_of)
     skip = stack_skips_special(stack, tool, reasoning, with_tools=True, harmony=harmony)
     if tool is not None and tool.constrained:
-        return Row(stack, tool.name, reasoning and reasoning.name, "constrained", None, "constrained", skip,
-                   reason=f"{stack} constrains a tool request's generation to its own format ({tool.note}): the call format "
-                          "the template teaches is not what the model is made to write")
+        return Row(
+            stack,
+            tool.name,
+            reasoning and reasoning.name,
+            "constrained",
+            None,
+            "constrained",
+            skip,
+            reason=f"{stack} constrains a tool request's generation to its own format ({tool.note}): the call format "
+            "the template teaches is not what the model is made to write",
+        )
     if refused is not None:
-        return Row(stack, tool and tool.name, reasoning and reasoning.name, "refused" if tool is not None else None,
-                   "refused" if reasoning is not None else None, "startup", skip, reason=refused)
+        return Row(
+            stack,
+            tool and tool.name,
+            reasoning and reasoning.name,
+            "refused" if tool is not None else None,
+            "refused" if reasoning is not None else None,
+            "startup",
+            skip,
+            reason=refused,
+        )
     # vLLM's harmony parsers read the token ids, not the text: the markers count even when skipped
     reads_ids = harmony and stack == "vllm"
     text = dec.whole(False if reads_ids else skip)
@@ -217,24 +278,35 @@ def evaluate(dec: Decoder, stack: str, tool: ToolParser | None, reasoning: Reaso
         stage = _stage(dec, whole, stack, tool, reasoning, skip, prompt, kwargs, force)
     differs = []
     for size in STEP_SIZES:
-        streamed = parse_streamed(dec.steps(False if reads_ids else skip, size), tool, reasoning, tools, prompt, dec.id_of, kwargs, force)
+        streamed = parse_streamed(
+            dec.steps(False if reads_ids else skip, size), tool, reasoning, tools, prompt, dec.id_of, kwargs, force
+        )
         if not _same(streamed, whole):
             differs.append(size)
-    row = Row(stack, tool and tool.name, reasoning and reasoning.name, tv, rv, stage, skip, differs or None, outcome=whole)
+    row = Row(
+        stack, tool and tool.name, reasoning and reasoning.name, tv, rv, stage, skip, differs or None, outcome=whole
+    )
     if force is not None:  # the server's decision, as the installed run reports SGLang's
         row.details["force_reasoning"] = force
     if differs:
         streamed = parse_streamed(dec.steps(skip, differs[0]), tool, reasoning, tools, prompt, dec.id_of, kwargs, force)
         row.details["streamed"] = outcome_json(streamed)
-    if tv == "ok" and dec.tokenized and not harmony and stack_skips_special(stack, tool, reasoning, with_tools=False) and not skip:
+    if (
+        tv == "ok"
+        and dec.tokenized
+        and not harmony
+        and stack_skips_special(stack, tool, reasoning, with_tools=False)
+        and not skip
+    ):
         bare = parse_whole(dec.whole(True), tool, reasoning, tools, prompt, kwargs, force)
         if not calls_equal(bare.calls):
             row.without_tools = "lost"
     return row
 
 
-def evaluate_stack(dec: Decoder, stack: str, tool_names: Sequence[str] | None = None,
-                   reasoning_names: Sequence[str] | None = None) -> list[Row]:
+def evaluate_stack(
+    dec: Decoder, stack: str, tool_names: Sequence[str] | None = None, reasoning_names: Sequence[str] | None = None
+) -> list[Row]:
     """Every pair of this stack's parsers, or the named ones (an empty list: no parser of that kind)."""
     return [evaluate(dec, stack, t, r) for t, r in stack_pairs(dec, stack, tool_names, reasoning_names)]
 
@@ -242,14 +314,18 @@ def evaluate_stack(dec: Decoder, stack: str, tool_names: Sequence[str] | None = 
 Pair = tuple[ToolParser | None, ReasoningParser | None]
 
 
-def stack_pairs(dec: Decoder, stack: str, tool_names: Sequence[str] | None = None,
-                reasoning_names: Sequence[str] | None = None) -> list[Pair]:
+def stack_pairs(
+    dec: Decoder, stack: str, tool_names: Sequence[str] | None = None, reasoning_names: Sequence[str] | None = None
+) -> list[Pair]:
     """The (tool parser, reasoning parser) pairs :func:`evaluate_stack` runs."""
     tools: list[ToolParser | None] = [p for p in tool_parsers(stack) if tool_names is None or p.name in tool_names]
     if STACKS[stack].picks_parser:  # llama.cpp: the parser comes from the template, not from a flag
         picked = picked_by_template(stack, dec.case.extra.get("template", ""))
         tools = [picked] if picked is not None and (tool_names is None or picked.name in tool_names) else []
-    reasons: list[ReasoningParser | None] = [None, *[p for p in reasoning_parsers(stack) if reasoning_names is None or p.name in reasoning_names]]
+    reasons: list[ReasoningParser | None] = [
+        None,
+        *[p for p in reasoning_parsers(stack) if reasoning_names is None or p.name in reasoning_names],
+    ]
     if tool_names is None:
         tools = [*tools, None]  # the reasoning parsers alone too
     elif not tools:
@@ -264,7 +340,11 @@ def stack_pairs(dec: Decoder, stack: str, tool_names: Sequence[str] | None = Non
 def _outcome(data: dict[str, Any]) -> Outcome:
     if "error" in data:
         return Outcome(None, None, (), data["error"])
-    return Outcome(data.get("reasoning"), data.get("content"), tuple(Call(c["name"], c["arguments"]) for c in data.get("calls") or ()))
+    return Outcome(
+        data.get("reasoning"),
+        data.get("content"),
+        tuple(Call(c["name"], c["arguments"]) for c in data.get("calls") or ()),
+    )
 
 
 def installed_row(dec: Decoder, stack: str, pair: Pair, result: dict[str, Any], grammar: str) -> Row:
@@ -275,8 +355,16 @@ def installed_row(dec: Decoder, stack: str, pair: Pair, result: dict[str, Any], 
     if "refused" in result:
         kind = "tool parser" if tool is not None else "reasoning parser"
         pair_names = " with ".join(n for n in names if n)
-        return Row(stack, *names, "refused" if tool is not None else None, "refused" if reasoning is not None else None, "startup",
-                   None, reason=f"{stack} refuses the {kind} {pair_names}: {result['refused']}", grammar=grammar)
+        return Row(
+            stack,
+            *names,
+            "refused" if tool is not None else None,
+            "refused" if reasoning is not None else None,
+            "startup",
+            None,
+            reason=f"{stack} refuses the {kind} {pair_names}: {result['refused']}",
+            grammar=grammar,
+        )
     skip = bool(result.get("skip_special_tokens"))
     whole = _outcome(result["whole"])
     calls_rendered = renders_call(dec.case.text)
@@ -284,12 +372,17 @@ def installed_row(dec: Decoder, stack: str, pair: Pair, result: dict[str, Any], 
     rv = _reasoning_verdict(whole, SENTINEL_REASONING in dec.case.text, reasoning)
     stage = None
     if tv == "lost":
-        stage = "reasoning" if SENTINEL_NAME in (whole.reasoning or "") else "arguments" if any(c.name == SENTINEL_NAME for c in whole.calls) \
+        stage = (
+            "reasoning"
+            if SENTINEL_NAME in (whole.reasoning or "")
+            else "arguments"
+            if any(c.name == SENTINEL_NAME for c in whole.calls)
             else "format"
+        )
     differs = []
     for key, streamed in result.items():
         if key.startswith("stream") and streamed != "same" and not _same(_outcome(streamed), whole):
-            differs.append(int(key[len("stream"):]))
+            differs.append(int(key[len("stream") :]))
     row = Row(stack, *names, tv, rv, stage, skip, sorted(differs) or None, outcome=whole, grammar=grammar)
     if "force_reasoning" in result:  # SGLang's server decision: the output starts inside reasoning
         row.details["force_reasoning"] = result["force_reasoning"]

@@ -60,8 +60,12 @@ class Source:
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {"key": self.key}
         if self.repo_id is not None:
-            out.update(repo_id=self.repo_id, revision=self.revision, commit=self.commit,
-                       url=f"{HUB_URL}/{self.repo_id}/tree/{self.commit or self.revision or 'main'}")
+            out.update(
+                repo_id=self.repo_id,
+                revision=self.revision,
+                commit=self.commit,
+                url=f"{HUB_URL}/{self.repo_id}/tree/{self.commit or self.revision or 'main'}",
+            )
         return out
 
 
@@ -103,13 +107,18 @@ def looks_like_repo_id(target: str) -> bool:
 def resolve(target: str, revision: str | None = None) -> Source:
     path = Path(target).expanduser()
     if path_exists(path):
-        ignored = (f"--revision {revision} does not apply to {target}: a local path is read as it is on disk",) if revision else ()
+        ignored = (
+            (f"--revision {revision} does not apply to {target}: a local path is read as it is on disk",)
+            if revision
+            else ()
+        )
         return Source(target, path, warnings=ignored)
     if not looks_like_repo_id(target):
         raise InputError("no such file or directory", file=target)
     if len(target) > MAX_REPO_ID:
-        raise InputError(f"not a local path, and too long for a Hugging Face repo id (over {MAX_REPO_ID} characters)",
-                         file=target)
+        raise InputError(
+            f"not a local path, and too long for a Hugging Face repo id (over {MAX_REPO_ID} characters)", file=target
+        )
     snapshot = _snapshot(target, revision)
     # huggingface-hub's cache keeps each commit in snapshots/<commit hash>
     commit = snapshot.name if re.fullmatch(r"[0-9a-f]{40}", snapshot.name) else None
@@ -162,10 +171,15 @@ def _snapshot(repo_id: str, revision: str | None) -> Path:
     while thread.is_alive():
         thread.join(0.2)
         if thread.is_alive() and (time.monotonic() > deadline or _partial_over_budget(repo_id)):
-            reason = (f"no answer within {deadline_seconds:g} s from {_endpoint()}" if time.monotonic() > deadline
-                      else f"a file grew past the limit of {MAX_FILE_BYTES >> 20} MiB while downloading")
+            reason = (
+                f"no answer within {deadline_seconds:g} s from {_endpoint()}"
+                if time.monotonic() > deadline
+                else f"a file grew past the limit of {MAX_FILE_BYTES >> 20} MiB while downloading"
+            )
             _stop_downloads()
-            raise InputError(f"not a local path, and the Hugging Face repo could not be resolved: {reason}", file=repo_id)
+            raise InputError(
+                f"not a local path, and the Hugging Face repo could not be resolved: {reason}", file=repo_id
+            )
     if "error" in done:
         exc = done["error"]
         if isinstance(exc, InputError):
@@ -193,12 +207,19 @@ def _download(repo_id: str, revision: str | None) -> str:
         info = HfApi().model_info(repo_id, revision=revision, files_metadata=True, timeout=HUB_REQUEST_SECONDS)
         for sibling in info.siblings or ():
             size = getattr(sibling, "size", None) or 0
-            if size > MAX_FILE_BYTES and any(fnmatch.fnmatchcase(sibling.rfilename, g) for g in TOKENIZER_FILE_PATTERNS):
-                raise InputError(f"{sibling.rfilename} is {size / 2**20:.1f} MiB on the Hub; the limit is {MAX_FILE_BYTES >> 20} MiB "
-                                 "(not downloaded)", file=repo_id)
+            if size > MAX_FILE_BYTES and any(
+                fnmatch.fnmatchcase(sibling.rfilename, g) for g in TOKENIZER_FILE_PATTERNS
+            ):
+                raise InputError(
+                    f"{sibling.rfilename} is {size / 2**20:.1f} MiB on the Hub; the limit is {MAX_FILE_BYTES >> 20} "
+                    "MiB "
+                    "(not downloaded)",
+                    file=repo_id,
+                )
         revision = info.sha or revision
-    return snapshot_download(repo_id=repo_id, revision=revision, allow_patterns=TOKENIZER_FILE_PATTERNS,
-                             etag_timeout=HUB_REQUEST_SECONDS)
+    return snapshot_download(
+        repo_id=repo_id, revision=revision, allow_patterns=TOKENIZER_FILE_PATTERNS, etag_timeout=HUB_REQUEST_SECONDS
+    )
 
 
 def _endpoint() -> str:

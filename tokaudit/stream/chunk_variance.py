@@ -31,7 +31,7 @@ def _rechunk(ids: Sequence[int], k: int, start: int = 0) -> list[tuple[int, ...]
     of ``k`` would be cut."""
     first = -start % k
     out = [tuple(ids[:first])] if first else []
-    out += [tuple(ids[i:i + k]) for i in range(first, len(ids), k)]
+    out += [tuple(ids[i : i + k]) for i in range(first, len(ids), k)]
     return [step for step in out if step]
 
 
@@ -65,7 +65,7 @@ def risky_positions(ctx: DecodeContext, ids: Sequence[int], runs: Sequence[Run])
     n = len(ids)
     marked = bytearray(map(risky_ids.__contains__, ids))  # a byte per position: a set of 1M ints costs 60 MB
     marked[:WINDOW] = b"\1" * min(WINDOW, n)
-    marked[max(n - WINDOW, 0):] = b"\1" * min(WINDOW, n)
+    marked[max(n - WINDOW, 0) :] = b"\1" * min(WINDOW, n)
     for r in runs:
         for e in r.errors:
             if 0 <= e.position < n:
@@ -81,7 +81,9 @@ def _windows(risky: Sequence[int], step_starts: Sequence[int] | None, n: int) ->
     # windows [p - WINDOW, p + WINDOW] merge when risky positions are at most 2 * WINDOW + 1 apart
     gap = 2 * WINDOW + 1
     cuts = list(compress(range(1, len(risky)), map(gap.__lt__, map(operator.sub, risky[1:], risky))))
-    windows = [(max(risky[a] - WINDOW, 0), min(risky[b - 1] + WINDOW + 1, n)) for a, b in zip([0, *cuts], [*cuts, len(risky)])]
+    windows = [
+        (max(risky[a] - WINDOW, 0), min(risky[b - 1] + WINDOW + 1, n)) for a, b in zip([0, *cuts], [*cuts, len(risky)])
+    ]
     if step_starts is None:
         return windows
     # each merged window widened to whole steps (widening is monotone, so widening the merged windows
@@ -124,13 +126,24 @@ def chunk_variance(
     plan: dict[tuple[Any, ...], tuple[Sequence[int], Sequence[Sequence[int]], tuple[int, ...], list[int]]] = {}
     if sampled:
         single = len(steps) == len(ids)
-        starts = None if single else steps.starts if isinstance(steps, Steps) else array("q", accumulate(map(len, steps), initial=0))
+        starts = (
+            None
+            if single
+            else steps.starts
+            if isinstance(steps, Steps)
+            else array("q", accumulate(map(len, steps), initial=0))
+        )
         windows = _windows(risky_positions(ctx, ids, runs), starts, len(ids))
         for a, b in windows:
             first = bisect_left(starts, a) if starts is not None else a
             end = bisect_left(starts, b) if starts is not None else b
             c = max(a - WINDOW, 0)
-            key = (a == 0, a - c, tuple(ids[c:b]), None if starts is None else tuple(map(operator.sub, starts[first + 1:end + 1], starts[first:end])))
+            key = (
+                a == 0,
+                a - c,
+                tuple(ids[c:b]),
+                None if starts is None else tuple(map(operator.sub, starts[first + 1 : end + 1], starts[first:end])),
+            )
             found = plan.get(key)
             if found is None:
                 context = tuple(prompt) if a == 0 else tuple(ids[c:a])

@@ -5,8 +5,18 @@ from __future__ import annotations
 from tokaudit.report.finding import Code, Finding, Severity, catalog_codes
 
 ALL_CODES = catalog_codes("TA501", "TA502", "TA503", "TA504", "TA505", "TA506", "TA507", "TA508", "TA509", "TA510")
-(UNMAPPED_ID, INCOMPLETE_UTF8, STREAM_MISMATCH, TEXT_REWRITTEN, REPLACEMENT_CHAR, STOP_SPLIT, TOOL_CALL_JSON, PROMPT_LEAK,
- CHUNK_VARIANCE, STALL) = ALL_CODES
+(
+    UNMAPPED_ID,
+    INCOMPLETE_UTF8,
+    STREAM_MISMATCH,
+    TEXT_REWRITTEN,
+    REPLACEMENT_CHAR,
+    STOP_SPLIT,
+    TOOL_CALL_JSON,
+    PROMPT_LEAK,
+    CHUNK_VARIANCE,
+    STALL,
+) = ALL_CODES
 
 
 def finding(kind: Code, message: str, *, severity: Severity | None = None, **kwargs: object) -> Finding:

@@ -15,8 +15,12 @@ from tokaudit.stream.detokenizers import DecodeContext, Offsets, TokenBytes
 
 
 def _json(o: Outcome) -> dict[str, Any]:
-    return {"reasoning": o.reasoning, "content": o.content, "calls": [{"name": c.name, "arguments": c.arguments} for c in o.calls],
-            "error": o.error}
+    return {
+        "reasoning": o.reasoning,
+        "content": o.content,
+        "calls": [{"name": c.name, "arguments": c.arguments} for c in o.calls],
+        "error": o.error,
+    }
 
 
 def _canon(o: Outcome) -> list[tuple[str, str]]:
@@ -25,8 +29,16 @@ def _canon(o: Outcome) -> list[tuple[str, str]]:
     return [(c.name, json.dumps(c.arguments, sort_keys=True, ensure_ascii=False)) for c in o.calls]
 
 
-def stack_parse(tokenizer: Any, tokens: TokenBytes, ids: Sequence[int], steps: Sequence[Sequence[int]], prompt: Sequence[int], stack: str,
-                tool: ToolParser | None, reasoning: ReasoningParser | None) -> tuple[dict[str, Any], list[Finding]]:
+def stack_parse(
+    tokenizer: Any,
+    tokens: TokenBytes,
+    ids: Sequence[int],
+    steps: Sequence[Sequence[int]],
+    prompt: Sequence[int],
+    stack: str,
+    tool: ToolParser | None,
+    reasoning: ReasoningParser | None,
+) -> tuple[dict[str, Any], list[Finding]]:
     skip = stack_skips_special(stack, tool, reasoning, with_tools=True)
     ctx = DecodeContext(tokenizer, skip, tokens)
     prompt_text = tokenizer.decode(list(prompt), skip_special_tokens=False) if prompt else ""
@@ -46,15 +58,43 @@ def stack_parse(tokenizer: Any, tokens: TokenBytes, ids: Sequence[int], steps: S
     for kind, outcome in (("whole", whole), ("streamed", streamed)):
         for call in outcome.calls:
             if not isinstance(call.arguments, (dict, list)):
-                findings.append(codes.finding(codes.TOOL_CALL_JSON, f"{stack} {tool.name if tool else ''}: the {kind} parse of call "
-                                              f"{call.name!r} gives arguments that are not a JSON object: {str(call.arguments)[-80:]!r}",
-                                              details={"stack": stack, "tool_parser": tool and tool.name, "parse": kind,
-                                                       "position": len(ids) - 1, "id": ids[-1] if ids else None}))
+                findings.append(
+                    codes.finding(
+                        codes.TOOL_CALL_JSON,
+                        f"{stack} {tool.name if tool else ''}: the {kind} parse of call "
+                        f"{call.name!r} gives arguments that are not a JSON object: {str(call.arguments)[-80:]!r}",
+                        details={
+                            "stack": stack,
+                            "tool_parser": tool and tool.name,
+                            "parse": kind,
+                            "position": len(ids) - 1,
+                            "id": ids[-1] if ids else None,
+                        },
+                    )
+                )
     if tool is not None and _canon(whole) != _canon(streamed):
-        findings.append(codes.finding(codes.TOOL_CALL_JSON, f"{stack} {tool.name}: the stream, parsed as captured ({len(steps)} steps), "
-                                      f"gives {len(streamed.calls)} call(s) where the whole text gives {len(whole.calls)}, or other arguments",
-                                      details={"stack": stack, "tool_parser": tool.name, "whole": _json(whole), "streamed": _json(streamed),
-                                               "position": len(ids) - 1, "id": ids[-1] if ids else None}))
-    data = {"stack": stack, "tool_parser": tool and tool.name, "reasoning_parser": reasoning and reasoning.name,
-            "skip_special_tokens": skip, "implementation": "built-in grammars", "whole": _json(whole), "streamed": _json(streamed)}
+        findings.append(
+            codes.finding(
+                codes.TOOL_CALL_JSON,
+                f"{stack} {tool.name}: the stream, parsed as captured ({len(steps)} steps), "
+                f"gives {len(streamed.calls)} call(s) where the whole text gives {len(whole.calls)}, or other arguments",
+                details={
+                    "stack": stack,
+                    "tool_parser": tool.name,
+                    "whole": _json(whole),
+                    "streamed": _json(streamed),
+                    "position": len(ids) - 1,
+                    "id": ids[-1] if ids else None,
+                },
+            )
+        )
+    data = {
+        "stack": stack,
+        "tool_parser": tool and tool.name,
+        "reasoning_parser": reasoning and reasoning.name,
+        "skip_special_tokens": skip,
+        "implementation": "built-in grammars",
+        "whole": _json(whole),
+        "streamed": _json(streamed),
+    }
     return data, findings

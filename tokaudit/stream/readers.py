@@ -43,7 +43,11 @@ def read_stream(arg: str, fmt: str | None = None) -> Stream:
     """Read a stream from a path, or from stdin when ``arg`` is ``-``."""
     if arg == "-":
         raw = getattr(sys.stdin, "buffer", None)  # a text-only stdin (tests, embedding) has none
-        data = raw.read(MAX_STREAM_BYTES + 1) if raw is not None else sys.stdin.read(MAX_STREAM_BYTES + 1).encode("utf-8", "surrogateescape")
+        data = (
+            raw.read(MAX_STREAM_BYTES + 1)
+            if raw is not None
+            else sys.stdin.read(MAX_STREAM_BYTES + 1).encode("utf-8", "surrogateescape")
+        )
         if len(data) > MAX_STREAM_BYTES:
             raise InputError(f"stream is over the limit of {MAX_STREAM_BYTES >> 20} MiB", file="<stdin>")
         return parse_stream(decode_text(data, "<stdin>"), "<stdin>", fmt)
@@ -59,9 +63,16 @@ def read_stream(arg: str, fmt: str | None = None) -> Stream:
     fmt = fmt or detect_format(head.decode("utf-8", "replace").removeprefix("\ufeff"))  # the first lines decide
     if fmt == "json" or size > MAX_CAPTURE_BYTES:
         limit = MAX_STREAM_BYTES if fmt == "json" else MAX_CAPTURE_BYTES
-        raise InputError(f"file is {size / 2**20:.1f} MiB; the limit is {limit >> 20} MiB"
-                         + (" for a JSON array (a line format, such as JSONL or SSE, is read line by line up to "
-                            f"{MAX_CAPTURE_BYTES >> 20} MiB)" if fmt == "json" else ""), file=arg)
+        raise InputError(
+            f"file is {size / 2**20:.1f} MiB; the limit is {limit >> 20} MiB"
+            + (
+                " for a JSON array (a line format, such as JSONL or SSE, is read line by line up to "
+                f"{MAX_CAPTURE_BYTES >> 20} MiB)"
+                if fmt == "json"
+                else ""
+            ),
+            file=arg,
+        )
     return _stream_of(fmt, PARSERS[fmt](lambda: _file_lines(path, arg, MAX_CAPTURE_BYTES), arg), arg)
 
 
@@ -98,12 +109,17 @@ def _file_lines(path: Path, source: str, limit: int) -> Iterator[str]:
             if offset + len(raw) > limit:
                 raise InputError(f"file is over the limit of {limit >> 20} MiB", file=source, line=number)
             if len(raw) > MAX_LINE_BYTES:
-                raise InputError(f"a line longer than {MAX_LINE_BYTES >> 20} MiB (one response's ids fit in half of that)",
-                                 file=source, line=number)
+                raise InputError(
+                    f"a line longer than {MAX_LINE_BYTES >> 20} MiB (one response's ids fit in half of that)",
+                    file=source,
+                    line=number,
+                )
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise InputError(f"not valid UTF-8 text (byte {offset + exc.start})", file=source, line=number) from None
+                raise InputError(
+                    f"not valid UTF-8 text (byte {offset + exc.start})", file=source, line=number
+                ) from None
             if number == 1 and line.startswith("\ufeff"):
                 line = line[1:]
             offset += len(raw)
@@ -136,5 +152,3 @@ def _is_json(line: str) -> bool:
     except InputError:
         return False
     return True
-
-

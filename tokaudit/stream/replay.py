@@ -115,8 +115,10 @@ def _reference_chars(ctx: DecodeContext, prompt: Sequence[int], ids: Sequence[in
     tail = decoder.getstate()[0]
     ends = array("q")
     for start in range(0, len(ids), REFERENCE_BLOCK):  # in blocks: the transient lists stay small
-        pieces, starts = ctx.tokens.pieces(ids[start:start + REFERENCE_BLOCK], skip)
-        bulk = decode_at_cuts(tail + b"".join(pieces), len(tail), map(len, pieces), starts, ends[-1] if ends else 0, False)
+        pieces, starts = ctx.tokens.pieces(ids[start : start + REFERENCE_BLOCK], skip)
+        bulk = decode_at_cuts(
+            tail + b"".join(pieces), len(tail), map(len, pieces), starts, ends[-1] if ends else 0, False
+        )
         if bulk is None:  # not valid UTF-8: the replace rules, piece by piece
             decoder.setstate((tail, 0))
             ends.extend(accumulate(map(len, map(decoder.decode, pieces)), initial=ends[-1] if ends else 0))
@@ -130,7 +132,7 @@ def _reference_chars(ctx: DecodeContext, prompt: Sequence[int], ids: Sequence[in
     ends = array("q")
     stream = DecodeStreamDetok(ctx, prompt, prefill=False)
     for start in range(0, len(ids), FEED_BLOCK):
-        chunks, _ = stream.feed([(i,) for i in ids[start:start + FEED_BLOCK]], start, track_held=False)
+        chunks, _ = stream.feed([(i,) for i in ids[start : start + FEED_BLOCK]], start, track_held=False)
         ends.extend(accumulate(map(len, chunks), initial=ends[-1] if ends else 0))
         ends.pop(start)
     return ends
@@ -153,7 +155,7 @@ def _generated(ctx: DecodeContext, prompt: Sequence[int], ids: Sequence[int], pr
     if not prompt:
         return ctx.decode(ids)  # tokenizers reads an id array as it is (a list of 1M ids costs 36 MB)
     both = ctx.decode(array("q", prompt) + array("q", ids))
-    return both[len(prompt_text):] if both.startswith(prompt_text) else ctx.decode(ids)
+    return both[len(prompt_text) :] if both.startswith(prompt_text) else ctx.decode(ids)
 
 
 def _unmapped(model: TokenizerModel, ctx: DecodeContext, ids: Sequence[int]) -> list[Finding]:
@@ -169,7 +171,9 @@ def _unmapped(model: TokenizerModel, ctx: DecodeContext, ids: Sequence[int]) -> 
 
     # hf is the tokenizer replay already decodes with; the others are built only now that they are needed
     backends = [("hf", ctx.tokenizer.decode)] + [
-        (b.name, b.backend.decode) for b in load_backends(model, ["tiktoken", "strict"], decode_only=True) if b.backend is not None
+        (b.name, b.backend.decode)
+        for b in load_backends(model, ["tiktoken", "strict"], decode_only=True)
+        if b.backend is not None
     ]
     out = []
     for token_id, positions in where.items():
@@ -182,7 +186,7 @@ def _unmapped(model: TokenizerModel, ctx: DecodeContext, ids: Sequence[int]) -> 
             outcome = call(decode, [token_id])
             said[name] = outcome.describe() + (" (dropped)" if outcome.ok and outcome.value == "" else "")
         p = positions[0]
-        context = (ctx.decode(list(ids[max(p - 8, 0):p])), ctx.decode(list(ids[p + 1:p + 9])))
+        context = (ctx.decode(list(ids[max(p - 8, 0) : p])), ctx.decode(list(ids[p + 1 : p + 9])))
         out.append(inv.unmapped_finding(token_id, positions, declared, profiles, said, context))
     return out
 
@@ -196,14 +200,36 @@ def _dropped(runs: list[Run], detoks: list[Any], findings: list[Finding]) -> Non
                 r.errors.append(StepError(p, token_id, "dropped", "silently dropped by tokenizers decode"))
 
 
-def _not_applicable(names: Sequence[str], ctx: DecodeContext, server: Server | str | None = None) -> list[dict[str, Any]]:
+def _not_applicable(
+    names: Sequence[str], ctx: DecodeContext, server: Server | str | None = None
+) -> list[dict[str, Any]]:
     """Requested strategies that do not apply to this tokenizer (not run, never a stream error)."""
     out = []
     reason = bytes_not_applicable(ctx.tokens)
     if "bytes" in names and reason is not None:
-        out.append({"name": "bytes", "applicable": False, "reason": reason, "text": None, "held_bytes": 0, "errors": [], "flush": ""})
+        out.append(
+            {
+                "name": "bytes",
+                "applicable": False,
+                "reason": reason,
+                "text": None,
+                "held_bytes": 0,
+                "errors": [],
+                "flush": "",
+            }
+        )
     if isinstance(server, str):
-        out.append({"name": SERVER, "applicable": False, "reason": server, "text": None, "held_bytes": 0, "errors": [], "flush": ""})
+        out.append(
+            {
+                "name": SERVER,
+                "applicable": False,
+                "reason": server,
+                "text": None,
+                "held_bytes": 0,
+                "errors": [],
+                "flush": "",
+            }
+        )
     return out
 
 
@@ -247,7 +273,9 @@ def replay(
     # bytes first: when no decoder rule moved a byte, its text lengths per token are the reference's;
     # offsets before decodestream, whose run is usually offsets' own (DecodeStreamDetok.run_from)
     offsets: tuple[Offsets, Run] | None = None
-    for k in sorted(range(len(detoks)), key=lambda k: (not isinstance(detoks[k], BytesDetok), not isinstance(detoks[k], Offsets))):
+    for k in sorted(
+        range(len(detoks)), key=lambda k: (not isinstance(detoks[k], BytesDetok), not isinstance(detoks[k], Offsets))
+    ):
         d = detoks[k]
         t = time.perf_counter()
         shared = d.run_from(*offsets, steps) if offsets and isinstance(d, DecodeStreamDetok) else None
@@ -256,8 +284,11 @@ def replay(
             offsets = (d, r)
         if chars is None:
             plain = isinstance(d, BytesDetok) and isinstance(steps, Steps) and steps.single and d.reproduces_table()
-            chars = inv.CharMap(r.ends if plain and len(r.text) + len(r.flush) == len(full)
-                                else _reference_chars(ctx, prompt, ids, full))
+            chars = inv.CharMap(
+                r.ends
+                if plain and len(r.text) + len(r.flush) == len(full)
+                else _reference_chars(ctx, prompt, ids, full)
+            )
         if r.text == full:  # a run that agrees with the reference or another run shares their arrays (memory)
             r.text = full
         r.ends = next((e for e in chain((chars.ends,), (o.ends for o in done.values())) if e == r.ends), r.ends)  # type: ignore[misc]  # equal to r.ends: an array
@@ -288,8 +319,15 @@ def replay(
     # text already decoded unless special tokens were skipped.
     specials = {i for i, token in tokenizer.get_added_tokens_decoder().items() if token.special}
     skipped = options.skip_special_tokens and not specials.isdisjoint(chain(ids, prompt))
-    keep = full if not skipped else _generated(
-        DecodeContext(tokenizer, False, ctx.tokens), prompt, ids, _prompt_text(DecodeContext(tokenizer, False, ctx.tokens), prompt, ids)
+    keep = (
+        full
+        if not skipped
+        else _generated(
+            DecodeContext(tokenizer, False, ctx.tokens),
+            prompt,
+            ids,
+            _prompt_text(DecodeContext(tokenizer, False, ctx.tokens), prompt, ids),
+        )
     )
     keep_chars = chars if not skipped else None
     calls = find_tool_calls(keep)
@@ -315,15 +353,21 @@ def replay(
     if options.stop_strings or options.stop_ids:
         stop_ids = frozenset(options.stop_ids)
         ends = list(chars.ends)
-        per_token = [full[(ends[p - 1] if p else 0):ends[p]] for p in range(len(ids))]
+        per_token = [full[(ends[p - 1] if p else 0) : ends[p]] for p in range(len(ids))]
         reference = apply_stops(per_token, [(i,) for i in ids], ends, options.stop_strings, stop_ids)
         outcomes: dict[str, StopOutcome] = {
             r.name: stop_outcome(server.piece, ids, options.stop_strings, stop_ids | server.eog)  # type: ignore[union-attr]  # the server run exists only with a server
-            if r.name == SERVER else apply_stops(r.chunks, steps, ends, options.stop_strings, stop_ids) for r in runs
+            if r.name == SERVER
+            else apply_stops(r.chunks, steps, ends, options.stop_strings, stop_ids)
+            for r in runs
         }
         findings += inv.stop_findings(reference, outcomes, ids)
-        stops = {"strings": list(options.stop_strings), "ids": list(options.stop_ids),
-                 "expected": reference.to_json(), "detokenizers": {k: v.to_json() for k, v in outcomes.items()}}
+        stops = {
+            "strings": list(options.stop_strings),
+            "ids": list(options.stop_ids),
+            "expected": reference.to_json(),
+            "detokenizers": {k: v.to_json() for k, v in outcomes.items()},
+        }
 
     variance: list[dict[str, Any]] = []
     checked: dict[str, Any] = {}
@@ -331,21 +375,43 @@ def replay(
         t = time.perf_counter()
         # llama.cpp-server takes one id at a time whatever the steps: chunking cannot change its output
         rechunked = [r for r in runs if r.name != SERVER]
-        more, variance, checked = chunks.chunk_variance(ctx, rechunked, ids, steps, prompt, chars, options.full_rechunk_tokens)
+        more, variance, checked = chunks.chunk_variance(
+            ctx, rechunked, ids, steps, prompt, chars, options.full_rechunk_tokens
+        )
         findings += more
         seconds["chunk_invariance"] = time.perf_counter() - t
 
     seconds["total"] = time.perf_counter() - started
     result: dict[str, Any] = {
-        "stream": {"format": stream.format, "tokens": len(ids), "steps": len(steps), "prompt_tokens": len(prompt),
-                   "skip_special_tokens": options.skip_special_tokens},
-        "tokenizer": {"origin": origin, "load_seconds": round(load_seconds, 4), **({"subset": subset} if subset else {})},
+        "stream": {
+            "format": stream.format,
+            "tokens": len(ids),
+            "steps": len(steps),
+            "prompt_tokens": len(prompt),
+            "skip_special_tokens": options.skip_special_tokens,
+        },
+        "tokenizer": {
+            "origin": origin,
+            "load_seconds": round(load_seconds, 4),
+            **({"subset": subset} if subset else {}),
+        },
         "text": full,
-        "detokenizers": ([{"name": "full", "text": full, "held_bytes": 0, "errors": [], "flush": ""}]
-                         if "full" in options.detokenizers else []) + [inv.detokenizer_json(r) for r in runs]
-                        + _not_applicable(options.detokenizers, ctx, server),
-        "tool_calls": [{"format": c.format, "closed": c.closed, "valid": c.error is None, "error": c.error} for c in calls],
-        "chunk_invariance": {"checked": options.chunk_invariance, "sizes": list(CHUNK_SIZES), "varied": variance, **checked},
+        "detokenizers": (
+            [{"name": "full", "text": full, "held_bytes": 0, "errors": [], "flush": ""}]
+            if "full" in options.detokenizers
+            else []
+        )
+        + [inv.detokenizer_json(r) for r in runs]
+        + _not_applicable(options.detokenizers, ctx, server),
+        "tool_calls": [
+            {"format": c.format, "closed": c.closed, "valid": c.error is None, "error": c.error} for c in calls
+        ],
+        "chunk_invariance": {
+            "checked": options.chunk_invariance,
+            "sizes": list(CHUNK_SIZES),
+            "varied": variance,
+            **checked,
+        },
     }
     if stops is not None:
         result["stops"] = stops
@@ -354,7 +420,12 @@ def replay(
     if isinstance(server, Server):
         result["llama_cpp_server"] = server.info
     rows = Timeline(ctx, steps, runs, findings, options.steps)
-    result["timeline_steps"] = {"shown": rows.shown, "rows": len(rows), "steps": len(steps), "summary": step_summary(runs)}
+    result["timeline_steps"] = {
+        "shown": rows.shown,
+        "rows": len(rows),
+        "steps": len(steps),
+        "summary": step_summary(runs),
+    }
     result["timeline"] = rows if options.steps is not None else list(rows)
     return Replay(full, runs, findings, result, seconds)
 

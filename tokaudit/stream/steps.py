@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
 from typing import overload
 
+
 class Steps(Sequence[tuple[int, ...]]):
     """A stream's steps as a view of its flat ids: step ``s`` is ``ids[starts[s]:starts[s + 1]]``, and with
     ``starts`` None every step is one id. No tuple per step is kept (1M one-id tuples cost 64 MB)."""
@@ -40,14 +41,14 @@ class Steps(Sequence[tuple[int, ...]]):
             if starts is None:
                 return Steps(self.ids[first:end])
             a = starts[first]
-            return Steps(self.ids[a:starts[end]], array("q", [x - a for x in starts[first:end + 1]]))
+            return Steps(self.ids[a : starts[end]], array("q", [x - a for x in starts[first : end + 1]]))
         if s < 0:
             s += len(self)
         if not 0 <= s < len(self):
             raise IndexError(s)
         if starts is None:
             return (self.ids[s],)
-        return tuple(self.ids[starts[s]:starts[s + 1]])
+        return tuple(self.ids[starts[s] : starts[s + 1]])
 
     def __iter__(self) -> Iterator[tuple[int, ...]]:
         if self.starts is None:

@@ -25,7 +25,12 @@ class StopOutcome:
     held: list[int] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
-        return {"position": self.position, "matched": self.matched, "text": self.text, "max_held": max(self.held, default=0)}
+        return {
+            "position": self.position,
+            "matched": self.matched,
+            "text": self.text,
+            "max_held": max(self.held, default=0),
+        }
 
 
 def held_suffix(text: str, stops: Sequence[str]) -> int:
@@ -77,10 +82,10 @@ def apply_stops(
             p = position + id_k
             cut = char_ends[p - 1] if p > 0 else 0
             out.position, out.matched = p, ids[id_k]
-            out.text = text[:max(seen, min(cut, len(text)))]
+            out.text = text[: max(seen, min(cut, len(text)))]
             return out
         if match is not None:
-            out.position, out.matched, out.text = string_pos, match[2], text[:match[0]]
+            out.position, out.matched, out.text = string_pos, match[2], text[: match[0]]
             return out
         out.held.append(held_suffix(text, stop_strings) if stop_strings else 0)
         position += len(ids)

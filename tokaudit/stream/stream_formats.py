@@ -44,7 +44,9 @@ _JSON_SCALAR = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|t
 
 def _within_budget(count: int, source: str, line: int | None) -> None:
     if count > MAX_STREAM_IDS:
-        raise InputError(f"more than {MAX_STREAM_IDS} ids: not one response (the limit of a stream)", file=source, line=line)
+        raise InputError(
+            f"more than {MAX_STREAM_IDS} ids: not one response (the limit of a stream)", file=source, line=line
+        )
 
 
 def parse_json_array(text: str, source: str) -> array:
@@ -91,8 +93,9 @@ def _ids_of(value: Any, key: str, source: str, line: int) -> tuple[int, ...]:
     items = value if isinstance(value, list) else [value]
     if set(map(type, items)) <= {int} and (not items or (min(items) >= 0 and max(items) < MAX_ID)):
         return tuple(items)  # the common case, checked in C: only ints (not bools), all in range
-    return tuple(_check_id(v, f"{key}[{k}]" if isinstance(value, list) else key, source, line)
-                 for k, v in enumerate(items))
+    return tuple(
+        _check_id(v, f"{key}[{k}]" if isinstance(value, list) else key, source, line) for k, v in enumerate(items)
+    )
 
 
 def _step_from_object(obj: dict[str, Any], source: str, line: int) -> tuple[int, ...] | None:
@@ -168,7 +171,8 @@ def _jsonl_line_by_line(lines: Iterable[str], source: str) -> list[Sequence[int]
         if not isinstance(value, dict):
             raise InputError(
                 f"expected an object with one of {', '.join(ID_KEYS)} or an array of ids",
-                file=source, line=lineno,
+                file=source,
+                line=lineno,
             )
         step = _step_from_object(value, source, lineno)
         if step is None:
@@ -192,13 +196,17 @@ def _step_from_choices(event: dict[str, Any], source: str, line: int) -> tuple[i
         if isinstance(c, dict):
             index = c.get("index", 0)
             if isinstance(index, bool) or not isinstance(index, int):
-                raise InputError(f"choices[{k}].index: expected an integer, found {shorten(json.dumps(index))}",
-                                 file=source, line=line)
+                raise InputError(
+                    f"choices[{k}].index: expected an integer, found {shorten(json.dumps(index))}",
+                    file=source,
+                    line=line,
+                )
             indices.add(index)
     if len(indices) > 1:
         raise InputError(
             f"chunk carries choices {sorted(indices)[:8]}: replay one choice (n=1) at a time",
-            file=source, line=line,
+            file=source,
+            line=line,
         )
     found: tuple[int, ...] | None = None
     for choice in choices:
@@ -277,7 +285,8 @@ def _sse_line_by_line(lines: Iterable[str], source: str) -> list[Sequence[int]]:
         except json.JSONDecodeError as exc:
             raise InputError(
                 f"invalid JSON in data line: {exc.msg} (column {line.index(payload) + exc.colno})",
-                file=source, line=lineno,
+                file=source,
+                line=lineno,
             ) from None
         except (ValueError, RecursionError):  # NaN, a huge integer, deep nesting: the shared parser names them
             event = parse_json_text(payload, source, lineno)
@@ -295,4 +304,8 @@ def _sse_line_by_line(lines: Iterable[str], source: str) -> list[Sequence[int]]:
 
 
 #: The line formats' parsers: each takes a callable giving the lines afresh (JSONL reads them twice to name an error).
-PARSERS: dict[str, Callable[[Callable[[], Iterable[str]], str], Any]] = {"ids": _parse_ids, "jsonl": _parse_jsonl, "sse": _parse_sse}
+PARSERS: dict[str, Callable[[Callable[[], Iterable[str]], str], Any]] = {
+    "ids": _parse_ids,
+    "jsonl": _parse_jsonl,
+    "sse": _parse_sse,
+}

@@ -37,7 +37,9 @@ def parse_steps(value: str | None) -> tuple[int, int | None] | None:
         a = int(first) if first.strip() else 0
         b = int(last) if last.strip() else None
     except ValueError:
-        raise InputError(f"{value!r} is not 'all' or a range FIRST:END of step numbers (e.g. 100:200)", key="--steps") from None
+        raise InputError(
+            f"{value!r} is not 'all' or a range FIRST:END of step numbers (e.g. 100:200)", key="--steps"
+        ) from None
     if not colon or a < 0 or (b is not None and b < a):
         raise InputError(f"{value!r} is not 'all' or a range FIRST:END of step numbers (e.g. 100:200)", key="--steps")
     return (a, b)
@@ -53,7 +55,12 @@ def step_summary(runs: Sequence[Run]) -> dict[str, dict[str, int]]:
         if id(held) not in counted:
             counted[id(held)] = (len(held) - held.count(0), max(held, default=0))
         holding, most = counted[id(held)]
-        out[r.name] = {"characters": len(r.text), "empty_steps": r.empty_steps, "holding_steps": holding, "max_held": most}
+        out[r.name] = {
+            "characters": len(r.text),
+            "empty_steps": r.empty_steps,
+            "holding_steps": holding,
+            "max_held": most,
+        }
     return out
 
 
@@ -66,8 +73,14 @@ class Timeline(LazyRows):
     chunk and bytes held, and the names of findings located in this step. Rows are computed when
     iterated, so ``--steps all`` on a long stream is written without being held in memory."""
 
-    def __init__(self, ctx: DecodeContext, steps: Sequence[Sequence[int]], runs: list[Run],
-                 findings: list[Finding], steps_option: tuple[int, int | None] | None) -> None:
+    def __init__(
+        self,
+        ctx: DecodeContext,
+        steps: Sequence[Sequence[int]],
+        runs: list[Run],
+        findings: list[Finding],
+        steps_option: tuple[int, int | None] | None,
+    ) -> None:
         self.ctx, self.steps, self.runs = ctx, steps, runs
         self.problems: dict[int, list[str]] = {}
         for f in findings:
@@ -75,8 +88,11 @@ class Timeline(LazyRows):
             if isinstance(pos, int):
                 self.problems.setdefault(pos, []).append(f.name)
         # where each step starts in the stream (steps of one id: step s starts at s)
-        self.starts: Sequence[int] = (range(len(steps) + 1) if isinstance(steps, Steps) and steps.single
-                                      else array("q", accumulate(map(len, steps), initial=0)))
+        self.starts: Sequence[int] = (
+            range(len(steps) + 1)
+            if isinstance(steps, Steps) and steps.single
+            else array("q", accumulate(map(len, steps), initial=0))
+        )
         n = len(steps)
         if steps_option is not None:
             a, b = steps_option
@@ -110,7 +126,9 @@ class Timeline(LazyRows):
             # each run's chunks and held bytes over the range as columns (C-level slices), zipped per step
             chunks = zip(*(r.chunks.between(a, b) for r in self.runs)) if self.runs else repeat(())
             held = zip(*(chain(window(r.held, a, b), repeat(0)) for r in self.runs)) if self.runs else repeat(())
-            for s, position, ids, texts, bytes_held in zip(range(a, b), self.starts[a:b], self.steps[a:b], chunks, held):
+            for s, position, ids, texts, bytes_held in zip(
+                range(a, b), self.starts[a:b], self.steps[a:b], chunks, held
+            ):
                 tokens = [token(i) for i in ids]
                 if len(ids) == 1:
                     here = problems.get(position)

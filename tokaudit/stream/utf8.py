@@ -82,7 +82,7 @@ def decode_at_cuts(
     character: there the ``replace`` rules apply and the caller feeds piece by piece."""
     tail = incomplete_tail(data)
     try:
-        text = data[:len(data) - len(tail)].decode("utf-8")
+        text = data[: len(data) - len(tail)].decode("utf-8")
     except UnicodeDecodeError:
         return None
     # flags[c] == 1: a cut before byte c falls inside a character (past the end: inside the unfinished tail)

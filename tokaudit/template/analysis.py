@@ -32,8 +32,10 @@ from tokaudit.template.structure import structure_findings
 EXCERPT = 40
 
 #: The TA8xx family of rendered templates (names, severities and summaries are the catalog's).
-CODES: dict[str, Code] = {**{c.code: c for c in catalog_codes("TA801", "TA802", "TA803", "TA804", "TA805", "TA806", "TA807")},
-                          **STRUCTURE_CODES}
+CODES: dict[str, Code] = {
+    **{c.code: c for c in catalog_codes("TA801", "TA802", "TA803", "TA804", "TA805", "TA806", "TA807")},
+    **STRUCTURE_CODES,
+}
 
 
 def finding(code: str, message: str, **kwargs: Any) -> Finding:
@@ -42,7 +44,7 @@ def finding(code: str, message: str, **kwargs: Any) -> Finding:
 
 def excerpt(text: str, at: int, width: int = EXCERPT) -> str:
     start = max(0, at - width)
-    return ("…" if start else "") + text[start:at + width] + ("…" if at + width < len(text) else "")
+    return ("…" if start else "") + text[start : at + width] + ("…" if at + width < len(text) else "")
 
 
 def first_difference(a: str, b: str) -> int:
@@ -116,7 +118,9 @@ def render_errors(runs: list[TemplateRun]) -> list[Finding]:
         # no shape excuses another: a tool request is required of a stack that serves the template's tools; each
         # stack's failure is required or optional by its own requests (one finding per template, error and severity)
         for (stack, error), rruns in failed.items():
-            required = any(r.request.required or bool(r.request.tools) and (trun.template.name, stack) in serves for r in rruns)
+            required = any(
+                r.request.required or bool(r.request.tools) and (trun.template.name, stack) in serves for r in rruns
+            )
             key = (trun.template.name, error, required)
             groups.setdefault(key, {})[stack] = rruns
             kinds[key] = rruns[0].stacks[stack].render.kind
@@ -135,21 +139,47 @@ def render_errors(runs: list[TemplateRun]) -> list[Finding]:
         # (llama-server rewrites what a template refuses, e.g. a system message into the first user turn: its render
         # does not make the refusal accidental)
         # (nor does a refusal of a turn the API and the model's own format take: see Request.extends)
-        deliberate = (kinds[key] == "raise" and key not in gaps
-                      and not any(sr.render.ok for r in rruns for s, sr in r.stacks.items() if not _bypasses(s, r)))
+        deliberate = (
+            kinds[key] == "raise"
+            and key not in gaps
+            and not any(sr.render.ok for r in rruns for s, sr in r.stacks.items() if not _bypasses(s, r))
+        )
         severity = Severity.ERROR if required and not deliberate and TOTAL_SPENT not in error else Severity.WARNING
-        kind = {"raise": "the template raised", "budget": "the render ran out of its budget", "syntax": "the template does not compile",
-                "refused": "the stack refuses the request"}.get(kinds[key] or "", "the render failed")
+        kind = {
+            "raise": "the template raised",
+            "budget": "the render ran out of its budget",
+            "syntax": "the template does not compile",
+            "refused": "the stack refuses the request",
+        }.get(kinds[key] or "", "the render failed")
         scope = f"{len(requests)} requests ({names(requests)})" if len(requests) > 1 else f"request {requests[0]}"
-        contrast = f"; {', '.join(rendered_by)} render{'s' if len(rendered_by) == 1 else ''} {'them' if len(requests) > 1 else 'it'}" if rendered_by else ""
-        engines = {s: rruns[0].stacks[s].render.engine if s in rruns[0].stacks else by_stack[s][0].stacks[s].render.engine for s in stacks}
-        out.append(finding(
-            "TA801",
-            f"{', '.join(stacks)} cannot render {scope}{_in_template(template)}: {kind}: {error.rstrip('.')}{contrast}.",
-            severity=severity, location=_error_location(template, error),
-            details={"subject": f"{template.name}:{error[:80]}", "stacks": stacks, "engines": engines, "error": error,
-                     "kind": kinds[key], "conversations": requests, "template": template.name},
-        ))
+        contrast = (
+            f"; {', '.join(rendered_by)} render{'s' if len(rendered_by) == 1 else ''} "
+            f"{'them' if len(requests) > 1 else 'it'}"
+            if rendered_by
+            else ""
+        )
+        engines = {
+            s: rruns[0].stacks[s].render.engine if s in rruns[0].stacks else by_stack[s][0].stacks[s].render.engine
+            for s in stacks
+        }
+        out.append(
+            finding(
+                "TA801",
+                f"{', '.join(stacks)} cannot render {scope}{_in_template(template)}: {kind}: "
+                f"{error.rstrip('.')}{contrast}.",
+                severity=severity,
+                location=_error_location(template, error),
+                details={
+                    "subject": f"{template.name}:{error[:80]}",
+                    "stacks": stacks,
+                    "engines": engines,
+                    "error": error,
+                    "kind": kinds[key],
+                    "conversations": requests,
+                    "template": template.name,
+                },
+            )
+        )
     return out
 
 
@@ -168,8 +198,15 @@ def _bypasses(stack: str, rrun: RequestRun) -> bool:
 def _serves_tools(runs: list[TemplateRun]) -> set[tuple[str, str]]:
     """(template, stack) where the template offers tools and the stack renders a request offering them: a tool-call
     turn in the form that stack sends must then render too (the other form rendering elsewhere excuses nothing)."""
-    return {(trun.template.name, stack) for trun in runs if trun.offers_tools for rrun in trun.requests if rrun.request.name == "tools-offered"
-            for stack, sr in rrun.stacks.items() if sr.render.ok}
+    return {
+        (trun.template.name, stack)
+        for trun in runs
+        if trun.offers_tools
+        for rrun in trun.requests
+        if rrun.request.name == "tools-offered"
+        for stack, sr in rrun.stacks.items()
+        if sr.render.ok
+    }
 
 
 _ERROR_LINE = r"^TemplateSyntaxError: line (\d+):|\(in chat:(\d+)\)"  # compiled on first use: an error path
@@ -239,10 +276,12 @@ def _json_spelling_only(reference: str, text: str) -> bool:
 
 #: What each engine knob (rendering.KNOBS) does where the stack's engine differs from Jinja2.
 KNOB_CAUSES = {
-    "tojson": "its tojson is not transformers' json.dumps (MiniJinja's escapes < > & ' as \\u003c \\u003e \\u0026 \\u0027; "
-              "serde's is compact)",
+    "tojson": "its tojson is not transformers' json.dumps (MiniJinja's escapes < > & ' as \\u003c \\u003e \\u0026 "
+    "\\u0027; "
+    "serde's is compact)",
     "sorted_maps": "its maps iterate and serialize in key order (MiniJinja built without preserve_order)",
-    "trim_blocks": "it keeps the newline after a block tag and the indentation before one (no trim_blocks / lstrip_blocks)",
+    "trim_blocks": "it keeps the newline after a block tag and the indentation before one (no trim_blocks / "
+    "lstrip_blocks)",
     "length_of_none_is_zero": "its length filter gives 0 for none",
     "get_default": "its dict.get takes one argument",
     "strftime_now": "it has no strftime_now",
@@ -268,8 +307,11 @@ def divergences(runs: list[TemplateRun], tokens: Tokens, max_findings: int = 12)
                     continue
                 assert ref.text is not None and sr.render.text is not None
                 at = first_difference(ref.text, sr.render.text)
-                key = ((trun.template.name, ",".join(sr.causes), "") if sr.causes else
-                       (trun.template.name, excerpt(ref.text, at, 20), excerpt(sr.render.text, at, 20)))
+                key = (
+                    (trun.template.name, ",".join(sr.causes), "")
+                    if sr.causes
+                    else (trun.template.name, excerpt(ref.text, at, 20), excerpt(sr.render.text, at, 20))
+                )
                 groups.setdefault(key, []).append((stack, rrun, ref.text, sr.render.text, at, sr.causes))
     out: list[Finding] = []
     for members in list(groups.values())[:max_findings]:
@@ -277,10 +319,19 @@ def divergences(runs: list[TemplateRun], tokens: Tokens, max_findings: int = 12)
         stacks = ordered({m[0] for m in members})
         requests = list(dict.fromkeys(m[1].label for m in members))
         ids_ref, ids = tokens.of(ref), tokens.of(text)
-        token_at = _first_token_difference(ids_ref, ids) if ids_ref is not None and ids is not None and ids_ref != ids else None
+        token_at = (
+            _first_token_difference(ids_ref, ids)
+            if ids_ref is not None and ids is not None and ids_ref != ids
+            else None
+        )
         tokens_differ = ids is None or ids_ref != ids
-        tok = (f"; the token ids first differ at position {token_at} ({len(ids_ref)} vs {len(ids)} tokens)"  # type: ignore[arg-type]
-               if token_at is not None else "; the token ids are the same" if ids is not None else "; the ids were not compared")
+        tok = (
+            f"; the token ids first differ at position {token_at} ({len(ids_ref)} vs {len(ids)} tokens)"  # type: ignore[arg-type]
+            if token_at is not None
+            else "; the token ids are the same"
+            if ids is not None
+            else "; the ids were not compared"
+        )
         why = _cause(causes)
         engine = rrun.stacks[stack].render.engine
         # only the HTML-safe escaping of MiniJinja's tojson (\u003c for <): the same JSON, spelled otherwise
@@ -290,25 +341,44 @@ def divergences(runs: list[TemplateRun], tokens: Tokens, max_findings: int = 12)
         # message's text are as trained, the tool definitions' values too)
         spelling = escaping or all(_json_spelling_only(m[2], m[3]) for m in members)
         if escaping:
-            why = ("only MiniJinja's tojson escaping (< > & ' written as \\u003c \\u003e \\u0026 \\u0027) differs: the same JSON, "
-                   "which the model reads in other tokens than it was trained on")
+            why = (
+                "only MiniJinja's tojson escaping (< > & ' written as \\u003c \\u003e \\u0026 \\u0027) differs: the "
+                "same JSON, "
+                "which the model reads in other tokens than it was trained on"
+            )
         elif spelling:
-            why = (f"only the spelling of the JSON the template writes differs ({why}): the same values and the same text "
-                   f"around them, which the model reads in other tokens than it was trained on ({', '.join(stacks)})")
+            why = (
+                f"only the spelling of the JSON the template writes differs ({why}): the same values and the same text "
+                f"around them, which the model reads in other tokens than it was trained on ({', '.join(stacks)})"
+            )
         also = f" (also {names(requests[1:])})" if len(requests) > 1 else ""
-        out.append(finding(
-            "TA802",
-            f"{', '.join(stacks)}: request {requests[0]}{also}{_in_template(rrun.template)} renders other text than Jinja2 (transformers' "
-            f"engine) makes of the same variables, from character {at}: {excerpt(ref, at)!r} vs {engine} {excerpt(text, at)!r}{tok}. "
-            f"The cause is the engine: {why}.",
-            severity=Severity.ERROR if tokens_differ and not spelling else Severity.WARNING,
-            location=rrun.template.location,
-            details={"subject": f"{rrun.template.name}:{','.join(causes)}:{excerpt(text, at, 20)}", "stacks": stacks, "conversation": requests[0],
-                     "escaping_only": escaping, "json_spelling_only": spelling,
-                     "conversations": requests, "template": rrun.template.name, "engine": engine, "position": at,
-                     "excerpts": {"jinja2": excerpt(ref, at), "stack": excerpt(text, at)},
-                     "chars": {"jinja2": ref[at:at + 1], "stack": text[at:at + 1]}, "token_position": token_at, "causes": list(causes)},
-        ))
+        out.append(
+            finding(
+                "TA802",
+                f"{', '.join(stacks)}: request {requests[0]}{also}{_in_template(rrun.template)} renders other text "
+                "than Jinja2 (transformers' "
+                f"engine) makes of the same variables, from character {at}: {excerpt(ref, at)!r} vs {engine} "
+                f"{excerpt(text, at)!r}{tok}. "
+                f"The cause is the engine: {why}.",
+                severity=Severity.ERROR if tokens_differ and not spelling else Severity.WARNING,
+                location=rrun.template.location,
+                details={
+                    "subject": f"{rrun.template.name}:{','.join(causes)}:{excerpt(text, at, 20)}",
+                    "stacks": stacks,
+                    "conversation": requests[0],
+                    "escaping_only": escaping,
+                    "json_spelling_only": spelling,
+                    "conversations": requests,
+                    "template": rrun.template.name,
+                    "engine": engine,
+                    "position": at,
+                    "excerpts": {"jinja2": excerpt(ref, at), "stack": excerpt(text, at)},
+                    "chars": {"jinja2": ref[at : at + 1], "stack": text[at : at + 1]},
+                    "token_position": token_at,
+                    "causes": list(causes),
+                },
+            )
+        )
     return out
 
 
@@ -321,9 +391,11 @@ def divergences(runs: list[TemplateRun], tokens: Tokens, max_findings: int = 12)
 #: add_special_tokens=False. llama.cpp's server: common/chat.cpp strips a leading bos_token from the rendered text
 #: when the vocabulary adds BOS. Hit: a client that renders the template and tokenizes the text with the defaults
 #: (transformers' tokenizer(text), a /v1/completions request, vLLM's LLM.generate).
-DOUBLE_BOS_STACKS = ("no stack's chat endpoint is hit (vLLM, SGLang, TGI and transformers' apply_chat_template tokenize "
-                     "chat prompts without special tokens, llama.cpp's server strips the leading BOS); a client that renders "
-                     "the template and tokenizes the text with the defaults (tokenizer(text), a completions request) is")
+DOUBLE_BOS_STACKS = (
+    "no stack's chat endpoint is hit (vLLM, SGLang, TGI and transformers' apply_chat_template tokenize "
+    "chat prompts without special tokens, llama.cpp's server strips the leading BOS); a client that renders "
+    "the template and tokenizes the text with the defaults (tokenizer(text), a completions request) is"
+)
 
 
 def double_bos(model: TokenizerModel, runs: list[TemplateRun], tokens: Tokens) -> list[Finding]:
@@ -350,18 +422,32 @@ def double_bos(model: TokenizerModel, runs: list[TemplateRun], tokens: Tokens) -
     rrun, stack, r, ids = hits[0]
     requests = sorted({h[0].label for h in hits})
     shown = f" The prompt starts with ids {ids[:4]}." if ids is not None else ""
-    return [finding(
-        "TA803",
-        f"request {rrun.label}{_in_template(rrun.template)}: the template writes {prefix.token} at the start of the prompt and "
-        f"{prefix.setting} adds {prefix.token} again when the text is tokenized with special tokens, so the model sees two BOS "
-        f"tokens ({len(requests)} request(s)).{shown} {DOUBLE_BOS_STACKS}. Drop bos_token from the template or tokenize "
-        "rendered prompts with add_special_tokens=False.",
-        location=rrun.template.location,
-        ids=IdRanges.from_ids([prefix.token_id]) if prefix.token_id is not None else None,
-        details={"subject": rrun.template.name, "stacks": [], "rendered_by": ordered({h[1] for h in hits}),
-                 "conversation": rrun.label, "token": prefix.token, "token_id": prefix.token_id, "added_by": prefix.setting,
-                 "conversations": requests, "first_ids": ids[:4] if ids is not None else None, "excerpt": excerpt(r.text or "", 0)},
-    )]
+    return [
+        finding(
+            "TA803",
+            f"request {rrun.label}{_in_template(rrun.template)}: the template writes {prefix.token} at the start of "
+            "the prompt and "
+            f"{prefix.setting} adds {prefix.token} again when the text is tokenized with special tokens, so the model "
+            "sees two BOS "
+            f"tokens ({len(requests)} request(s)).{shown} {DOUBLE_BOS_STACKS}. Drop bos_token from the template or "
+            "tokenize "
+            "rendered prompts with add_special_tokens=False.",
+            location=rrun.template.location,
+            ids=IdRanges.from_ids([prefix.token_id]) if prefix.token_id is not None else None,
+            details={
+                "subject": rrun.template.name,
+                "stacks": [],
+                "rendered_by": ordered({h[1] for h in hits}),
+                "conversation": rrun.label,
+                "token": prefix.token,
+                "token_id": prefix.token_id,
+                "added_by": prefix.setting,
+                "conversations": requests,
+                "first_ids": ids[:4] if ids is not None else None,
+                "excerpt": excerpt(r.text or "", 0),
+            },
+        )
+    ]
 
 
 # --------------------------------------------------------------------------- TA804
@@ -387,15 +473,27 @@ def token_splits(runs: list[TemplateRun], classifier: LiteralClassifier) -> list
         if not v.control or v.ok:
             continue
         stacks = ordered(stacks_of[text])
-        out.append(finding(
-            "TA804",
-            f"request {rrun.label}{_in_template(rrun.template)}, {', '.join(stacks)}: the rendered prompt holds {text} at character {at} "
-            f"({excerpt(prompt, at, 20)!r}), but {v.why()}{v.encodes()}: the model never sees the control token it was trained with.",
-            location=rrun.template.location,
-            ids=IdRanges.from_ids([v.token_id]) if v.token_id is not None else None,
-            details={"subject": text, "token": text, "stacks": stacks, "conversation": rrun.label, "position": at,
-                     "registered_by": v.registered_by, "encoded_ids": v.encoded_ids, "encoder": v.encoder},
-        ))
+        out.append(
+            finding(
+                "TA804",
+                f"request {rrun.label}{_in_template(rrun.template)}, {', '.join(stacks)}: the rendered prompt holds "
+                f"{text} at character {at} "
+                f"({excerpt(prompt, at, 20)!r}), but {v.why()}{v.encodes()}: the model never sees the control token "
+                "it was trained with.",
+                location=rrun.template.location,
+                ids=IdRanges.from_ids([v.token_id]) if v.token_id is not None else None,
+                details={
+                    "subject": text,
+                    "token": text,
+                    "stacks": stacks,
+                    "conversation": rrun.label,
+                    "position": at,
+                    "registered_by": v.registered_by,
+                    "encoded_ids": v.encoded_ids,
+                    "encoder": v.encoder,
+                },
+            )
+        )
     return out
 
 
@@ -420,7 +518,7 @@ def _opens_reasoning(header: str, suffix: str) -> bool:
     body = suffix.rstrip()
     for marker in _OPENS_REASONING:
         if body.endswith(marker):
-            head = body[:-len(marker)]
+            head = body[: -len(marker)]
             return header.startswith(head) or header.startswith(head.rstrip())
     return False
 
@@ -435,9 +533,15 @@ def _header_problem(header: str, suffix: str | None) -> str | None:
     if suffix.startswith(header):
         return None
     if header.startswith(suffix):
-        rest = header[len(suffix):]
-        return None if _benign_rest(rest) else (
-            f"the prompt ends with {suffix!r} but an assistant turn starts with {header!r}: the model must generate {rest!r} first")
+        rest = header[len(suffix) :]
+        return (
+            None
+            if _benign_rest(rest)
+            else (
+                f"the prompt ends with {suffix!r} but an assistant turn starts with {header!r}: the model must "
+                f"generate {rest!r} first"
+            )
+        )
     at = first_difference(suffix, header)
     return f"the prompt ends with {suffix!r} but an assistant turn starts with {header!r} (first difference at character {at})"
 
@@ -458,13 +562,21 @@ def generation_prompts(runs: list[TemplateRun]) -> list[Finding]:
                     break  # one per template and stack
         for problem, (name, header, suffix, prompt, stacks) in problems.items():
             stacks = ordered(stacks)
-            out.append(finding(
-                "TA805",
-                f"request {name}{_in_template(trun.template)}, {', '.join(stacks)}: {problem}.",
-                location=trun.template.location,
-                details={"subject": f"{trun.template.name}:{problem[:60]}", "stacks": stacks, "conversation": name,
-                         "header": header, "generation_suffix": suffix, "prompt_end": prompt[-EXCERPT:]},
-            ))
+            out.append(
+                finding(
+                    "TA805",
+                    f"request {name}{_in_template(trun.template)}, {', '.join(stacks)}: {problem}.",
+                    location=trun.template.location,
+                    details={
+                        "subject": f"{trun.template.name}:{problem[:60]}",
+                        "stacks": stacks,
+                        "conversation": name,
+                        "header": header,
+                        "generation_suffix": suffix,
+                        "prompt_end": prompt[-EXCERPT:],
+                    },
+                )
+            )
     return out
 
 
@@ -502,7 +614,9 @@ def _marks_of(call: dict[str, Any]) -> tuple[str, ...]:
             args = json.loads(args)
         except ValueError:
             pass
-    value = next((v for v in (args.values() if isinstance(args, dict) else []) if isinstance(v, str) and v.strip()), None)
+    value = next(
+        (v for v in (args.values() if isinstance(args, dict) else []) if isinstance(v, str) and v.strip()), None
+    )
     word = max(re.findall(r"\w{4,}", value), key=len, default=None) if value else None
     return tuple(x for x in (name, word) if x)
 
@@ -535,16 +649,26 @@ def dropped_tool_calls(runs: list[TemplateRun]) -> list[Finding]:
         for lost, (stacks, requests) in missing.items():
             stacks, requests = ordered(stacks), list(dict.fromkeys(requests))
             what = "the call (its name and arguments)" if len(lost) > 1 else f"{lost[0]!r}"
-            out.append(finding(
-                "TA806",
-                f"{', '.join(stacks)}: the past tool call of request {requests[0]}"
-                f"{f' (also {names(requests[1:])})' if len(requests) > 1 else ''}{_in_template(trun.template)} never reaches the "
-                f"prompt: {what} is missing between the message before the call and the tool result, although the template offers "
-                "tools. The model sees a tool result it never asked for.",
-                location=trun.template.location,
-                details={"subject": f"{trun.template.name}:{','.join(lost)}", "stacks": stacks, "conversation": requests[0],
-                         "conversations": requests, "missing": list(lost), "template": trun.template.name},
-            ))
+            out.append(
+                finding(
+                    "TA806",
+                    f"{', '.join(stacks)}: the past tool call of request {requests[0]}"
+                    f"{f' (also {names(requests[1:])})' if len(requests) > 1 else ''}{_in_template(trun.template)} "
+                    "never reaches the "
+                    f"prompt: {what} is missing between the message before the call and the tool result, although the "
+                    "template offers "
+                    "tools. The model sees a tool result it never asked for.",
+                    location=trun.template.location,
+                    details={
+                        "subject": f"{trun.template.name}:{','.join(lost)}",
+                        "stacks": stacks,
+                        "conversation": requests[0],
+                        "conversations": requests,
+                        "missing": list(lost),
+                        "template": trun.template.name,
+                    },
+                )
+            )
     return out
 
 
@@ -558,20 +682,35 @@ def _prefix_cause(run: TemplateRun, turn: PrefixTurn, expected: str, following: 
     m = msgs[turn.turn] if turn.turn < len(msgs) else {}
     reasoning = m.get("reasoning_content")
     if isinstance(reasoning, str) and reasoning in expected and reasoning not in following:
-        return "the template keeps the reasoning_content of the last assistant turn and drops it once a later turn follows", "reasoning_content"
+        return (
+            "the template keeps the reasoning_content of the last assistant turn and drops it once a later turn follows",
+            "reasoning_content",
+        )
     kwargs = rrun.request.chat_template_kwargs if rrun is not None else {}
     if kwargs.get("enable_thinking") is False:
-        return "with enable_thinking false the turn is prompted with a closed, empty thinking block that history renders without", "enable_thinking"
+        return (
+            "with enable_thinking false the turn is prompted with a closed, empty thinking block that history renders "
+            "without",
+            "enable_thinking",
+        )
     at = first_difference(expected, following)
-    near_e, near_f = expected[max(0, at - 20):at + 20], following[max(0, at - 20):at + 20]
+    near_e, near_f = expected[max(0, at - 20) : at + 20], following[max(0, at - 20) : at + 20]
     if any(m in near_e and m not in near_f or m in near_f and m not in near_e for m in _THINKING_MARKERS):
-        return ("the template writes a thinking block for the last assistant turn that it removes or closes once a later turn "
-                "follows"), "reasoning"
-    if (expected[at:at + 1].isspace() or following[at:at + 1].isspace()) and \
-            _no_space(following[at:]).startswith(_no_space(expected[at:])[:80]):
-        return ("only whitespace differs: the template writes other whitespace around the turn once a later turn follows "
-                "(or, without trim_blocks, more of it per message)"), None
-    system = next((x.get("content") for x in msgs if x.get("role") == "system" and isinstance(x.get("content"), str)), None)
+        return (
+            "the template writes a thinking block for the last assistant turn that it removes or closes once a later "
+            "turn "
+            "follows"
+        ), "reasoning"
+    if (expected[at : at + 1].isspace() or following[at : at + 1].isspace()) and _no_space(following[at:]).startswith(
+        _no_space(expected[at:])[:80]
+    ):
+        return (
+            "only whitespace differs: the template writes other whitespace around the turn once a later turn follows "
+            "(or, without trim_blocks, more of it per message)"
+        ), None
+    system = next(
+        (x.get("content") for x in msgs if x.get("role") == "system" and isinstance(x.get("content"), str)), None
+    )
     if system and system in expected and expected.find(system) != following.find(system):
         return "the system prompt moves (it is rendered next to the last user message)", "system"
     if m.get("tool_calls"):
@@ -585,16 +724,24 @@ def _reply(run: TemplateRun, turn: PrefixTurn) -> str | None:
     otherwise once the assistant answered), the turn from its content (or its call) to the end."""
     assert turn.prompt is not None and turn.full is not None
     if turn.full.startswith(turn.prompt):
-        return turn.full[len(turn.prompt):]
+        return turn.full[len(turn.prompt) :]
     rrun = next((r for r in run.requests if r.label == turn.request), None)
     m = rrun.request.messages[turn.turn] if rrun is not None and turn.turn < len(rrun.request.messages) else {}
     content = m.get("content") if isinstance(m.get("content"), str) else ""
     calls = m.get("tool_calls") or []
-    anchor = content or next((c["function"]["name"] for c in calls if isinstance(c, dict) and isinstance(c.get("function"), dict)
-                              and isinstance(c["function"].get("name"), str)), "")
+    anchor = content or next(
+        (
+            c["function"]["name"]
+            for c in calls
+            if isinstance(c, dict)
+            and isinstance(c.get("function"), dict)
+            and isinstance(c["function"].get("name"), str)
+        ),
+        "",
+    )
     if not anchor or anchor not in turn.full:
         return None
-    return turn.full[turn.full.rindex(anchor):]
+    return turn.full[turn.full.rindex(anchor) :]
 
 
 def _no_space(text: str) -> str:
@@ -624,13 +771,14 @@ def prefix_instability(runs: list[TemplateRun], tokens: Tokens, max_findings: in
                 at = first_difference(expected, turn.following)
             else:
                 turn_ids, following_ids = tokens.of(expected), tokens.of(turn.following)
-                if turn_ids is not None and following_ids is not None and following_ids[:len(turn_ids)] != turn_ids:
+                if turn_ids is not None and following_ids is not None and following_ids[: len(turn_ids)] != turn_ids:
                     token_at = _first_token_difference(turn_ids, following_ids)
             if at is None and token_at is None:
                 continue
             cause, _ = _prefix_cause(trun, turn, expected, turn.following)
-            groups.setdefault((trun.template.name, cause, ""), []).append((turn, trun, at if at is not None else -1, token_at,
-                                                                               expected, turn.following))
+            groups.setdefault((trun.template.name, cause, ""), []).append(
+                (turn, trun, at if at is not None else -1, token_at, expected, turn.following)
+            )
     out = []
     for members in list(groups.values())[:max_findings]:
         turn, trun, at, token_at, expected, following = members[0]
@@ -638,34 +786,61 @@ def prefix_instability(runs: list[TemplateRun], tokens: Tokens, max_findings: in
         requests = list(dict.fromkeys(m[0].request for m in members))
         cause, field_name = _prefix_cause(trun, turn, expected, following)
         if at >= 0:
-            where = (f"at character {at}: turn {turn.turn} ends {excerpt(expected, at)!r} but the next prompt has "
-                     f"{excerpt(following, at)!r}")
+            where = (
+                f"at character {at}: turn {turn.turn} ends {excerpt(expected, at)!r} but the next prompt has "
+                f"{excerpt(following, at)!r}"
+            )
             following_ids, expected_ids = tokens.of(following), tokens.of(expected)
             if following_ids is not None and expected_ids is not None:
                 token_at = _first_token_difference(expected_ids, following_ids)
                 where += f" (first differing token {token_at})"
         else:
-            where = f"at token {token_at}: the texts agree but the next prompt tokenizes the end of the turn into other ids"
-        out.append(finding(
-            "TA807",
-            f"{', '.join(stacks)}: request {requests[0]}{f' (also {names(requests[1:])})' if len(requests) > 1 else ''}"
-            f"{_in_template(trun.template)}: turn {turn.turn}'s prompt and reply are not a prefix of the next turn's prompt, "
-            f"{where}. Cause: {cause}. A prefix cache misses from there on, and a token-in/token-out trace (RL) no longer "
-            "matches the prompt the next turn is given.",
-            location=trun.template.location,
-            details={"subject": f"{trun.template.name}:{cause[:60]}", "stacks": stacks, "conversation": requests[0],
-                     "conversations": requests, "turn": turn.turn, "position": at if at >= 0 else None, "token_position": token_at,
-                     "cause": cause, "field": field_name,
-                     "excerpts": {"turn": excerpt(expected, max(at, 0)), "next": excerpt(following, max(at, 0))}},
-        ))
+            where = (
+                f"at token {token_at}: the texts agree but the next prompt tokenizes the end of the turn into other ids"
+            )
+        out.append(
+            finding(
+                "TA807",
+                f"{', '.join(stacks)}: request "
+                f"{requests[0]}{f' (also {names(requests[1:])})' if len(requests) > 1 else ''}"
+                f"{_in_template(trun.template)}: turn {turn.turn}'s prompt and reply are not a prefix of the next "
+                "turn's prompt, "
+                f"{where}. Cause: {cause}. A prefix cache misses from there on, and a token-in/token-out trace (RL) "
+                "no longer "
+                "matches the prompt the next turn is given.",
+                location=trun.template.location,
+                details={
+                    "subject": f"{trun.template.name}:{cause[:60]}",
+                    "stacks": stacks,
+                    "conversation": requests[0],
+                    "conversations": requests,
+                    "turn": turn.turn,
+                    "position": at if at >= 0 else None,
+                    "token_position": token_at,
+                    "cause": cause,
+                    "field": field_name,
+                    "excerpts": {"turn": excerpt(expected, max(at, 0)), "next": excerpt(following, max(at, 0))},
+                },
+            )
+        )
     return out
 
 
-def analyse(model: TokenizerModel, runs: list[TemplateRun], encoder: ServingEncoder | None,
-            classifier: LiteralClassifier | None = None) -> list[Finding]:
+def analyse(
+    model: TokenizerModel,
+    runs: list[TemplateRun],
+    encoder: ServingEncoder | None,
+    classifier: LiteralClassifier | None = None,
+) -> list[Finding]:
     classifier = classifier or LiteralClassifier(model)
     tokens = Tokens(encoder, classifier)
-    return [*render_errors(runs), *divergences(runs, tokens), *double_bos(model, runs, tokens),
-            *token_splits(runs, classifier), *generation_prompts(runs), *dropped_tool_calls(runs),
-            *prefix_instability(runs, tokens), *structure_findings(runs)]
-
+    return [
+        *render_errors(runs),
+        *divergences(runs, tokens),
+        *double_bos(model, runs, tokens),
+        *token_splits(runs, classifier),
+        *generation_prompts(runs),
+        *dropped_tool_calls(runs),
+        *prefix_instability(runs, tokens),
+        *structure_findings(runs),
+    ]

@@ -275,7 +275,9 @@ def _prepare_jinja(config: EngineConfig, template: str, budget: Budget, ast: Any
 # --------------------------------------------------------------------------- tojson flavours
 
 
-def tojson_python(x: Any, ensure_ascii: bool = False, indent: Any = None, separators: Any = None, sort_keys: bool = False) -> str:
+def tojson_python(
+    x: Any, ensure_ascii: bool = False, indent: Any = None, separators: Any = None, sort_keys: bool = False
+) -> str:
     """transformers' (and smg's) ``tojson``: ``json.dumps`` with its keyword arguments, no HTML escaping."""
     return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
@@ -316,7 +318,9 @@ def tojson_python_spacing(x: Any, *args: Any, **kwargs: Any) -> str:
 
 
 _TOJSON: dict[str, Callable[..., str]] = {
-    "python": tojson_python, "minijinja-2": tojson_minijinja2, "serde-escaped": tojson_serde_escaped,
+    "python": tojson_python,
+    "minijinja-2": tojson_minijinja2,
+    "serde-escaped": tojson_serde_escaped,
     "python-spacing": tojson_python_spacing,
 }
 
@@ -347,7 +351,7 @@ def rename_get_with_default(template: str) -> str:
             break
         closer = {"{": "}}", "%": "%}"}.get(template[start + 1])
         if closer is None:
-            out.append(template[i:start + 1])
+            out.append(template[i : start + 1])
             i = start + 1
             continue
         end = _tag_end(template, start + 2, closer)
@@ -476,8 +480,10 @@ class _MiniPrepared:
         except Exception as exc:  # noqa: BLE001 - minijinja.TemplateError and Python errors of callbacks
             message = _first_line(exc)
             if _GET_WITH_DEFAULT in message:
-                message = ("too many arguments: dict.get(key, default) takes one argument in MiniJinja-contrib's pycompat "
-                           f"before 2.15 ({self.config.pins})")
+                message = (
+                    "too many arguments: dict.get(key, default) takes one argument in MiniJinja-contrib's pycompat "
+                    f"before 2.15 ({self.config.pins})"
+                )
             kind = "budget" if "out of fuel" in message or "recursion limit" in message else "error"
             if "syntax error" in message:
                 kind = "syntax"
@@ -494,8 +500,12 @@ def _prepare_minijinja(config: EngineConfig, template: str, budget: Budget) -> P
         m = re.search(_LOOP_CONTROL, template)
         if m is not None:
             line = template.count("\n", 0, m.start()) + 1
-            return _Failed(config.name, f"syntax error: unknown statement {m.group(1)} (in chat:{line}); "
-                           f"{config.pins} is built without the loop_controls feature", "syntax")
+            return _Failed(
+                config.name,
+                f"syntax error: unknown statement {m.group(1)} (in chat:{line}); "
+                f"{config.pins} is built without the loop_controls feature",
+                "syntax",
+            )
     if not config.get_default and ".get(" in template:
         template = rename_get_with_default(template)
     env = Environment()
@@ -523,7 +533,9 @@ def prepare(config: EngineConfig, template: str, budget: Budget = Budget(), ast:
         return _prepare_jinja(config, template, budget, ast)
     if config.kind == "minijinja":
         return _prepare_minijinja(config, template, budget)
-    return _Failed(config.name, f"{config.pins} is not available to tokaudit: its renders are not checked", "unavailable")
+    return _Failed(
+        config.name, f"{config.pins} is not available to tokaudit: its renders are not checked", "unavailable"
+    )
 
 
 def render(config: EngineConfig, template: str, context: dict[str, Any], budget: Budget = Budget()) -> Render:

@@ -94,6 +94,7 @@ def ready() -> bool:
     import minijinja  # noqa: F401
 
     import tokaudit.template.engines  # noqa: F401
+
     return True
 
 
@@ -120,5 +121,7 @@ def child_render(config: EngineConfig, text: str, context: dict[str, Any], budge
     out = prepared.render(context)
     if out.error == "out of memory" or out.error is not None and out.error.startswith("MemoryError"):
         limit = resource.getrlimit(resource.RLIMIT_AS)[0]
-        out = Render(out.engine, None, f"out of memory (the render worker's {limit >> 20} MiB address-space limit)", "budget")
+        out = Render(
+            out.engine, None, f"out of memory (the render worker's {limit >> 20} MiB address-space limit)", "budget"
+        )
     return out.to_json()

@@ -36,8 +36,16 @@ _TREE = "llama_cpp_python-0.3.36/vendor/llama.cpp/"
 _EXTRACT = ("common/", "include/", "ggml/include/", "vendor/nlohmann/")
 #: The translation units: common/jinja, common/chat*.cpp, common/parsers and what they call.
 _SOURCE_GLOBS = ("common/jinja/*.cpp", "common/chat*.cpp", "common/parsers/*.cpp")
-_SOURCES = ("common/json.cpp", "common/unicode.cpp", "common/peg-parser.cpp", "common/json-schema-to-grammar.cpp",
-            "common/json-schema.cpp", "common/log.cpp", "common/trie.cpp", "common/common.cpp")
+_SOURCES = (
+    "common/json.cpp",
+    "common/unicode.cpp",
+    "common/peg-parser.cpp",
+    "common/json-schema-to-grammar.cpp",
+    "common/json-schema.cpp",
+    "common/log.cpp",
+    "common/trie.cpp",
+    "common/common.cpp",
+)
 _CXXFLAGS = ("-std=c++17", "-O1", "-ffunction-sections", "-fdata-sections", "-w")
 #: Unused sections go (common.cpp's model-loading half refers to libllama, which is never linked); the driver's
 #: clock_gettime/time are exported so that libstdc++ and libc's callers see the template's clock.
@@ -109,7 +117,8 @@ def ensure_engine(notify: Callable[[str], None] | None = None) -> Built:
         raise BuildUnavailable(
             f"llama.cpp's template engine is built from the {SDIST_VERSION} sdist, which is not here: "
             "pip download llama-cpp-python==0.3.36 --no-deps --no-binary :all: and set TOKAUDIT_LLAMACPP_SDIST "
-            "to the .tar.gz (or run scripts/fetch_real_tokenizers.py)")
+            "to the .tar.gz (or run scripts/fetch_real_tokenizers.py)"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     import fcntl  # POSIX only, as the engine is (it relies on fork/exec, SIGALRM and RLIMIT_AS)
 
@@ -135,15 +144,21 @@ def _sha256(path: Path) -> str:
 def _extract(sdist: Path, into: Path) -> Path:
     digest = _sha256(sdist)
     if digest != SDIST_SHA256:
-        raise BuildUnavailable(f"{sdist} is not the pinned {SDIST_VERSION} sdist (sha256 {digest[:16]}…, expected "
-                               f"{SDIST_SHA256[:16]}…)")
+        raise BuildUnavailable(
+            f"{sdist} is not the pinned {SDIST_VERSION} sdist (sha256 {digest[:16]}…, expected {SDIST_SHA256[:16]}…)"
+        )
     try:
         with tarfile.open(sdist, "r:gz") as tar:
-            members = [m for m in tar.getmembers()
-                       if m.isfile() and m.name.startswith(_TREE) and m.name[len(_TREE):].startswith(_EXTRACT)]
+            members = [
+                m
+                for m in tar.getmembers()
+                if m.isfile() and m.name.startswith(_TREE) and m.name[len(_TREE) :].startswith(_EXTRACT)
+            ]
             try:
                 tar.extractall(into, members=members, filter="data")
-            except TypeError:  # Python before 3.10.12 / 3.11.4: no filters (the members are regular files of the pinned sdist)
+            except (
+                TypeError
+            ):  # Python before 3.10.12 / 3.11.4: no filters (the members are regular files of the pinned sdist)
                 tar.extractall(into, members=members)
     except (tarfile.TarError, OSError, EOFError) as exc:
         raise BuildUnavailable(f"{sdist} cannot be read: {exc}") from None

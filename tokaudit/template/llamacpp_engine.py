@@ -82,15 +82,36 @@ class LlamaCppEngine:
         header, text = self._call({"op": "render", "template": template, "context": context, "now": now})
         return self._render(header, text)
 
-    def apply(self, template: str, request: dict[str, Any], *, bos_token: str = "", eos_token: str = "",
-              server: dict[str, Any] | None = None, now: int | None = FIXED_NOW_EPOCH) -> Applied:
-        header, text = self._call({"op": "apply", "template": template, "request": request, "bos_token": bos_token,
-                                   "eos_token": eos_token, "server": server or {}, "now": now})
+    def apply(
+        self,
+        template: str,
+        request: dict[str, Any],
+        *,
+        bos_token: str = "",
+        eos_token: str = "",
+        server: dict[str, Any] | None = None,
+        now: int | None = FIXED_NOW_EPOCH,
+    ) -> Applied:
+        header, text = self._call(
+            {
+                "op": "apply",
+                "template": template,
+                "request": request,
+                "bos_token": bos_token,
+                "eos_token": eos_token,
+                "server": server or {},
+                "now": now,
+            }
+        )
         render = self._render(header, text)
         if not render.ok:
             return Applied(render)
-        return Applied(render, header.get("format"), header.get("generation_prompt"),
-                       {"supports_thinking": header.get("supports_thinking")})
+        return Applied(
+            render,
+            header.get("format"),
+            header.get("generation_prompt"),
+            {"supports_thinking": header.get("supports_thinking")},
+        )
 
     def close(self) -> None:
         with self._lock:
@@ -138,8 +159,13 @@ class LlamaCppEngine:
     def _start(self) -> subprocess.Popen[bytes]:
         if self._proc is None or self._proc.poll() is not None:
             self._proc = subprocess.Popen(
-                [str(self.executable), str(MEMORY_LIMIT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, env={"TZ": "UTC", "LC_ALL": "C"}, close_fds=True)
+                [str(self.executable), str(MEMORY_LIMIT)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env={"TZ": "UTC", "LC_ALL": "C"},
+                close_fds=True,
+            )
         return self._proc
 
     def _stop(self) -> int | None:
@@ -239,8 +265,15 @@ def engine_unavailable(budget: Budget | None = None, notify: Callable[[str], Non
     return None
 
 
-def server_render(template: str, request: dict[str, Any], special: dict[str, str], budget: Budget, *,
-                  generation: bool | None = None, reply: bool = False) -> Render:
+def server_render(
+    template: str,
+    request: dict[str, Any],
+    special: dict[str, str],
+    budget: Budget,
+    *,
+    generation: bool | None = None,
+    reply: bool = False,
+) -> Render:
     """llama-server's prompt for an OpenAI chat request (:meth:`LlamaCppEngine.apply` with its defaults), as the
     llama.cpp profile's render: ``generation`` overrides the request's add_generation_prompt; ``reply`` renders a
     last assistant message as a finished turn (``prefill_assistant`` off) rather than continued. A request llama-server
@@ -250,8 +283,13 @@ def server_render(template: str, request: dict[str, Any], special: dict[str, str
     # a final assistant message is continued (prefill_assistant, on by default) only when the request asks for it
     prefill = request.get("continue_final_message") and not reply
     server = {"prefill_assistant": False} if not prefill and (reply or not data["add_generation_prompt"]) else {}
-    applied = load_engine(budget).apply(template, data, bos_token=special.get("bos_token") or "",
-                                        eos_token=special.get("eos_token") or "", server=server)
+    applied = load_engine(budget).apply(
+        template,
+        data,
+        bos_token=special.get("bos_token") or "",
+        eos_token=special.get("eos_token") or "",
+        server=server,
+    )
     r = applied.render
     if r.kind == "request":
         return Render(r.engine, None, f"the stack refuses the request: {r.error}", "refused")

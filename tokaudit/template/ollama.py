@@ -52,13 +52,20 @@ def find_index() -> Path | None:
     env = os.environ.get("TOKAUDIT_OLLAMA_INDEX")
     if env:
         return Path(env).expanduser()
-    roots = [os.environ.get("GOMODCACHE"), *(str(Path(p) / "pkg" / "mod") for p in os.environ.get("GOPATH", "").split(os.pathsep) if p),
-             str(Path.home() / "go" / "pkg" / "mod")]
+    roots = [
+        os.environ.get("GOMODCACHE"),
+        *(str(Path(p) / "pkg" / "mod") for p in os.environ.get("GOPATH", "").split(os.pathsep) if p),
+        str(Path.home() / "go" / "pkg" / "mod"),
+    ]
     found = []
     for root in filter(None, roots):
         base = Path(root) / "github.com" / "ollama"
         if base.is_dir():
-            found += [p / "template" / "index.json" for p in base.glob("ollama@v*") if (p / "template" / "index.json").is_file()]
+            found += [
+                p / "template" / "index.json"
+                for p in base.glob("ollama@v*")
+                if (p / "template" / "index.json").is_file()
+            ]
     if not found:
         return None
 
@@ -78,8 +85,9 @@ def load_index(path: Path) -> tuple[tuple[str, str], ...]:
     except ValueError as exc:
         raise InputError(f"not Ollama's template index: {exc}", file=str(path)) from None
     if not isinstance(entries, list) or not all(
-            isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("template"), str) for e in entries):
-        raise InputError("not Ollama's template index (expected a list of {\"name\", \"template\"})", file=str(path))
+        isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("template"), str) for e in entries
+    ):
+        raise InputError('not Ollama\'s template index (expected a list of {"name", "template"})', file=str(path))
     return tuple((e["name"], e["template"]) for e in entries)
 
 
@@ -167,13 +175,20 @@ def ollama_template_substitution(model: TokenizerModel) -> Iterator[Finding]:
     g = model.artifacts.gguf
     assert g is not None
     yield ollama_template_substitution.finding(
-        f"ollama create from {g.name} would replace its chat template with Ollama's own Go template {match.name!r}: the "
+        f"ollama create from {g.name} would replace its chat template with Ollama's own Go template {match.name!r}: "
+        "the "
         f"template is {match.distance} edit{'s' if match.distance != 1 else ''} from Ollama's copy of it, under the "
         f"threshold of {THRESHOLD} of template.Named (index {match.index}). Ollama then renders prompts with that Go "
-        f"template and starts llama-server with --no-jinja, so a change to this template does not reach Ollama's users; "
+        "template and starts llama-server with --no-jinja, so a change to this template does not reach Ollama's "
+        "users; "
         f"it keeps this template only when it finds it more capable (tools, thinking) than the Go template, or with "
         f"OLLAMA_GO_TEMPLATE=0.",
         location=g.source("tokenizer.chat_template"),
-        details={"subject": match.name, "ollama_template": match.name, "distance": match.distance, "index": match.index,
-                 "stacks": ["ollama"]},
+        details={
+            "subject": match.name,
+            "ollama_template": match.name,
+            "distance": match.distance,
+            "index": match.index,
+            "stacks": ["ollama"],
+        },
     )

@@ -44,7 +44,12 @@ def cut_at_tag(render: Render, final: str) -> Render:
     if text is None:
         return render
     if final.strip() not in text or CONTINUE_TAG.strip() not in text:
-        return Render(render.engine, None, "ValueError: continue_final_message is set but the final message does not appear "
-                      "in the chat after applying the chat template!", "raise")
+        return Render(
+            render.engine,
+            None,
+            "ValueError: continue_final_message is set but the final message does not appear "
+            "in the chat after applying the chat template!",
+            "raise",
+        )
     at = text.rindex(CONTINUE_TAG.strip())
-    return Render(render.engine, text[:at] if text[at:at + len(CONTINUE_TAG)] == CONTINUE_TAG else text[:at].rstrip())
+    return Render(render.engine, text[:at] if text[at : at + len(CONTINUE_TAG)] == CONTINUE_TAG else text[:at].rstrip())

@@ -136,10 +136,17 @@ class Renderer:
             text = self._texts[key] = rewrite(self.template.text, profile.rewrites, semantic_only=reference)
         return text
 
-    def context(self, profile: StackProfile, request: dict[str, Any], generation: bool | None = None,
-                reply: bool = False, tail: bool = True) -> dict[str, Any] | Refused:
-        ctx = build_context(profile.rules, request, self.facts, self.special, add_generation_prompt=generation, reply=reply,
-                            tail=tail)
+    def context(
+        self,
+        profile: StackProfile,
+        request: dict[str, Any],
+        generation: bool | None = None,
+        reply: bool = False,
+        tail: bool = True,
+    ) -> dict[str, Any] | Refused:
+        ctx = build_context(
+            profile.rules, request, self.facts, self.special, add_generation_prompt=generation, reply=reply, tail=tail
+        )
         return ctx if isinstance(ctx, Refused) else prune(ctx, self.facts.variables)
 
     def render(self, config: EngineConfig, text: str, ctx: dict[str, Any] | Refused) -> Render:
@@ -187,8 +194,15 @@ class Renderer:
             self._exhausted[name] = out.error or "budget"
         return out
 
-    def stack_render(self, profile: StackProfile, request: dict[str, Any], generation: bool | None = None,
-                     with_reference: bool = False, reply: bool = False, tail: bool = True) -> StackRender:
+    def stack_render(
+        self,
+        profile: StackProfile,
+        request: dict[str, Any],
+        generation: bool | None = None,
+        with_reference: bool = False,
+        reply: bool = False,
+        tail: bool = True,
+    ) -> StackRender:
         if profile.engine.kind == "llama.cpp":
             return StackRender(profile.id, self._server_render(request, generation, reply))
         ctx = self.context(profile, request, generation, reply, tail)
@@ -201,8 +215,11 @@ class Renderer:
         if with_reference and profile.engine.kind != "jinja2" and not isinstance(ctx, Refused):
             out.reference = self.render(JINJA2_TRANSFORMERS, self.text_for(profile, reference=True), ctx)
             if out.reference.ok and out.render.ok and out.reference.text != out.render.text:
-                out.causes = tuple(knob for knob, config in _as_jinja2(profile.engine)
-                                   if self.render(config, text, ctx).text != out.render.text)
+                out.causes = tuple(
+                    knob
+                    for knob, config in _as_jinja2(profile.engine)
+                    if self.render(config, text, ctx).text != out.render.text
+                )
         return out
 
     def _server_render(self, request: dict[str, Any], generation: bool | None, reply: bool) -> Render:
@@ -216,10 +233,13 @@ class Renderer:
             if NAME in self._exhausted:
                 return Render(NAME, None, f"skipped: {self._exhausted[NAME]} on an earlier render", "skipped")
             if self._spent > self.budget.total_seconds:
-                return Render(NAME, None, f"skipped: the {self.budget.total_seconds:g} s {TOTAL_SPENT} ran out", "skipped")
+                return Render(
+                    NAME, None, f"skipped: the {self.budget.total_seconds:g} s {TOTAL_SPENT} ran out", "skipped"
+                )
             start = time.perf_counter()
-            hit = self._done[key] = server_render(self.template.text, request, self.special, self.budget,
-                                                  generation=generation, reply=reply)
+            hit = self._done[key] = server_render(
+                self.template.text, request, self.special, self.budget, generation=generation, reply=reply
+            )
             self._spent += time.perf_counter() - start
             if hit.kind == "budget":
                 self._exhausted[NAME] = hit.error or "budget"
@@ -228,9 +248,12 @@ class Renderer:
 
 #: The knobs of a MiniJinja configuration that can make it render other text than Jinja2, and Jinja2's setting.
 KNOBS: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("tojson", {"tojson": "python"}), ("sorted_maps", {"sorted_maps": False}),
-    ("trim_blocks", {"trim_blocks": True, "lstrip_blocks": True}), ("length_of_none_is_zero", {"length_of_none_is_zero": False}),
-    ("get_default", {"get_default": True}), ("strftime_now", {"strftime_now": True}),
+    ("tojson", {"tojson": "python"}),
+    ("sorted_maps", {"sorted_maps": False}),
+    ("trim_blocks", {"trim_blocks": True, "lstrip_blocks": True}),
+    ("length_of_none_is_zero", {"length_of_none_is_zero": False}),
+    ("get_default", {"get_default": True}),
+    ("strftime_now", {"strftime_now": True}),
 )
 
 
@@ -246,12 +269,22 @@ def _as_jinja2(config: EngineConfig) -> list[tuple[str, EngineConfig]]:
 def receives(profile: StackProfile, request: Request) -> bool:
     """Whether the stack can be sent this request (a stack that always adds the generation prompt cannot be
     asked to leave it out, or to continue the final message)."""
-    return (profile.id in CONTINUES_FINAL_MESSAGE if request.continue_final_message
-            else request.add_generation_prompt or profile.rules.generation_prompt == "request")
+    return (
+        profile.id in CONTINUES_FINAL_MESSAGE
+        if request.continue_final_message
+        else request.add_generation_prompt or profile.rules.generation_prompt == "request"
+    )
 
 
-def render_template(template: TemplateSource, requests: list[Request], profiles: list[StackProfile], special: dict[str, str],
-                    budget: Budget = Budget(), *, probes: bool = True) -> TemplateRun:
+def render_template(
+    template: TemplateSource,
+    requests: list[Request],
+    profiles: list[StackProfile],
+    special: dict[str, str],
+    budget: Budget = Budget(),
+    *,
+    probes: bool = True,
+) -> TemplateRun:
     """Every request for every profile that can render this template, plus the probes of TA805 and TA807."""
     renderer = Renderer(template, special, budget)
     run = TemplateRun(template, [], [])
@@ -305,7 +338,9 @@ def offers_tools(template: str, facts: TemplateFacts) -> bool:
     return re.search(r"""['"](tool|ipython)['"]""", template) is not None
 
 
-def _headers(renderer: Renderer, profile: StackProfile, requests: list[Request]) -> list[tuple[str, str | None, str | None, str]]:
+def _headers(
+    renderer: Renderer, profile: StackProfile, requests: list[Request]
+) -> list[tuple[str, str | None, str | None, str]]:
     """For requests that end on a user turn with a generation prompt: the header the template writes before an
     assistant turn (from rendering the request plus an assistant reply) and the suffix the generation prompt
     adds. (name, header or None, suffix or None, the prompt with the generation prompt)."""
@@ -323,8 +358,8 @@ def _headers(renderer: Renderer, profile: StackProfile, requests: list[Request])
         assert with_gen.text is not None and without.text is not None and replied.text is not None
         header = None
         if replied.text.startswith(without.text) and SENTINEL in replied.text:
-            header = replied.text[len(without.text):replied.text.index(SENTINEL)]
-        suffix = with_gen.text[len(without.text):] if with_gen.text.startswith(without.text) else None
+            header = replied.text[len(without.text) : replied.text.index(SENTINEL)]
+        suffix = with_gen.text[len(without.text) :] if with_gen.text.startswith(without.text) else None
         out.append((request.name, header, suffix, with_gen.text))
     return out
 
@@ -346,8 +381,16 @@ def _prefix_turns(renderer: Renderer, profile: StackProfile, request: Request) -
             data = replace(request, messages=messages, add_generation_prompt=generation).to_json()
             return renderer.stack_render(profile, data, reply=reply, tail=False).render.text
 
-        out.append(PrefixTurn(request.name, profile.id, a, text(msgs[:a], True), text(msgs[:a + 1], False, reply=True),
-                              text(msgs[:a + 2], True)))
+        out.append(
+            PrefixTurn(
+                request.name,
+                profile.id,
+                a,
+                text(msgs[:a], True),
+                text(msgs[: a + 1], False, reply=True),
+                text(msgs[: a + 2], True),
+            )
+        )
     return out
 
 
@@ -368,9 +411,14 @@ def run_to_json(run: TemplateRun) -> dict[str, Any]:
         return table[id(r)]
 
     return {
-        "stacks": run.stacks, "skipped": run.skipped, "distinct": run.distinct_renders, "offers_tools": run.offers_tools,
-        "requests": [[r.request.name, {s: [ref(sr.render), ref(sr.reference), list(sr.causes)] for s, sr in r.stacks.items()}]
-                     for r in run.requests],
+        "stacks": run.stacks,
+        "skipped": run.skipped,
+        "distinct": run.distinct_renders,
+        "offers_tools": run.offers_tools,
+        "requests": [
+            [r.request.name, {s: [ref(sr.render), ref(sr.reference), list(sr.causes)] for s, sr in r.stacks.items()}]
+            for r in run.requests
+        ],
         "renders": renders,
         "headers": {s: [list(h) for h in rows] for s, rows in run.headers.items()},
         "prefixes": [[p.request, p.stack, p.turn, p.prompt, p.full, p.following] for p in run.prefixes],
@@ -394,7 +442,15 @@ def run_from_json(template: TemplateSource, requests: list[Request], data: Any) 
         if any(len(h) != 4 for hs in headers.values() for h in hs):
             return None
         prefixes = [PrefixTurn(*p) for p in data["prefixes"]]
-        return TemplateRun(template, runs, list(data["stacks"]), dict(data["skipped"]), headers, prefixes,  # type: ignore[arg-type]
-                           int(data["distinct"]), bool(data["offers_tools"]))
+        return TemplateRun(
+            template,
+            runs,
+            list(data["stacks"]),
+            dict(data["skipped"]),
+            headers,
+            prefixes,  # type: ignore[arg-type]
+            int(data["distinct"]),
+            bool(data["offers_tools"]),
+        )
     except (KeyError, TypeError, ValueError, AttributeError, IndexError):
         return None

@@ -73,7 +73,7 @@ WEATHER_TOOL = {
         "parameters": {
             "type": "object",
             "properties": {
-                "city": {"type": "string", "description": "City name, e.g. \"São Paulo\""},
+                "city": {"type": "string", "description": 'City name, e.g. "São Paulo"'},
                 "units": {"type": "string", "enum": ["celsius", "fahrenheit"]},
             },
             "required": ["city"],
@@ -82,7 +82,11 @@ WEATHER_TOOL = {
 }
 
 #: Tool-call arguments with ``<``, quotes, non-ASCII and nesting: where tojson implementations differ.
-TOOL_ARGUMENTS = {"city": "São Paulo <Centro>", "units": "celsius", "filter": {"quote": "it's \"fine\" & dry", "days": [1, 2]}}
+TOOL_ARGUMENTS = {
+    "city": "São Paulo <Centro>",
+    "units": "celsius",
+    "filter": {"quote": 'it\'s "fine" & dry', "days": [1, 2]},
+}
 #: What a rendered prompt holds when the past call reached it: the function name and an argument value.
 TOOL_CALL_MARKS = ("get_weather", "Centro")
 #: A tool-call id as Mistral's API and vLLM's mistral parser issue them (nine alphanumerics): Mistral's
@@ -92,8 +96,10 @@ TOOL_CALL_ID = "a1B2c3D4e"
 _LONG = ("日本語のテキストと한국어 문장, ελληνικά, русский текст, emoji 🙂🚀 and ÀÉÎÕÜ. " * 40)[:2000]
 
 #: What a RAG template (Command-R's named ``rag``) is given: transformers passes ``documents`` to it.
-DOCUMENTS = [{"title": "Paris", "text": "Paris is the capital and largest city of France."},
-             {"title": "Tokyo", "text": "Tokyo is the capital of Japan."}]
+DOCUMENTS = [
+    {"title": "Paris", "text": "Paris is the capital and largest city of France."},
+    {"title": "Tokyo", "text": "Tokyo is the capital of Japan."},
+]
 
 SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
 USER = {"role": "user", "content": "What is the capital of France?"}
@@ -101,26 +107,48 @@ ANSWER = {"role": "assistant", "content": "The capital of France is Paris."}
 FOLLOW = {"role": "user", "content": "And of Japan?"}
 SECOND_SYSTEM = {"role": "system", "content": "From now on, answer in one word."}
 ASK = {"role": "user", "content": "Weather in São Paulo?"}
-RESULT = {"role": "tool", "tool_call_id": TOOL_CALL_ID, "name": "get_weather", "content": '{"temperature": 21, "sky": "<clear>"}'}
+RESULT = {
+    "role": "tool",
+    "tool_call_id": TOOL_CALL_ID,
+    "name": "get_weather",
+    "content": '{"temperature": 21, "sky": "<clear>"}',
+}
 INTERJECT = {"role": "user", "content": "Actually, make it Lima."}
 PREFILL = {"role": "assistant", "content": "The capital of France is"}
 REASONING = "The user asks about France; its capital is Paris."
 #: The second call of a parallel tool-call turn and its result (a nine-character id, as Mistral's templates want).
 SECOND_CALL_ID = "f5G6h7J8k"
-SECOND_RESULT = {"role": "tool", "tool_call_id": SECOND_CALL_ID, "name": "get_weather", "content": '{"temperature": 18, "sky": "<cloudy>"}'}
+SECOND_RESULT = {
+    "role": "tool",
+    "tool_call_id": SECOND_CALL_ID,
+    "name": "get_weather",
+    "content": '{"temperature": 18, "sky": "<cloudy>"}',
+}
 
 
 def tool_call(content: Any) -> dict[str, Any]:
     """An assistant turn that calls get_weather, arguments as the JSON string the wire format carries."""
-    return {"role": "assistant", "content": content,
-            "tool_calls": [{"id": TOOL_CALL_ID, "type": "function",
-                            "function": {"name": "get_weather", "arguments": json.dumps(TOOL_ARGUMENTS, ensure_ascii=False)}}]}
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [
+            {
+                "id": TOOL_CALL_ID,
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": json.dumps(TOOL_ARGUMENTS, ensure_ascii=False)},
+            }
+        ],
+    }
 
 
 def parallel_calls() -> dict[str, Any]:
     """An assistant turn (content null) calling get_weather twice at once (OpenAI's parallel tool calls)."""
     turn = tool_call(None)
-    second = {"id": SECOND_CALL_ID, "type": "function", "function": {"name": "get_weather", "arguments": json.dumps({"city": "Lima"})}}
+    second = {
+        "id": SECOND_CALL_ID,
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": json.dumps({"city": "Lima"})},
+    }
     return {**turn, "tool_calls": [*turn["tool_calls"], second]}
 
 
@@ -145,40 +173,85 @@ def builtin_requests(template: str, name: str = "default") -> list[Request]:
         Request("tools-offered", [SYSTEM, USER], tools=tools, required=False),
         Request("tool-call", [SYSTEM, ASK, tool_call(None), RESULT], tools=tools, required=False),
         Request("tool-call-empty-content", [SYSTEM, ASK, tool_call(""), RESULT], tools=tools, required=False),
-        Request("tool-call-multi-turn", [SYSTEM, ASK, tool_call(None), RESULT,
-                                         {"role": "assistant", "content": "It is 21 °C and clear in São Paulo."},
-                                         {"role": "user", "content": "And tomorrow?"}], tools=tools, required=False),
+        Request(
+            "tool-call-multi-turn",
+            [
+                SYSTEM,
+                ASK,
+                tool_call(None),
+                RESULT,
+                {"role": "assistant", "content": "It is 21 °C and clear in São Paulo."},
+                {"role": "user", "content": "And tomorrow?"},
+            ],
+            tools=tools,
+            required=False,
+        ),
         # chatlint's shapes: the assistant's text beside its call (Llama 3.1 drops it), two calls at once
-        Request("tool-call-with-content", [SYSTEM, ASK, tool_call("Let me check the weather."), RESULT], tools=tools, required=False),
-        Request("parallel-tool-calls", [SYSTEM, ASK, parallel_calls(), RESULT, SECOND_RESULT], tools=tools, required=False),
+        Request(
+            "tool-call-with-content",
+            [SYSTEM, ASK, tool_call("Let me check the weather."), RESULT],
+            tools=tools,
+            required=False,
+        ),
+        Request(
+            "parallel-tool-calls", [SYSTEM, ASK, parallel_calls(), RESULT, SECOND_RESULT], tools=tools, required=False
+        ),
         # chatlint's tool_then_user: the user speaks right after a tool result, before the assistant answers it (an
         # agent loop that lets the user interject). OpenAI's API takes the order, and so does the reference encoder of
         # the templates that refuse it (mistral_common's validator allows tool -> user): a refusal is no model limit
-        Request("tool-result-then-user", [SYSTEM, ASK, tool_call(None), RESULT, INTERJECT], tools=tools, required=False,
-                extends="tool-call"),
+        Request(
+            "tool-result-then-user",
+            [SYSTEM, ASK, tool_call(None), RESULT, INTERJECT],
+            tools=tools,
+            required=False,
+            extends="tool-call",
+        ),
         Request("empty-content", [{"role": "user", "content": ""}], required=False),
-        Request("content-parts", [{"role": "user", "content": [{"type": "text", "text": "Describe "},
-                                                                {"type": "text", "text": "this in one line."}]}],
-                required=False),
+        Request(
+            "content-parts",
+            [
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": "Describe "}, {"type": "text", "text": "this in one line."}],
+                }
+            ],
+            required=False,
+        ),
         Request("long-non-ascii", [{"role": "user", "content": _LONG}]),
         # chatlint's multiple_system / system_midway: a second system message (frameworks prepend their own, agents
         # insert reminders); templates that keep only the first or the last one lose the other
         Request("system-midway", [SYSTEM, USER, ANSWER, SECOND_SYSTEM, FOLLOW], required=False),
         # chatlint's assistant_prefill: the client starts the answer and the stack continues it (only the stacks that
         # take the request: vLLM's continue_final_message, transformers', llama-server's prefill_assistant)
-        Request("assistant-prefill", [SYSTEM, USER, PREFILL], add_generation_prompt=False, required=False,
-                continue_final_message=True),
+        Request(
+            "assistant-prefill",
+            [SYSTEM, USER, PREFILL],
+            add_generation_prompt=False,
+            required=False,
+            continue_final_message=True,
+        ),
     ]
     if reads_reasoning(template):
         out.append(Request("reasoning", [USER, {**ANSWER, "reasoning_content": REASONING}, FOLLOW], required=False))
     # a turn with reasoning and no content (content: null), as reasoning APIs return a cut-off answer and clients
     # replay it: sent to every template, since a template that reads no reasoning still meets the null content (the
     # stack's profile decides what reaches it: transformers drops the key, vLLM and llama.cpp write "", smg keeps null)
-    out.append(Request("reasoning-only", [USER, {"role": "assistant", "content": None, "reasoning_content": REASONING}, FOLLOW],
-                       required=False))
+    out.append(
+        Request(
+            "reasoning-only",
+            [USER, {"role": "assistant", "content": None, "reasoning_content": REASONING}, FOLLOW],
+            required=False,
+        )
+    )
     if "enable_thinking" in template:
-        out.append(Request("thinking-off", [SYSTEM, USER, ANSWER, FOLLOW], required=False,
-                           chat_template_kwargs={"enable_thinking": False}))
+        out.append(
+            Request(
+                "thinking-off",
+                [SYSTEM, USER, ANSWER, FOLLOW],
+                required=False,
+                chat_template_kwargs={"enable_thinking": False},
+            )
+        )
     if name == "tool_use":
         return [r for r in out if r.tools]
     if name == "rag":
@@ -229,16 +302,28 @@ def _request(item: Any, file: str, line: int | None, key: str, index: int) -> Re
     kwargs: Any = {}
     if isinstance(item, dict):
         if "messages" not in item:
-            raise InputError("expected an object with 'messages' (or a list of messages)", file=file, line=line, key=key or None)
+            raise InputError(
+                "expected an object with 'messages' (or a list of messages)", file=file, line=line, key=key or None
+            )
         messages = _check_messages(item["messages"], file, line, f"{key}.messages" if key else "messages")
         if item.get("tools") is not None:
             tools = _check_tools(item["tools"], file, line, f"{key}.tools" if key else "tools")
         gen = item.get("add_generation_prompt")
         if gen is not None and not isinstance(gen, bool):
-            raise InputError("expected true or false", file=file, line=line, key=f"{key}.add_generation_prompt" if key else "add_generation_prompt")
+            raise InputError(
+                "expected true or false",
+                file=file,
+                line=line,
+                key=f"{key}.add_generation_prompt" if key else "add_generation_prompt",
+            )
         kwargs = item.get("chat_template_kwargs") or {}
         if not isinstance(kwargs, dict):
-            raise InputError("expected an object", file=file, line=line, key=f"{key}.chat_template_kwargs" if key else "chat_template_kwargs")
+            raise InputError(
+                "expected an object",
+                file=file,
+                line=line,
+                key=f"{key}.chat_template_kwargs" if key else "chat_template_kwargs",
+            )
     else:
         messages = _check_messages(item, file, line, key or "messages")
     if gen is None:

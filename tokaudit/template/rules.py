@@ -72,8 +72,15 @@ def _render(template: TemplateSource, special: dict[str, str], stacks: tuple[str
     """The built-in requests rendered for the selected stacks: from the result cache when this template, these
     special tokens, these stacks and these engine versions were rendered before, else rendered (and kept when the
     renders took less than a second in all: Jinja2's bound is a clock, MiniJinja's fuel is counted)."""
-    inputs = {"template": template.text, "name": template.name, "special": special, "budget": repr(SCAN_BUDGET), "stacks": stacks,
-              "versions": {name: installed_version(name) for name in ("jinja2", "minijinja")}, "llama.cpp": _driver_digest()}
+    inputs = {
+        "template": template.text,
+        "name": template.name,
+        "special": special,
+        "budget": repr(SCAN_BUDGET),
+        "stacks": stacks,
+        "versions": {name: installed_version(name) for name in ("jinja2", "minijinja")},
+        "llama.cpp": _driver_digest(),
+    }
     key = cache_key("template-render", inputs, _MODULES)
     requests = builtin_requests(template.text, template.name)
     hit = run_from_json(template, requests, load(key, _conforms))
@@ -90,12 +97,28 @@ def _render(template: TemplateSource, special: dict[str, str], stacks: tuple[str
 
 
 #: The modules whose code decides a template run (a change to any of them misses the cache).
-_MODULES = ("tokaudit.jinja_generation", "tokaudit.template.engines", "tokaudit.template.isolated", "tokaudit.template.renders", "tokaudit.template.rendering",
-            "tokaudit.template.requests", "tokaudit.template.stacks", "tokaudit.template.stacks.context", "tokaudit.template.stacks.facts",
-            "tokaudit.template.stacks.rewrites", "tokaudit.template.stacks.profile", "tokaudit.template.stacks.engines", "tokaudit.worker",
-            "tokaudit.template.llamacpp_engine", "tokaudit.template.llamacpp_build",
-            *(f"tokaudit.template.stacks.{m}" for m in ("transformers", "vllm", "sglang", "smg", "tgi", "mistralrs", "llamacpp", "dynamo")),
-            __name__)
+_MODULES = (
+    "tokaudit.jinja_generation",
+    "tokaudit.template.engines",
+    "tokaudit.template.isolated",
+    "tokaudit.template.renders",
+    "tokaudit.template.rendering",
+    "tokaudit.template.requests",
+    "tokaudit.template.stacks",
+    "tokaudit.template.stacks.context",
+    "tokaudit.template.stacks.facts",
+    "tokaudit.template.stacks.rewrites",
+    "tokaudit.template.stacks.profile",
+    "tokaudit.template.stacks.engines",
+    "tokaudit.worker",
+    "tokaudit.template.llamacpp_engine",
+    "tokaudit.template.llamacpp_build",
+    *(
+        f"tokaudit.template.stacks.{m}"
+        for m in ("transformers", "vllm", "sglang", "smg", "tgi", "mistralrs", "llamacpp", "dynamo")
+    ),
+    __name__,
+)
 
 
 def _driver_digest() -> str:
@@ -113,11 +136,16 @@ def template_findings(model: TokenizerModel) -> list[Finding]:
 
 _TEXT = {str, None}
 #: A cached run (rendering.run_to_json): each distinct render once, requests and headers refer to them by index.
-_RUN = {"stacks": [str], "skipped": {str: str}, "distinct": int, "offers_tools": bool,
-        "requests": [(str, {str: (int, {int, None}, [str])})],
-        "renders": [(str, _TEXT, _TEXT, _TEXT)],
-        "headers": {str: [(str, _TEXT, _TEXT, _TEXT)]},
-        "prefixes": [(str, str, int, _TEXT, _TEXT, _TEXT)]}
+_RUN = {
+    "stacks": [str],
+    "skipped": {str: str},
+    "distinct": int,
+    "offers_tools": bool,
+    "requests": [(str, {str: (int, {int, None}, [str])})],
+    "renders": [(str, _TEXT, _TEXT, _TEXT)],
+    "headers": {str: [(str, _TEXT, _TEXT, _TEXT)]},
+    "prefixes": [(str, str, int, _TEXT, _TEXT, _TEXT)],
+}
 
 
 def _conforms(value: Any) -> bool:
@@ -125,7 +153,9 @@ def _conforms(value: Any) -> bool:
     if not conforms(value, _RUN):
         return False
     count = len(value["renders"])
-    return all(0 <= i < count for _, stacks in value["requests"] for row in stacks.values() for i in row[:2] if i is not None)
+    return all(
+        0 <= i < count for _, stacks in value["requests"] for row in stacks.values() for i in row[:2] if i is not None
+    )
 
 
 def _register(code: str) -> None:
@@ -167,11 +197,18 @@ def template_token_unregistered(model: TokenizerModel) -> Iterator[Finding]:
         if not stacks and runs:
             continue
         yield template_token_unregistered.finding(  # type: ignore[attr-defined]
-            f"the chat template writes {marker.text}, but {v.why()}{v.encodes()}: the model never sees the control token it was trained with.",
+            f"the chat template writes {marker.text}, but {v.why()}{v.encodes()}: the model never sees the control "
+            "token it was trained with.",
             location=marker.source,
             ids=IdRanges.from_ids([v.token_id]) if v.token_id is not None else None,
-            details={"subject": marker.text, "token": marker.text, "registered_by": v.registered_by, "encoded_ids": v.encoded_ids,
-                     "encoder": v.encoder, "stacks": stacks},
+            details={
+                "subject": marker.text,
+                "token": marker.text,
+                "registered_by": v.registered_by,
+                "encoded_ids": v.encoded_ids,
+                "encoder": v.encoder,
+                "stacks": stacks,
+            },
         )
 
 

@@ -17,7 +17,13 @@ from tokaudit.template.rendering import RequestRun, TemplateRun, render_template
 from tokaudit.template.renders import Budget
 from tokaudit.template.requests import builtin_requests, load_messages, load_tools, with_tools
 from tokaudit.template.serving import ServingEncoder
-from tokaudit.template.source import TemplateSource, file_template, model_templates, source_disagreements, special_token_context
+from tokaudit.template.source import (
+    TemplateSource,
+    file_template,
+    model_templates,
+    source_disagreements,
+    special_token_context,
+)
 from tokaudit.template.stacks import STACK_NAMES, profile
 
 
@@ -57,8 +63,11 @@ def template_model(model: TokenizerModel, options: TemplateOptions) -> tuple[Tar
     """The ``template`` command on one model: every render, its ids, and the TA8xx findings for the stacks chosen."""
     runs, encoder = run_templates(model, options)
     if not runs:
-        raise InputError("no chat template: the target has neither chat_template.jinja nor a chat_template in "
-                         "tokenizer_config.json (pass --template FILE)", file=model.target)
+        raise InputError(
+            "no chat template: the target has neither chat_template.jinja nor a chat_template in "
+            "tokenizer_config.json (pass --template FILE)",
+            file=model.target,
+        )
     classifier = LiteralClassifier(model)
     tokens = Tokens(encoder, classifier)
     if options.tokenize:
@@ -73,33 +82,58 @@ def template_model(model: TokenizerModel, options: TemplateOptions) -> tuple[Tar
         code = catalog_code("TA808")
         found += [code.finding(d.message, location=d.location, details=d.details) for d in source_disagreements(model)]
     findings = [f.with_target(model.target) for f in found if concerns(f, options.stacks)]
-    return TargetResult(model.target, result_data(runs, encoder, tokens, classifier, options.stacks), source=model.source), findings
+    return TargetResult(
+        model.target, result_data(runs, encoder, tokens, classifier, options.stacks), source=model.source
+    ), findings
 
 
-def result_data(runs: list[TemplateRun], encoder: ServingEncoder, tokens: Tokens, classifier: LiteralClassifier,
-                stacks: tuple[str, ...]) -> dict[str, Any]:
+def result_data(
+    runs: list[TemplateRun],
+    encoder: ServingEncoder,
+    tokens: Tokens,
+    classifier: LiteralClassifier,
+    stacks: tuple[str, ...],
+) -> dict[str, Any]:
     requests = []
     for trun in runs:
         for rrun in trun.requests:
-            requests.append({
-                "name": rrun.label,
-                "template": trun.template.name,
-                "origin": rrun.request.origin,
-                "add_generation_prompt": rrun.request.add_generation_prompt,
-                "required": rrun.request.required,
-                "renders": [{"stack": s, "engine": sr.render.engine, "text": sr.render.text, "error": sr.render.error,
-                             "error_kind": sr.render.kind, "ids": tokens.of(sr.render.text),
-                             "controls": [[m.start(), m.end()] for m in literals_in(sr.render.text or "") if classifier.verdict(m.group()).control]}
-                            for s, sr in ((s, rrun.stacks[s]) for s in ordered(rrun.stacks))],
-                "divergence": _divergence(rrun, tokens),
-            })
+            requests.append(
+                {
+                    "name": rrun.label,
+                    "template": trun.template.name,
+                    "origin": rrun.request.origin,
+                    "add_generation_prompt": rrun.request.add_generation_prompt,
+                    "required": rrun.request.required,
+                    "renders": [
+                        {
+                            "stack": s,
+                            "engine": sr.render.engine,
+                            "text": sr.render.text,
+                            "error": sr.render.error,
+                            "error_kind": sr.render.kind,
+                            "ids": tokens.of(sr.render.text),
+                            "controls": [
+                                [m.start(), m.end()]
+                                for m in literals_in(sr.render.text or "")
+                                if classifier.verdict(m.group()).control
+                            ],
+                        }
+                        for s, sr in ((s, rrun.stacks[s]) for s in ordered(rrun.stacks))
+                    ],
+                    "divergence": _divergence(rrun, tokens),
+                }
+            )
     return {
         "template": runs[0].template.to_json(),
         "templates": [t.template.to_json() for t in runs],
         "stacks": [_stack_info(s, runs) for s in stacks],
-        "tokenizer": {"name": encoder.name, "error": encoder.error,
-                      "prepends": None if encoder.prefix is None else {"token": encoder.prefix.token, "id": encoder.prefix.token_id,
-                                                                      "setting": encoder.prefix.setting}},
+        "tokenizer": {
+            "name": encoder.name,
+            "error": encoder.error,
+            "prepends": None
+            if encoder.prefix is None
+            else {"token": encoder.prefix.token, "id": encoder.prefix.token_id, "setting": encoder.prefix.setting},
+        },
         "distinct_renders": sum(t.distinct_renders for t in runs),
         "conversations": requests,
     }
@@ -108,9 +142,20 @@ def result_data(runs: list[TemplateRun], encoder: ServingEncoder, tokens: Tokens
 def _stack_info(stack: str, runs: list[TemplateRun]) -> dict[str, Any]:
     p = profile(stack)
     skipped = next((t.skipped[stack] for t in runs if stack in t.skipped), None)
-    return {"id": p.id, "title": p.title, "version": p.version, "source": p.source,
-            "engine": {"name": p.engine.name, "kind": p.engine.kind, "pins": p.engine.pins, "library": engine_version(p.engine.kind)},
-            "rendered": skipped is None, "skipped": skipped}
+    return {
+        "id": p.id,
+        "title": p.title,
+        "version": p.version,
+        "source": p.source,
+        "engine": {
+            "name": p.engine.name,
+            "kind": p.engine.kind,
+            "pins": p.engine.pins,
+            "library": engine_version(p.engine.kind),
+        },
+        "rendered": skipped is None,
+        "skipped": skipped,
+    }
 
 
 def _divergence(rrun: RequestRun, tokens: Tokens) -> dict[str, Any] | None:
@@ -132,6 +177,13 @@ def _divergence(rrun: RequestRun, tokens: Tokens) -> dict[str, Any] | None:
         token_at = None
         if ids_a is not None and ids_b is not None and ids_a != ids_b:
             token_at = next((i for i, (x, y) in enumerate(zip(ids_a, ids_b)) if x != y), min(len(ids_a), len(ids_b)))
-        sides.append({"stacks": groups[text], "position": at, "token_position": token_at,
-                      "excerpt": excerpt(text, at), "base_excerpt": excerpt(base, at)})
+        sides.append(
+            {
+                "stacks": groups[text],
+                "position": at,
+                "token_position": token_at,
+                "excerpt": excerpt(text, at),
+                "base_excerpt": excerpt(base, at),
+            }
+        )
     return {"base": groups[base], "groups": [groups[t] for t in texts], "sides": sides}

@@ -29,13 +29,32 @@ MAX_HITS = 50
 MAX_CHARS = 1_000_000
 
 #: Attributes whose only use in a template is reaching Python internals.
-INTROSPECTION_ATTRS = frozenset({
-    "mro", "func_globals", "func_code", "f_globals", "f_locals", "f_back", "f_builtins", "f_code", "gi_frame",
-    "gi_code", "cr_frame", "cr_code", "ag_frame", "co_code", "tb_frame", "tb_next", "im_func", "im_self",
-})
+INTROSPECTION_ATTRS = frozenset(
+    {
+        "mro",
+        "func_globals",
+        "func_code",
+        "f_globals",
+        "f_locals",
+        "f_back",
+        "f_builtins",
+        "f_code",
+        "gi_frame",
+        "gi_code",
+        "cr_frame",
+        "cr_code",
+        "ag_frame",
+        "co_code",
+        "tb_frame",
+        "tb_next",
+        "im_func",
+        "im_self",
+    }
+)
 #: The engines' own callables: a template calls them; reading an attribute of one is introspection.
-ENGINE_GLOBALS = frozenset({"cycler", "joiner", "lipsum", "namespace", "range", "dict", "raise_exception",
-                            "strftime_now"})
+ENGINE_GLOBALS = frozenset(
+    {"cycler", "joiner", "lipsum", "namespace", "range", "dict", "raise_exception", "strftime_now"}
+)
 #: Filters that take an attribute name (first positional argument or ``attribute=``).
 ATTRIBUTE_FILTERS = frozenset({"map", "selectattr", "rejectattr", "sort", "groupby", "sum", "unique", "min", "max"})
 _FORMAT_FIELD = re.compile(r"\{[^{}]*[.\[][^{}]*\}")
@@ -76,11 +95,17 @@ class Invisible:
         return f"U+{self.codepoint:04X} {self.name}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"line": self.line, "column": self.column, "codepoint": f"U+{self.codepoint:04X}", "name": self.name,
-                "class": self.kind}
+        return {
+            "line": self.line,
+            "column": self.column,
+            "codepoint": f"U+{self.codepoint:04X}",
+            "name": self.name,
+            "class": self.kind,
+        }
 
 
 # ---- parsing -----------------------------------------------------------------------------------------------------
+
 
 @lru_cache(maxsize=1)
 def _environment() -> Any:
@@ -97,8 +122,9 @@ def _environment() -> Any:
             return parser.parse_statements(("name:endgeneration",), drop_needle=True)
 
     # the options transformers renders with: the literal text (TemplateData) is what the prompt gets
-    return jinja2.Environment(trim_blocks=True, lstrip_blocks=True,
-                              extensions=["jinja2.ext.loopcontrols", "jinja2.ext.do", Generation])
+    return jinja2.Environment(
+        trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols", "jinja2.ext.do", Generation]
+    )
 
 
 @lru_cache(maxsize=32)
@@ -157,6 +183,7 @@ def _folded(node: Any, depth: int = 0) -> str | None:
 
 # ---- template-injection --------------------------------------------------------------------------------------------
 
+
 def injection_patterns(text: str) -> list[Pattern]:
     tree = parse(text)
     found = _tree_patterns(tree) if tree is not None else _token_patterns(text)
@@ -201,7 +228,9 @@ def _tree_patterns(tree: Any) -> Iterator[Pattern]:
             yield Pattern("underscore-name" if n.name != "self" else "self", n.name, line)
         elif isinstance(n, (nodes.Include, nodes.Import, nodes.FromImport, nodes.Extends)):
             yield Pattern(type(n).__name__.lower(), f"{{% {type(n).__name__.lower()} %}}", line)
-        elif isinstance(n, nodes.Call) and isinstance(n.node, nodes.Getattr) and n.node.attr in ("format", "format_map"):
+        elif (
+            isinstance(n, nodes.Call) and isinstance(n.node, nodes.Getattr) and n.node.attr in ("format", "format_map")
+        ):
             fmt = _const_str(n.node.node)
             if fmt is not None and _FORMAT_FIELD.search(fmt):
                 yield Pattern("format-field", _FORMAT_FIELD.search(fmt).group()[:40], line)  # type: ignore[union-attr]
@@ -219,7 +248,11 @@ def _token_patterns(text: str) -> Iterator[Pattern]:
             last = previous[-1] if previous else None
             if kind == "name":
                 if last and last[2] == "." and (value.startswith("_") or value in INTROSPECTION_ATTRS):
-                    yield Pattern("underscore-attribute" if value.startswith("_") else "introspection-attribute", f".{value}", line)
+                    yield Pattern(
+                        "underscore-attribute" if value.startswith("_") else "introspection-attribute",
+                        f".{value}",
+                        line,
+                    )
                 elif last and last[2] == "|" and value == "attr":
                     yield Pattern("attr-filter", "|attr(...)", line)
                 elif last and last[1] == "block_begin" and value in ("include", "import", "extends", "from"):
@@ -335,8 +368,13 @@ def hidden_instructions(text: str) -> list[Hidden]:
     if tree is None:
         return []
     names = _content_aliases(tree)
-    output_names = {n.name for o in _walk(tree) if isinstance(o, nodes.Output) for n in _walk(o)
-                    if isinstance(n, nodes.Name) and n.ctx == "load"}
+    output_names = {
+        n.name
+        for o in _walk(tree)
+        if isinstance(o, nodes.Output)
+        for n in _walk(o)
+        if isinstance(n, nodes.Name) and n.ctx == "load"
+    }
     assigned = {name: [] for name in output_names}
     out: list[Hidden] = []
     for n in _walk(tree):
@@ -363,11 +401,17 @@ def hidden_instructions(text: str) -> list[Hidden]:
 _BIDI_CONTROLS = frozenset(range(0x202A, 0x202F)) | frozenset(range(0x2066, 0x206A))
 _BIDI_MARKS = frozenset({0x200E, 0x200F, 0x061C})
 _ZERO_WIDTH = frozenset({0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x180E, 0x2061, 0x2062, 0x2063, 0x2064})
-_INVISIBLE = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u200b-\u200d\u2060-\u2064\ufeff\u180e\U000e0000-\U000e007f]")
+_INVISIBLE = re.compile(
+    "[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u200b-\u200d\u2060-\u2064\ufeff\u180e\U000e0000-\U000e007f]"
+)
 #: The same characters as they appear escaped in a JSON file (``\\u200b``; tag characters as surrogate pairs).
-JSON_ESCAPED = re.compile(rb"\\u(?:202[a-eA-E]|206[6-9]|200[b-fB-F]|061[cC]|206[0-4]|[fF][eE][fF][fF]|180[eE]|[dD][bB]40\\u[dD][cC][0-7])")
+JSON_ESCAPED = re.compile(
+    rb"\\u(?:202[a-eA-E]|206[6-9]|200[b-fB-F]|061[cC]|206[0-4]|[fF][eE][fF][fF]|180[eE]|[dD][bB]40\\u[dD][cC][0-7])"
+)
 _CHARS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e"
-UTF8_INVISIBLE = re.compile(b"|".join(re.escape(c.encode("utf-8")) for c in _CHARS) + rb"|\xf3\xa0[\x80\x81][\x80-\xbf]")
+UTF8_INVISIBLE = re.compile(
+    b"|".join(re.escape(c.encode("utf-8")) for c in _CHARS) + rb"|\xf3\xa0[\x80\x81][\x80-\xbf]"
+)
 
 
 def has_invisible_bytes(data: bytes) -> bool:
@@ -389,8 +433,12 @@ def _kind(cp: int) -> str:
 
 def _pictographic(c: str) -> bool:
     cp = ord(c)
-    return (unicodedata.category(c) == "So" or 0x1F000 <= cp <= 0x1FAFF or 0x1F3FB <= cp <= 0x1F3FF
-            or cp in (0xFE0F, 0x20E3))
+    return (
+        unicodedata.category(c) == "So"
+        or 0x1F000 <= cp <= 0x1FAFF
+        or 0x1F3FB <= cp <= 0x1F3FF
+        or cp in (0xFE0F, 0x20E3)
+    )
 
 
 def _script_letter(c: str) -> bool:
@@ -411,7 +459,7 @@ def _legitimate(text: str, i: int, cp: int) -> bool:
         j = i
         while j > 0 and 0xE0000 <= ord(text[j - 1]) <= 0xE007F:
             j -= 1
-        return j > 0 and text[j - 1] == "\U0001F3F4"  # a flag tag sequence (England, Scotland, Wales)
+        return j > 0 and text[j - 1] == "\U0001f3f4"  # a flag tag sequence (England, Scotland, Wales)
     return False
 
 

@@ -29,9 +29,11 @@ from tokaudit.template.security import (
 from tokaudit.template.source import TemplateSource, model_templates
 
 #: Renderers a template reaches and what each does with these patterns.
-_SANDBOXES = ("transformers and vLLM render in Jinja2's ImmutableSandboxedEnvironment and the Rust gateways in "
-              "MiniJinja, which refuse underscore attributes at render time; a renderer without a sandbox runs them "
-              "(llama-cpp-python before 0.2.72 rendered GGUF templates with a plain jinja2.Environment: CVE-2024-34359)")
+_SANDBOXES = (
+    "transformers and vLLM render in Jinja2's ImmutableSandboxedEnvironment and the Rust gateways in "
+    "MiniJinja, which refuse underscore attributes at render time; a renderer without a sandbox runs them "
+    "(llama-cpp-python before 0.2.72 rendered GGUF templates with a plain jinja2.Environment: CVE-2024-34359)"
+)
 #: Invisible characters whose purpose in a template is to make what a reviewer reads differ from what runs.
 _DECEPTIVE = ("bidi-control", "tag")
 #: GGUF token types whose text a person wrote (not learned): CONTROL (3) and USER_DEFINED (4).
@@ -57,13 +59,20 @@ def _reading(text: str) -> tuple[list[Pattern], list[Hidden]]:
     hit = load(key, lambda v: conforms(v, _READING))
     try:
         if hit is not None:
-            return ([Pattern(*p) for p in hit["patterns"]],
-                    [Hidden(tuple(h[0]), h[1], h[2], h[3]) for h in hit["hidden"]])
+            return (
+                [Pattern(*p) for p in hit["patterns"]],
+                [Hidden(tuple(h[0]), h[1], h[2], h[3]) for h in hit["hidden"]],
+            )
     except (KeyError, TypeError, ValueError):
         pass  # a corrupted entry: read it again
     patterns, hidden = injection_patterns(text), hidden_instructions(text)
-    store(key, {"patterns": [[p.kind, p.text, p.line] for p in patterns],
-                "hidden": [[list(h.triggers), h.text, h.condition_line, h.line] for h in hidden]})
+    store(
+        key,
+        {
+            "patterns": [[p.kind, p.text, p.line] for p in patterns],
+            "hidden": [[list(h.triggers), h.text, h.condition_line, h.line] for h in hidden],
+        },
+    )
     return patterns, hidden
 
 
@@ -104,8 +113,11 @@ def template_injection(model: TokenizerModel) -> Iterator[Finding]:
             f"the chat template {t.name!r} reaches Python internals or files the way sandbox-escape payloads do: "
             f"{shown}{more}. No chat template needs these. {_SANDBOXES}.",
             location=_where(t, patterns[0].line),
-            details={"subject": f"{t.name}:{','.join(sorted({p.kind for p in patterns}))}", "template": t.name,
-                     "patterns": [{"kind": p.kind, "text": p.text, "line": p.line} for p in patterns]},
+            details={
+                "subject": f"{t.name}:{','.join(sorted({p.kind for p in patterns}))}",
+                "template": t.name,
+                "patterns": [{"kind": p.kind, "text": p.text, "line": p.line} for p in patterns],
+            },
         )
 
 
@@ -119,9 +131,14 @@ def hidden_instruction(model: TokenizerModel) -> Iterator[Finding]:
                 f"(the condition at line {h.condition_line}): text nobody in the conversation wrote, which the model "
                 f"reads as part of the prompt, switched on by what a user types.",
                 location=_where(t, h.condition_line),
-                details={"subject": f"{t.name}:{h.condition_line}:{h.triggers[0]}", "template": t.name,
-                         "triggers": list(h.triggers), "text": h.text, "condition_line": h.condition_line,
-                         "text_line": h.line},
+                details={
+                    "subject": f"{t.name}:{h.condition_line}:{h.triggers[0]}",
+                    "template": t.name,
+                    "triggers": list(h.triggers),
+                    "text": h.text,
+                    "condition_line": h.condition_line,
+                    "text_line": h.line,
+                },
             )
 
 
@@ -131,21 +148,38 @@ def invisible_chars(model: TokenizerModel) -> Iterator[Finding]:
         found = invisible_characters(t.text)
         if found:
             first = found[0]
-            yield _invisible(f"the chat template {t.name!r}", found, _where(t, first.line), f"template:{t.name}",
-                             template=True, column=first.column)
+            yield _invisible(
+                f"the chat template {t.name!r}",
+                found,
+                _where(t, first.line),
+                f"template:{t.name}",
+                template=True,
+                column=first.column,
+            )
     yield from _token_findings(model)
     yield from _config_findings(model)
 
 
-def _invisible(what: str, found: list[Invisible], location: Provenance, subject: str, *, template: bool = False,
-               column: int | None = None, extra: dict[str, Any] | None = None) -> Finding:
+def _invisible(
+    what: str,
+    found: list[Invisible],
+    location: Provenance,
+    subject: str,
+    *,
+    template: bool = False,
+    column: int | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Finding:
     kinds = sorted({i.kind for i in found})
     shown = "; ".join(f"{i.label} at line {i.line}, column {i.column}" for i in found[:4])
     more = f" and {len(found) - 4} more" if len(found) > 4 else ""
     deceptive = template and any(k in _DECEPTIVE for k in kinds)
-    why = ("bidi controls reorder what an editor shows and tag characters are not shown at all, while the model reads "
-           "them: what a reviewer approves is not what runs" if deceptive else
-           "they are invisible where the text is reviewed, and the model still reads them")
+    why = (
+        "bidi controls reorder what an editor shows and tag characters are not shown at all, while the model reads "
+        "them: what a reviewer approves is not what runs"
+        if deceptive
+        else "they are invisible where the text is reviewed, and the model still reads them"
+    )
     return invisible_chars.finding(
         f"{what} holds {len(found)}{'+' if len(found) >= MAX_HITS else ''} invisible character"
         f"{'s' if len(found) != 1 else ''} ({', '.join(kinds)}): {shown}{more}; {why}.",
@@ -189,19 +223,27 @@ def _token_findings(model: TokenizerModel) -> Iterator[Finding]:
         if found:
             by_file.setdefault(where.file, []).append((token_id, text, found, where))
     for file, tokens in by_file.items():
-        shown = ", ".join(f"{i} = {text!r} ({', '.join(c.label for c in found[:2])})" for i, text, found, _ in tokens[:4])
+        shown = ", ".join(
+            f"{i} = {text!r} ({', '.join(c.label for c in found[:2])})" for i, text, found, _ in tokens[:4]
+        )
         more = f" and {len(tokens) - 4} more" if len(tokens) > 4 else ""
         characters = [c for _, _, found, _ in tokens for c in found]
         ids = sorted(i for i, _, _, _ in tokens if i is not None)
         yield invisible_chars.finding(
             f"{len(tokens)} added or control token{'s' if len(tokens) != 1 else ''} of {file} "
             f"hold{'' if len(tokens) != 1 else 's'} invisible characters "
-            f"({', '.join(sorted({c.kind for c in characters}))}): {shown}{more}. Such a token looks like another one (or "
+            f"({', '.join(sorted({c.kind for c in characters}))}): {shown}{more}. Such a token looks like another one "
+            "(or "
             f"like nothing) wherever it is printed, and text that spells the visible part does not encode to it.",
             location=tokens[0][3],
             ids=IdRanges.from_ids(ids) if ids else None,
-            details={"subject": f"tokens:{file}", "tokens": [{"id": i, "content": text, "characters": [c.to_json() for c in found]}
-                                                              for i, text, found, _ in tokens[:MAX_HITS]]},
+            details={
+                "subject": f"tokens:{file}",
+                "tokens": [
+                    {"id": i, "content": text, "characters": [c.to_json() for c in found]}
+                    for i, text, found, _ in tokens[:MAX_HITS]
+                ],
+            },
         )
 
 
@@ -230,8 +272,11 @@ def _strings(value: Any, key: str, budget: list[int]) -> Iterator[tuple[str, str
 
 def _reported_elsewhere(key: str) -> bool:
     """Templates and added tokens' text have their own findings."""
-    return key == "chat_template" or key.startswith(("chat_template[", "chat_template.")) or (
-        key.startswith("added_tokens_decoder.") and key.endswith(".content"))
+    return (
+        key == "chat_template"
+        or key.startswith(("chat_template[", "chat_template."))
+        or (key.startswith("added_tokens_decoder.") and key.endswith(".content"))
+    )
 
 
 def _config_hits(data: bytes) -> list[tuple[str, str, list[Invisible]]]:
@@ -279,10 +324,13 @@ def _config_findings(model: TokenizerModel) -> Iterator[Finding]:
         keys = ", ".join(f"{k} ({', '.join(c.label for c in f[:2])})" for k, _, f in hits[:4])
         more = f" and {len(hits) - 4} more" if len(hits) > 4 else ""
         yield invisible_chars.finding(
-            f"{len(hits)} string{'s' if len(hits) != 1 else ''} of {path.name} hold{'' if len(hits) != 1 else 's'} invisible "
+            f"{len(hits)} string{'s' if len(hits) != 1 else ''} of {path.name} hold{'' if len(hits) != 1 else 's'} "
+            "invisible "
             f"characters: {keys}{more}; "
             f"they are invisible where the file is reviewed, and stacks read these values as they are.",
             location=Provenance(path.name, key=key),
-            details={"subject": f"config:{path.name}", "strings": [{"key": k, "characters": [c.to_json() for c in f]}
-                                                                   for k, _, f in hits]},
+            details={
+                "subject": f"config:{path.name}",
+                "strings": [{"key": k, "characters": [c.to_json() for c in f]} for k, _, f in hits],
+            },
         )

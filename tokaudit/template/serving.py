@@ -58,7 +58,9 @@ def prepended(model: TokenizerModel) -> Prefix | None:
         bos = load.id_of("bos")
         if not load.flags.get("add_bos") or bos is None:
             return None
-        return Prefix(g.tokens[bos].decode("utf-8", "replace"), bos, f"{g.path.name} add_bos ({load.flag_origin['add_bos']})")  # type: ignore[union-attr]
+        return Prefix(
+            g.tokens[bos].decode("utf-8", "replace"), bos, f"{g.path.name} add_bos ({load.flag_origin['add_bos']})"
+        )  # type: ignore[union-attr]
     if tj is not None:
         found = _template_processing_first(tj.raw.get("post_processor"))
         if found is not None:

@@ -42,8 +42,16 @@ def _from_config(model: TokenizerModel) -> list[TemplateSource]:
     if isinstance(raw, list):  # the list-of-named-templates form: every one is rendered
         out = []
         for i, entry in enumerate(raw):
-            if isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("template"), str):
-                out.append(TemplateSource(entry["name"], entry["template"], Provenance(name, key=f"chat_template[{i}].template")))
+            if (
+                isinstance(entry, dict)
+                and isinstance(entry.get("name"), str)
+                and isinstance(entry.get("template"), str)
+            ):
+                out.append(
+                    TemplateSource(
+                        entry["name"], entry["template"], Provenance(name, key=f"chat_template[{i}].template")
+                    )
+                )
         return out
     return [TemplateSource("default", cfg.chat_template, Provenance(name, key="chat_template"))]
 
@@ -55,8 +63,10 @@ def model_templates(model: TokenizerModel) -> list[TemplateSource]:
         return [TemplateSource("default", a.chat_template.text, Provenance(a.chat_template.name, line=1))]
     if a.gguf_only:  # tokenizer.chat_template and the named tokenizer.chat_template.NAME (llama.cpp reads tool_use)
         g = a.gguf
-        return [TemplateSource(name, text, g.source("tokenizer.chat_template" + ("" if name == "default" else f".{name}")))  # type: ignore[union-attr]
-                for name, text in g.chat_templates.items()]  # type: ignore[union-attr]
+        return [
+            TemplateSource(name, text, g.source("tokenizer.chat_template" + ("" if name == "default" else f".{name}")))  # type: ignore[union-attr]
+            for name, text in g.chat_templates.items()
+        ]  # type: ignore[union-attr]
     return _from_config(model)
 
 
@@ -167,11 +177,20 @@ def source_disagreements(model: TokenizerModel) -> list[Disagreement]:
         by_source.setdefault(s, []).append(stack)
     who = "; ".join(f"{', '.join(st)} read{'s' if len(st) == 1 else ''} {s}" for s, st in by_source.items())
     where = sources[b][1]
-    return [Disagreement(
-        f"the chat template sources disagree: {a} and {b} differ from character {at} ({texts[a][max(0, at - 20):at + 20]!r} vs "
-        f"{texts[b][max(0, at - 20):at + 20]!r}). {who}: {', '.join(stacks) or 'no stack'} render"
-        f"{'s' if len(stacks) == 1 else ''} another template than transformers.",
-        where,
-        {"subject": ",".join(sorted(sources)), "stacks": stacks, "sources": names, "reads": reads, "position": at,
-         "differing": [a, b]},
-    )]
+    return [
+        Disagreement(
+            f"the chat template sources disagree: {a} and {b} differ from character {at} "
+            f"({texts[a][max(0, at - 20) : at + 20]!r} vs "
+            f"{texts[b][max(0, at - 20) : at + 20]!r}). {who}: {', '.join(stacks) or 'no stack'} render"
+            f"{'s' if len(stacks) == 1 else ''} another template than transformers.",
+            where,
+            {
+                "subject": ",".join(sorted(sources)),
+                "stacks": stacks,
+                "sources": names,
+                "reads": reads,
+                "position": at,
+                "differing": [a, b],
+            },
+        )
+    ]

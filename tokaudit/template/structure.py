@@ -42,7 +42,7 @@ def _in(run: TemplateRun) -> str:
 
 
 def _excerpt(text: str, start: int, end: int) -> str:
-    return text[max(0, start - EXCERPT // 2):end + EXCERPT // 2]
+    return text[max(0, start - EXCERPT // 2) : end + EXCERPT // 2]
 
 
 class _Groups:
@@ -143,11 +143,13 @@ def _none_leak(null_text: str, empty_text: str) -> int | None:
     """Where a render with ``content: null`` differs from the one with ``content: ""`` by a printed None only."""
     if null_text == empty_text:
         return None
-    at = next((i for i, (a, b) in enumerate(zip(null_text, empty_text)) if a != b), min(len(null_text), len(empty_text)))
+    at = next(
+        (i for i, (a, b) in enumerate(zip(null_text, empty_text)) if a != b), min(len(null_text), len(empty_text))
+    )
     # the difference may start inside the word: look from the start of it
     for start in range(max(0, at - 4), at + 1):
         for word in ("None", "none"):
-            if null_text.startswith(word, start) and null_text[:start] + null_text[start + len(word):] == empty_text:
+            if null_text.startswith(word, start) and null_text[:start] + null_text[start + len(word) :] == empty_text:
                 return start
     return None
 
@@ -170,8 +172,17 @@ def repr_leaks(runs: list[TemplateRun]) -> list[Finding]:
                     at = text.find(shown)
                     if at >= 0:
                         kind = "dict" if isinstance(v, dict) else "list"
-                        groups.add(("repr", where.split(".")[0].split("[")[0], kind, _required(run, rrun, stack)), stack, rrun.label,
-                                   {"where": where, "shown": shown[:80], "excerpt": _excerpt(text, at, at + len(shown)), "at": at})
+                        groups.add(
+                            ("repr", where.split(".")[0].split("[")[0], kind, _required(run, rrun, stack)),
+                            stack,
+                            rrun.label,
+                            {
+                                "where": where,
+                                "shown": shown[:80],
+                                "excerpt": _excerpt(text, at, at + len(shown)),
+                                "at": at,
+                            },
+                        )
                         break
         # None: the tool-call turn as the SDKs send it (content null) against the same turn with content ""
         by_name = {r.request.name: r for r in run.requests}
@@ -184,12 +195,23 @@ def repr_leaks(runs: list[TemplateRun]) -> list[Finding]:
                 at = _none_leak(sr.render.text or "", other.render.text or "")
                 if at is not None:
                     text = sr.render.text or ""
-                    groups.add(("none", "content", "None", _required(run, null, stack)), stack, "tool-call",
-                               {"where": "messages[2].content", "shown": text[at:at + 4], "excerpt": _excerpt(text, at, at + 4), "at": at})
+                    groups.add(
+                        ("none", "content", "None", _required(run, null, stack)),
+                        stack,
+                        "tool-call",
+                        {
+                            "where": "messages[2].content",
+                            "shown": text[at : at + 4],
+                            "excerpt": _excerpt(text, at, at + 4),
+                            "at": at,
+                        },
+                    )
         # a null content elsewhere (reasoning-only, parallel calls): more None than the same stack's prompt of a
         # like request without a null (tool-call-empty-content, multi-turn) has
         for rrun in run.requests:
-            if rrun.request.name in ("tool-call", "tool-call-empty-content") or (rrun.request.tools and not run.offers_tools):
+            if rrun.request.name in ("tool-call", "tool-call-empty-content") or (
+                rrun.request.tools and not run.offers_tools
+            ):
                 continue
             nulls = [i for i, m in enumerate(rrun.request.messages) if "content" in m and m["content"] is None]
             plain = by_name.get("tool-call-empty-content" if rrun.request.tools else "multi-turn")
@@ -203,8 +225,17 @@ def repr_leaks(runs: list[TemplateRun]) -> list[Finding]:
                 word = next((w for w in ("None", "none") if text.count(w) > (base.render.text or "").count(w)), None)
                 if word is not None:
                     at = text.rfind(word)
-                    groups.add(("none", "content", "None", _required(run, rrun, stack)), stack, rrun.label,
-                               {"where": f"messages[{nulls[0]}].content", "shown": word, "excerpt": _excerpt(text, at, at + 4), "at": at})
+                    groups.add(
+                        ("none", "content", "None", _required(run, rrun, stack)),
+                        stack,
+                        rrun.label,
+                        {
+                            "where": f"messages[{nulls[0]}].content",
+                            "shown": word,
+                            "excerpt": _excerpt(text, at, at + 4),
+                            "at": at,
+                        },
+                    )
         for key, stacks, requests, ex in groups.items():
             if key[0] == "none":
                 what = f"a content: null ({ex['where']}) is printed as {ex['shown']!r}"
@@ -214,14 +245,26 @@ def repr_leaks(runs: list[TemplateRun]) -> list[Finding]:
             # or arguments with Python's repr may have been trained that way (Apriel prints its tools so)
             leak = key[0] == "none" or key[1] == "messages" and "tool_calls" not in ex["where"]
             severity = Severity.ERROR if leak and key[3] else Severity.WARNING
-            out.append(CODES["TA810"].finding(
-                f"{', '.join(stacks)}: {_scope(requests)}{_in(run)}: {what}, at character {ex['at']}: {ex['excerpt']!r}. "
-                "The model was trained on the format the template writes for this value, not on Python's repr.",
-                severity=severity, location=run.template.location,
-                details={"subject": f"{run.template.name}:{':'.join(map(str, key[:3]))}", "stacks": stacks, "conversation": requests[0],
-                         "conversations": requests, "template": run.template.name, "value": ex["where"], "shown": ex["shown"],
-                         "position": ex["at"], "excerpt": ex["excerpt"]},
-            ))
+            out.append(
+                CODES["TA810"].finding(
+                    f"{', '.join(stacks)}: {_scope(requests)}{_in(run)}: {what}, at character {ex['at']}: "
+                    f"{ex['excerpt']!r}. "
+                    "The model was trained on the format the template writes for this value, not on Python's repr.",
+                    severity=severity,
+                    location=run.template.location,
+                    details={
+                        "subject": f"{run.template.name}:{':'.join(map(str, key[:3]))}",
+                        "stacks": stacks,
+                        "conversation": requests[0],
+                        "conversations": requests,
+                        "template": run.template.name,
+                        "value": ex["where"],
+                        "shown": ex["shown"],
+                        "position": ex["at"],
+                        "excerpt": ex["excerpt"],
+                    },
+                )
+            )
     return out
 
 
@@ -307,9 +350,15 @@ def dropped_content(runs: list[TemplateRun]) -> list[Finding]:
                     anywhere, _ = _find(text, prompt, 0)
                     problem = "out-of-order" if anywhere >= 0 else "dropped"
                     with_calls = role == "assistant" and bool(m.get("tool_calls"))
-                    what = "tool result" if role == "tool" else f"{role} text{' beside tool calls' if with_calls else ''}"
-                    groups.add((problem, what, str(_required(run, rrun, stack))), stack, rrun.label,
-                               {"index": i, "role": role, "text": text[:60], "with_calls": with_calls})
+                    what = (
+                        "tool result" if role == "tool" else f"{role} text{' beside tool calls' if with_calls else ''}"
+                    )
+                    groups.add(
+                        (problem, what, str(_required(run, rrun, stack))),
+                        stack,
+                        rrun.label,
+                        {"index": i, "role": role, "text": text[:60], "with_calls": with_calls},
+                    )
                     break
         for (problem, what, required), stacks, requests, ex in groups.items():
             text = ex["text"]
@@ -319,14 +368,30 @@ def dropped_content(runs: list[TemplateRun]) -> list[Finding]:
                 how = f"the {what} of message {ex['index']} ({text!r}) comes before an earlier message's text"
             # a template whose tool-call turn has no place for the assistant's text (Llama 3.1, Hermes) was trained
             # so; a text moved out of order may be the format's (Gemma 4 writes a result inside its call): warnings
-            severity = Severity.WARNING if problem == "out-of-order" or ex["with_calls"] or required != "True" else Severity.ERROR
-            out.append(CODES["TA811"].finding(
-                f"{', '.join(stacks)}: {_scope(requests)}{_in(run)}: {how}. The model answers a conversation other than the one sent.",
-                severity=severity, location=run.template.location,
-                details={"subject": f"{run.template.name}:{problem}:{what}", "stacks": stacks, "conversation": requests[0],
-                         "conversations": requests, "template": run.template.name, "problem": problem, "message": ex["index"],
-                         "role": ex["role"], "text": text},
-            ))
+            severity = (
+                Severity.WARNING
+                if problem == "out-of-order" or ex["with_calls"] or required != "True"
+                else Severity.ERROR
+            )
+            out.append(
+                CODES["TA811"].finding(
+                    f"{', '.join(stacks)}: {_scope(requests)}{_in(run)}: {how}. The model answers a conversation "
+                    "other than the one sent.",
+                    severity=severity,
+                    location=run.template.location,
+                    details={
+                        "subject": f"{run.template.name}:{problem}:{what}",
+                        "stacks": stacks,
+                        "conversation": requests[0],
+                        "conversations": requests,
+                        "template": run.template.name,
+                        "problem": problem,
+                        "message": ex["index"],
+                        "role": ex["role"],
+                        "text": text,
+                    },
+                )
+            )
     return out
 
 
@@ -371,7 +436,7 @@ def marker_pairs(template: str) -> list[tuple[str, str]]:
             continue
         word = edges[0].group(1)
         end = "END" if word.isupper() else "end"
-        closer = lit[:edges[0].start()] + end + lit[edges[0].end():]
+        closer = lit[: edges[0].start()] + end + lit[edges[0].end() :]
         if closer in present:
             pairs.append((lit, closer))
     return pairs
@@ -435,18 +500,33 @@ def unbalanced_markers(runs: list[TemplateRun]) -> list[Finding]:
             problem = _balance(prompt, pairs, start)
             if problem is not None:
                 kind, marker, at = problem
-                groups.add((kind, marker), stack, rrun.label, {"at": at, "excerpt": _excerpt(prompt, at, at + len(marker))})
+                groups.add(
+                    (kind, marker), stack, rrun.label, {"at": at, "excerpt": _excerpt(prompt, at, at + len(marker))}
+                )
         for (kind, marker), stacks, requests, ex in groups.items():
-            how = {"reopened": f"{marker} is opened again before {closers[marker]} closes it",
-                   "unclosed": f"{marker} is never closed ({closers[marker]}) although the prompt goes on",
-                   "unopened": f"{closers[marker]} closes a {marker} that was not opened"}[kind]
-            out.append(CODES["TA812"].finding(
-                f"{', '.join(stacks)}: {_scope(requests)}{_in(run)}: {how}, at character {ex['at']}: {ex['excerpt']!r}.",
-                location=run.template.location,
-                details={"subject": f"{run.template.name}:{kind}:{marker}", "stacks": stacks, "conversation": requests[0],
-                         "conversations": requests, "template": run.template.name, "problem": kind, "marker": marker,
-                         "position": ex["at"], "excerpt": ex["excerpt"]},
-            ))
+            how = {
+                "reopened": f"{marker} is opened again before {closers[marker]} closes it",
+                "unclosed": f"{marker} is never closed ({closers[marker]}) although the prompt goes on",
+                "unopened": f"{closers[marker]} closes a {marker} that was not opened",
+            }[kind]
+            out.append(
+                CODES["TA812"].finding(
+                    f"{', '.join(stacks)}: {_scope(requests)}{_in(run)}: {how}, at character {ex['at']}: "
+                    f"{ex['excerpt']!r}.",
+                    location=run.template.location,
+                    details={
+                        "subject": f"{run.template.name}:{kind}:{marker}",
+                        "stacks": stacks,
+                        "conversation": requests[0],
+                        "conversations": requests,
+                        "template": run.template.name,
+                        "problem": kind,
+                        "marker": marker,
+                        "position": ex["at"],
+                        "excerpt": ex["excerpt"],
+                    },
+                )
+            )
     return out
 
 
@@ -481,18 +561,33 @@ def date_dependent(runs: list[TemplateRun]) -> list[Finding]:
             for source, text in dates:
                 at = prompt.find(text)
                 if at >= 0:
-                    groups.add((source,), stack, rrun.label, {"text": text, "at": at, "excerpt": _excerpt(prompt, at, at + len(text))})
+                    groups.add(
+                        (source,),
+                        stack,
+                        rrun.label,
+                        {"text": text, "at": at, "excerpt": _excerpt(prompt, at, at + len(text))},
+                    )
                     break
         for (source,), stacks, requests, ex in groups.items():
-            out.append(CODES["TA813"].finding(
-                f"{', '.join(stacks)}: {_scope(requests)}{_in(run)}: the prompt holds the date from {source} "
-                f"({ex['text']!r} at character {ex['at']}: {ex['excerpt']!r}): it changes at midnight, and every cached "
-                "prefix from there on misses.",
-                location=run.template.location,
-                details={"subject": f"{run.template.name}:{source}", "stacks": stacks, "conversation": requests[0],
-                         "conversations": requests, "template": run.template.name, "clock": source, "position": ex["at"],
-                         "excerpt": ex["excerpt"]},
-            ))
+            out.append(
+                CODES["TA813"].finding(
+                    f"{', '.join(stacks)}: {_scope(requests)}{_in(run)}: the prompt holds the date from {source} "
+                    f"({ex['text']!r} at character {ex['at']}: {ex['excerpt']!r}): it changes at midnight, and every "
+                    "cached "
+                    "prefix from there on misses.",
+                    location=run.template.location,
+                    details={
+                        "subject": f"{run.template.name}:{source}",
+                        "stacks": stacks,
+                        "conversation": requests[0],
+                        "conversations": requests,
+                        "template": run.template.name,
+                        "clock": source,
+                        "position": ex["at"],
+                        "excerpt": ex["excerpt"],
+                    },
+                )
+            )
     return out
 
 

@@ -22,7 +22,7 @@ from tokaudit.template.renders import Render
 SENTINEL_NAME = "tokaudit_probe"
 SENTINEL_ARGUMENTS: dict[str, Any] = {
     "city": "São Paulo <Centro>",
-    "note": "it's \"fine\" & dry, 東京も",
+    "note": 'it\'s "fine" & dry, 東京も',
     "filter": {"units": "celsius", "days": [1, 2], "strict": True},
     "limit": 3,
 }
@@ -60,13 +60,22 @@ def assistant_turn(content: str | None = None) -> dict[str, Any]:
     template that cannot render null), one call
     with the arguments a JSON string (the wire format; each stack's profile turns it into what it passes the template)."""
     args = json.dumps(SENTINEL_ARGUMENTS, ensure_ascii=False)
-    return {"role": "assistant", "content": content, "reasoning": SENTINEL_REASONING, "reasoning_content": SENTINEL_REASONING,
-            "tool_calls": [{"id": "tokaudit1", "type": "function", "function": {"name": SENTINEL_NAME, "arguments": args}}]}
+    return {
+        "role": "assistant",
+        "content": content,
+        "reasoning": SENTINEL_REASONING,
+        "reasoning_content": SENTINEL_REASONING,
+        "tool_calls": [{"id": "tokaudit1", "type": "function", "function": {"name": SENTINEL_NAME, "arguments": args}}],
+    }
 
 
 def turn_request(messages: list[dict[str, Any]], generation: bool, kwargs: dict[str, Any]) -> dict[str, Any]:
     """The request (``Request.to_json()`` shape) the probe renders: the sentinel tool, the deploy's kwargs."""
-    out: dict[str, Any] = {"messages": copy.deepcopy(messages), "tools": [copy.deepcopy(SENTINEL_TOOL)], "add_generation_prompt": generation}
+    out: dict[str, Any] = {
+        "messages": copy.deepcopy(messages),
+        "tools": [copy.deepcopy(SENTINEL_TOOL)],
+        "add_generation_prompt": generation,
+    }
     if kwargs:
         out["chat_template_kwargs"] = dict(kwargs)
     return out
@@ -90,12 +99,12 @@ class Turn:
     @property
     def output(self) -> str:
         """What the template teaches the model to generate after the prompt (up to the end of ``full``)."""
-        return self.full[self.common:]
+        return self.full[self.common :]
 
     @property
     def prefill(self) -> str:
         """The generation prompt's text that the rendered turn does not repeat."""
-        return self.prompt[self.common:]
+        return self.prompt[self.common :]
 
 
 def _marker_boundary(text: str, at: int) -> int:
@@ -108,14 +117,20 @@ def _marker_boundary(text: str, at: int) -> int:
     return at
 
 
-def render_turn(render: RenderRequest, kwargs: dict[str, Any] | None = None,
-                as_string: bool | None = None) -> tuple[Turn | None, str | None]:
+def render_turn(
+    render: RenderRequest, kwargs: dict[str, Any] | None = None, as_string: bool | None = None
+) -> tuple[Turn | None, str | None]:
     """The turn, or None and the reason (a render error, or a turn that adds nothing). Arguments go in as the stack
     passes them (vLLM, SGLang and transformers: a dict); a template that prints them as they come (Kimi's: Python's
     repr of a dict) is rendered with the JSON string it was written for, the form the model learnt to generate."""
     if as_string is None:
         turn, why = render_turn(render, kwargs, False)
-        if turn is not None and SENTINEL_NAME in turn.output and '"city"' not in turn.output and "'city'" in turn.output:
+        if (
+            turn is not None
+            and SENTINEL_NAME in turn.output
+            and '"city"' not in turn.output
+            and "'city'" in turn.output
+        ):
             with_string, _ = render_turn(render, kwargs, True)
             if with_string is not None and '"city"' in with_string.output:
                 return with_string, None
@@ -129,8 +144,9 @@ def render_turn(render: RenderRequest, kwargs: dict[str, Any] | None = None,
     return turn, why
 
 
-def _render_turn(render: RenderRequest, kwargs: dict[str, Any] | None, as_string: bool,
-                 content: str | None) -> tuple[Turn | None, str | None]:
+def _render_turn(
+    render: RenderRequest, kwargs: dict[str, Any] | None, as_string: bool, content: str | None
+) -> tuple[Turn | None, str | None]:
     kwargs = dict(kwargs or {})
     base = [SYSTEM, ASK]
     first = render(turn_request(base, True, kwargs), as_string)
@@ -159,4 +175,4 @@ def generation_suffix(render: RenderRequest, kwargs: dict[str, Any]) -> str | No
     assert with_prompt.text is not None and without.text is not None
     if not with_prompt.text.startswith(without.text):
         return None
-    return with_prompt.text[len(without.text):]
+    return with_prompt.text[len(without.text) :]

@@ -32,9 +32,27 @@ from tokaudit.stream.detokenizers.runs import FEED_BLOCK, Chunks, Run, run, wind
 from tokaudit.stream.detokenizers.utf8_bytes import BytesDetok, bytes_not_applicable
 
 __all__ = [
-    "DETOKENIZER_NAMES", "FEED_BLOCK", "INITIAL_OFFSET", "REPLACEMENT", "STALL_IDS", "BytesDetok", "Chunks", "DecodeContext",
-    "DecodeStreamDetok", "DefaultDetokenizers", "Detokenizer", "Naive", "Offsets", "Run", "StepError", "TokenBytes",
-    "build_detokenizers", "bytes_not_applicable", "parse_detokenizer_list", "run", "window",
+    "DETOKENIZER_NAMES",
+    "FEED_BLOCK",
+    "INITIAL_OFFSET",
+    "REPLACEMENT",
+    "STALL_IDS",
+    "BytesDetok",
+    "Chunks",
+    "DecodeContext",
+    "DecodeStreamDetok",
+    "DefaultDetokenizers",
+    "Detokenizer",
+    "Naive",
+    "Offsets",
+    "Run",
+    "StepError",
+    "TokenBytes",
+    "build_detokenizers",
+    "bytes_not_applicable",
+    "parse_detokenizer_list",
+    "run",
+    "window",
 ]
 
 

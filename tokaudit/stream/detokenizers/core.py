@@ -45,7 +45,9 @@ class TokenBytes:
             return self._cache[token_id]
         except KeyError:
             found = self.table.lookup(token_id)
-            special = found is not None and (found.layer.special or (self.text is not None and self.text.is_special(token_id)))
+            special = found is not None and (
+                found.layer.special or (self.text is not None and self.text.is_special(token_id))
+            )
             entry = (found.token, special) if found is not None else None
             self._cache[token_id] = entry
             return entry
@@ -150,20 +152,28 @@ class Detokenizer:
         #: feed would be quadratic on a stalled stream)
         self.held_now = 0
 
-    def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
+    def feed(
+        self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True
+    ) -> tuple[list[str], list[int]]:
         """Feed the steps; return the chunk emitted for each and, with ``track_held``, the bytes held
         after each. Subclasses run this as one tight loop: per-step calls would dominate the cost."""
         raise NotImplementedError
 
     def _stall(self, position: int, token_id: int, held: int) -> None:
         self.stalled = True
-        self.errors.append(StepError(
-            position, token_id, "stalled",
-            f"held {held} ids without emitting anything: every further step would re-decode the whole held window; "
-            "not stepped past here (the rest is released at the end)",
-        ))
+        self.errors.append(
+            StepError(
+                position,
+                token_id,
+                "stalled",
+                f"held {held} ids without emitting anything: every further step would re-decode the whole held window; "
+                "not stepped past here (the rest is released at the end)",
+            )
+        )
 
-    def _held_steps(self, tokens: Sequence[int], pending: list[int], held_now: int, track_held: bool) -> tuple[list[str], list[int]]:
+    def _held_steps(
+        self, tokens: Sequence[int], pending: list[int], held_now: int, track_held: bool
+    ) -> tuple[list[str], list[int]]:
         """A stalled strategy's steps: the ids join what it holds, nothing is emitted."""
         skip = self.ctx.skip_special_tokens
         pending.extend(tokens)

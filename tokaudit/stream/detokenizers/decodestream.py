@@ -9,7 +9,14 @@ from functools import partial
 from itertools import islice
 from typing import Any
 
-from tokaudit.stream.detokenizers.core import INITIAL_OFFSET, REPLACEMENT, STALL_IDS, DecodeContext, Detokenizer, StepError
+from tokaudit.stream.detokenizers.core import (
+    INITIAL_OFFSET,
+    REPLACEMENT,
+    STALL_IDS,
+    DecodeContext,
+    Detokenizer,
+    StepError,
+)
 from tokaudit.stream.detokenizers.offsets import Offsets
 from tokaudit.stream.detokenizers.runs import Run, spliced
 from tokaudit.stream.steps import Steps
@@ -63,17 +70,22 @@ class DecodeStreamDetok(Detokenizer):
         stepped until the two windows meet (both having emitted), and offsets' run is taken from there. The
         library's own stream checks the result on the first SELF_CHECK steps; what is held at the end (the
         flush context) is DecodeStream's own."""
-        if self.fed or self.start is None or not offsets.like_decodestream or not (isinstance(steps, Steps) and steps.single):
+        if (
+            self.fed
+            or self.start is None
+            or not offsets.like_decodestream
+            or not (isinstance(steps, Steps) and steps.single)
+        ):
             return None
         # the head is the library's own steps, taken on this stream: put back as it was if the run is not shared
         before = (copy(self.stream), list(self.pending), self.held_now, self.last, len(self.errors))
         run = self._shared(offsets, done, steps)
         if run is None:
             self.stream, self.pending, self.held_now, self.last = before[:4]
-            del self.errors[before[4]:]
+            del self.errors[before[4] :]
             return None
         self.fed = True
-        window, read = offsets.ids[offsets.prefix:], offsets.read - offsets.prefix
+        window, read = offsets.ids[offsets.prefix :], offsets.read - offsets.prefix
         self.pending, self.last, self.held_now = list(window[read:]), (window[:read], ()), offsets.held_now
         run.flush, run.held_bytes = self.flush(), self.held_bytes()
         return run
@@ -113,7 +125,11 @@ class DecodeStreamDetok(Detokenizer):
             elif len(window) - read >= STALL_IDS:
                 return None  # a stall: stepped as a stall is (see _tokens)
             theirs_emitted = theirs._tokens([token_id], k, False)[0][0] != "" or theirs_emitted
-            if mine_emitted and theirs_emitted and (tuple(window), read) == (tuple(theirs.ids[theirs.prefix:]), theirs.read - theirs.prefix):
+            if (
+                mine_emitted
+                and theirs_emitted
+                and (tuple(window), read) == (tuple(theirs.ids[theirs.prefix :]), theirs.read - theirs.prefix)
+            ):
                 return k + 1
         return None
 
@@ -142,7 +158,7 @@ class DecodeStreamDetok(Detokenizer):
             if self.stalled:
                 rest, rest_held = self._held_steps(tokens[start:], self.pending, self.held_now, track_held)
                 return chunks + rest, held + rest_held
-            part, part_held = self._slice(tokens[start:start + STALL_SLICE], position + start, track_held)
+            part, part_held = self._slice(tokens[start : start + STALL_SLICE], position + start, track_held)
             chunks += part
             held += part_held
             if len(self.pending) >= STALL_IDS:  # the stall began at the STALL_IDS-th id held
@@ -192,7 +208,9 @@ class DecodeStreamDetok(Detokenizer):
         self.pending, self.held_now = pending, held_now
         return [o or "" for o in outs], held
 
-    def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
+    def feed(
+        self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True
+    ) -> tuple[list[str], list[int]]:
         self.fed = True
         if isinstance(steps, Steps) and steps.single:
             return self._tokens(steps.ids, position, track_held)
@@ -250,4 +268,4 @@ class DecodeStreamDetok(Detokenizer):
             return ""
         context = (list(self.last[0]) + list(self.last[1]))[-INITIAL_OFFSET:]
         before = self.ctx.decode(context)
-        return self.ctx.decode(context + self.pending)[len(before):]
+        return self.ctx.decode(context + self.pending)[len(before) :]

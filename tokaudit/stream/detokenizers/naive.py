@@ -13,7 +13,9 @@ class Naive(Detokenizer):
 
     name = "naive"
 
-    def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
+    def feed(
+        self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True
+    ) -> tuple[list[str], list[int]]:
         decode_one = self.ctx.decode_one
         if isinstance(steps, Steps):
             for token_id in set(steps.ids).difference(self.ctx.memo):

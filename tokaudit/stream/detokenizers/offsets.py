@@ -32,7 +32,7 @@ class Offsets(Detokenizer):
 
     def __init__(self, ctx: DecodeContext, prompt: Sequence[int]) -> None:
         super().__init__(ctx)
-        self.ids = list(prompt[-(INITIAL_OFFSET + 2):])  # vLLM keeps only the last 7 prompt ids
+        self.ids = list(prompt[-(INITIAL_OFFSET + 2) :])  # vLLM keeps only the last 7 prompt ids
         self.read = len(self.ids)
         self.prefix = max(self.read - INITIAL_OFFSET, 0)
         #: True while every step so far is one DecodeStream takes the same way from the same window (see
@@ -40,16 +40,21 @@ class Offsets(Detokenizer):
         #: the prefix text without ending in U+FFFD (DecodeStream errors or compares byte lengths there)
         self.like_decodestream = True
         #: the window and its read offset before the first generated id
-        self.start = (tuple(self.ids[self.prefix:]), self.read - self.prefix)
+        self.start = (tuple(self.ids[self.prefix :]), self.read - self.prefix)
 
-    def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
+    def feed(
+        self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True
+    ) -> tuple[list[str], list[int]]:
         if isinstance(steps, Steps) and steps.single:
             return self._tokens(steps.ids, position, track_held)
         if isinstance(steps, Steps) and steps:  # several ids per step: id by id, then each step's share
             self.like_decodestream = False  # DecodeStream decodes a multi-id step once, not id by id
             outs, helds = self._tokens(steps.ids, position, True)
-            ends = islice(steps.starts, 1, None)  # type: ignore[arg-type]  # multi-id steps: starts is set
-            return joined_per_step(outs, steps.starts), list(map(helds.__getitem__, map(operator.sub, ends, repeat(1)))) if track_held else []  # type: ignore[arg-type]  # multi-id steps: starts is set
+            starts = steps.starts
+            assert starts is not None  # multi-id steps: starts is set
+            ends = islice(starts, 1, None)
+            held_per_step = list(map(helds.__getitem__, map(operator.sub, ends, repeat(1)))) if track_held else []
+            return joined_per_step(outs, starts), held_per_step
         steps = steps if isinstance(steps, Sequence) else list(steps)
         if all(len(step) == 1 for step in steps):
             return self._tokens([step[0] for step in steps], position, track_held)
@@ -59,12 +64,14 @@ class Offsets(Detokenizer):
         held: list[int] = []
         k = 0
         for step in steps:
-            chunks.append("".join(outs[k:k + len(step)]))
+            chunks.append("".join(outs[k : k + len(step)]))
             k += len(step)
             held.append(helds[k - 1] if step else (held[-1] if held else 0))
         return chunks, held if track_held else []
 
-    def _transition(self, window: tuple[int, ...], read: int, token_id: int) -> tuple[str | None, tuple[int, ...], int, str | None, bool]:
+    def _transition(
+        self, window: tuple[int, ...], read: int, token_id: int
+    ) -> tuple[str | None, tuple[int, ...], int, str | None, bool]:
         """One step from the window ``ids[prefix:]`` (``read``: where its unread part starts) on
         ``token_id``, a pure function of them: the text emitted (None: held), the next window and its
         read offset, the message when the window's decode rewrote what was emitted, and whether
@@ -76,10 +83,15 @@ class Offsets(Detokenizer):
         new_text = ctx.decode(list(ids))
         unlike = not new_text.startswith(prefix_text) and new_text[-1:] != REPLACEMENT
         if len(new_text) > len(prefix_text) and new_text[-1] != REPLACEMENT:
-            rewritten = None if not unlike else (
-                f"window decode {new_text!r} no longer starts with {prefix_text!r}: the emitted "
-                "text would have to change (the window emits a slice by length regardless)")
-            return new_text[len(prefix_text):], ids[read:], len(ids) - read, rewritten, unlike
+            rewritten = (
+                None
+                if not unlike
+                else (
+                    f"window decode {new_text!r} no longer starts with {prefix_text!r}: the emitted "
+                    "text would have to change (the window emits a slice by length regardless)"
+                )
+            )
+            return new_text[len(prefix_text) :], ids[read:], len(ids) - read, rewritten, unlike
         return None, ids, read, None, unlike
 
     def _fill_pairs(self, keys: set[int]) -> None:
@@ -94,14 +106,21 @@ class Offsets(Detokenizer):
         if len(ctx.pair_steps) + len(order) > WINDOW_MEMO_SIZE:
             ctx.pair_steps.clear()
         windows = list(map(operator.rshift, order, repeat(32)))
-        texts = ctx.tokenizer.decode_batch(list(map(list, zip(windows, map(operator.and_, order, repeat(0xFFFFFFFF))))),
-                                           ctx.skip_special_tokens)
+        texts = ctx.tokenizer.decode_batch(
+            list(map(list, zip(windows, map(operator.and_, order, repeat(0xFFFFFFFF))))), ctx.skip_special_tokens
+        )
         prefixes = list(map(ctx.decode_one, windows))
         cuts = list(map(len, prefixes))
         # emits: longer than the prefix's text, not ending in U+FFFD, and extending the prefix's text
-        emits = map(operator.and_, map(operator.and_, map(operator.gt, map(len, texts), cuts),
-                                       map(operator.not_, map(str.endswith, texts, repeat(REPLACEMENT)))),
-                    map(str.startswith, texts, prefixes))
+        emits = map(
+            operator.and_,
+            map(
+                operator.and_,
+                map(operator.gt, map(len, texts), cuts),
+                map(operator.not_, map(str.endswith, texts, repeat(REPLACEMENT))),
+            ),
+            map(str.startswith, texts, prefixes),
+        )
         steps = ctx.pair_steps
         steps.update(zip(order, map(operator.getitem, texts, map(slice, cuts, repeat(None)))))
         steps.update(zip(compress(order, map(operator.not_, emits)), repeat(None)))
@@ -120,7 +139,7 @@ class Offsets(Detokenizer):
         lengths, length = table.lengths(skip), table.length
         if self.stalled:
             return self._held_steps(tokens, self.ids, self.held_now, track_held)
-        window, read = tuple(self.ids[self.prefix:]), self.read - self.prefix
+        window, read = tuple(self.ids[self.prefix :]), self.read - self.prefix
         held_now = self.held_now  # bytes of the unread ids, kept up to date per token
         outs: list[str] = []
         emit = outs.append
@@ -172,8 +191,8 @@ class Offsets(Detokenizer):
                     self._stall(position + k, token_id, len(window) - read)
                     self.like_decodestream = False  # DecodeStream's stall is checked per slice, not per step
                     self.ids, self.prefix, self.read = list(window), 0, read
-                    rest, rest_held = self._held_steps(tokens[k + 1:], self.ids, held_now, track_held)
-                    return outs + rest, held[:k + 1] + rest_held if track_held else []
+                    rest, rest_held = self._held_steps(tokens[k + 1 :], self.ids, held_now, track_held)
+                    return outs + rest, held[: k + 1] + rest_held if track_held else []
             else:
                 emit(out)
                 held_now = 0
@@ -187,5 +206,5 @@ class Offsets(Detokenizer):
     def flush(self) -> str:
         if self.read == len(self.ids):
             return ""
-        prefix_text = self.ctx.decode(self.ids[self.prefix:self.read])
-        return self.ctx.decode(self.ids[self.prefix:])[len(prefix_text):]
+        prefix_text = self.ctx.decode(self.ids[self.prefix : self.read])
+        return self.ctx.decode(self.ids[self.prefix :])[len(prefix_text) :]

@@ -30,7 +30,7 @@ class Chunks(Sequence[str]):
             s += len(self.ends)
         if not 0 <= s < len(self.ends):
             raise IndexError(s)
-        return self.text[self.ends[s - 1] if s else 0:self.ends[s]]
+        return self.text[self.ends[s - 1] if s else 0 : self.ends[s]]
 
     def __iter__(self) -> Iterator[str]:
         return self.between(0, len(self.ends))
@@ -88,7 +88,7 @@ def spliced(name: str, head: list[str], head_held: list[int], done: Run, k: int)
 
 def trimmed(held: array) -> array:
     """``held`` without its trailing zeros (steps that hold nothing at the end are left out)."""
-    del held[(len(held.tobytes().rstrip(b"\0")) + held.itemsize - 1) // held.itemsize:]
+    del held[(len(held.tobytes().rstrip(b"\0")) + held.itemsize - 1) // held.itemsize :]
     return held
 
 
@@ -98,7 +98,7 @@ def run(detok: Detokenizer, steps: Sequence[Sequence[int]], track_held: bool = T
     ends, held = array("q"), array("I")  # held counts fit 32 bits unless a stream holds 4 GB
     total = position = empty = 0
     for start in range(0, len(steps), FEED_BLOCK):
-        block = steps[start:start + FEED_BLOCK]
+        block = steps[start : start + FEED_BLOCK]
         text, block_ends, block_held, block_empty = detok.feed_text(block, position, track_held, total)
         ends.extend(block_ends)
         empty += block_empty

@@ -63,7 +63,9 @@ class BytesDetok(Detokenizer):
         self.moved = self.moved or data != entry[0]
         return data
 
-    def feed(self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True) -> tuple[list[str], list[int]]:
+    def feed(
+        self, steps: Iterable[Sequence[int]], position: int = 0, track_held: bool = True
+    ) -> tuple[list[str], list[int]]:
         get, skip = self.ctx.tokens.get, self.ctx.skip_special_tokens
         text = self.ctx.tokens.text
         memo = self.memo  # id -> the bytes it adds once steady (b"" for a skipped special token)
@@ -80,14 +82,27 @@ class BytesDetok(Detokenizer):
                     continue
                 entry = get(token_id)
                 if entry is None:
-                    self.errors.append(StepError(
-                        position, token_id, "error", f"no entry found for key {token_id} (the data files map no token to it)"
-                    ))
+                    self.errors.append(
+                        StepError(
+                            position,
+                            token_id,
+                            "error",
+                            f"no entry found for key {token_id} (the data files map no token to it)",
+                        )
+                    )
                 else:
                     steady = self.steady
-                    added = b"" if skip and entry[1] else (
-                        entry[0] if self.pieces is None else
-                        text.cached_piece(token_id) if steady else self._data(token_id, entry))  # type: ignore[union-attr]  # pieces set: text is set
+                    added = (
+                        b""
+                        if skip and entry[1]
+                        else (
+                            entry[0]
+                            if self.pieces is None
+                            else text.cached_piece(token_id)  # type: ignore[union-attr]  # pieces set: text is set
+                            if steady
+                            else self._data(token_id, entry)
+                        )
+                    )
                     if steady:
                         memo[token_id] = added
                     data += added
@@ -107,12 +122,16 @@ class BytesDetok(Detokenizer):
             return super().feed_text(steps, position, track_held, emitted)
         if not self.steady:  # the first token: the decoder's start rules apply
             head, head_ends, head_held, head_empty = super().feed_text(steps[:1], position, track_held, emitted)
-            rest, rest_ends, rest_held, rest_empty = self.feed_text(steps[1:], position + len(steps[0]), track_held, emitted + len(head))
+            rest, rest_ends, rest_held, rest_empty = self.feed_text(
+                steps[1:], position + len(steps[0]), track_held, emitted + len(head)
+            )
             return head + rest, [*head_ends, *rest_ends], [*head_held, *rest_held], head_empty + rest_empty
         bulk = self._bulk(steps, position, emitted, track_held)
         return super().feed_text(steps, position, track_held, emitted) if bulk is None else bulk
 
-    def _bulk(self, steps: Steps, position: int, emitted: int, track_held: bool) -> tuple[str, Sequence[int], Sequence[int], int] | None:
+    def _bulk(
+        self, steps: Steps, position: int, emitted: int, track_held: bool
+    ) -> tuple[str, Sequence[int], Sequence[int], int] | None:
         """The steady state in C-level passes, or None (not valid UTF-8)."""
         ids, memo, starts = steps.ids, self.memo, self.starts
         skip, get, text = self.ctx.skip_special_tokens, self.ctx.tokens.get, self.ctx.tokens.text
@@ -143,8 +162,14 @@ class BytesDetok(Detokenizer):
         chars, ends, held_after, tail = decoded
         if unmapped:
             self.errors += [
-                StepError(position + offset, token_id, "error", f"no entry found for key {token_id} (the data files map no token to it)")
-                for offset, token_id in enumerate(ids) if token_id in unmapped
+                StepError(
+                    position + offset,
+                    token_id,
+                    "error",
+                    f"no entry found for key {token_id} (the data files map no token to it)",
+                )
+                for offset, token_id in enumerate(ids)
+                if token_id in unmapped
             ]
         self.decoder.setstate((tail, 0))
         return chars, ends, held_after, sum(map(operator.eq, ends, chain((emitted,), ends)))

@@ -8,7 +8,9 @@ from tokaudit.template.stacks import dynamo, llamacpp, mistralrs, sglang, smg, t
 from tokaudit.template.stacks.profile import StackProfile
 
 #: Every profile, in report order.
-PROFILES: tuple[StackProfile, ...] = tuple(m.PROFILE for m in (transformers, vllm, sglang, smg, tgi, mistralrs, llamacpp, dynamo))
+PROFILES: tuple[StackProfile, ...] = tuple(
+    m.PROFILE for m in (transformers, vllm, sglang, smg, tgi, mistralrs, llamacpp, dynamo)
+)
 STACK_NAMES: tuple[str, ...] = tuple(p.id for p in PROFILES)
 _BY_ID = {p.id: p for p in PROFILES}
 
@@ -17,7 +19,9 @@ def profile(stack: str) -> StackProfile:
     return _BY_ID[stack]
 
 
-def parse_stacks(value: str | list[str] | tuple[str, ...] | None, key: str = "--stack", file: str | None = None) -> tuple[str, ...]:
+def parse_stacks(
+    value: str | list[str] | tuple[str, ...] | None, key: str = "--stack", file: str | None = None
+) -> tuple[str, ...]:
     """``--stack NAME[,NAME]`` (or ``stacks = [...]``): the stacks in report order; None or empty: all."""
     if value is None:
         return STACK_NAMES

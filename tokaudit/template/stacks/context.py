@@ -20,13 +20,21 @@ from tokaudit.template.stacks.profile import RequestRules
 FIXED_DATE = datetime(2026, 1, 15, 12, 0, 0)
 
 #: TGI's default tool prompt (router/src/lib.rs:1071-1073 @db931fc), appended to the last message.
-TGI_TOOL_PROMPT = ("\nGiven the functions available, please respond with a JSON for a function call with its proper arguments "
-                   "that best answers the given prompt. Respond in the format {name: function name, parameters: dictionary "
-                   "of argument name and its value}.Do not use variables.\n")
+TGI_TOOL_PROMPT = (
+    "\nGiven the functions available, please respond with a JSON for a function call with its proper arguments "
+    "that best answers the given prompt. Respond in the format {name: function name, parameters: dictionary "
+    "of argument name and its value}.Do not use variables.\n"
+)
 
 #: TGI's ``no_tool`` function (router/src/infer/tool_grammar.rs:29-53), offered with tool_choice auto.
-TGI_NO_TOOL = {"type": "function", "function": {"description": "Open ended response with no specific tool selected",
-                                                "name": "no_tool", "arguments": "{\"type\":\"object\"}"}}
+TGI_NO_TOOL = {
+    "type": "function",
+    "function": {
+        "description": "Open ended response with no specific tool selected",
+        "name": "no_tool",
+        "arguments": '{"type":"object"}',
+    },
+}
 
 #: mistral.rs puts these JSON-schema keys of a tool's parameters first (chat_template.rs:527-528).
 _MISTRALRS_KEY_ORDER = ("type", "properties", "required", "additionalProperties")
@@ -45,8 +53,16 @@ class _Refuse(Exception):
     pass
 
 
-def build_context(rules: RequestRules, request: dict[str, Any], facts: TemplateFacts, special: dict[str, str],
-                  *, add_generation_prompt: bool | None = None, reply: bool = False, tail: bool = True) -> dict[str, Any] | Refused:
+def build_context(
+    rules: RequestRules,
+    request: dict[str, Any],
+    facts: TemplateFacts,
+    special: dict[str, str],
+    *,
+    add_generation_prompt: bool | None = None,
+    reply: bool = False,
+    tail: bool = True,
+) -> dict[str, Any] | Refused:
     """The variables the stack renders ``request`` (``Request.to_json()``) with. ``add_generation_prompt``
     overrides the request's, and ``reply`` says the last message is the model's own reply, not part of a request
     (the probes of TA805 and TA807 render turns no client sends: what the stack adds to a request's last message
@@ -58,8 +74,15 @@ def build_context(rules: RequestRules, request: dict[str, Any], facts: TemplateF
         return Refused(str(exc))
 
 
-def _build(rules: RequestRules, request: dict[str, Any], facts: TemplateFacts, special: dict[str, str],
-           generation: bool | None, reply: bool, tail: bool) -> dict[str, Any]:
+def _build(
+    rules: RequestRules,
+    request: dict[str, Any],
+    facts: TemplateFacts,
+    special: dict[str, str],
+    generation: bool | None,
+    reply: bool,
+    tail: bool,
+) -> dict[str, Any]:
     fmt = facts.sglang_format if rules.content_format == "sglang" else facts.vllm_format
     messages = [_message(m, rules, fmt) for m in request["messages"]]
     tools = request.get("tools")
@@ -72,7 +95,9 @@ def _build(rules: RequestRules, request: dict[str, Any], facts: TemplateFacts, s
     if tools:
         tools = _tools(tools, rules.tool_schema)
         if rules.tool_schema == "tgi" and tail:
-            _append_tool_prompt(messages[:-1] if reply else messages, tools, facts.variables is None or "tools" in facts.variables)
+            _append_tool_prompt(
+                messages[:-1] if reply else messages, tools, facts.variables is None or "tools" in facts.variables
+            )
     if tools:
         ctx["tools"] = tools
     elif rules.tools_when_absent == "none":
@@ -98,8 +123,13 @@ def _message(m: dict[str, Any], rules: RequestRules, fmt: str) -> dict[str, Any]
     role = m.get("role")
     out: dict[str, Any] = {"role": role}
     if rules.extra_message_keys:
-        out.update({k: v for k, v in m.items() if k not in ("role", "content", "tool_calls", "name", "tool_call_id",
-                                                          *_REASONING_NAMES)})
+        out.update(
+            {
+                k: v
+                for k, v in m.items()
+                if k not in ("role", "content", "tool_calls", "name", "tool_call_id", *_REASONING_NAMES)
+            }
+        )
     calls = m.get("tool_calls") if role == "assistant" and isinstance(m.get("tool_calls"), list) else None
     content = m.get("content")
     present = True
@@ -229,9 +259,17 @@ def _tgi_calls(calls: list[Any]) -> list[Any]:
     for c in calls:
         f = c.get("function") if isinstance(c, dict) else None
         f = f if isinstance(f, dict) else {}
-        out.append({"id": c.get("id", "") if isinstance(c, dict) else "", "type": c.get("type", "function") if isinstance(c, dict) else "function",
-                    "function": {"description": f.get("description"), "name": f.get("name"),
-                                 "arguments": json.dumps(f.get("arguments"), ensure_ascii=False, separators=(",", ":"))}})
+        out.append(
+            {
+                "id": c.get("id", "") if isinstance(c, dict) else "",
+                "type": c.get("type", "function") if isinstance(c, dict) else "function",
+                "function": {
+                    "description": f.get("description"),
+                    "name": f.get("name"),
+                    "arguments": json.dumps(f.get("arguments"), ensure_ascii=False, separators=(",", ":")),
+                },
+            }
+        )
     return out
 
 
@@ -246,9 +284,16 @@ def _tools(tools: list[Any], rule: str) -> list[Any]:
             continue
         if rule == "tgi":
             params = function.get("parameters", function.get("arguments"))
-            out.append({"type": tool.get("type", "function"),
-                        "function": {"description": function.get("description"), "name": function.get("name"),
-                                     "arguments": json.dumps(params, ensure_ascii=False, separators=(",", ":"))}})
+            out.append(
+                {
+                    "type": tool.get("type", "function"),
+                    "function": {
+                        "description": function.get("description"),
+                        "name": function.get("name"),
+                        "arguments": json.dumps(params, ensure_ascii=False, separators=(",", ":")),
+                    },
+                }
+            )
         elif rule == "mistral.rs":
             rebuilt: dict[str, Any] = {"name": function.get("name")}
             if function.get("description") is not None:
@@ -281,7 +326,11 @@ def _append_tool_prompt(messages: list[dict[str, Any]], tools: list[Any], reads_
     else the tools' JSON and the prompt (router/src/infer/chat_template.rs:84-103; the chunks are joined with ""
     by the TextMessage conversion)."""
     if messages and isinstance(messages[-1].get("content"), str):
-        text = TGI_TOOL_PROMPT if reads_tools else json.dumps(tools, ensure_ascii=False, separators=(",", ":")) + "\n" + TGI_TOOL_PROMPT
+        text = (
+            TGI_TOOL_PROMPT
+            if reads_tools
+            else json.dumps(tools, ensure_ascii=False, separators=(",", ":")) + "\n" + TGI_TOOL_PROMPT
+        )
         messages[-1]["content"] += "\n---\n" + text
 
 

@@ -26,8 +26,14 @@ from __future__ import annotations
 from tokaudit.template.renders import EngineConfig
 from tokaudit.template.stacks.profile import RequestRules, StackProfile
 
-ENGINE = EngineConfig(kind="minijinja", name="minijinja-dynamo", pins="MiniJinja 2.x (Dynamo 1.2)", tojson="serde-escaped",
-                      generation_tag=False, length_of_none_is_zero=True)
+ENGINE = EngineConfig(
+    kind="minijinja",
+    name="minijinja-dynamo",
+    pins="MiniJinja 2.x (Dynamo 1.2)",
+    tojson="serde-escaped",
+    generation_tag=False,
+    length_of_none_is_zero=True,
+)
 
 PROFILE = StackProfile(
     id="dynamo",
@@ -35,12 +41,27 @@ PROFILE = StackProfile(
     version="1.2.0 (Rust preprocessor)",
     source="ai-dynamo/dynamo: lib/llm/src/preprocessor/prompt/template/{formatters,tokcfg,oai}.rs",
     engine=ENGINE,
-    rules=RequestRules(generation_prompt="always", tools_when_absent="none", tool_schema="dynamo", null_content="drop",
-                       tool_calls="keep", arguments="dict-if-parses", parts="join-newline",
-                       name_roles=("system", "user", "assistant"), reasoning="drop",
-                       special_tokens=("bos_token", "eos_token", "unk_token"), missing_special_token="none", documents=False),
+    rules=RequestRules(
+        generation_prompt="always",
+        tools_when_absent="none",
+        tool_schema="dynamo",
+        null_content="drop",
+        tool_calls="keep",
+        arguments="dict-if-parses",
+        parts="join-newline",
+        name_roles=("system", "user", "assistant"),
+        reasoning="drop",
+        special_tokens=("bos_token", "eos_token", "unk_token"),
+        missing_special_token="none",
+        documents=False,
+    ),
     rewrites=("dynamo",),
-    differs=("MiniJinja with an HTML-escaping, compact tojson", "length of none is 0", "content null absent",
-             "a tool message's name dropped", "reasoning_content not passed"),
+    differs=(
+        "MiniJinja with an HTML-escaping, compact tojson",
+        "length of none is 0",
+        "content null absent",
+        "a tool message's name dropped",
+        "reasoning_content not passed",
+    ),
     parsers="dynamo",
 )

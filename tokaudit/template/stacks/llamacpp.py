@@ -23,7 +23,9 @@ from __future__ import annotations
 from tokaudit.template.renders import EngineConfig
 from tokaudit.template.stacks.profile import PromptTokens, RequestRules, StackProfile
 
-ENGINE = EngineConfig(kind="llama.cpp", name="llama.cpp-jinja", pins="llama.cpp's common/jinja (llama-cpp-python 0.3.36)")
+ENGINE = EngineConfig(
+    kind="llama.cpp", name="llama.cpp-jinja", pins="llama.cpp's common/jinja (llama-cpp-python 0.3.36)"
+)
 
 PROFILE = StackProfile(
     id="llama.cpp",
@@ -31,12 +33,25 @@ PROFILE = StackProfile(
     version="llama-cpp-python 0.3.36's vendored llama.cpp",
     source="ggml-org/llama.cpp: common/chat.cpp, common/jinja (sdist llama_cpp_python-0.3.36)",
     engine=ENGINE,
-    rules=RequestRules(generation_prompt="request", tools_when_absent="undefined", tool_schema="as-sent", null_content="empty-string",
-                       tool_calls="keep", arguments="as-sent", parts="raw", reasoning="keep",
-                       special_tokens=("bos_token", "eos_token"), documents=False,
-                       fixed=(("enable_thinking", True),)),
-    differs=("its own Jinja engine, after llama-server's own message normalisation", "tools absent without tools",
-             "enable_thinking always set", "a leading BOS cut from the prompt"),
+    rules=RequestRules(
+        generation_prompt="request",
+        tools_when_absent="undefined",
+        tool_schema="as-sent",
+        null_content="empty-string",
+        tool_calls="keep",
+        arguments="as-sent",
+        parts="raw",
+        reasoning="keep",
+        special_tokens=("bos_token", "eos_token"),
+        documents=False,
+        fixed=(("enable_thinking", True),),
+    ),
+    differs=(
+        "its own Jinja engine, after llama-server's own message normalisation",
+        "tools absent without tools",
+        "enable_thinking always set",
+        "a leading BOS cut from the prompt",
+    ),
     prompt_tokens=PromptTokens(add_special_tokens=True, strips_leading_bos=True, source="common/chat.cpp:959-961"),
     parsers="llama.cpp",
 )

@@ -29,25 +29,50 @@ from __future__ import annotations
 from tokaudit.template.renders import EngineConfig
 from tokaudit.template.stacks.profile import RequestRules, StackProfile
 
-ENGINE = EngineConfig(kind="minijinja", name="minijinja-2.14", pins="MiniJinja 2.14.0 without loop_controls (mistral.rs)",
-                      loop_controls=False, tojson="python-spacing", generation_tag=False,
-                      get_default=False)
+ENGINE = EngineConfig(
+    kind="minijinja",
+    name="minijinja-2.14",
+    pins="MiniJinja 2.14.0 without loop_controls (mistral.rs)",
+    loop_controls=False,
+    tojson="python-spacing",
+    generation_tag=False,
+    get_default=False,
+)
 
 PROFILE = StackProfile(
     id="mistral.rs",
     title="mistral.rs",
     version="@9e92262 (2026-08-22), MiniJinja 2.14.0",
-    source="EricLBuehler/mistral.rs: mistralrs-core/src/pipeline/chat_template.rs, mistralrs-server-core/src/chat_completion.rs",
+    source="EricLBuehler/mistral.rs: mistralrs-core/src/pipeline/chat_template.rs, "
+    "mistralrs-server-core/src/chat_completion.rs",
     engine=ENGINE,
-    rules=RequestRules(generation_prompt="always", tools_when_absent="undefined", tool_schema="mistral.rs",
-                       null_content="empty-string", tool_calls="keep", arguments="object-if-parses", parts="one-part-space",
-                       reasoning="keep", special_tokens=("bos_token", "eos_token", "unk_token"), missing_special_token="none",
-                       documents=False, chat_template_kwargs="thinking",
-                       fixed=(("date_string", "%d, %B, %Y"), ("enable_thinking", True))),
+    rules=RequestRules(
+        generation_prompt="always",
+        tools_when_absent="undefined",
+        tool_schema="mistral.rs",
+        null_content="empty-string",
+        tool_calls="keep",
+        arguments="object-if-parses",
+        parts="one-part-space",
+        reasoning="keep",
+        special_tokens=("bos_token", "eos_token", "unk_token"),
+        missing_special_token="none",
+        documents=False,
+        chat_template_kwargs="thinking",
+        fixed=(("date_string", "%d, %B, %Y"), ("enable_thinking", True)),
+    ),
     rewrites=("mistral.rs",),
-    differs=("no loop_controls: break / continue do not compile", 'content null → ""', "tools absent without tools",
-             'content parts → one text part joined with " "', "{% generation %} stripped", "dict.get(key, default) fails",
-             "enable_thinking always set (true by default)"),
-    not_emulated=(("<|tool_call>", "mistral.rs rewrites Gemma 4 tool messages (not emulated)"),
-                  ("<|tool_call_start|>", "mistral.rs clears LFM2 tool-call content (not emulated)")),
+    differs=(
+        "no loop_controls: break / continue do not compile",
+        'content null → ""',
+        "tools absent without tools",
+        'content parts → one text part joined with " "',
+        "{% generation %} stripped",
+        "dict.get(key, default) fails",
+        "enable_thinking always set (true by default)",
+    ),
+    not_emulated=(
+        ("<|tool_call>", "mistral.rs rewrites Gemma 4 tool messages (not emulated)"),
+        ("<|tool_call_start|>", "mistral.rs clears LFM2 tool-call content (not emulated)"),
+    ),
 )

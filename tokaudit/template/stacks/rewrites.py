@@ -55,8 +55,13 @@ def _any_generation(text: str) -> str:
 #: (step, changes what Jinja2 renders) per rewrite, in the stack's order.
 REWRITES: dict[str, tuple[tuple[Callable[[str], str], bool], ...]] = {
     "tgi": ((_gemma3_content, True), (_reverse_slice, False), (_exact_generation, False)),
-    "mistral.rs": ((_namespace_parens, False), (_reverse_slice, False), (_descending_range, False), (_glm_meta, True),
-                   (_any_generation, False)),
+    "mistral.rs": (
+        (_namespace_parens, False),
+        (_reverse_slice, False),
+        (_descending_range, False),
+        (_glm_meta, True),
+        (_any_generation, False),
+    ),
     "dynamo": ((_exact_generation, False),),
 }
 

@@ -25,21 +25,42 @@ from __future__ import annotations
 from tokaudit.template.renders import EngineConfig
 from tokaudit.template.stacks.profile import RequestRules, StackProfile
 
-ENGINE = EngineConfig(kind="minijinja", name="minijinja-2.21", pins="MiniJinja 2.21.0 (smg)", tojson="python", strftime_now=False,
-                      generation_tag=False)
+ENGINE = EngineConfig(
+    kind="minijinja",
+    name="minijinja-2.21",
+    pins="MiniJinja 2.21.0 (smg)",
+    tojson="python",
+    strftime_now=False,
+    generation_tag=False,
+)
 
 PROFILE = StackProfile(
     id="smg",
     title="smg (SGLang router)",
     version="@f8daa88 (2026-08-22), MiniJinja 2.21.0",
     source="smg-project/smg: crates/tokenizer/src/chat_template.rs, crates/protocols/src/chat.rs, "
-           "model_gateway/src/routers/grpc/utils/chat_utils.rs",
+    "model_gateway/src/routers/grpc/utils/chat_utils.rs",
     engine=ENGINE,
-    rules=RequestRules(generation_prompt="always", tools_when_absent="undefined", tool_schema="as-sent", null_content="keep",
-                       tool_calls="keep", arguments="dict", parts="smg", content_format="vllm",
-                       name_roles=("system", "user", "assistant"), reasoning="keep",
-                       special_tokens=("bos_token", "eos_token", "unk_token", "pad_token"), documents=False),
-    differs=("content null kept, with arguments parsed to dicts", "tools undefined without tools", "no strftime_now",
-             "{% generation %} does not compile", "a tool message's name dropped"),
+    rules=RequestRules(
+        generation_prompt="always",
+        tools_when_absent="undefined",
+        tool_schema="as-sent",
+        null_content="keep",
+        tool_calls="keep",
+        arguments="dict",
+        parts="smg",
+        content_format="vllm",
+        name_roles=("system", "user", "assistant"),
+        reasoning="keep",
+        special_tokens=("bos_token", "eos_token", "unk_token", "pad_token"),
+        documents=False,
+    ),
+    differs=(
+        "content null kept, with arguments parsed to dicts",
+        "tools undefined without tools",
+        "no strftime_now",
+        "{% generation %} does not compile",
+        "a tool message's name dropped",
+    ),
     parsers="smg",
 )

@@ -29,25 +29,52 @@ from __future__ import annotations
 from tokaudit.template.renders import EngineConfig
 from tokaudit.template.stacks.profile import PromptTokens, RequestRules, StackProfile
 
-ENGINE = EngineConfig(kind="minijinja", name="minijinja-2.8", pins="MiniJinja 2.8.0 (TGI)", trim_blocks=False, lstrip_blocks=False,
-                      tojson="minijinja-2", generation_tag=False, sorted_maps=True, get_default=False)
+ENGINE = EngineConfig(
+    kind="minijinja",
+    name="minijinja-2.8",
+    pins="MiniJinja 2.8.0 (TGI)",
+    trim_blocks=False,
+    lstrip_blocks=False,
+    tojson="minijinja-2",
+    generation_tag=False,
+    sorted_maps=True,
+    get_default=False,
+)
 
 PROFILE = StackProfile(
     id="tgi",
     title="TGI",
     version="@db931fc (2026-01-08), MiniJinja 2.8.0",
-    source="huggingface/text-generation-inference: router/src/infer/chat_template.rs, router/src/lib.rs, router/src/infer/tool_grammar.rs",
+    source="huggingface/text-generation-inference: router/src/infer/chat_template.rs, router/src/lib.rs, "
+    "router/src/infer/tool_grammar.rs",
     engine=ENGINE,
-    rules=RequestRules(generation_prompt="always", tools_when_absent="none", tool_schema="tgi", null_content="keep",
-                       tool_calls="tgi", arguments="as-sent", parts="join-empty", name_roles=(), tool_call_id=False,
-                       reasoning="drop", special_tokens=("bos_token", "eos_token"), missing_special_token="none",
-                       documents=False, chat_template_kwargs="none"),
+    rules=RequestRules(
+        generation_prompt="always",
+        tools_when_absent="none",
+        tool_schema="tgi",
+        null_content="keep",
+        tool_calls="tgi",
+        arguments="as-sent",
+        parts="join-empty",
+        name_roles=(),
+        tool_call_id=False,
+        reasoning="drop",
+        special_tokens=("bos_token", "eos_token"),
+        missing_special_token="none",
+        documents=False,
+        chat_template_kwargs="none",
+    ),
     rewrites=("tgi",),
-    differs=("no tool_calls: serialized into content when content is null, dropped otherwise",
-             "tool parameters renamed arguments (a JSON string), no_tool added, tool prompt appended",
-             "no trim_blocks / lstrip_blocks", "MiniJinja's escaping tojson (compact)", "maps in key order",
-             "dict.get(key, default) fails", "no reasoning_content, tool_call_id or name",
-             "the tool prompt goes to whichever message is last: it moves every turn (prefix caches miss)"),
+    differs=(
+        "no tool_calls: serialized into content when content is null, dropped otherwise",
+        "tool parameters renamed arguments (a JSON string), no_tool added, tool prompt appended",
+        "no trim_blocks / lstrip_blocks",
+        "MiniJinja's escaping tojson (compact)",
+        "maps in key order",
+        "dict.get(key, default) fails",
+        "no reasoning_content, tool_call_id or name",
+        "the tool prompt goes to whichever message is last: it moves every turn (prefix caches miss)",
+    ),
     prompt_tokens=PromptTokens(add_special_tokens=False, source="router/src/lib.rs ChatRequest::try_into_generate"),
     parsers="tgi",
 )

@@ -31,12 +31,27 @@ PROFILE = StackProfile(
     version="0.33 (chat_utils.py @001eadcf) + transformers 5.24",
     source="vllm-project/vllm: vllm/entrypoints/chat_utils.py @001eadcf",
     engine=JINJA2_TRANSFORMERS,
-    rules=RequestRules(generation_prompt="request", tools_when_absent="none", tool_schema="as-sent", null_content="by-format",
-                       tool_calls="keep", arguments="dict", parts="vllm", content_format="vllm", drop_none_keys=True,
-                       reasoning="vllm"),
-    differs=('content null → "" (string-format templates) or [] (openai-format)', "arguments parsed to dicts",
-             'text parts joined with "\\n" (string format); every content but a tool result\'s a list of parts (openai format)',
-             "a client's reasoning_content dropped (only `reasoning` is read)"),
-    prompt_tokens=PromptTokens(add_special_tokens=False, source="ChatCompletionRequest.add_special_tokens defaults to False"),
+    rules=RequestRules(
+        generation_prompt="request",
+        tools_when_absent="none",
+        tool_schema="as-sent",
+        null_content="by-format",
+        tool_calls="keep",
+        arguments="dict",
+        parts="vllm",
+        content_format="vllm",
+        drop_none_keys=True,
+        reasoning="vllm",
+    ),
+    differs=(
+        'content null → "" (string-format templates) or [] (openai-format)',
+        "arguments parsed to dicts",
+        'text parts joined with "\\n" (string format); every content but a tool result\'s a list of parts (openai '
+        "format)",
+        "a client's reasoning_content dropped (only `reasoning` is read)",
+    ),
+    prompt_tokens=PromptTokens(
+        add_special_tokens=False, source="ChatCompletionRequest.add_special_tokens defaults to False"
+    ),
     parsers="vllm",
 )
