@@ -4,8 +4,8 @@ fastokens' answer to its configuration), under the hash of the file's bytes (iss
 fleet share them; a rerun skips them.
 
 Entries are JSON files under the user cache directory (``$XDG_CACHE_HOME/tokaudit/results``, by default
-``~/.cache/tokaudit/results``), never in a target. Each is named by a 256-bit hash (BLAKE2b) of what determines the result:
-its kind, the inputs, the versions of the libraries involved and the source of tokaudit's modules that compute
+``~/.cache/tokaudit/results``), never in a target. Each is named by a 256-bit hash (BLAKE2b) of what determines the
+result: its kind, the inputs, the versions of the libraries involved and the source of tokaudit's modules that compute
 it (a changed module misses). ``TOKAUDIT_CACHE=off`` (or ``0``, ``false``, ``no``) turns it off; any other value
 is the directory to use.
 

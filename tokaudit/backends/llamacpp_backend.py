@@ -259,7 +259,8 @@ class LlamaCppBackend:
         return [text.strip() for level, text in self.log if level in ("warn", "error") and text.strip()]
 
     def load_warnings(self) -> list[str]:
-        """The warnings worth reading: the "load: " prefix and the banner's rules and blank lines left out, once each."""
+        """The warnings worth reading: the "load: " prefix and the banner's rules and blank lines left out, once
+        each."""
         out: dict[str, None] = {}
         for line in self.warnings():
             text = line.split(":", 1)[1].strip() if line.startswith(("load:", "llama_model_loader:")) else line

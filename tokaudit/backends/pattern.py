@@ -19,7 +19,8 @@ __all__ = [
 
 
 def find_pattern(model: TokenizerModel, override: str | None = None) -> Pattern | None:
-    """The model's own pattern, by precedence (``--pat-str`` first); ``None`` when nothing declares one (never a guess)."""
+    """The model's own pattern, by precedence (``--pat-str`` first); ``None`` when nothing declares one (never a
+    guess)."""
     return search_pattern(model.artifacts, override or model.pat_str).pattern
 
 

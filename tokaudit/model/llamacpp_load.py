@@ -63,7 +63,8 @@ def _pre_table() -> dict[str, tuple[str, frozenset[str]]]:
     # fmt: off
     rows: list[tuple[str, str, str]] = [
         ("default", "DEFAULT", ""), ("minicpm5", "MINICPM5", "ignore_merges"),
-        ("llama3 llama-v3 llama-bpe falcon3 falcon-h1 pixtral midm-2.0 lfm2 jina-v5-nano", "LLAMA3", "ignore_merges add_bos"),
+        ("llama3 llama-v3 llama-bpe falcon3 falcon-h1 pixtral midm-2.0 lfm2 jina-v5-nano", "LLAMA3",
+         "ignore_merges add_bos"),
         ("deepseek-llm", "DEEPSEEK_LLM", "no_clean_spaces"), ("deepseek-coder", "DEEPSEEK_CODER", "no_clean_spaces"),
         ("deepseek-v3", "DEEPSEEK3_LLM", "no_clean_spaces"), ("spark2_5", "SPARK2_5", "no_clean_spaces"),
         ("youtu", "YOUTU", "no_clean_spaces ignore_merges"), ("falcon", "FALCON", ""), ("mpt", "MPT", ""),
@@ -76,20 +77,24 @@ def _pre_table() -> dict[str, tuple[str, frozenset[str]]]:
         ("qwen2 deepseek-r1-qwen kormo f2llmv2", "QWEN2", "no_clean_spaces"), ("qwen35", "QWEN35", "no_clean_spaces"),
         ("stablelm2", "STABLELM2", ""), ("olmo", "OLMO", ""), ("dbrx", "DBRX", ""), ("smaug-bpe", "SMAUG", ""),
         ("poro-chat", "PORO", "no_clean_spaces"), ("chatglm-bpe", "CHATGLM4", "no_bos"),
-        ("glm4 glm5", "CHATGLM4", "no_bos ignore_merges"), ("viking", "VIKING", "no_clean_spaces"), ("jais", "JAIS", ""),
+        ("glm4 glm5", "CHATGLM4", "no_bos ignore_merges"), ("viking", "VIKING", "no_clean_spaces"),
+        ("jais", "JAIS", ""),
         ("tekken", "TEKKEN", "no_clean_spaces ignore_merges add_bos"), ("smollm", "SMOLLM", "no_clean_spaces"),
         ("codeshell", "CODESHELL", ""), ("bloom", "BLOOM", ""), ("gpt3-finnish", "GPT3_FINNISH", ""),
-        ("exaone", "EXAONE", ""), ("exaone-moe", "EXAONE_MOE", ""), ("chameleon", "CHAMELEON", "add_bos no_clean_spaces"),
+        ("exaone", "EXAONE", ""), ("exaone-moe", "EXAONE_MOE", ""),
+        ("chameleon", "CHAMELEON", "add_bos no_clean_spaces"),
         ("minerva-7b", "MINERVA", ""), ("megrez", "QWEN2", ""),
         ("gpt-4o llama4 kanana2 talkie", "GPT4O", "no_clean_spaces"),
         ("granite-embed-multi-97m", "GRANITE_EMB_MULTI", "no_clean_spaces ignore_merges"),
         ("tiny_aya cohere2moe", "TINY_AYA", "no_clean_spaces"), ("superbpe", "SUPERBPE", "no_clean_spaces"),
         ("trillion", "TRILLION", "no_clean_spaces"), ("granite-docling", "GRANITE_DOCLING", "no_clean_spaces"),
-        ("bailingmoe bailingmoe2 llada-moe", "BAILINGMOE", "no_clean_spaces"), ("seed-coder", "SEED_CODER", "no_clean_spaces"),
+        ("bailingmoe bailingmoe2 llada-moe", "BAILINGMOE", "no_clean_spaces"),
+        ("seed-coder", "SEED_CODER", "no_clean_spaces"),
         ("hunyuan", "HUNYUAN", "no_clean_spaces"), ("hunyuan-dense", "HUNYUAN_DENSE", "no_clean_spaces"),
         ("hy_v4", "HY_V4", "no_clean_spaces"), ("joyai-llm", "JOYAI_LLM", "no_clean_spaces"),
         ("kimi-k2", "KIMI_K2", "no_clean_spaces"), ("ufakzeka", "UFAKZEKA", "no_clean_spaces"),
-        ("grok-2", "GROK_2", "no_clean_spaces"), ("afmoe", "AFMOE", "no_clean_spaces"), ("laguna", "LAGUNA", "no_clean_spaces"),
+        ("grok-2", "GROK_2", "no_clean_spaces"), ("afmoe", "AFMOE", "no_clean_spaces"),
+        ("laguna", "LAGUNA", "no_clean_spaces"),
         ("minimax-m2", "MINIMAX_M2", "no_clean_spaces"), ("solar-open", "SOLAR_OPEN", "no_clean_spaces"),
         ("mellum2", "MELLUM2", ""),
     ]
@@ -102,16 +107,17 @@ PRE_TOKENIZERS = _pre_table()
 #: EOT candidates by text, in llama.cpp's order (it iterates an unordered_map; the first of these found wins
 #: in practice: Llama 3 128009 <|eot_id|>, Qwen2 151645 <|im_end|>, Phi-3 32007 <|end|>).
 # fmt: off
-EOT_TEXTS = ("<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>", "_<EOT>",
-             "[EOT]", "<｜end▁of▁sentence｜>", "<end_of_utterance>")
-# fmt: on
-# fmt: off
+EOT_TEXTS = ("<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>",
+             "_<EOT>", "[EOT]", "<｜end▁of▁sentence｜>", "<end_of_utterance>")
 DETECTED: dict[str, tuple[str, ...]] = {
     "eot": EOT_TEXTS,
     "eom": ("<|eom_id|>",),
-    "fim_pre": ("<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>"),
-    "fim_suf": ("<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>"),
-    "fim_mid": ("<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>"),
+    "fim_pre": ("<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>",
+                "<|code_prefix|>", "<|prefix|>"),
+    "fim_suf": ("<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>",
+                "<|code_suffix|>", "<|suffix|>"),
+    "fim_mid": ("<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>",
+                "<|middle|>"),
     "fim_pad": ("<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"),
     "fim_rep": ("<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"),
     "fim_sep": ("<|file_sep|>",),
@@ -120,14 +126,15 @@ DETECTED: dict[str, tuple[str, ...]] = {
 #: Tokens llama.cpp makes end-of-generation by their text alone.
 # fmt: off
 EOG_TEXTS = ("<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
-             "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>",
-             "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~[")
+             "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
+             "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~[")
 # fmt: on
 #: gpt-oss's markers, always rendered (llama.cpp forces them USER_DEFINED).
 ALWAYS_RENDERED = ("<|channel|>", "<|message|>", "<|start|>", "<|constrain|>")
 #: Every special id llama.cpp resolves, in its order.
 # fmt: off
-SPECIAL_NAMES = ("bos", "eos", "eot", "eom", "unk", "sep", "pad", "mask", "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep")
+SPECIAL_NAMES = ("bos", "eos", "eot", "eom", "unk", "sep", "pad", "mask", "fim_pre", "fim_suf", "fim_mid", "fim_pad",
+                 "fim_rep", "fim_sep")
 # fmt: on
 
 

@@ -71,17 +71,21 @@ class TokenizerModel:
     profiles: dict[str, IdTable]
     #: The base vocabulary layer (ranks or model vocab, without added tokens).
     base: Layer
-    #: A pre-tokenizer regex the user gave (--pat-str) for the encoders tokaudit builds; the model itself declares none.
+    #: A pre-tokenizer regex the user gave (--pat-str) for the encoders tokaudit builds; the model itself declares
+    #: none.
     pat_str: str | None = None
-    #: Where the files came from (a :class:`tokaudit.source.resolve.Source`: the path, the Hub repo and resolved commit).
+    #: Where the files came from (a :class:`tokaudit.source.resolve.Source`: the path, the Hub repo and resolved
+    #: commit).
     source: Any = None
-    #: What llama.cpp made of the GGUF while the model was built (a GGUF alone: its pieces need it); read :attr:`llamacpp`.
+    #: What llama.cpp made of the GGUF while the model was built (a GGUF alone: its pieces need it); read
+    #: :attr:`llamacpp`.
     gguf_load: LlamaCppLoad | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def llamacpp(self) -> LlamaCppLoad | None:
         """What llama.cpp makes of the target's GGUF when it loads it (None without a GGUF), computed once per model:
-        the GGUF rules, the scan summary, the strict backend, replay's server pieces and the template context read it."""
+        the GGUF rules, the scan summary, the strict backend, replay's server pieces and the template context read
+        it."""
         g = self.artifacts.gguf
         if self.gguf_load is not None or g is None:
             return self.gguf_load
