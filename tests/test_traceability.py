@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import FIXTURES, ROOT, run_cli
-from tests.test_source import COMMIT, _hf_cache
+from tests.source.test_source import COMMIT, _hf_cache
 from tokaudit.report.report import versions
 
 SCHEMA = json.loads((ROOT / "tokaudit" / "report" / "report.schema.json").read_text(encoding="utf-8"))

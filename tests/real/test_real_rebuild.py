@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.real import realkit
-from tests.test_merge_recovery import TEXTS, definition
+from tests.backends.test_merge_recovery import TEXTS, definition
 from tokaudit.backends.hf_backend import recover_merges
 from tokaudit.backends.registry import load_backends
 from tokaudit.backends.vocab import byte_vocab

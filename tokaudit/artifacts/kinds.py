@@ -4,7 +4,7 @@ the name says nothing), the parser that reads it, and what it contributes to the
 ``load.py`` finds and parses the files by this table, ``Artifacts`` answers from it (the rank file, the added
 tokens a file registers, each file's entries), and the model and checks read those answers rather than naming a
 kind. A new kind is a parser module and a row here, and a field of ``Artifacts`` named like the row
-(``tests/test_artifacts.py`` loads every row from a real file).
+(``tests/artifacts/test_artifacts.py`` loads every row from a real file).
 """
 
 from __future__ import annotations

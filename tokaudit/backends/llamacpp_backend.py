@@ -17,7 +17,7 @@ only the C functions are called, never ``Llama.tokenize`` / ``detokenize``: thei
 
 An id outside ``0..n_vocab-1`` is never passed to llama.cpp: there ``token_to_piece`` reads
 ``id_to_token.at(id)``, the ``std::out_of_range`` crosses the C API and the process aborts (SIGABRT;
-checked by ``tests/test_llamacpp.py`` in a child process). The backend raises :class:`LlamaCppAbort`
+checked by ``tests/backends/test_llamacpp.py`` in a child process). The backend raises :class:`LlamaCppAbort`
 instead, which the unknown-id table reports (and refuses a text llama.cpp's SPM tokenizer would abort on).
 
 Every llama.cpp call runs in a worker process (:mod:`tokaudit.worker`, the calls in

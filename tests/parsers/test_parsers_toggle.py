@@ -2,7 +2,7 @@
 toggle and the request's kwargs as they decide it (tokaudit.parsers.toggle), on llama.cpp's real templates (the
 llama-cpp-python 0.3.36 sdist). SGLang 0.5.23's own detect_reasoning_pattern / _get_reasoning_from_request agree with
 these on all 70 templates x 8 reasoning parsers x 6 kwarg sets (checked in the golden venv); the golden file records
-the server's decision per row and tests/test_parsers_golden.py holds the grammars to it."""
+the server's decision per row and tests/parsers/test_parsers_golden.py holds the grammars to it."""
 
 from __future__ import annotations
 

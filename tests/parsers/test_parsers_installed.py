@@ -254,7 +254,7 @@ def test_installed_vllm_puts_qwq_call_into_reasoning_whole_but_not_streamed(tmp_
 
 
 def test_the_child_module_imports_only_the_standard_library() -> None:
-    source = (Path(__file__).resolve().parents[1] / "tokaudit" / "parsers" / "installed.py").read_text(encoding="utf-8")
+    source = (Path(__file__).resolve().parents[2] / "tokaudit" / "parsers" / "installed.py").read_text(encoding="utf-8")
     import ast
 
     top = [n for n in ast.parse(source).body if isinstance(n, (ast.Import, ast.ImportFrom))]

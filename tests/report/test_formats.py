@@ -159,7 +159,7 @@ GITHUB_SARIF = {
 
 
 #: The OASIS SARIF 2.1.0 schema (errata 01) and Jenkins' junit-10.xsd, vendored as test data (tests/data/README.md).
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 OASIS_SARIF = json.loads((DATA / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
 
 
