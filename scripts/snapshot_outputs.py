@@ -1,8 +1,9 @@
 """Before/after snapshots of what the commands print, for behaviour-neutral refactors (issue 33).
 
 Runs ``scan``, ``template``, ``compare`` and ``explain`` on every fixture target (each model directory under
-``fixtures/`` and each GGUF file), once with ``--format json`` and once rich, in-process, from the checkout's root
-with relative paths, and writes one JSON file: ``{"<command> <format> <target>": [exit code, stdout, stderr]}``.
+``fixtures/`` and each GGUF file), and ``replay``, ``decode``, ``encode``, ``fuzz`` and ``diff`` on the fixtures
+their tests use (``RUNS``), once with ``--format json`` and once rich, in-process, from the checkout's root with
+relative paths, and writes one JSON file: ``{"<command> <format> <target>": [exit code, stdout, stderr]}``.
 Two snapshots of the same code are identical; a refactor must leave them byte-identical::
 
     python scripts/snapshot_outputs.py /tmp/before.json          # on the old commit
@@ -46,6 +47,39 @@ COMMANDS: tuple[tuple[str, ...], ...] = (
     ("explain", "{target}", "1"),
 )
 FORMATS = ("json", "rich")
+_STREAMS = "fixtures/streams"
+_KIMI = "fixtures/kimi-k2.5"
+_TINY = "fixtures/tiny-tiktoken"
+_CLEAN = "fixtures/clean-bpe"
+#: The commands that take more than a target, each on the fixtures their tests use: (args, stdin or None).
+RUNS: tuple[tuple[tuple[str, ...], str | None], ...] = (
+    (("replay", _KIMI, f"{_STREAMS}/kimi-toolcall.json"), None),
+    (("replay", _KIMI, f"{_STREAMS}/kimi-toolcall.json", "--keep-special-tokens", "--tool-parser", "kimi_k2"), None),
+    (("replay", _KIMI, f"{_STREAMS}/kimi-toolcall-cut.json"), None),
+    (("replay", _KIMI, f"{_STREAMS}/kimi-unmapped.json", "--steps", "all"), None),
+    (("replay", _KIMI, f"{_STREAMS}/kimi-toolcall.jsonl", "--detokenizers", "offsets,decodestream"), None),
+    (("replay", _TINY, f"{_STREAMS}/tiny-capture.sse", "--stop", "world", "--stop-id", "1002"), None),
+    (("replay", f"{_STREAMS}/byte-fallback", f"{_STREAMS}/byte-fallback.json", "--prompt", "259 256"), None),
+    (("replay", _CLEAN, "-", "--gguf", "fixtures/llamacpp/clean-bpe.gguf"), " ".join(map(str, range(100, 140)))),
+    (("decode", _TINY, "1000", "300", "131", "1002", "--keep-special-tokens"), None),
+    (("decode", _TINY, "300", "1003"), None),
+    (("decode", _CLEAN, "200", "5000"), None),
+    (("decode", _KIMI, f"{_STREAMS}/kimi-toolcall-cut.json"), None),
+    (("encode", _TINY, "Hello wörld<|im_end|>"), None),
+    (("encode", _KIMI, "检查 CDP 依赖环境<|im_end|>", "--backend", "tiktoken"), None),
+    (("encode", _CLEAN, "-"), "Hello world, café 🌶"),
+    (("fuzz", _TINY, "--backends", "tiktoken,hf", "--iterations", "300", "--seed", "1"), None),
+    (("fuzz", _CLEAN, "--backends", "hf", "-n", "200", "--seed", "3"), None),
+    (("diff", _TINY, _TINY), None),
+    (("diff", "fixtures/oncall/tiny-changed-rank", _TINY), None),
+    (("diff", "fixtures/oncall/tiny-draft", _TINY), None),
+    (("diff", _CLEAN, "fixtures/llamacpp/clean-bpe.gguf"), None),
+    (("diff", "fixtures/llamacpp/clean-bpe-no-merges.gguf", _CLEAN), None),
+    (
+        ("diff", "fixtures/rules/stop-suppressed", _CLEAN, "--corpus", "fixtures/malformed/not-a-tokenizer/README.txt"),
+        None,
+    ),
+)
 _TIMING = re.compile(r'("[a-z_]*seconds[a-z_]*": )[0-9.e-]+|\b[0-9]+(\.[0-9]+)? ?(ms|s)\b')
 
 
@@ -59,12 +93,12 @@ def targets() -> list[str]:
     return sorted(out)
 
 
-def run(args: list[str]) -> list[object]:
+def run(args: list[str], stdin: str | None = None) -> list[object]:
     from typer.testing import CliRunner
 
     from tokaudit.cli.app import app
 
-    result = CliRunner().invoke(app, args, catch_exceptions=True)
+    result = CliRunner().invoke(app, args, input=stdin, catch_exceptions=True)
     stderr = result.stderr
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         stderr += f"\n[exception escaped] {type(result.exception).__name__}: {result.exception}"
@@ -91,6 +125,13 @@ def snapshot(out: Path, only: str | None, commands: list[str] | None = None) -> 
             for fmt in FORMATS:
                 shots[f"{command[0]} {fmt} {target}"] = run([*args, "--format", fmt] if fmt == "json" else args)
         print(f"{time.perf_counter() - start:7.1f} s  {target}", file=sys.stderr)
+    for args, stdin in RUNS:
+        if (commands and args[0] not in commands) or (only and only not in " ".join(args)):
+            continue
+        for fmt in FORMATS:
+            extra = ["--format", fmt] if fmt == "json" else []
+            shots[f"{args[0]} {fmt} {' '.join(args[1:])}"] = run([*args, *extra], stdin)
+        print(f"{time.perf_counter() - start:7.1f} s  {' '.join(args)}", file=sys.stderr)
     shots["<root>"] = [str(ROOT)]
     out.write_text(json.dumps(shots, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
 
@@ -153,7 +194,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, nargs="?", help="where to write the snapshot (JSON)")
     parser.add_argument("--only", help="only the targets whose path contains this")
-    parser.add_argument("--commands", help="only these commands, comma-separated (default: all four)")
+    parser.add_argument("--commands", help="only these commands, comma-separated (default: all)")
     parser.add_argument("--diff", nargs=2, type=Path, metavar=("BEFORE", "AFTER"), help="compare two snapshots")
     args = parser.parse_args()
     if args.diff:
