@@ -6,12 +6,11 @@ import codecs
 import time
 from array import array
 from collections.abc import Collection, Sequence
-from itertools import accumulate, chain, compress
+from itertools import accumulate, chain
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tokaudit.backends.base import call
 from tokaudit.backends.inputs import NO_GGUF
 from tokaudit.errors import InputError
 from tokaudit.model.text import TokenText
@@ -29,7 +28,6 @@ from tokaudit.stream.detokenizers import (
     DecodeStreamDetok,
     Offsets,
     Run,
-    StepError,
     TokenBytes,
     build_detokenizers,
     bytes_not_applicable,
@@ -40,6 +38,7 @@ from tokaudit.stream.steps import Steps, Stream
 from tokaudit.stream.stops import StopOutcome, apply_stops
 from tokaudit.stream.timeline import Timeline, step_summary
 from tokaudit.stream.toolcalls import find_tool_calls
+from tokaudit.stream.unmapped import record_dropped, unmapped_findings
 from tokaudit.stream.utf8 import decode_at_cuts, incomplete_tail
 
 CHUNK_SIZES = chunks.CHUNK_SIZES
@@ -158,48 +157,6 @@ def _generated(ctx: DecodeContext, prompt: Sequence[int], ids: Sequence[int], pr
     return both[len(prompt_text) :] if both.startswith(prompt_text) else ctx.decode(ids)
 
 
-def _unmapped(model: TokenizerModel, ctx: DecodeContext, ids: Sequence[int]) -> list[Finding]:
-    tokens = ctx.tokens
-    declared = model.checked_size
-    unmapped = {i for i in set(ids) if tokens.get(i) is None or i >= declared}
-    if not unmapped:
-        return []
-    where: dict[int, list[int]] = {}
-    for p in compress(range(len(ids)), map(unmapped.__contains__, ids)):
-        where.setdefault(ids[p], []).append(p)
-    from tokaudit.backends.registry import load_backends
-
-    # hf is the tokenizer replay already decodes with; the others are built only now that they are needed
-    backends = [("hf", ctx.tokenizer.decode)] + [
-        (b.name, b.backend.decode)
-        for b in load_backends(model, ["tiktoken", "strict"], decode_only=True)
-        if b.backend is not None
-    ]
-    out = []
-    for token_id, positions in where.items():
-        profiles = {}
-        for name, table in model.profiles.items():
-            found = table.lookup(token_id)
-            profiles[name] = found.token.decode("utf-8", "replace") if found else None
-        said = {}
-        for name, decode in backends:
-            outcome = call(decode, [token_id])
-            said[name] = outcome.describe() + (" (dropped)" if outcome.ok and outcome.value == "" else "")
-        p = positions[0]
-        context = (ctx.decode(list(ids[max(p - 8, 0) : p])), ctx.decode(list(ids[p + 1 : p + 9])))
-        out.append(inv.unmapped_finding(token_id, positions, declared, profiles, said, context))
-    return out
-
-
-def _dropped(runs: list[Run], detoks: list[Any], findings: list[Finding]) -> None:
-    """Record, for detokenizers that decode through tokenizers, that unmapped ids were dropped."""
-    spots = [(f.details["position"], f.details["id"]) for f in findings if f.code == "TA501"]
-    for r, d in zip(runs, detoks):
-        if d.drops_unknown:
-            for p, token_id in spots:
-                r.errors.append(StepError(p, token_id, "dropped", "silently dropped by tokenizers decode"))
-
-
 def _not_applicable(
     names: Sequence[str], ctx: DecodeContext, server: Server | str | None = None
 ) -> list[dict[str, Any]]:
@@ -248,7 +205,7 @@ def replay(
     full = _generated(ctx, prompt, ids, prompt_text)
     seconds["full"] = time.perf_counter() - t
 
-    findings: list[Finding] = _unmapped(model, ctx, ids)
+    findings: list[Finding] = unmapped_findings(model, ctx, ids)
 
     # The stream's own bytes: does it end inside a character? (a character is at most 4 bytes: the
     # tail of the last tokens decides)
@@ -297,7 +254,7 @@ def replay(
     runs = [done[k] for k in range(len(detoks))]
     if chars is None:
         chars = inv.CharMap(_reference_chars(ctx, prompt, ids, full))
-    _dropped(runs, detoks, findings)
+    record_dropped(runs, detoks, findings)
 
     if partial:
         from_end, position = 0, len(ids) - 1  # the token whose bytes begin the partial character
