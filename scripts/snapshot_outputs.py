@@ -11,8 +11,10 @@ Two snapshots of the same code are identical; a refactor must leave them byte-id
     python scripts/snapshot_outputs.py --diff /tmp/before.json /tmp/after.json
 
 What is measured rather than computed differs from run to run: ``--diff`` drops compare's ``*seconds*`` and
-``*_per_s`` JSON keys, masks decimals and thousands-separated figures (and the column spacing they move) in rich
-output and "… s" timings, and replaces the checkout's path (transformers names it in a message).
+``*_per_s`` JSON keys (and fuzz's ``calls_per_second``), masks decimals and thousands-separated figures (and the
+column spacing they move) in rich output and "… s" timings, and replaces the checkout's path (transformers names it
+in a message). A throughput under 1,000 MB/s or tokens/s printed without decimals is not masked: a compare table that
+differs there alone differs by measurement (run that target again on both sides).
 """
 
 from __future__ import annotations
@@ -136,8 +138,8 @@ def snapshot(out: Path, only: str | None, commands: list[str] | None = None) -> 
     out.write_text(json.dumps(shots, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
 
 
-#: JSON keys whose values are measured, not computed (compare's load time and throughput).
-_MEASURED = re.compile(r"seconds|_per_s$")
+#: JSON keys whose values are measured, not computed (compare's load time and throughput, fuzz's calls per second).
+_MEASURED = re.compile(r"seconds|_per_s$|_per_second$")
 #: A measured figure in a rich table: a decimal or a number with thousands separators (the columns' widths follow).
 _FIGURE = re.compile(r"\b[0-9][0-9,]*\.[0-9]+\b|\b[0-9]{1,3}(,[0-9]{3})+\b")
 
