@@ -34,7 +34,7 @@ from tokaudit.backends.base import can_encode, decode_batch, encode_batch
 from tokaudit.backends.registry import BACKEND_NAMES, load_backends, parse_backend_list
 from tokaudit.compare.corpus import builtin_corpus, user_corpus
 from tokaudit.compare.run import CompareOptions, compare_model, special_strings
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 
 ROOT = Path(__file__).resolve().parent.parent
 

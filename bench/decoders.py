@@ -29,7 +29,7 @@ from tokenizers import Tokenizer
 from tokaudit.backends.registry import load_backends
 from tokaudit.compare.corpus import builtin_corpus
 from tokaudit.model.text import TokenText
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 from tokaudit.stream.detokenizers import BytesDetok, DecodeContext, TokenBytes
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tokaudit.backends.registry import load_backends
 from tokaudit.oncall.fuzz import FuzzOptions, fuzz_backend, sequences
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -100,7 +100,8 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from tokaudit.artifacts.gguf import read_gguf_tokenizer
 
-    from tokaudit.scan import load_model, scan_model
+    from tokaudit.model.load import load_model
+    from tokaudit.scan.run import scan_model
 
     print(
         f"{'file':<28} {'reader s':>8} {'baseline s':>10} {'ratio':>6} {'scan s':>7} {'ratio':>6} {'scan proc s':>11} "

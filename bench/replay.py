@@ -31,7 +31,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tokaudit.scan import load_model  # noqa: E402 - after sys.path names the checkout
+from tokaudit.model.load import load_model  # noqa: E402 - after sys.path names the checkout
 from tokaudit.stream.detokenizers import DecodeContext, TokenBytes, build_detokenizers, run  # noqa: E402 - after sys.path names the checkout
 from tokaudit.stream.steps import Stream  # noqa: E402 - after sys.path names the checkout
 from tokaudit.stream.replay import load_tokenizer  # noqa: E402 - after sys.path names the checkout

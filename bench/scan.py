@@ -184,7 +184,7 @@ def main() -> None:
 
 #: What a scan of an HF or tiktoken directory imports before its first rule runs (a GGUF adds its reader and
 #: llama.cpp's load; a result-cache miss adds the template engines and regex libraries).
-SCAN_IMPORTS = "import tokaudit.cli.app, tokaudit.cli.scan, tokaudit.scan, tokaudit.rules as r; r.all_rules()"
+SCAN_IMPORTS = "import tokaudit.cli.app, tokaudit.cli.scan, tokaudit.scan.run, tokaudit.rules as r; r.all_rules()"
 
 
 def imports(runs: int) -> None:

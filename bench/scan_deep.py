@@ -47,7 +47,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from tokaudit.backends.pattern import find_pattern
     from tokaudit.checks.token_classes import unreachable_token
-    from tokaudit.scan import load_model
+    from tokaudit.model.load import load_model
 
     model = load_model(args.target)
     pattern = find_pattern(model, None)

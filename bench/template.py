@@ -73,7 +73,7 @@ def best(cmd: list[str], repeat: int) -> tuple[float, float]:
 def raw_render_seconds(target: str, repeat: int) -> float:
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    from tokaudit.scan import load_model
+    from tokaudit.model.load import load_model
     from tokaudit.template.requests import builtin_requests
     from tokaudit.template.source import model_templates, special_token_context
 
@@ -99,7 +99,7 @@ def scan_share(target: str, repeat: int) -> float:
     """The TA8xx rules alone, as scan runs them, on a fresh model each time (the family caches per model)."""
     from tokaudit.checks.registry import run_rules
     from tokaudit.rules import all_rules
-    from tokaudit.scan import load_model
+    from tokaudit.model.load import load_model
 
     rules = [r for r in all_rules() if r.code.startswith("TA8")]
     times = []

@@ -104,7 +104,7 @@ def make_cases(tokenizers: Path) -> None:
     from tokaudit.records import Provenance
     from tokaudit.roundtrip.analysis import profile_render
     from tokaudit.roundtrip.case import build_case
-    from tokaudit.scan import load_model
+    from tokaudit.model.load import load_model
     from tokaudit.template.renders import Budget
     from tokaudit.template.rendering import Renderer
     from tokaudit.template.serving import ServingEncoder

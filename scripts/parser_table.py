@@ -56,7 +56,7 @@ def main() -> None:
     from tokaudit.roundtrip.analysis import ParserChoice, run_template
     from tokaudit.roundtrip.choice import ROUNDTRIP_STACKS, resolve_parsers
     from tokaudit.template.turn import renders_call
-    from tokaudit.scan import load_model
+    from tokaudit.model.load import load_model
     from tokaudit.template.source import TemplateSource
 
     choice = ParserChoice()

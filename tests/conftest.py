@@ -76,7 +76,7 @@ def tree_snapshot(path: Path) -> dict[str, tuple[int, int]]:
 def kimi() -> tuple[object, list[object]]:
     """The Kimi-K2.5-shaped model with its tiktoken and strict backends, loaded once for the session."""
     from tokaudit.backends.registry import load_backends
-    from tokaudit.scan import load_model
+    from tokaudit.model.load import load_model
 
     model = load_model(str(FIXTURES / "kimi-k2.5"))
     return model, load_backends(model, ["tiktoken", "strict"])
@@ -113,7 +113,7 @@ def vocab_files() -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def replay_models():
     """``get(target)``: the model and replay's full decode tokenizer (a LoadedTokenizer), loaded once per module."""
-    from tokaudit.scan import load_model
+    from tokaudit.model.load import load_model
     from tokaudit.stream.replay import load_tokenizer
 
     cache: dict = {}

@@ -121,7 +121,7 @@ def marker_tokenizer(
 def kimi_tokenizer(dest: Path) -> Path:
     """The Kimi-K2.5-shaped fixture as a tokenizer.json (built by tokaudit from its ranks and added tokens, special
     flags kept) for a stack that loads tokenizer.json without Kimi's remote code."""
-    from tokaudit.scan import load_model
+    from tokaudit.model.load import load_model
     from tokaudit.stream.replay import load_tokenizer
 
     model = load_model(str(ROOT / "fixtures" / "kimi-k2.5"))

@@ -14,7 +14,8 @@ LAYERS = (
     {"__init__", "errors", "ids", "catalog", "collector", "result_cache", "worker", "records", "jinja_generation"},
     {"rule_docs"},  # the rule pages (docs/rules): read by the SARIF renderer and `tokaudit rule`
     {"artifacts", "fleet", "parsers"},  # parsers: the stacks' tool-call/reasoning grammars, plain text in and out
-    {"source", "config", "model"},
+    {"source", "config"},
+    {"model"},  # model.load: resolve a target (source) and build its model
     {"backends", "report"},
     {"checks"},
     {"compare", "stream", "template"},

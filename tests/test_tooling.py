@@ -127,7 +127,7 @@ _BACKEND_CASES = {
 def test_every_backend_has_a_row_and_its_own_loader(monkeypatch: pytest.MonkeyPatch) -> None:
     from tokaudit.backends.kinds import BACKENDS
     from tokaudit.backends.registry import BACKEND_NAMES, GGUF_BACKENDS, NEEDS, load_backends
-    from tokaudit.scan import load_model
+    from tokaudit.model.load import load_model
 
     assert list(BACKENDS) == list(BACKEND_NAMES) and set(_BACKEND_CASES) == set(BACKENDS)
     assert GGUF_BACKENDS == ("llama.cpp", "transformers-gguf") and NEEDS["transformers-gguf"] == (

@@ -17,7 +17,7 @@ from tokaudit.artifacts.tokenizer_json import GPT2_PATTERN
 from tokaudit.artifacts.sentencepiece_model import PieceType, parse_sentencepiece
 from tokaudit.backends.base import call
 from tokaudit.backends.registry import load_backends, parse_backend_list
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 
 LLAMA = FIXTURES / "spm-llama-like"
 UNIGRAM = FIXTURES / "spm-unigram"

@@ -18,7 +18,7 @@ from tokaudit.backends.registry import LoadedBackend, load_backends
 from tokaudit.backends.vocab import byte_vocab
 from tokaudit.compare.unknown_ids import answer
 from tokaudit.model.tokenizer_model import TokenizerModel
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 
 KIMI = FIXTURES / "kimi-k2.5"
 #: Rank-file fixtures (tiktoken.model, tekken.json), and one without ranks (nothing to cut down).

@@ -15,7 +15,7 @@ from tests.conftest import FIXTURES, run_cli, tree_snapshot
 from tokaudit.backends.base import UnknownId, call, decode_batch, encode_batch
 from tokaudit.backends.registry import load_backends
 from tokaudit.backends.vocab import byte_vocab
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 
 SAME = FIXTURES / "compare" / "same"
 TEXTS = ["Hello world, it's 2024!", "中文 and カタカナ <|im_end|>", "", "  \n\t x 👍🏽", "<|endoftext|><|im_start|>"]
@@ -133,7 +133,7 @@ def test_transformers_unavailable_reason_names_the_extra_when_missing() -> None:
     code = (
         "import sys; sys.modules['transformers'] = None\n"
         "from tokaudit.backends.registry import load_backends\n"
-        "from tokaudit.scan import load_model\n"
+        "from tokaudit.model.load import load_model\n"
         f"(lb,) = load_backends(load_model({str(SAME)!r}), ['transformers-fast'])\n"
         "print(lb.unavailable)"
     )

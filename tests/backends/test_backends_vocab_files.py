@@ -6,7 +6,7 @@ import json
 
 from tests.conftest import FIXTURES, run_cli
 from tokaudit.backends.registry import load_backends
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 
 TEXTS = ["Hello world, 世界", "def f(x):\n    return x  # done", "  spaces   and\ttabs", "<|endoftext|> after"]
 

@@ -16,7 +16,7 @@ from tokenizers import Tokenizer  # noqa: E402 - after the importorskip: the fil
 
 from tests.conftest import FIXTURES, run_cli  # noqa: E402 - after the importorskip: the file skips without fastokens
 from tokaudit.backends.registry import load_backends, parse_backend_list  # noqa: E402 - after the importorskip: the file skips without fastokens
-from tokaudit.scan import load_model  # noqa: E402 - after the importorskip: the file skips without fastokens
+from tokaudit.model.load import load_model  # noqa: E402 - after the importorskip: the file skips without fastokens
 
 LOADS = FIXTURES / "spm-llama-like"
 REFUSED = FIXTURES / "fastokens" / "refused-unigram"

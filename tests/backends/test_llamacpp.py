@@ -96,7 +96,7 @@ def test_faithful_conversion_encodes_as_hf_and_decodes_apart_only_by_clean_space
     from tokaudit.backends.registry import load_backends
     from tokaudit.compare.corpus import builtin_corpus
     from tokaudit.compare.run import special_strings
-    from tokaudit.scan import load_model
+    from tokaudit.model.load import load_model
 
     model = load_model(str(CLEAN), None)
     hf, llama = (lb.backend for lb in load_backends(model, ["hf", "llama.cpp"], gguf=GGUF))

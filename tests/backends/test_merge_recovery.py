@@ -11,7 +11,7 @@ from tokaudit.backends.hf_backend import merge_ids, recover_merges, tokenizer_fr
 from tokaudit.backends.pattern import find_pattern
 from tokaudit.backends.registry import load_backends
 from tokaudit.backends.vocab import byte_vocab
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 
 TEXTS = [
     "Hello world, it's 2024!",

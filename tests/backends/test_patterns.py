@@ -16,7 +16,7 @@ from tests.conftest import FIXTURES, run_cli
 from tokaudit.artifacts.pattern import published_encodings, search_pattern
 from tokaudit.artifacts.remote_code import parse_remote_code
 from tokaudit.backends.pattern import divergences, translate_for_onig
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 
 PATTERNS = FIXTURES / "patterns"
 SAME_PATTERN = json.loads((FIXTURES / "compare" / "same" / "tokenizer.json").read_text())["pre_tokenizer"][

@@ -15,7 +15,7 @@ from tokenizers import Tokenizer
 from tests.conftest import FIXTURES, run_cli
 from tokaudit.artifacts.safe_files import read_text
 from tokaudit.backends.hf_backend import HFBackend, tokenizer_from_parsed
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 
 TEXTS = [
     "Hello world, it's 2024!",

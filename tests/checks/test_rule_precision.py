@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.conftest import FIXTURES, run_cli
 from tokaudit.compare.triage import NORMALIZER, REAL, UNKNOWN, triage_for
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 
 DEC = FIXTURES / "decoders"
 

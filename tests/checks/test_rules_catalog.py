@@ -10,7 +10,7 @@ from tokenizers import Tokenizer
 from tests.conftest import FIXTURES, run_cli
 from tokaudit.backends.registry import load_backends
 from tokaudit.rules import all_rules
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 
 RULES = FIXTURES / "rules"
 TINY = FIXTURES / "tiny-tiktoken"

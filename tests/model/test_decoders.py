@@ -17,7 +17,7 @@ from tokaudit.artifacts.decoder_chain import parse_decoder
 from tokaudit.model.decoding import PieceStream, decode
 from tokaudit.backends.registry import load_backends
 from tokaudit.model.text import TokenText
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 
 DEC = FIXTURES / "decoders"
 GEMMA, MISTRAL, BERT_JSON = DEC / "gemma-like", DEC / "mistral-like", DEC / "bert-json"

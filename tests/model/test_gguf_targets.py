@@ -31,7 +31,7 @@ def _error_line(*args: object) -> str:
 
 
 def test_a_gguf_file_is_a_model_like_any_other() -> None:
-    from tokaudit.scan import load_model
+    from tokaudit.model.load import load_model
 
     model = load_model(str(GGUF))
     hf = load_model(str(FIXTURES / "clean-bpe"))
@@ -67,7 +67,7 @@ def test_directory_forms(tmp_path: Path) -> None:
     split.mkdir()
     shutil.copy(GGUF, split / "m-00001-of-00002.gguf")
     (split / "m-00002-of-00002.gguf").write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 0))
-    from tokaudit.scan import load_model
+    from tokaudit.model.load import load_model
 
     for target in (split, split / "m-00002-of-00002.gguf"):  # the directory or any shard: the first is read
         assert load_model(str(target)).artifacts.gguf.path.name == "m-00001-of-00002.gguf"  # type: ignore[union-attr]

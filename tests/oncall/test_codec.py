@@ -12,7 +12,7 @@ from tests.conftest import FIXTURES, run_cli, tree_snapshot
 from tokaudit.oncall.codec import gateway_backend
 from tokaudit.report.report import TargetResult
 from tokaudit.report.rich_oncall import decode_section
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 
 TINY = FIXTURES / "tiny-tiktoken"
 CLEAN = FIXTURES / "clean-bpe"

@@ -10,7 +10,7 @@ from tests.conftest import FIXTURES, run_cli, tree_snapshot
 from tokaudit.backends.registry import load_backends
 from tokaudit.oncall.fuzz import FuzzOptions, fuzz, sequences
 from tokaudit.oncall.shrink import Shrinker
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 
 KIMI = FIXTURES / "kimi-k2.5"
 TINY = FIXTURES / "tiny-tiktoken"

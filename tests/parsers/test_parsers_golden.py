@@ -121,7 +121,7 @@ _BUILT = {"kimi-k2.5": parser_data.kimi_tokenizer, "glm-4.6-markers": parser_dat
 
 @lru_cache(maxsize=None)
 def _model(tokenizer: str) -> Any:
-    from tokaudit.scan import load_model
+    from tokaudit.model.load import load_model
 
     if tokenizer in _BUILT:
         path = _BUILT[tokenizer](Path(tempfile.mkdtemp(prefix="tokaudit-golden-")) / tokenizer)

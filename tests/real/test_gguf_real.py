@@ -126,7 +126,7 @@ def test_detokenize_port_equals_llamacpp_on_the_golden_ids(vocab_files: dict[str
     from tokaudit.backends.llamacpp_backend import LlamaCppBackend
     from tokaudit.backends.strict import StrictBackend
     from tokaudit.compare.golden import read_golden
-    from tokaudit.scan import load_model
+    from tokaudit.model.load import load_model
 
     path = vocab_files[name]
     real, strict = LlamaCppBackend.load(path), StrictBackend(load_model(str(path)))

@@ -90,7 +90,7 @@ def test_hf_and_llamacpp_parity_on_the_same_model(
     from tokaudit.compare.corpus import builtin_corpus
     from tokaudit.compare.golden import read_golden
     from tokaudit.compare.run import special_strings
-    from tokaudit.scan import load_model
+    from tokaudit.model.load import load_model
 
     gguf = vocab_files[vocab]
     model = load_model(str(fetch_module().default_cache() / "models" / hf_dir), None)

@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import run_cli
 from tests.real import realkit
 from tests.stream.test_replay_bulk import _replayed_decodestream, _same_run, _stepped_decodestream
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 from tokaudit.stream.replay import load_tokenizer
 
 pytestmark = pytest.mark.real

@@ -12,7 +12,7 @@ from tests.backends.test_merge_recovery import TEXTS, definition
 from tokaudit.backends.hf_backend import recover_merges
 from tokaudit.backends.registry import load_backends
 from tokaudit.backends.vocab import byte_vocab
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 
 pytestmark = pytest.mark.real
 

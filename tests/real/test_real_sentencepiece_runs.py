@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import run_cli
 from tokaudit.backends.sentencepiece_backend import tokenizer_from_sentencepiece
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 
 pytestmark = pytest.mark.real
 

@@ -723,7 +723,7 @@ def templates(real_dirs: dict[str, Path]) -> dict[str, TemplateRun]:
     except fetch.OfflineError as exc:
         pytest.skip(f"llama.cpp's templates cannot be downloaded: {exc}")
     if not _RUNS:
-        from tokaudit.scan import load_model
+        from tokaudit.model.load import load_model
 
         models: dict[str, Any] = {}
         start = time.perf_counter()

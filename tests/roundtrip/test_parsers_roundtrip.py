@@ -37,7 +37,7 @@ def _tokenizer(name: str) -> Path:
 
 
 def _run(template: str, tokenizer: Path, choice: ParserChoice = ParserChoice()) -> ParserRun:
-    from tokaudit.scan import load_model
+    from tokaudit.model.load import load_model
 
     source = TemplateSource("default", _template(template), Provenance("chat_template.jinja", line=1))
     return run_template(load_model(str(tokenizer)), source, choice)
@@ -516,7 +516,7 @@ def test_replay_runs_the_stack_parser_on_the_stream_as_captured(tmp_path: Path) 
 def test_a_template_that_prints_arguments_as_they_come_is_rendered_with_the_json_string() -> None:
     """The Kimi-K2.5 fixture's template prints ``arguments`` as given: vLLM's dict would come out as Python's repr, so
     the turn the model learnt is rendered from the JSON string, and kimi_k2 recovers it."""
-    from tokaudit.scan import load_model
+    from tokaudit.model.load import load_model
     from tokaudit.template.source import model_templates
 
     model = load_model(str(ROOT / "fixtures" / "kimi-k2.5"))

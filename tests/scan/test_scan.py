@@ -262,7 +262,8 @@ def test_closed_stdout_pipe_keeps_the_exit_code(fmt: str) -> None:
 _COLLECTOR_PROBE = """
 import gc, sys
 {setup}
-from tokaudit.scan import load_model, scan_model
+from tokaudit.model.load import load_model
+from tokaudit.scan.run import scan_model
 model = load_model({target!r})
 scan_model(model)
 print(gc.get_freeze_count(), gc.isenabled())

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import FIXTURES, run_cli, tree_snapshot
 from tokaudit.backends.registry import load_backends
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 
 TINY = FIXTURES / "tiny-tiktoken"
 STREAMS = FIXTURES / "streams"

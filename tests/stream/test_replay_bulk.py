@@ -13,7 +13,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import FIXTURES
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 from tokaudit.stream.detokenizers import INITIAL_OFFSET, REPLACEMENT, build_detokenizers, run
 from tokaudit.stream.readers import read_stream
 from tokaudit.stream.steps import Stream

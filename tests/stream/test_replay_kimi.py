@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tests.conftest import FIXTURES, run_cli, tree_snapshot
-from tokaudit.scan import load_model
+from tokaudit.model.load import load_model
 from tokaudit.stream.readers import read_stream
 from tokaudit.stream.replay import ReplayOptions, load_tokenizer, replay
 

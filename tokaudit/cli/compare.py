@@ -118,7 +118,7 @@ def compare(
         from tokaudit.backends.registry import gguf_option, parse_backend_list
         from tokaudit.compare.run import CompareOptions, compare_model
         from tokaudit.report.report import Report
-        from tokaudit.scan import load_model
+        from tokaudit.model.load import load_model
 
         options = CompareOptions(
             backends=parse_backend_list(backends),

@@ -93,7 +93,7 @@ def decode(
         from tokaudit.backends.registry import gguf_option
         from tokaudit.oncall.codec import decode_ids, pick_backend
         from tokaudit.report.report import Report
-        from tokaudit.scan import load_model
+        from tokaudit.model.load import load_model
 
         token_ids, source = _read_ids(ids, stream_format)
         if len(token_ids) > MAX_DECODE_IDS:
@@ -105,7 +105,7 @@ def decode(
         model = load_model(target, revision)
         lb = pick_backend(model, backend, encode=False, ids=token_ids, gguf=gguf_option(gguf))
         result, findings = decode_ids(model, lb, token_ids, skip_special_tokens, source)
-        emit(Report("decode", [result], findings), fmt, output, fail_on, quiet, color)
+        emit(Report("decode", [result], findings, reports_only=True), fmt, output, fail_on, quiet, color)
 
 
 def encode(
@@ -136,10 +136,10 @@ def encode(
         from tokaudit.backends.registry import gguf_option
         from tokaudit.oncall.codec import encode_text, pick_backend
         from tokaudit.report.report import Report
-        from tokaudit.scan import load_model
+        from tokaudit.model.load import load_model
 
         text = read_text_arg(text)
         model = load_model(target, revision)
         lb = pick_backend(model, backend, encode=True, pat_str=pat_str, text=text, gguf=gguf_option(gguf))
         result, findings = encode_text(model, lb, text)
-        emit(Report("encode", [result], findings), fmt, output, fail_on, quiet, color)
+        emit(Report("encode", [result], findings, reports_only=True), fmt, output, fail_on, quiet, color)

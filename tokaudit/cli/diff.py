@@ -122,7 +122,7 @@ def diff(
         from tokaudit.oncall.diff import diff_models
         from tokaudit.oncall.gguf_diff import conversion_diff, is_conversion_pair
         from tokaudit.report.report import Report, TargetResult
-        from tokaudit.scan import load_model
+        from tokaudit.model.load import load_model
         from tokaudit.source.resolve import same_files
 
         if corpus is None and (write_counts or counts_baseline):

@@ -84,7 +84,7 @@ def explain(
         from tokaudit.oncall.explain import backend_names, resolve
         from tokaudit.oncall.explain import explain as explain_ids
         from tokaudit.report.report import Report
-        from tokaudit.scan import load_model
+        from tokaudit.model.load import load_model
 
         names = backend_names(backends, all_backends)
         model = load_model(target, revision)
@@ -101,4 +101,11 @@ def explain(
                 for_ids=[i for _, i in pairs],
                 gguf=gguf_option(gguf),
             )
-        emit(Report("explain", [explain_ids(model, loaded, pairs)], []), fmt, output, fail_on, quiet, color)
+        emit(
+            Report("explain", [explain_ids(model, loaded, pairs)], [], reports_only=True),
+            fmt,
+            output,
+            fail_on,
+            quiet,
+            color,
+        )

@@ -59,7 +59,7 @@ def fuzz(
         from tokaudit.oncall.fuzz import FuzzOptions
         from tokaudit.oncall.fuzz import fuzz as run_fuzz
         from tokaudit.report.report import Report
-        from tokaudit.scan import load_model
+        from tokaudit.model.load import load_model
 
         within_limit(max_length, "--max-length")
         within_limit(iterations, "--iterations")

@@ -121,7 +121,7 @@ def replay(
         from tokaudit.artifacts.safe_files import is_existing_file
         from tokaudit.backends.registry import gguf_option
         from tokaudit.report.report import Report
-        from tokaudit.scan import load_model
+        from tokaudit.model.load import load_model
         from tokaudit.stream.detokenizers import parse_detokenizer_list
         from tokaudit.stream.readers import parse_stream, read_stream
         from tokaudit.stream.replay import ReplayOptions, replay_result

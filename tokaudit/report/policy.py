@@ -73,6 +73,28 @@ def validate(selectors: Sequence[str], known: Sequence[tuple[str, str]], where: 
         raise InputError(f"unknown rule {s!r}{hint}", file=file, key=where)
 
 
+@dataclass(frozen=True)
+class PolicyCounts:
+    """What the policy did to one target's findings, and the files it read (a result's ``policy`` key)."""
+
+    #: findings a ``[tool.tokaudit]`` per-target ignore dropped
+    suppressed: int
+    #: findings the baseline held
+    baselined: int
+    #: the configuration file read, if any
+    config: str | None = None
+    #: the baseline file read, if any
+    baseline: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "suppressed": self.suppressed,
+            "baselined": self.baselined,
+            "config": self.config,
+            "baseline": self.baseline,
+        }
+
+
 @dataclass
 class PolicyOutcome:
     """The findings the policy keeps, and how many it suppressed or baselined per target."""

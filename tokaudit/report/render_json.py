@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from tokaudit.report.report import Report, TargetResult, tool_version, versions
+from tokaudit.report.report import CommandResult, Report, TargetResult, tool_version, versions
 
 #: Version of the document's shape, described by ``tokaudit/report/report.schema.json``: raised when a key
 #: changes meaning or goes away (new keys do not raise it).
@@ -21,16 +21,17 @@ def report_document(report: Report) -> dict[str, Any]:
         "findings": [f.to_json() for f in report.findings],
         "summary": report.summary(),
     }
+    keys = [r.to_json() for r in report.results]
     if len(report.results) == 1:
         doc["origin"] = _origin(report.results[0])
-        doc.update(report.results[0].data)
-    doc["targets"] = [{"target": r.target, "origin": _origin(r), **r.data} for r in report.results]
+        doc.update(keys[0])
+    doc["targets"] = [{"target": r.target, "origin": _origin(r), **k} for r, k in zip(report.results, keys)]
     if report.unreadable:
         doc["unreadable"] = [{"target": t, "error": e} for t, e in report.unreadable.items()]
     return doc
 
 
-def _origin(result: TargetResult) -> dict[str, Any] | None:
+def _origin(result: CommandResult | TargetResult) -> dict[str, Any] | None:
     """Where the target's files came from: the key baselines know it by and, for a Hub repo id, the revision
     asked for, the commit it resolved to and its web address."""
     return result.source.to_json() if result.source is not None else None

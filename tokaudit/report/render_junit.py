@@ -52,8 +52,8 @@ def junit_tree(report: Report, fail_on: str) -> ET.Element:
     for result in report.results:
         findings = [f for f in report.findings if f.target == result.target]
         cases: dict[str, tuple[str, list[Finding]]] = {}
-        for r in result.data.get("rules", []):
-            cases[r["code"]] = (r["name"], [])
+        for code, name in result.rules:
+            cases[code] = (name, [])
         for f in findings:
             cases.setdefault(f.code, (f.name, []))[1].append(f)
         if not cases:
@@ -67,10 +67,10 @@ def junit_tree(report: Report, fail_on: str) -> ET.Element:
             for key, value in result.source.to_json().items():
                 if value is not None:
                     ET.SubElement(props, "property", name=f"source.{key}", value=_xml(str(value)))
-        policy = result.data.get("policy")
+        policy = result.policy
         if policy is not None:  # findings the policy dropped are not cases, but they are not invisible either
-            ET.SubElement(props, "property", name="suppressed.baselined", value=str(policy.get("baselined", 0)))
-            ET.SubElement(props, "property", name="suppressed.ignored", value=str(policy.get("suppressed", 0)))
+            ET.SubElement(props, "property", name="suppressed.baselined", value=str(policy.baselined))
+            ET.SubElement(props, "property", name="suppressed.ignored", value=str(policy.suppressed))
         suite_failed = 0
         for code in sorted(cases):
             name, found = cases[code]

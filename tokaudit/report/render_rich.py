@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TextIO
 
 from rich.console import Console
 from rich.padding import Padding
@@ -15,18 +15,14 @@ from rich.text import Text
 
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.locations import finding_path
-from tokaudit.report.report import Report, TargetResult
-from tokaudit.report.rich_layout import key_value
-from tokaudit.report.text import safe, severity_counts, visible
+from tokaudit.report.report import CommandResult, Report, TargetResult
+from tokaudit.report.text import safe, severity_counts
 
 SEVERITY_STYLE = {
     Severity.ERROR: "bold white on red",
     Severity.WARNING: "bold black on yellow",
     Severity.NOTE: "bold white on blue",
 }
-
-Section = Callable[[Console, TargetResult], None]
-
 
 #: Width of a report written to a file or a pipe when ``COLUMNS`` is not set.
 PIPE_WIDTH = 120
@@ -102,158 +98,43 @@ def make_console(stream: TextIO, color: str = "auto") -> Console:
     return _ReportConsole(**options, force_terminal=True if terminal else None)  # type: ignore[arg-type]
 
 
-def _kv(console: Console, key: str, value: str | Text) -> None:
-    key_value(console, key, value)
+def _legacy_section(command: str) -> Callable[[Console, TargetResult], None] | None:
+    """The view of a result still given as a dict (:class:`TargetResult`), by its command's name. Transitional:
+    the last of issue 33's session-5 helpers A and B to land removes this lookup, once every command's result
+    is typed and draws itself (:meth:`CommandResult.rich`)."""
+    if command == "replay":
+        from tokaudit.report.rich_replay import replay_section
 
+        return replay_section
+    if command == "compare":
+        from tokaudit.report.rich_compare import compare_section
 
-def scan_section(console: Console, result: TargetResult) -> None:
-    vocab: dict[str, Any] = result.data["vocab"]
-    sizes = vocab["sizes"]
-    declared = vocab["declared_size"]
-    _kv(
-        console,
-        "vocabulary",
-        f"{vocab['vocab_artifact']} · declared size "
-        f"{declared if declared is not None else '—'} ({vocab['declared_by']})",
-    )
-    labels = {
-        "entries": "entries",
-        "max_rank_plus_one": "max rank+1",
-        "max_added_plus_one": "max added id+1",
-        "config_vocab_size": "config vocab_size",
-        "embedding_rows": "embedding rows",
+        return compare_section
+    if command == "template":
+        from tokaudit.report.rich_template import template_section
+
+        return template_section
+    from tokaudit.report import rich_oncall
+
+    sections: dict[str, Callable[[Console, TargetResult], None]] = {
+        "explain": rich_oncall.explain_section,
+        "decode": rich_oncall.decode_section,
+        "encode": rich_oncall.encode_section,
+        "fuzz": rich_oncall.fuzz_section,
+        "diff": rich_oncall.diff_section,
     }
-    _kv(
-        console,
-        "sizes",
-        " · ".join(f"{label} {sizes[k] if sizes[k] is not None else '—'}" for k, label in labels.items()),
-    )
-    profiles = " │ ".join(
-        f"{name}: {p['mapped']} mapped, {p['unmapped']} unmapped" for name, p in vocab["profiles"].items()
-    )
-    _kv(console, "id tables", profiles)
-    files = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
-    for row in result.data["artifacts"]:
-        files.add_row(
-            Text(safe(row["file"])),
-            Text(row["kind"], style="dim"),
-            Text("" if row["entries"] is None else str(row["entries"])),
-        )
-    console.print(Text("  artifacts", style="bold"))
-    console.print(Padding(files, (0, 0, 0, 4), expand=False))
-    if result.data.get("loaders"):
-        _loader_table(console, result.data["loaders"])
-    if result.data.get("gguf"):
-        _gguf_section(console, result.data["gguf"])
+    return sections.get(command)
 
 
-def _tok(entry: dict[str, Any] | None) -> Text:
-    if entry is None or entry.get("id") is None:
-        return Text("—", style="dim")
-    out = Text(str(entry["id"]))
-    if entry.get("token") is not None:
-        out.append(" ")
-        out.append(visible(entry["token"]), style="cyan")
-    return out
-
-
-def _toks(entries: list[dict[str, Any]]) -> Text:
-    """``id token, id token``, or a dim dash for none."""
-    out = Text()
-    for k, e in enumerate(entries):
-        if k:
-            out.append(", ")
-        out.append_text(_tok(e))
-    return out or Text("—", style="dim")
-
-
-def _stops(who: str, value: bool) -> Text:
-    out = Text(f"{who}: ")
-    out.append(
-        "stops" if value else "never stop" + ("s" if who == "llama.cpp" else ""), style="green" if value else "red"
-    )
-    return out
-
-
-def _gguf_section(console: Console, g: dict[str, Any]) -> None:
-    """llama.cpp's view of the GGUF: flags, and the three stop sets side by side."""
-    console.print(Text("  llama.cpp (GGUF)", style="bold"))
-    pre = g["pre"] if g["pre"] is not None else "none"
-    head = f"{g['file']} · v{g['version']} {g['byte_order']}-endian · {g['model']} ({g['vocab_type'] or 'unknown'})"
-    if g["vocab_type"] == "BPE":
-        head += f" · pre {pre} ({g['pre_state']}{', ' + g['pre_family'] if g['pre_family'] else ''})"
-    key_value(console, "file", head, indent=4, key_width=9)
-    flags = " · ".join(f"{k} {str(v['value']).lower()}" for k, v in g["flags"].items())
-    key_value(console, "flags", flags, indent=4, key_width=9)
-    if g["load_error"]:
-        key_value(
-            console,
-            "load",
-            Text(safe(f"llama.cpp refuses this file: {g['load_error']}"), style="red"),
-            indent=4,
-            key_width=9,
-        )
-    table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1), pad_edge=False)
-    for col in ("who stops", "on"):
-        table.add_column(col, overflow="fold")
-    table.add_row(Text("llama.cpp (its EOG set)"), _toks(g["eog"]))
-    table.add_row(Text("runtimes reading only the eos id"), _toks(g["eos_ids"]))
-    turn = g["end_of_turn"]
-    if turn is not None:
-        row = _tok(turn) if turn["id"] is not None else Text(visible(turn["token"]) + " (not a token)")
-        row.append("  ")
-        row.append_text(_stops("llama.cpp", turn["llamacpp_stops"]))
-        row.append(" · ")
-        row.append_text(_stops("eos-only runtimes", turn["eos_only_runtimes_stop"]))
-        table.add_row(Text("the chat template's end of turn"), row)
-    console.print(Padding(table, (0, 0, 0, 4), expand=False))
-
-
-def _loader_table(console: Console, loaders: list[dict[str, Any]]) -> None:
-    """Which files each loader reads by its precedence, and whether it sees a gap."""
-    table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1), pad_edge=False)
-    for col in ("loader", "gap", "files (and the rule that picked them)"):
-        table.add_column(col, overflow="fold")  # a narrow terminal wraps file names, never cuts them
-    for row in loaders:
-        if row["sees_gap"] is None:
-            gap = Text("cannot load", style="yellow")
-        elif row["sees_gap"]:
-            gap = Text(f"{row['unmapped']} unmapped", style="red")
-        else:
-            gap = Text("none", style="green")
-        files = Text(", ".join(row["files"]) or "—")
-        files.append("\n")
-        files.append(row["rule"], style="dim")
-        table.add_row(Text(row["loader"]), gap, files)
-    console.print(Text("  loaders", style="bold"))
-    console.print(Padding(table, (0, 0, 0, 4), expand=False))
-
-
-SECTIONS: dict[str, Section] = {"scan": scan_section}
-
-from tokaudit.report.rich_replay import replay_section  # noqa: E402 - after SECTIONS: the section modules import this module's helpers
-
-SECTIONS["replay"] = replay_section
-
-from tokaudit.report.rich_compare import compare_section  # noqa: E402 - after SECTIONS: the section modules import this module's helpers
-
-SECTIONS["compare"] = compare_section
-
-from tokaudit.report.rich_oncall import (  # noqa: E402 - after SECTIONS: the section modules import this module's helpers
-    decode_section,
-    diff_section,
-    encode_section,
-    explain_section,
-    fuzz_section,
-)
-
-SECTIONS.update(
-    explain=explain_section, decode=decode_section, encode=encode_section, fuzz=fuzz_section, diff=diff_section
-)
-
-from tokaudit.report.rich_template import template_section  # noqa: E402 - after SECTIONS: the section modules import this module's helpers
-
-SECTIONS["template"] = template_section
+def _section(console: Console, result: CommandResult | TargetResult, command: str) -> None:
+    if not isinstance(result, TargetResult):
+        result.rich(console)
+        console.print()
+        return
+    section = _legacy_section(command)
+    if section is not None:
+        section(console, result)
+        console.print()
 
 
 def _finding(console: Console, f: Finding) -> None:
@@ -321,7 +202,7 @@ def closing_summary(report: Report, fail_on: str) -> list[Text]:
 _SUMMARY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow", Severity.NOTE: "bold blue"}
 
 
-def _at_commit(result: TargetResult) -> str:
+def _at_commit(result: CommandResult | TargetResult) -> str:
     """`` @ 0123456789ab (main)`` for a Hub target: the commit it resolved to and the revision asked for."""
     source = result.source
     if source is None or source.repo_id is None or source.commit is None:
@@ -369,10 +250,8 @@ def render_rich(
         findings = [f for f in report.findings if f.target == result.target]
         if not quiet or (len(report.results) > 1 and findings):
             console.print(_heading(report.command, result.target + _at_commit(result)))
-        section = SECTIONS.get(report.command)
-        if section and not quiet:
-            section(console, result)
-            console.print()
+        if not quiet:
+            _section(console, result, report.command)
         for f in sorted(findings, key=lambda f: (-f.severity.rank, f.code)):
             _finding(console, f)
             console.print()

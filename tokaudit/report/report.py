@@ -3,29 +3,81 @@
 from __future__ import annotations
 
 import platform
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tokaudit import __version__
 from tokaudit.report.finding import Finding, Severity
+from tokaudit.report.policy import PolicyCounts
 from tokaudit.result_cache import installed_version  # its home is the bottom layer; imported from here too
 
 #: ``--fail-on`` values: the lowest severity that fails the run ("never": nothing does).
 FAIL_ON = ("error", "warning", "note", "never")
 
-#: Commands that report rather than judge: no PASS/FAIL verdict unless they raised a finding.
-REPORT_ONLY = frozenset({"explain", "decode", "encode"})
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+class CommandResult(Protocol):
+    """One target's result of a command, as every renderer reads it. Each command defines its own (frozen
+    dataclasses beside the command: ``tokaudit/scan/result.py``'s ``ScanResult``, ...); the renderers of
+    ``report/`` read only what this protocol names, never a command's fields."""
+
+    @property
+    def target(self) -> str: ...
+
+    #: Where the target's files came from (``TokenizerModel.source``, a :class:`tokaudit.source.resolve.Source`):
+    #: its path, Hub repo and resolved commit, the key baselines know it by. None when a core built no model.
+    @property
+    def source(self) -> Any: ...
+
+    #: What the command could not check (an engine or backend that is not installed or cannot load the model).
+    @property
+    def not_checked(self) -> Sequence[str]: ...
+
+    #: What the policy dropped for this target and the files it read; None when no policy ran.
+    @property
+    def policy(self) -> PolicyCounts | None: ...
+
+    #: ``(code, name)`` of each rule the command ran (JUnit's test cases), empty when it runs no rules.
+    @property
+    def rules(self) -> Sequence[tuple[str, str]]: ...
+
+    def to_json(self) -> dict[str, Any]:
+        """The target's keys of ``--format json`` (``report.schema.json``), in their order."""
+        ...
+
+    def rich(self, console: Console) -> None:
+        """The target's section of the rich report (layout only: every value comes from the result)."""
+        ...
 
 
 @dataclass
 class TargetResult:
-    """One target's command-specific data (scan: artifacts, vocab; replay: stream, ...)."""
+    """A result as a plain dict of today's JSON keys: the transitional form of the commands not yet typed
+    (replay, compare, explain/decode/encode/fuzz/diff). ``render_rich`` finds its view by the command's name
+    (``_legacy_section``); the last of issue 33's session-5 helpers A and B to land removes this class and that
+    lookup, once every command returns a :class:`CommandResult` of its own."""
 
     target: str
     data: dict[str, Any] = field(default_factory=dict)
-    #: Where the target's files came from (``TokenizerModel.source``, a :class:`tokaudit.source.resolve.Source`):
-    #: its path, Hub repo and resolved commit, the key baselines know it by. None when a core built no model.
     source: Any = None
+
+    @property
+    def not_checked(self) -> Sequence[str]:
+        return self.data.get("not_checked") or ()
+
+    @property
+    def policy(self) -> PolicyCounts | None:
+        return None
+
+    @property
+    def rules(self) -> Sequence[tuple[str, str]]:
+        return ()
+
+    def to_json(self) -> dict[str, Any]:
+        return self.data
 
 
 @dataclass
@@ -33,10 +85,13 @@ class Report:
     """What one command reports: a result per target, and the findings."""
 
     command: str
-    results: list[TargetResult]
+    results: Sequence[CommandResult | TargetResult]
     findings: list[Finding]
     #: Targets that could not be read (a scan of several goes on without them): target -> the error line.
     unreadable: dict[str, str] = field(default_factory=dict)
+    #: A command that reports rather than judges (explain, decode, encode): no PASS/FAIL verdict unless it raised
+    #: a finding. Said by the command that builds the report.
+    reports_only: bool = False
 
     @property
     def targets(self) -> list[str]:
@@ -63,21 +118,21 @@ class Report:
     @property
     def judged(self) -> bool:
         """Whether the report ends in a verdict (a command that only reports does when it found something)."""
-        return self.command not in REPORT_ONLY or bool(self.findings)
+        return not self.reports_only or bool(self.findings)
 
     def not_checked(self) -> list[str]:
         """What the command could not check, over every target (an engine or backend that is not installed or
         cannot load the model): each result's ``not_checked``, in order, once."""
-        return list(dict.fromkeys(item for r in self.results for item in r.data.get("not_checked") or ()))
+        return list(dict.fromkeys(item for r in self.results for item in r.not_checked))
 
     def suppressed(self) -> dict[str, int]:
         """Findings the policy dropped, over every target: ``baselined`` (in ``--baseline``) and
         ``ignored`` (a ``[tool.tokaudit]`` per-target ignore)."""
         out = {"baselined": 0, "ignored": 0}
         for r in self.results:
-            policy = r.data.get("policy") or {}
-            out["baselined"] += policy.get("baselined", 0)
-            out["ignored"] += policy.get("suppressed", 0)
+            if r.policy is not None:
+                out["baselined"] += r.policy.baselined
+                out["ignored"] += r.policy.suppressed
         return out
 
 
