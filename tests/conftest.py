@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -34,15 +37,71 @@ def run_cli(*args: str, input: str | None = None, env: dict[str, str] | None = N
     return Result(result.exit_code, result.stdout, result.stderr)
 
 
+#: Test files whose tests share work that a process does once: a module-scoped fixture (a wheel build, a loaded
+#: model, the 70 templates rendered). Under ``--dist loadgroup`` each runs on one worker, so that work is done once,
+#: not once per worker. pytest_collection_modifyitems fails the run for a module-scoped fixture outside this list.
+SHARED_WORK_FILES = frozenset(
+    {
+        "tests/backends/test_merge_recovery.py",
+        "tests/checks/test_rules_kimi.py",
+        "tests/real/test_llamacpp_engine_real.py",
+        "tests/real/test_templates_real.py",
+        "tests/stream/test_replay.py",
+        "tests/stream/test_replay_bulk.py",
+        "tests/stream/test_replay_kimi.py",
+        "tests/stream/test_replay_steps.py",
+        "tests/stream/test_special_flags.py",
+        "tests/test_packaging.py",
+    }
+)
+#: test_parsers_golden's rows load their case's tokenizer once per process (a module-level cache): grouped by it.
+GOLDEN = "tests/parsers/test_parsers_golden.py::test_grammar_matches_the_real_parser["
+
+
+@lru_cache(maxsize=1)
+def _golden_tokenizers() -> dict[str, str]:
+    lines = (ROOT / "tests" / "data" / "parser_cases.jsonl").read_text(encoding="utf-8").splitlines()
+    return {c["case"]: c["tokenizer"] for c in map(json.loads, lines)}
+
+
+def shared_work_group(nodeid: str) -> str | None:
+    """The group a test runs in under ``--dist loadgroup`` (None: any worker): its file for SHARED_WORK_FILES, its
+    tokenizer for a golden parser row."""
+    path = nodeid.split("::", 1)[0]
+    if path in SHARED_WORK_FILES:
+        return path
+    if nodeid.startswith(GOLDEN):
+        case = nodeid[len(GOLDEN) :].split(":", 1)[0]
+        return f"{GOLDEN}{_golden_tokenizers().get(case, case)}]"
+    return None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` with the groups of shared_work_group. pytest-xdist 3.8 groups by a suffix it writes to
+    ``item._nodeid``, which pytest 9.2 no longer reads (pytest-dev/pytest-xdist#1386): its ``xdist_group`` marks group
+    nothing. The groups are found from the test id here, on the controller, which collects no test."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class SharedWorkScheduling(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)  # an xdist_group suffix, should pytest-xdist read one again
+            return scope if scope != nodeid else (shared_work_group(nodeid) or nodeid)
+
+    return SharedWorkScheduling(config, log)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``-n auto --dist loadgroup``, the README's test command), the tests of a module that uses a
-    module-scoped fixture run on one worker, so the fixture (a wheel build, a loaded model) is built once, not once
-    per worker. Without xdist the mark does nothing."""
+    """A test that uses a module-scoped fixture must be in SHARED_WORK_FILES (or the fixture is built per worker)."""
     for item in items:
         info = getattr(item, "_fixtureinfo", None)  # pytest's per-test fixture closure (no public accessor)
         defs = info.name2fixturedefs.values() if info is not None else ()
-        if any(d and d[-1].scope == "module" for d in defs) and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+        if any(d and d[-1].scope == "module" for d in defs) and shared_work_group(item.nodeid) is None:
+            raise pytest.UsageError(
+                f"{item.nodeid} uses a module-scoped fixture: add its file to SHARED_WORK_FILES in tests/conftest.py"
+            )
 
 
 @pytest.fixture(autouse=True)

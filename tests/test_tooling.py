@@ -37,6 +37,30 @@ def test_the_test_command_runs_in_parallel_with_durations_and_its_tools_are_test
         assert re.search(f'"{tool}>=[0-9.]+,<[0-9.]+"', test), tool
 
 
+def test_loadgroup_runs_each_shared_work_group_on_one_worker(
+    pytestconfig: pytest.Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README command's ``--dist loadgroup`` schedules by tests/conftest.py's groups (pytest-xdist 3.8's own
+    ``xdist_group`` suffix is lost under pytest 9.2): one work unit per shared-work file and per golden tokenizer,
+    every other test a unit of its own."""
+    from xdist.remote import Producer
+
+    from tests.conftest import pytest_xdist_make_scheduler
+
+    monkeypatch.setattr(pytestconfig.option, "dist", "loadgroup")
+    monkeypatch.setattr(pytestconfig.option, "tx", ["2*popen"])  # what -n 2 sets
+    scope = pytest_xdist_make_scheduler(pytestconfig, Producer("test", enabled=False))._split_scope
+    flags = "tests/stream/test_special_flags.py"
+    assert {scope(f"{flags}::test_backends_agree_on_what_is_skipped"), scope(f"{flags}::test_x[hf]")} == {flags}
+    golden = "tests/parsers/test_parsers_golden.py::test_grammar_matches_the_real_parser"
+    qwen3 = {scope(f"{golden}[{case}:vllm:hermes:None]") for case in ("qwen3-0.6b", "qwen3-coder", "qwq-32b")}
+    assert qwen3 == {f"{golden}[qwen3]"} != {scope(f"{golden}[gpt-oss:vllm:None:None]")}
+    plain = "tests/stream/test_stream_units.py::test_char_range_and_description"
+    assert scope(plain) == plain and scope(f"{plain}@g") == "g"  # xdist's own suffix, should it come back
+    monkeypatch.setattr(pytestconfig.option, "dist", "load")
+    assert pytest_xdist_make_scheduler(pytestconfig, Producer("test", enabled=False)) is None
+
+
 # --- output formats: one table (tokaudit/report/formats.py), every member wired ----------------------------------
 
 #: How each format's output starts or looks, told apart from every other format's (rich is the fallback an unwired
