@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 from tokenizers import Tokenizer
@@ -496,3 +498,38 @@ def test_invisible_characters_in_the_template_tokens_and_config() -> None:
 @pytest.mark.parametrize("code", ["TA220", "TA850", "TA851", "TA852"])
 def test_kimi_and_clean_bpe_have_no_security_findings(code: str) -> None:
     assert only(FIXTURES / "kimi-k2.5", code) == [] and only(CLEAN, code) == []
+
+
+def _tekken_with_a_config(tmp_path: Path) -> Path:
+    """mistral-tekken with an empty special token and one holding U+200B, in tekken.json and (the same ids) in a
+    tokenizer_config.json written beside it: the same two tokens in two files."""
+    target = tmp_path / "model"
+    shutil.copytree(FIXTURES / "mistral-tekken", target)
+    tekken = json.loads((target / "tekken.json").read_text(encoding="utf-8"))
+    first = len(tekken["special_tokens"])
+    for text in ("", "<\u200bx>"):
+        tekken["special_tokens"].append({"rank": len(tekken["special_tokens"]), "token_str": text, "is_control": True})
+    (target / "tekken.json").write_text(json.dumps(tekken), encoding="utf-8")
+    decoder = {str(first + i): {"content": text, "special": True} for i, text in enumerate(("", "<\u200by>"))}
+    (target / "tokenizer_config.json").write_text(json.dumps({"added_tokens_decoder": decoder}), encoding="utf-8")
+    return target
+
+
+def test_every_files_added_tokens_are_listed_in_the_file_kind_tables_order(tmp_path: Path) -> None:
+    """TA206 and TA852 read the added tokens of every file, file by file in artifacts/kinds.py's order (tekken.json
+    before tokenizer_config.json; each rule had an order of its own before, CHANGELOG.md)."""
+    target = _tekken_with_a_config(tmp_path)
+    empty = only(target, "TA206")
+    assert [(f["location"], f["ids"]) for f in empty] == [
+        ({"file": "tekken.json", "line": 1, "column": 41539, "key": "special_tokens[100]"}, [[100, 100]]),
+        ({"file": "tokenizer_config.json", "line": 1, "column": 27, "key": "added_tokens_decoder.100"}, [[100, 100]]),
+    ]
+    invisible = only(target, "TA852")
+    assert [(f["location"], f["ids"], f["details"]["tokens"][0]["content"]) for f in invisible] == [
+        ({"file": "tekken.json", "line": 1, "column": 41591, "key": "special_tokens[101]"}, [[101, 101]], "<\u200bx>"),
+        (
+            {"file": "tokenizer_config.json", "line": 1, "column": 68, "key": "added_tokens_decoder.101"},
+            [[101, 101]],
+            "<\u200by>",
+        ),
+    ]

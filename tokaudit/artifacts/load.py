@@ -113,6 +113,16 @@ class Artifacts:
                 return kind.added_tokens(record)
         return ()
 
+    def added_tokens_of_every_file(self) -> list[AddedToken]:
+        """The added tokens of every file that registers some (tokenizer.json, tekken.json, tokenizer_config.json), in
+        ``FILE_KINDS`` order: the checks that read every file's list (the files may disagree) list them so."""
+        return [
+            token
+            for kind in FILE_KINDS
+            if kind.added_tokens is not None and (record := getattr(self, kind.name)) is not None
+            for token in kind.added_tokens(record)
+        ]
+
     def vocabularies(self) -> list[tuple[str, Mapping[int, bytes]]]:
         """(file name, id -> token bytes) of every file whose vocabulary can be compared with the others'."""
         return [

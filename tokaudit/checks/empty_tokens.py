@@ -18,13 +18,8 @@ from tokaudit.report.finding import Finding
 
 
 def _empty_added(model: TokenizerModel) -> Iterator[AddedToken]:
-    a = model.artifacts
-    if a.tokenizer_config is not None:
-        yield from (t for t in a.tokenizer_config.added_tokens_decoder if t.content == "")
-    if a.tokenizer_json is not None:
-        yield from (t for t in a.tokenizer_json.added_tokens if t.content == "")
-    if a.tekken is not None:
-        yield from (t for t in a.tekken.specials if t.content == "")
+    """Every file's empty added tokens, file by file in the file-kind table's order (artifacts/kinds.py)."""
+    return (t for t in model.artifacts.added_tokens_of_every_file() if t.content == "")
 
 
 @rule("TA206")

@@ -9,7 +9,7 @@ from threading import Lock
 from typing import Any
 
 from tokaudit.artifacts.safe_files import read_bytes
-from tokaudit.records import AddedToken, Provenance
+from tokaudit.records import Provenance
 from tokaudit.checks.registry import rule
 from tokaudit.errors import InputError
 from tokaudit.ids import IdRanges
@@ -193,14 +193,7 @@ def _added_tokens(model: TokenizerModel) -> Iterator[tuple[int | None, str, Prov
     """(id, text, where) of every token a person chose the text of: added and special tokens, GGUF
     CONTROL/USER_DEFINED tokens (the learned vocabulary is left out: joiners are part of real words there)."""
     a = model.artifacts
-    records: list[AddedToken] = []
-    if a.tokenizer_json is not None:
-        records.extend(a.tokenizer_json.added_tokens)
-    if a.tokenizer_config is not None:
-        records.extend(a.tokenizer_config.added_tokens_decoder)
-    if a.tekken is not None:
-        records.extend(a.tekken.specials)
-    for r in records:
+    for r in a.added_tokens_of_every_file():  # in the file-kind table's order
         yield r.id, r.content, r.source
     if a.gguf is not None and a.gguf.types is not None:
         g = a.gguf
