@@ -3,14 +3,16 @@ decode of the same corpus, measured in the same run (same process, same loaded b
 
     python bench/compare.py [TARGET] [--mb 5] [--backends LIST] [--runs N]
     python bench/compare.py fixtures/kimi-k2.5 --mb 1 --backends tiktoken,hf,reference,strict   (loading dominates)
-    python bench/compare.py ~/.cache/tokaudit/real/models/llama3 --gguf ggml-vocab-llama-bpe.gguf --backends hf,fastokens,llama.cpp
+    python bench/compare.py ~/.cache/tokaudit/real/models/llama3 --gguf ggml-vocab-llama-bpe.gguf \\
+        --backends hf,fastokens,llama.cpp
 
 The corpus is seeded text: the built-in corpus's fixed texts and generators (no Unicode sweep),
 shuffled and repeated, one case per line. Compare's wall time includes loading the backends,
 building the corpus, every comparison, the unknown-id table and the JSON-able result; the
 baseline is only `encode_batch` + `decode_batch` of every backend (decode-only backends decode the
 first encoder's ids). ``--gguf FILE`` loads the llama.cpp (and transformers-gguf) backends from that GGUF,
-so llama.cpp's load time and throughput show beside hf's and fastokens' on the same corpus. Prints both (median of N runs) and the ratio (target: <= 1.3), the same in
+so llama.cpp's load time and throughput show beside hf's and fastokens' on the same corpus. Prints both
+(median of N runs) and the ratio (target: <= 1.3), the same in
 CPU seconds of all threads (steadier than wall time on a shared machine), then each
 backend's load seconds (as compare measured them) beside its encode/decode throughput (MB/s of
 corpus, decode throughput counted on the same corpus's ids).

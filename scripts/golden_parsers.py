@@ -35,7 +35,8 @@ GOLDEN = DATA / "parser_golden.jsonl"
 #: Prompt ids kept per case: enough for the streaming reasoning check, which reads the prompt's tail.
 PROMPT_TAIL = 48
 
-#: (case, template file, real tokenizer, model_type for config.json, chat template kwargs, vLLM reasoning parsers, SGLang reasoning parsers)
+#: (case, template file, real tokenizer, model_type for config.json, chat template kwargs, vLLM reasoning parsers,
+#: SGLang reasoning parsers)
 CASE_LIST: list[tuple[str, str, str, str, dict[str, Any], list[str], list[str]]] = [
     ("qwen3-coder", "Qwen3-Coder.jinja", "qwen3", "qwen3_moe", {}, ["qwen3"], ["qwen3"]),
     ("qwen3-0.6b", "Qwen-Qwen3-0.6B.jinja", "qwen3", "qwen3", {}, ["qwen3", "deepseek_r1"], ["qwen3", "deepseek-r1"]),
@@ -72,7 +73,8 @@ CASE_LIST: list[tuple[str, str, str, str, dict[str, Any], list[str], list[str]]]
     ("minicpm5", "openbmb-MiniCPM5-1B.jinja", "markers-minicpm5", "minicpm", {}, [], []),
 ]
 
-#: The tool parsers run on a case, per stack (cases not named here: every tool parser, and every reasoning parser alone).
+#: The tool parsers run on a case, per stack (cases not named here: every tool parser, and every reasoning parser
+#: alone).
 ONLY: dict[str, dict[str, list[str]]] = {
     "apertus": {"vllm": ["apertus", "hermes"], "sglang": ["apertus2509", "hermes"]},
     "cohere2moe": {"vllm": ["cohere_command4", "cohere_command3", "hermes"], "sglang": ["cohere_command4", "hermes"]},

@@ -1,6 +1,6 @@
-"""The persistent result cache (tokaudit.result_cache): a scan from cached TA305 probes, template
-renders and TA401's undecodable ids says exactly what a scan without the cache says; corrupted entries are ignored; nothing is
-written in the target; TOKAUDIT_CACHE=off writes nothing."""
+"""The persistent result cache (tokaudit.result_cache): a scan from cached TA305 probes, template renders and TA401's
+undecodable ids says exactly what a scan without the cache says; corrupted entries are ignored; nothing is written in
+the target; TOKAUDIT_CACHE=off writes nothing."""
 
 from __future__ import annotations
 

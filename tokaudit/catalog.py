@@ -142,9 +142,12 @@ _ROWS = (
     ("TA850", "template-injection", "error", "The chat template uses sandbox-escape or introspection patterns "
                                              "(underscore attributes, |attr, self, engine globals' attributes, "
                                              "include/import)."),
-    ("TA851", "hidden-instruction", "warning", "The chat template writes text only when a message's content matches a string."),
-    ("TA852", "invisible-characters", "warning", "Bidi controls, zero-width or tag characters in a chat template, an added token's text or a config string."),
-    ("TA853", "ollama-template-substitution", "note", "ollama create would replace the GGUF's chat template with one of Ollama's own Go templates."),
+    ("TA851", "hidden-instruction", "warning", "The chat template writes text only when a message's content matches "
+                                               "a string."),
+    ("TA852", "invisible-characters", "warning", "Bidi controls, zero-width or tag characters in a chat template, an "
+                                                 "added token's text or a config string."),
+    ("TA853", "ollama-template-substitution", "note", "ollama create would replace the GGUF's chat template with one "
+                                                      "of Ollama's own Go templates."),
 )
 # fmt: on
 

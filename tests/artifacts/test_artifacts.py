@@ -594,7 +594,8 @@ def test_an_id_that_only_equals_its_position_is_still_an_error(tmp_path: Path, b
 
 
 def _vocab_dir(tmp_path: Path, config: dict | None = None, added: str | None = None) -> Path:
-    """A GPT-2-shaped slow vocabulary (vocab.json + merges.txt) of two tokens, with optional config and added_tokens.json."""
+    """A GPT-2-shaped slow vocabulary (vocab.json + merges.txt) of two tokens, with optional config and
+    added_tokens.json."""
     write(tmp_path / "vocab.json", json.dumps({"a": 0, "b": 1}))
     write(tmp_path / "merges.txt", "#version: 0.2\n")
     if config is not None:

@@ -1,7 +1,7 @@
-"""tokaudit's own GGUF reader (tokaudit/artifacts/gguf_reader.py, gguf.py): what it reads from real files, and the one-line
-errors for every kind of broken file the GGUF issue lists. Broken files are crafted byte by byte here (the
-``gguf`` writer refuses to write most of them); well-formed ones come from the ``gguf`` writer and the
-committed fixtures."""
+"""tokaudit's own GGUF reader (tokaudit/artifacts/gguf_reader.py, gguf.py): what it reads from real files, and the
+one-line errors for every kind of broken file the GGUF issue lists. Broken files are crafted byte by byte here (the
+``gguf`` writer refuses to write most of them); well-formed ones come from the ``gguf`` writer and the committed
+fixtures."""
 
 from __future__ import annotations
 

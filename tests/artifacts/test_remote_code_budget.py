@@ -153,7 +153,10 @@ def test_evaluator_never_raises_and_stays_in_budget(
     tmp_path_factory: pytest.TempPathFactory, assignments: list[tuple[str, str]]
 ) -> None:
     body = "\n".join(f"{name} = {expr}" for name, expr in assignments)
-    source = f"import tiktoken\n\n{body}\n\n\nclass T:\n    def __init__(self):\n        self.model = tiktoken.Encoding('t', pat_str=pat_str)\n"
+    source = (
+        f"import tiktoken\n\n{body}\n\n\nclass T:\n    def __init__(self):\n"
+        "        self.model = tiktoken.Encoding('t', pat_str=pat_str)\n"
+    )
     path = tmp_path_factory.mktemp("rc") / "tokenization_gen.py"
     path.write_text(source)
     start = time.monotonic()

@@ -69,7 +69,8 @@ def test_rebuilt_kimi_encodes_as_tiktoken(kimi_backends: dict) -> None:
 
 
 def test_rebuilt_kimi_keeps_every_rank_at_its_id(kimi_backends: dict) -> None:
-    """Every rank is in the BPE vocabulary at its own id (no renumbering): each valid UTF-8 token decodes alone to its text."""
+    """Every rank is in the BPE vocabulary at its own id (no renumbering): each valid UTF-8 token decodes alone to its
+    text."""
     tok = kimi_backends["hf"].backend.tokenizer
     vocab = byte_vocab(load_model(str(FIXTURES / "kimi-k2.5")))
     assert tok.get_vocab_size(with_added_tokens=False) == len(vocab.ranks) + len(vocab.specials) == 163584 + 23

@@ -23,7 +23,10 @@ SAME_PATTERN = json.loads((FIXTURES / "compare" / "same" / "tokenizer.json").rea
     "pretokenizers"
 ][0]["pattern"]["Regex"]
 #: tiktoken's own cl100k_base pattern (tiktoken_ext/openai_public.py), possessive quantifiers included.
-CL100K = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+CL100K = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]"""
+    r"""|\s+(?!\S)|\s"""
+)
 
 
 def _scan(target: Path, *args: str) -> dict:
@@ -166,7 +169,8 @@ def test_cl100k_possessive_interval_reads_differently_in_oniguruma() -> None:
     assert first.text == "1314151"
     assert first.pieces == {"fancy-regex": ["131", "415", "1"], "oniguruma": ["1314151"], "regex": ["131", "415", "1"]}
     assert translate_for_onig(CL100K) == (
-        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|(?>\p{N}{1,3})| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++\z|\s*[\r\n]|\s+(?!\S)|\s"""
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|(?>\p{N}{1,3})| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++\z"""
+        r"""|\s*[\r\n]|\s+(?!\S)|\s"""
     )
     after, _, _ = divergences(CL100K, ("fancy-regex", "oniguruma"), onig_regex=translate_for_onig(CL100K))
     assert after == []
@@ -176,7 +180,8 @@ def test_cl100k_possessive_interval_reads_differently_in_oniguruma() -> None:
     "pattern",
     [
         SAME_PATTERN,
-        r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+        r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"""
+        r"""|\s+(?!\S)|\s+""",
     ],
 )
 def test_portable_patterns_split_alike_in_every_engine(pattern: str) -> None:

@@ -37,8 +37,9 @@ def test_kimi_finds_exactly_these_rules(kimi: dict) -> None:
         "TA301": ["slow-fallback-risk"],
         "TA302": ["remote-code-required"],
         "TA401": ["partial-utf8-token"],
-        # the template writes tools through tojson: TGI's MiniJinja 2.8 tojson escapes "<" and orders the keys, Dynamo's
-        # escapes "<" (smg registers its own, json.dumps-compatible tojson: not named); warnings: only the JSON's spelling
+        # the template writes tools through tojson: TGI's MiniJinja 2.8 tojson escapes "<" and orders the keys,
+        # Dynamo's escapes "<" (smg registers its own, json.dumps-compatible tojson: not named); warnings: only the
+        # JSON's spelling
         "TA802": ["template-engine-divergence", "template-engine-divergence"],
         # the template prints tool-call arguments as they come: Python's repr of the dict the stacks parse them into
         "TA810": ["python-repr-leak"],

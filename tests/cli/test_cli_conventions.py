@@ -313,7 +313,8 @@ def test_decode_and_replay_share_the_special_token_flags_and_default() -> None:
 
 
 def _hub_cache(tmp_path: Path) -> dict[str, str]:
-    """An offline Hugging Face cache holding org/tiny at two revisions: main (tiny-tiktoken) and v2 (one rank changed)."""
+    """An offline Hugging Face cache holding org/tiny at two revisions: main (tiny-tiktoken) and v2 (one rank
+    changed)."""
     repo = tmp_path / "hub" / "models--org--tiny"
     for ref, commit, source in (("main", "1" * 40, TINY), ("v2", "2" * 40, FIXTURES / "oncall" / "tiny-changed-rank")):
         snapshot = repo / "snapshots" / commit

@@ -79,7 +79,8 @@ def test_one_changed_regex_alternative_is_an_encode_mismatch_with_a_readable_exa
         "case), "
         "so the cause is in hf: 4 benign (same decoded text), 0 real (the decoded text differs). First, "
         "builtin:scripts/mixed "
-        "at \"…pple工作1314151天～ Hello世界 abc中文def…\": hf '1' '3' '14' (ids 49, 51, 919) vs tiktoken '1' '3' '1' '4' "
+        "at \"…pple工作1314151天～ Hello世界 abc中文def…\": hf '1' '3' '14' (ids 49, 51, 919) "
+        "vs tiktoken '1' '3' '1' '4' "
         "(ids 49, 51, 49, 52)"
     )
 

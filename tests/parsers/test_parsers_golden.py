@@ -28,7 +28,10 @@ REAL = parser_data.real_cache() / "models"
 
 #: Pairs where the real parser does something the grammar does not model, with the reason (checked by hand).
 _SGLANG_LLAMA3 = "SGLang's llama3 detector, streamed, finds the JSON inside <tool_call> that its whole parse rejects"
-_MINIMAX = "SGLang's minimax detector forces reasoning when the tokenizer has no <think> token (Llama 3, gpt-oss), not with Qwen's"
+_MINIMAX = (
+    "SGLang's minimax detector forces reasoning when the tokenizer has no <think> token (Llama 3, gpt-oss), "
+    "not with Qwen's"
+)
 #: Pairs whose streamed parse (every step size; the whole parse is still checked) or, with "whole", every parse
 #: does something the grammar does not model: the real parser's own quirk, read in its output (checked by hand).
 KNOWN: dict[tuple[str, str, str | None, str | None], tuple[str, str]] = {

@@ -20,7 +20,8 @@ NEEDS_LLAMACPP = pytest.mark.skipif(
 NEEDS_GGUF = pytest.mark.skipif(
     find_spec("gguf") is None, reason="the gguf package is not installed (pip install 'tokaudit[test]')"
 )
-#: The token attribute bits the port computes (llama.h: UNDEFINED .. BYTE); llama.cpp adds LSTRIP/RSTRIP/... by model name.
+#: The token attribute bits the port computes (llama.h: UNDEFINED .. BYTE); llama.cpp adds LSTRIP/RSTRIP/... by
+#: model name.
 ATTR_MASK = 0x3F
 
 
@@ -57,7 +58,8 @@ def test_the_19_vocab_files_and_the_ones_the_gguf_package_reads(vocab_files: dic
 
 @pytest.mark.parametrize("name", VOCAB_NAMES)
 def test_reader_equals_a_plain_reader_on_every_vocab_file(vocab_files: dict[str, Path], name: str) -> None:
-    """Tokens (as bytes), types and merges of each of the 19, against the test's own struct reader (realkit.gguf_keys)."""
+    """Tokens (as bytes), types and merges of each of the 19, against the test's own struct reader
+    (realkit.gguf_keys)."""
     from tokaudit.artifacts.gguf import read_gguf_tokenizer
 
     path = vocab_files[name]

@@ -224,7 +224,8 @@ def test_the_70_templates_render_a_plain_and_a_tool_request(engine, sdist: Path)
     assert failed == {
         ("google-gemma-2-2b-it.jinja", "tools"): (
             "raise",
-            "Conversation roles must alternate user/assistant/user/assistant/... (CallExpression at line 1, column 226)",
+            "Conversation roles must alternate user/assistant/user/assistant/... "
+            "(CallExpression at line 1, column 226)",
         )
     }
 

@@ -47,7 +47,8 @@ def test_converted_bpe_encodes_whitespace_runs_as_sentencepiece(real_dirs: dict[
 
 
 def test_seventeen_spaces_on_mistral_v2(real_dirs: dict[str, Path]) -> None:
-    """17 spaces then x: sentencepiece gives '▁'*16, '▁', 'x' ([1127, 29473, 2086]); the old order gave [2185, 3055, 2086]."""
+    """17 spaces then x: sentencepiece gives '▁'*16, '▁', 'x' ([1127, 29473, 2086]); the old order gave [2185, 3055,
+    2086]."""
     ours, _ = tokenizer_from_sentencepiece(load_model(str(real_dirs["mistral-spm-v2"])))
     assert ours.encode(" " * 17 + "x", add_special_tokens=False).ids == [1127, 29473, 2086]
 

@@ -391,13 +391,19 @@ DEVSTRAL_VLLM_NULL = (
     "vLLM makes content: null an empty list of parts for an openai-format template (its content format detection) "
     "and the template reads content[0]"
 )
-TGI_NO_CALL_ID = "TGI passes no tool_call_id to the template (router/src/infer/chat_template.rs: its Message has none); the template requires it"
+TGI_NO_CALL_ID = (
+    "TGI passes no tool_call_id to the template (router/src/infer/chat_template.rs: its Message has none); "
+    "the template requires it"
+)
 TGI_NO_TOOL_CALLS = (
     "TGI passes no tool_calls key (a content: null turn's calls become its JSON content): the tool message that "
     "follows "
     "has no call before it, which the template refuses"
 )
-TGI_EMPTY_CALLS_DROPPED = 'TGI drops the tool calls of a turn whose content is "": the assistant message has neither, which the template refuses'
+TGI_EMPTY_CALLS_DROPPED = (
+    'TGI drops the tool calls of a turn whose content is "": the assistant message has neither, '
+    "which the template refuses"
+)
 TOOL_THEN_USER = (
     "a user message right after a tool result (chatlint's tool_then_user: an agent loop that lets the user "
     "interject): the template refuses the order (roles must alternate) though it renders the same conversation "
@@ -822,8 +828,9 @@ SMG_NULL_CONTENT = (
 @pytest.mark.parametrize("name", SMG_NULL_CONTENT)
 def test_smg_content_null_with_dict_arguments(name: str, templates: dict[str, TemplateRun]) -> None:
     """smg restores content: null on a tool-call turn and parses the arguments to a dict: these templates fail on it
-    (errors: smg serves their tools, and no other form excuses the one it sends), while SGLang ("" content) renders the same request (vLLM too, but for
-    Devstral, an openai-format template whose null content vLLM makes an empty list of parts)."""
+    (errors: smg serves their tools, and no other form excuses the one it sends), while SGLang ("" content) renders
+    the same request (vLLM too, but for Devstral, an openai-format template whose null content vLLM makes an empty
+    list of parts)."""
     run = templates[name]
     assert "tool-call" in failing(run, "smg") and "tool-call" not in failing(run, "sglang")
     assert ("tool-call" in failing(run, "vllm")) == (name == "unsloth-mistral-Devstral-Small-2507")
@@ -877,7 +884,8 @@ def test_the_failures_are_found_for_exactly_the_stacks_that_fail(templates: dict
 
 def test_tojson_is_blamed_only_where_the_stack_prompts_with_it(templates: dict[str, TemplateRun]) -> None:
     """smg and mistral.rs register a non-escaping tojson and are never named for it; TGI is named for the tool
-    definitions it renders (every such finding includes tools-offered), never for tool-call arguments it never passes."""
+    definitions it renders (every such finding includes tools-offered), never for tool-call arguments it never
+    passes."""
     for run in templates.values():
         for f in divergences([run], Tokens(None)):
             if "tojson" in f.details["causes"]:

@@ -80,7 +80,8 @@ GITHUB_SARIF = {
                                             "properties": {
                                                 "id": {"type": "string", "pattern": "^TA\\d{3}$"},
                                                 "name": {"type": "string", "minLength": 1, "maxLength": 255},
-                                                # GitHub limits the short description to 1024 characters; help is the rule's page
+                                                # GitHub limits the short description to 1024 characters;
+                                                # help is the rule's page
                                                 "shortDescription": _TEXT,
                                                 "fullDescription": _ANY_TEXT,
                                                 "help": {**_ANY_TEXT, "required": ["text", "markdown"]},

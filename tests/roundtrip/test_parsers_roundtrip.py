@@ -471,8 +471,8 @@ def test_every_parser_row_names_a_known_grammar_stack_and_source() -> None:
 
 
 def test_replay_runs_the_stack_parser_on_the_stream_as_captured(tmp_path: Path) -> None:
-    """DeepSeek-V3.1's tool call, captured in steps of 3 ids: vLLM's deepseek_v31 streaming path drops the argument
-    text that arrives with the call's end marker (what vLLM 0.33.0 itself returned on these ids, parser_golden.jsonl)."""
+    """DeepSeek-V3.1's tool call, captured in steps of 3 ids: vLLM's deepseek_v31 streaming path drops the argument text
+    that arrives with the call's end marker (what vLLM 0.33.0 itself returned on these ids, parser_golden.jsonl)."""
     case = next(
         c
         for c in map(
@@ -533,8 +533,9 @@ def test_a_template_that_prints_arguments_as_they_come_is_rendered_with_the_json
 
 
 def test_llama_cpp_picks_its_specialised_parsers_in_chat_cpp_order_and_minicpm5_needs_json_values() -> None:
-    """llama.cpp's server picks GigaChat 3's parser only without <|function_call|> (GigaChat 3.1 goes to the auto-parser),
-    and its MiniCPM5 parser reads a non-string value as JSON: the template prints the object as a Python literal."""
+    """llama.cpp's server picks GigaChat 3's parser only without <|function_call|> (GigaChat 3.1 goes to the
+    auto-parser), and its MiniCPM5 parser reads a non-string value as JSON: the template prints the object as a
+    Python literal."""
     from tokaudit.parsers.families import picked_by_template
 
     picks = {

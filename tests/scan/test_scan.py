@@ -173,7 +173,8 @@ MALFORMED = FIXTURES / "malformed"
         (MALFORMED / "truncated-json", "truncated-json/tokenizer.json:"),
         (
             MALFORMED / "bad-added-key",
-            "bad-added-key/tokenizer_config.json (key added_tokens_decoder.abc): id 'abc' is not a non-negative integer",
+            "bad-added-key/tokenizer_config.json (key added_tokens_decoder.abc): "
+            "id 'abc' is not a non-negative integer",
         ),
         (MALFORMED / "bad-config", 'bad-config/config.json (key vocab_size): expected an integer, found "lots"'),
         (MALFORMED / "not-a-tokenizer", "not-a-tokenizer: no tokenizer vocabulary found (looked for tokenizer.json"),

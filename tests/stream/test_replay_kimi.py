@@ -19,7 +19,10 @@ STREAMS = FIXTURES / "streams"
 MANIFEST = json.loads((STREAMS / "manifest.json").read_text(encoding="utf-8"))["kimi-k2.5"]
 TEXT = MANIFEST["text"]
 #: What a client sees with special tokens skipped (the server default): the markers are gone.
-VISIBLE = 'functions.bash:0{"command": "bash ~/.claude/skills/web-access/scripts/check-deps.sh", "description": "检查 CDP 依赖环境"}'
+VISIBLE = (
+    'functions.bash:0{"command": "bash ~/.claude/skills/web-access/scripts/check-deps.sh", '
+    '"description": "检查 CDP 依赖环境"}'
+)
 SERIOUS = ("full", "offsets", "decodestream", "bytes")  # every detokenizer but naive
 
 

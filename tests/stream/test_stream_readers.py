@@ -268,7 +268,8 @@ def test_sse_read_in_bulk_equals_the_line_parser(k):
 @pytest.mark.parametrize(
     "event",
     [
-        '{"choices": [{"index": 0, "token_ids": [1]}, {"index": 1, "token_ids": [2]}]}',  # two choices: the line parser says so
+        # two choices: the line parser says so
+        '{"choices": [{"index": 0, "token_ids": [1]}, {"index": 1, "token_ids": [2]}]}',
         '{"choices": [{"index": true, "token_ids": [1]}]}',
         '{"choices": [{"index": 0, "token_id": 5}]}',  # one id, not a list
         '{"token_ids": [1, -1]}',

@@ -83,7 +83,8 @@ def test_tojson_flavours() -> None:
     )  # TGI's maps in key order
     assert render(DYNAMO, "{{ x|tojson }}", x=x).text == '{"q":"\\u003cb\\u003e it\\u0027s é","n":[1,2]}'
     assert render(DYNAMO, "{{ x|tojson(indent=2) }}", x={"a": "<"}).text == '{\n  "a": "\\u003c"\n}'
-    # the keyword arguments transformers' filter takes: MiniJinja 2.x's refuses them, Dynamo's and mistral.rs' ignore them
+    # the keyword arguments transformers' filter takes: MiniJinja 2.x's refuses them, Dynamo's and mistral.rs' ignore
+    # them
     refused = render(TGI, "{{ x|tojson(ensure_ascii=False) }}", x=x)
     assert refused.kind == "error" and refused.error.startswith(
         "too many arguments: unknown keyword argument 'ensure_ascii'"

@@ -40,7 +40,10 @@ def test_minijinja_cannot_call_python_methods_that_change_the_context() -> None:
     updated = "{% set _ = m.update({'role': 'system'}) %}{{ m.role }}"
     assert render_here(SMG, updated, {"m": MESSAGES[0]}).error == "unknown method: map has no method named update"
     # pycompat's reading methods, sorting (TGI's maps) and the filters see the same values as before
-    reading = "{{ m.get('role') }} {{ m.items()|list }} {{ m.keys()|list }} {{ messages|length }} {{ m|tojson }} {{ [1, 1].count(1) }}"
+    reading = (
+        "{{ m.get('role') }} {{ m.items()|list }} {{ m.keys()|list }} {{ messages|length }} {{ m|tojson }} "
+        "{{ [1, 1].count(1) }}"
+    )
     context = {"m": {"role": "user", "content": "hi"}, "messages": MESSAGES}
     assert render_here(SMG, reading, context).text == (
         "user [('role', 'user'), ('content', 'hi')] ['role', 'content'] 2 {\"role\": \"user\", \"content\": \"hi\"} 2"

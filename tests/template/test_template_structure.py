@@ -172,7 +172,10 @@ def test_marker_pairs() -> None:
 def test_balance_reads_from_the_first_message() -> None:
     pairs = [("<tool_call>", "</tool_call>"), ("<|im_start|>", "<|im_end|>")]
     # tool instructions name </tool_call> alone in prose before the first message: not a problem
-    prose = "<|im_start|>system\nclose calls with </tool_call><|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    prose = (
+        "<|im_start|>system\nclose calls with </tool_call><|im_end|>\n<|im_start|>user\nhi<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
     assert _balance(prose, pairs, prose.index("hi")) is None
     # a turn opened again before it closes; a tag with attributes opens it
     again = "<|im_start|>user\nhi<|im_start|>assistant\n"
@@ -185,7 +188,10 @@ def test_balance_reads_from_the_first_message() -> None:
     )
     # Gemma 4 keeps the model turn open around its own call and response: pairs closed inside an open turn are nested
     gemma = [("<|turn>", "<turn|>"), ("<|tool_call>", "<tool_call|>"), ("<|tool_response>", "<tool_response|>")]
-    turn = "<|turn>user\nhi<turn|>\n<|turn>model\n<|tool_call>call:f{}<tool_call|><|tool_response>response:f{}<tool_response|>"
+    turn = (
+        "<|turn>user\nhi<turn|>\n<|turn>model\n<|tool_call>call:f{}<tool_call|>"
+        "<|tool_response>response:f{}<tool_response|>"
+    )
     assert _balance(turn, gemma, turn.index("hi")) is None
     # a pair opened before the open marker and closed after it crosses it: the marker was left open
     crossed = "<|im_start|>user\nhi<|im_end|><|im_start|>assistant\n<tool_call>{}<|im_end|>"

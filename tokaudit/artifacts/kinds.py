@@ -79,7 +79,8 @@ FILE_KINDS: tuple[FileKind, ...] = (
              added_tokens=lambda r: r.added_tokens, id_bytes=lambda r: r.by_id),
     FileKind("tiktoken", ("tiktoken.model", "*.tiktoken"), ("tiktoken_ranks", "parse_tiktoken_ranks"),
              "the base vocabulary as byte-level ranks (id = rank)",
-             vocabulary=True, rank_file=True, sniff=_rank_lines, entries=lambda r: len(r.by_id), id_bytes=lambda r: r.by_id),
+             vocabulary=True, rank_file=True, sniff=_rank_lines, entries=lambda r: len(r.by_id),
+             id_bytes=lambda r: r.by_id),
     FileKind("tekken", ("tekken.json",), ("tekken", "parse_tekken"),
              "byte-level ranks after a block of special tokens (id = rank + the block), the declared size, the pattern",
              vocabulary=True, rank_file=True, entries=lambda r: len(r.by_id), added_tokens=lambda r: r.specials,
@@ -115,7 +116,8 @@ FILE_KINDS: tuple[FileKind, ...] = (
     # Meta's own tokenizer code beside its rank file (llama_models/llama3, llama4): read with ast, never run
     FileKind("remote_code", ("tokenization_*.py", "tokenizer.py"), ("remote_code", "parse_remote_code"),
              "what the model's own code would add (read with ast): patterns, special-token lists, reserved counts",
-             entries=lambda r: sum(len(lst.tokens) for lst in r.special_token_lists) + (r.num_reserved_special_tokens or 0)),
+             entries=lambda r: sum(len(lst.tokens) for lst in r.special_token_lists)
+             + (r.num_reserved_special_tokens or 0)),
     FileKind("gguf", (), ("gguf", "read_gguf_tokenizer"),
              "a whole tokenizer as llama.cpp loads it: tokens, types, merges, special ids, flags, chat templates",
              vocabulary=True, sniff=_gguf_magic),

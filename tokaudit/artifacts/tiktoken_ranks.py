@@ -128,7 +128,8 @@ def _parse_carefully(data: bytes, path: Path) -> dict[int, bytes]:
             raise InputError("expected '<base64 token> <rank>'", file=str(path), line=lineno)
         token_b64, rank_text = parts
         try:
-            # whisper's multilingual.tiktoken writes its empty token as a lone '=' (tiktoken's own loader reads it as b'')
+            # whisper's multilingual.tiktoken writes its empty token as a lone '=' (tiktoken's own loader reads it as
+            # b'')
             token = b"" if token_b64 == b"=" else _b64(token_b64)
         except (binascii.Error, ValueError):
             shown = token_b64[:40].decode("ascii", "backslashreplace")

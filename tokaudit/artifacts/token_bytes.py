@@ -192,12 +192,12 @@ def undecodable_ids(vocab: Mapping[int, bytes]) -> list[int]:
 
 
 def _byte_level_undecodable(strings: list[str]) -> list[int] | None:
-    """Indices of the byte-level tokens whose bytes are not valid UTF-8 alone, without a bytes object per token
-    (None when there are no tokens, or a token holds a NUL). The strings are joined with NUL, which is outside
-    the alphabet, and turned into bytes in one pass: each byte sits where its character does, and NUL (ASCII)
-    ends any UTF-8 sequence. One decode of the whole then finds every error; its handler counts the NULs of the text before
-    an error (the token's index) and resumes at the next token. Tokens with characters outside the alphabet
-    (spelled as UTF-8 text: DeepSeek V3 has some) are left out of the bulk pass and checked alone."""
+    """Indices of the byte-level tokens whose bytes are not valid UTF-8 alone, without a bytes object per token (None
+    when there are no tokens, or a token holds a NUL). The strings are joined with NUL, which is outside the
+    alphabet, and turned into bytes in one pass: each byte sits where its character does, and NUL (ASCII) ends any
+    UTF-8 sequence. One decode of the whole then finds every error; its handler counts the NULs of the text before an
+    error (the token's index) and resumes at the next token. Tokens with characters outside the alphabet (spelled as
+    UTF-8 text: DeepSeek V3 has some) are left out of the bulk pass and checked alone."""
     text = "\0".join(strings)
     if text.count("\0") != len(strings) - 1:
         return None
@@ -260,11 +260,12 @@ def is_partial_utf8(token: bytes) -> bool:
 
 
 def _byte_level_bytes(text: str, separator: bool = False) -> bytes | None:
-    """The bytes GPT-2's alphabet spells in ``text``, or None when a character is outside it (or ``text`` is
-    empty); with ``separator``, NUL (outside the alphabet) is taken too, as byte 0. Bulk byte operations
-    instead of a lookup per character (4x faster than the charmap codec): in UTF-16 each character of the alphabet is a low byte and a high byte 0 (the 188 characters that are
-    their own byte) or 1 (U+0100-U+0143, the 68 others); the result takes the low byte where the high one
-    is 0 and its table byte where it is 1, selected with a mask over the whole text as one integer."""
+    """The bytes GPT-2's alphabet spells in ``text``, or None when a character is outside it (or ``text`` is empty);
+    with ``separator``, NUL (outside the alphabet) is taken too, as byte 0. Bulk byte operations instead of a lookup
+    per character (4x faster than the charmap codec): in UTF-16 each character of the alphabet is a low byte and a
+    high byte 0 (the 188 characters that are their own byte) or 1 (U+0100-U+0143, the 68 others); the result takes
+    the low byte where the high one is 0 and its table byte where it is 1, selected with a mask over the whole text
+    as one integer."""
     if not text:
         return None
     try:

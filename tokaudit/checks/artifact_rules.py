@@ -54,7 +54,10 @@ def slow_fallback_risk(model: TokenizerModel) -> Iterator[Finding]:
         )
         return
     elif a.tiktoken is not None:
-        how = f"a TokenizersBackend converted from {a.tiktoken.name} at load time (with cl100k's regex unless told otherwise)"
+        how = (
+            f"a TokenizersBackend converted from {a.tiktoken.name} at load time (with cl100k's regex unless told "
+            "otherwise)"
+        )
     else:
         how = f"a tokenizer converted from {model.vocab_artifact} at load time, or the slow Python class"
     yield slow_fallback_risk.finding(

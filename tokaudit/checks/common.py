@@ -13,7 +13,8 @@ from tokaudit.model.tokenizer_model import TokenizerModel
 
 #: Shapes of control tokens (llama.cpp ``does_token_look_special`` plus fullwidth DeepSeek markers):
 #: ``<|im_end|>``, ``<｜end▁of▁sentence｜>``, ``[INST]``, ``[/INST]``, ``<think>``, ``</s>``, ``<end_of_turn>``, and
-#: Gemma 4's one-sided pairs ``<|turn>`` ... ``<turn|>`` (``<|tool_call>``, ``<channel|>``: the bar marks the open side).
+#: Gemma 4's one-sided pairs ``<|turn>`` ... ``<turn|>`` (``<|tool_call>``, ``<channel|>``: the bar marks the open
+#: side).
 _CONTROL = re.compile(
     r"<\|[^<>|\s]{1,80}\|>|<\|[A-Za-z][A-Za-z0-9_.:-]{0,40}>|<[A-Za-z][A-Za-z0-9_.:-]{0,40}\|>|"
     r"<｜[^<>｜\s]{1,80}｜>|\[/?[A-Z][A-Z0-9_]{0,40}\]|</?[A-Za-z][A-Za-z0-9_.:-]{0,40}>"

@@ -219,7 +219,8 @@ def eog_mismatch(model: TokenizerModel, g: GGUFTokenizer, load: LlamaCppLoad) ->
         f"the chat template ends each turn with {term.text} ({term_id}), but {g.path.name}'s eos id is "
         f"{_text(g, eos)}: "
         f"{stops}; runtimes that stop only on tokenizer.ggml.eos_token_id never stop and run into a fake next turn: "
-        f'{", ".join(EOS_ONLY_RUNTIMES)}. Set tokenizer.ggml.eos_token_id to {term_id} (the Llama 3 "never stops" bug).',
+        f"{', '.join(EOS_ONLY_RUNTIMES)}. Set tokenizer.ggml.eos_token_id to {term_id} "
+        '(the Llama 3 "never stops" bug).',
         location=g.source("tokenizer.ggml.eos_token_id")
         if "eos" in g.special_ids
         else g.source("tokenizer.ggml.tokens"),

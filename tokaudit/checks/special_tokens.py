@@ -193,11 +193,11 @@ def _primary_added(model: TokenizerModel) -> tuple[AddedToken, ...]:
 #: HTML element names. Gemma 3 adds <table>, <h1>, <b>, <code>, ... as ordinary (special: false) tokens so
 #: that web markup encodes compactly: vocabulary, not control tokens.
 HTML_ELEMENTS = frozenset(
-    """a abbr address article aside audio b bdi bdo blockquote body br button canvas caption cite
-code col colgroup data dd del details dfn dialog div dl dt em embed fieldset figcaption figure footer form h1 h2 h3 h4 h5
-h6 head header hr html i iframe img input ins kbd label legend li link main mark meta nav noscript object ol optgroup
-option output p param picture pre progress q rp rt ruby s samp script section select small source span strong style sub
-summary sup table tbody td template textarea tfoot th thead time title tr track u ul var video wbr""".split()
+    """a abbr address article aside audio b bdi bdo blockquote body br button canvas caption cite code col colgroup
+data dd del details dfn dialog div dl dt em embed fieldset figcaption figure footer form h1 h2 h3 h4 h5 h6 head
+header hr html i iframe img input ins kbd label legend li link main mark meta nav noscript object ol optgroup
+option output p param picture pre progress q rp rt ruby s samp script section select small source span strong
+style sub summary sup table tbody td template textarea tfoot th thead time title tr track u ul var video wbr""".split()
 )
 #: At least this many distinct HTML elements among the plain added tokens make them markup vocabulary
 #: (a lone <s> or <code> stays a control-token candidate).
