@@ -161,29 +161,26 @@ def main() -> None:
             result, _findings = compare_model(load_model(args.target), options)
             walls.append(time.perf_counter() - start)
             cpus.append(time.process_time() - cpu_start)
-            for b in result.data["backends"]:
-                loads.setdefault(b["name"], []).append(b.get("load_seconds") or 0.0)
+            for row in result.backends:
+                loads.setdefault(row.loaded.name, []).append(round(row.loaded.load_seconds, 4) or 0.0)
             base_wall, base_cpu = baseline(args.target, names, texts, per_backend, args.gguf)
             bases.append(base_wall)
             base_cpus.append(base_cpu)
-    used = [b["name"] for b in result.data["backends"] if b["available"]]
+    used = [row.loaded.name for row in result.backends if row.loaded.available]
     wall, base = statistics.median(walls), statistics.median(bases)
-    print(
-        f"corpus: {result.data['corpus']['bytes'] / 1e6:.2f} MB, {result.data['corpus']['cases']} cases; backends: "
-        f"{', '.join(used)}"
-    )
+    print(f"corpus: {result.corpus.bytes / 1e6:.2f} MB, {result.corpus.cases} cases; backends: {', '.join(used)}")
     print(f"compare wall time:                 {wall:.3f} s (median of {args.runs})")
     print(f"sum of own batch encode + decode:  {base:.3f} s")
     print(f"ratio: {wall / base:.2f} (target <= 1.3)")
     cpu, base_cpu = statistics.median(cpus), statistics.median(base_cpus)
     print(f"CPU seconds (all threads): compare {cpu:.3f}, own batch calls {base_cpu:.3f}, ratio {cpu / base_cpu:.2f}")
-    size = result.data["corpus"]["bytes"] / 1e6
+    size = result.corpus.bytes / 1e6
     print(f"per backend (medians of {args.runs}; load inside compare, throughput of its own batch calls):")
     print(f"  {'backend':<18} {'load s':>7} {'encode MB/s':>12} {'decode MB/s':>12}")
-    for b in result.data["backends"]:
-        name = b["name"]
-        if not b["available"]:
-            print(f"  {name:<18} unavailable: {b.get('reason')}")
+    for row in result.backends:
+        name = row.loaded.name
+        if not row.loaded.available:
+            print(f"  {name:<18} unavailable: {row.loaded.unavailable}")
             continue
         runs = per_backend.get(name, [])
         enc = [e for e, _ in runs if e]

@@ -73,12 +73,17 @@ class RaceResult:
     def failures(self) -> list[LoadResult]:
         return [load for load in self.loads if load.error is not None]
 
+    @property
+    def classes(self) -> list[str]:
+        """The tokenizer classes the loads returned, sorted."""
+        return sorted({str(load.loaded_class) for load in self.loads})
+
     def to_json(self) -> dict[str, Any]:
         return {
             "backend": self.backend,
             "concurrency": self.concurrency,
             "consistent": self.consistent,
-            "classes": sorted({str(load.loaded_class) for load in self.loads}),
+            "classes": self.classes,
             "loads": [load.to_json() for load in self.loads],
         }
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
-from typing import Any
 
 from tokaudit.backends.base import can_encode
 from tokaudit.backends.registry import LoadedBackend, load_backends, missing_libraries
@@ -23,13 +22,13 @@ from tokaudit.compare.golden import Golden, GoldenResult, check_golden, golden_f
 from tokaudit.compare.parity import PairResult, TokenView, compare_decoder, compare_encoders
 from tokaudit.compare.race import RaceResult, race
 from tokaudit.compare.special_addition import special_addition_findings
-from tokaudit.compare.runs import BackendRun, Progress, run_backend, run_decoder, throughput
+from tokaudit.compare.result import BackendRow, CompareResult, CorpusSummary, Throughput
+from tokaudit.compare.runs import BackendRun, Progress, run_backend, run_decoder
 from tokaudit.compare.triage import triage_for
 from tokaudit.compare.unknown_ids import UnknownIdTable, unknown_id_table
 from tokaudit.errors import InputError
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding
-from tokaudit.report.report import TargetResult
 
 #: At most this many special-token strings go into the built-in corpus (Kimi-style models declare hundreds).
 MAX_SPECIALS = 512
@@ -163,41 +162,37 @@ def _races(
 # -- findings -------------------------------------------------------------------------------------
 
 
-def result_data(c: Comparison) -> dict[str, Any]:
+def compare_result(model: TokenizerModel, c: Comparison) -> CompareResult:
     by_name = {r.name: r for r in c.runs}
     backends = []
     for lb in c.loaded:
-        row = lb.to_json()
         run = by_name.get(lb.name)
-        row["throughput"] = throughput(run, c.corpus_bytes) if run else None
-        row["crashes"] = len(run.crashes) if run else None
-        backends.append(row)
+        backends.append(
+            BackendRow(lb, Throughput.of(run, c.corpus_bytes) if run else None, len(run.crashes) if run else None)
+        )
     builtin = sum(1 for case in c.cases if case.source.startswith("builtin:"))
-    return {
-        "backends": backends,
-        "not_checked": [
+    return CompareResult(
+        model.target,
+        model.source,
+        backends=tuple(backends),
+        not_checked=tuple(
             f"backend {lb.name} ({', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed)"
             for lb in c.loaded
             if lb.backend is None and (missing := missing_libraries(lb.name))
-        ],
-        "corpus": {
-            "cases": len(c.cases),
-            "bytes": c.corpus_bytes,
-            "builtin_cases": builtin,
-            "user_cases": len(c.cases) - builtin,
-        },
-        "pairs": [p.to_json() for p in c.pairs],
-        "unknown_ids": c.unknown.to_json(),
-        "race": {"results": [r.to_json() for r in c.races], "note": c.race_note},
-        "golden": None
-        if c.golden is None
-        else {**c.golden.to_json(), "backends": [r.to_json() for r in c.golden_results]},
-    }
+        ),
+        corpus=CorpusSummary(len(c.cases), c.corpus_bytes, builtin, len(c.cases) - builtin),
+        pairs=tuple(c.pairs),
+        unknown_ids=c.unknown,
+        races=tuple(c.races),
+        race_note=c.race_note,
+        golden=c.golden,
+        golden_results=tuple(c.golden_results),
+    )
 
 
 def compare_model(
     model: TokenizerModel, options: CompareOptions, progress: Progress | None = None
-) -> tuple[TargetResult, list[Finding]]:
+) -> tuple[CompareResult, list[Finding]]:
     c = run_comparison(model, options, progress)
     t = model.target
     findings: list[Finding] = []
@@ -213,4 +208,4 @@ def compare_model(
     findings += special_addition_findings(model, c.loaded)
     if c.golden is not None:
         findings += golden_findings(c.golden, c.golden_results, t)
-    return TargetResult(t, result_data(c), source=model.source), findings
+    return compare_result(model, c), findings

@@ -130,19 +130,3 @@ def _decode_into(
         run.decode_seconds += seconds
         if progress:
             progress.advance(f"{backend.name}: decode", sum(sizes[lo:hi]))
-
-
-def throughput(run: BackendRun, corpus_bytes: int) -> dict[str, float | int | None]:
-    """MB/s and tokens/s of a run (encode and decode), for the report."""
-
-    def rate(amount: float, seconds: float) -> float | None:
-        return round(amount / seconds, 1) if seconds > 0 else None
-
-    return {
-        "encode_seconds": round(run.encode_seconds, 4) if run.encodes else None,
-        "decode_seconds": round(run.decode_seconds, 4),
-        "tokens": run.tokens if run.encodes else None,
-        "encode_mb_per_s": rate(corpus_bytes / 1e6, run.encode_seconds) if run.encodes else None,
-        "encode_tokens_per_s": rate(run.tokens, run.encode_seconds) if run.encodes else None,
-        "decode_mb_per_s": rate(corpus_bytes / 1e6, run.decode_seconds),
-    }

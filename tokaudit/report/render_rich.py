@@ -106,10 +106,6 @@ def _legacy_section(command: str) -> Callable[[Console, TargetResult], None] | N
         from tokaudit.report.rich_replay import replay_section
 
         return replay_section
-    if command == "compare":
-        from tokaudit.report.rich_compare import compare_section
-
-        return compare_section
     if command == "template":
         from tokaudit.report.rich_template import template_section
 

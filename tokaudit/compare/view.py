@@ -1,6 +1,6 @@
 """The ``compare`` section of the rich report: backends with throughput, pair counts, the first
 diverging examples side by side, the unknown-id table and the concurrency race. Layout only:
-every value comes from the compare result."""
+every value comes from the compare result (:class:`CompareResult`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from tokaudit.report.report import TargetResult
+from tokaudit.compare.parity import PairResult
+from tokaudit.compare.race import RaceResult
+from tokaudit.compare.result import BackendRow, CompareResult
+from tokaudit.compare.unknown_ids import UnknownIdTable
 from tokaudit.report.text import safe
 
 KIND_STYLE = {"text": "green", "dropped": "yellow", "error": "magenta", "panic": "bold red"}
@@ -21,30 +24,31 @@ def _num(value: Any, suffix: str = "") -> Text:
     return Text("—" if value is None else f"{value:,}{suffix}" if isinstance(value, int) else f"{value}{suffix}")
 
 
-def _backends(console: Console, rows: list[dict[str, Any]]) -> None:
+def _backends(console: Console, rows: tuple[BackendRow, ...]) -> None:
     table = Table(box=None, padding=(0, 1), pad_edge=False, header_style="bold")
     for col in ("backend", "what", "load s", "encode MB/s", "tokens/s", "decode MB/s"):
         table.add_column(col, justify="right" if col not in ("backend", "what") else "left")
     for row in rows:
-        if not row["available"]:
+        lb = row.loaded
+        if not lb.available:
             table.add_row(
-                Text(row["name"], style="dim"),
-                Text(safe(f"unavailable: {row['reason']}"), style="dim"),
+                Text(lb.name, style="dim"),
+                Text(safe(f"unavailable: {lb.unavailable}"), style="dim"),
                 _num(None),
                 _num(None),
                 _num(None),
                 _num(None),
             )
             continue
-        tp = row["throughput"] or {}
-        tokens_per_s = tp.get("encode_tokens_per_s")
+        tp = row.throughput
+        tokens_per_s = None if tp is None else tp.encode_tokens_per_s
         table.add_row(
-            Text(row["name"], style="bold"),
-            Text(safe(row["detail"] or "")),
-            _num(round(row["load_seconds"], 3)),
-            _num(tp.get("encode_mb_per_s")),
+            Text(lb.name, style="bold"),
+            Text(safe(lb.detail or "")),
+            _num(round(round(lb.load_seconds, 4), 3)),  # the JSON's figure (4 places), shown to 3
+            _num(None if tp is None else tp.encode_mb_per_s),
             _num(None if tokens_per_s is None else int(tokens_per_s)),
-            _num(tp.get("decode_mb_per_s")),
+            _num(None if tp is None else tp.decode_mb_per_s),
         )
     console.print(Text("  backends", style="bold"))
     console.print(Padding(table, (0, 0, 0, 4), expand=False))
@@ -56,20 +60,20 @@ def _count(n: int | None, bad_style: str = "bold red") -> Text:
     return Text(f"{n:,}", style=bad_style if n else "green")
 
 
-def _pairs(console: Console, pairs: list[dict[str, Any]]) -> None:
+def _pairs(console: Console, pairs: tuple[PairResult, ...]) -> None:
     table = Table(box=None, padding=(0, 1), pad_edge=False, header_style="bold")
     for col in ("pair", "cases", "encode ≠", "benign", "real", "decode ≠", "round trip ✗"):
         table.add_column(col, justify="left" if col == "pair" else "right")
     for p in pairs:
-        a, b = p["backends"]
+        encodes = p.kind == "encode"  # a decode-only pair has no encode or round-trip counts
         table.add_row(
-            Text(f"{a} × {b}"),
-            Text(f"{p['cases']:,}"),
-            _count(p["encode_mismatch"]),
-            _count(p["encode_mismatch_benign"], "yellow"),
-            _count(p["encode_mismatch_real"]),
-            _count(p["decode_mismatch"]),
-            _count(p["roundtrip_failure"]),
+            Text(f"{p.a} × {p.b}"),
+            Text(f"{p.cases:,}"),
+            _count(p.encode_mismatch if encodes else None),
+            _count(p.benign if encodes else None, "yellow"),
+            _count(p.real if encodes else None),
+            _count(p.decode_mismatch),
+            _count(p.roundtrip_failure if encodes else None),
         )
     console.print(Text("  pairs", style="bold"))
     console.print(Padding(table, (0, 0, 0, 4), expand=False))
@@ -88,10 +92,10 @@ def _token_rows(side: dict[str, Any]) -> tuple[Text, Text]:
     return tokens, ids
 
 
-def _examples(console: Console, pairs: list[dict[str, Any]]) -> None:
+def _examples(console: Console, pairs: tuple[PairResult, ...]) -> None:
     for p in pairs:
-        a, b = p["backends"]
-        for ex in p["examples"]["encode"][:1]:
+        a, b = p.a, p.b
+        for ex in p.examples["encode"][:1]:
             console.print(Text(f"  first encode difference, {a} × {b} ({ex['class']}): {ex['case']}", style="bold"))
             grid = Table.grid(padding=(0, 2))
             grid.add_column(style="bold")
@@ -105,7 +109,7 @@ def _examples(console: Console, pairs: list[dict[str, Any]]) -> None:
                 grid.add_row(Text(f"{a} decodes"), Text(ex["decoded"]["a"]))
                 grid.add_row(Text(f"{b} decodes"), Text(ex["decoded"]["b"]))
             console.print(Padding(grid, (0, 0, 0, 4), expand=False))
-        for ex in p["examples"]["decode"][:1]:
+        for ex in p.examples["decode"][:1]:
             console.print(Text(f"  first decode difference, {a} × {b}: {ex['case']}", style="bold"))
             grid = Table.grid(padding=(0, 2))
             grid.add_column(style="bold")
@@ -116,50 +120,43 @@ def _examples(console: Console, pairs: list[dict[str, Any]]) -> None:
             console.print(Padding(grid, (0, 0, 0, 4), expand=False))
 
 
-def _unknown(console: Console, unknown: dict[str, Any]) -> None:
-    probes = unknown["probes"]
+def _unknown(console: Console, unknown: UnknownIdTable) -> None:
+    differing = [p.label for p in unknown.differing()]
     table = Table(box=None, padding=(0, 1), pad_edge=False, header_style="bold")
     table.add_column("decode([id])")
-    for p in probes:
-        table.add_column(f"{p['label']} {p['id']}", style="bold" if p["label"] in unknown["differing"] else "")
-    for name, answers in unknown["backends"].items():
+    for p in unknown.probes:
+        table.add_column(f"{p.label} {p.id}", style="bold" if p.label in differing else "")
+    for name, answers in unknown.answers.items():
         cells = [Text(name, style="bold")]
         for a in answers:
-            shown = (
-                a["value"].split(":", 1)[0]
-                if a["kind"] == "error"
-                else (f"'{a['value']}'" if a["kind"] == "text" else a["kind"])
-            )
-            cells.append(Text(shown, style=KIND_STYLE.get(a["kind"], "")))
+            shown = a.value.split(":", 1)[0] if a.kind == "error" else (f"'{a.value}'" if a.kind == "text" else a.kind)
+            cells.append(Text(shown, style=KIND_STYLE.get(a.kind, "")))
         table.add_row(*cells)
     console.print(Text("  unknown ids", style="bold"))
     console.print(Padding(table, (0, 0, 0, 4), expand=False))
 
 
-def _race(console: Console, race: dict[str, Any]) -> None:
-    if race["note"]:
-        console.print(Text(f"  concurrency  {race['note']}", style="dim"))
-    for r in race["results"]:
-        verdict = "consistent" if r["consistent"] else "INCONSISTENT"
-        line = Text(
-            f"  concurrency  {r['backend']}: {r['concurrency']} threads + {r['concurrency']} processes → ", style="bold"
-        )
-        line.append(f"{verdict} ({', '.join(r['classes'])})", style="green" if r["consistent"] else "bold red")
+def _race(console: Console, note: str | None, races: tuple[RaceResult, ...]) -> None:
+    if note:
+        console.print(Text(f"  concurrency  {note}", style="dim"))
+    for r in races:
+        verdict = "consistent" if r.consistent else "INCONSISTENT"
+        line = Text(f"  concurrency  {r.backend}: {r.concurrency} threads + {r.concurrency} processes → ", style="bold")
+        line.append(f"{verdict} ({', '.join(r.classes)})", style="green" if r.consistent else "bold red")
         console.print(line)
 
 
-def compare_section(console: Console, result: TargetResult) -> None:
-    data = result.data
-    corpus = data["corpus"]
+def compare_view(console: Console, result: CompareResult) -> None:
+    corpus = result.corpus
     console.print(
         Text(
-            f"  corpus      {corpus['cases']:,} cases, {corpus['bytes']:,} bytes "
-            f"({corpus['builtin_cases']:,} built-in, {corpus['user_cases']:,} from --corpus)"
+            f"  corpus      {corpus.cases:,} cases, {corpus.bytes:,} bytes "
+            f"({corpus.builtin_cases:,} built-in, {corpus.user_cases:,} from --corpus)"
         )
     )
-    _backends(console, data["backends"])
-    if data["pairs"]:
-        _pairs(console, data["pairs"])
-        _examples(console, data["pairs"])
-    _unknown(console, data["unknown_ids"])
-    _race(console, data["race"])
+    _backends(console, result.backends)
+    if result.pairs:
+        _pairs(console, result.pairs)
+        _examples(console, result.pairs)
+    _unknown(console, result.unknown_ids)
+    _race(console, result.race_note, result.races)
