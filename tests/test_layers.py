@@ -163,6 +163,7 @@ KNOWN_CYCLES = [
     ["tokaudit.compare.result", "tokaudit.compare.view"],
     ["tokaudit.roundtrip.case", "tokaudit.roundtrip.decode", "tokaudit.roundtrip.run"],
     ["tokaudit.scan.result", "tokaudit.scan.view"],
+    ["tokaudit.stream.result", "tokaudit.stream.view"],
 ]
 
 

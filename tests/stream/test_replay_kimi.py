@@ -45,8 +45,10 @@ def test_complete_tool_call_stream_gives_no_findings_and_its_exact_text(kimi):
     r = _replay(kimi, "kimi-toolcall.json")
     assert r.findings == []
     assert r.full == VISIBLE
-    assert {d["name"]: d["text"] for d in r.data["detokenizers"]} == dict.fromkeys(SERIOUS, VISIBLE)
-    assert r.data["tool_calls"] == [{"format": "kimi", "closed": True, "valid": True, "error": None}]
+    assert {d.name: d.text for d in r.result.detokenizers} == dict.fromkeys(SERIOUS, VISIBLE)
+    assert [c.to_json() for c in r.result.tool_calls] == [
+        {"format": "kimi", "closed": True, "valid": True, "error": None}
+    ]
     kept = _replay(kimi, "kimi-toolcall.json", skip_special_tokens=False)
     assert kept.findings == []
     assert kept.full == TEXT
@@ -99,8 +101,8 @@ def test_stream_cut_inside_a_character(kimi):
     assert tool.details["position"] == cut - 1
     assert tool.details["closed"] is False
     assert tool.details["error"] == "Unterminated string starting at: line 1 column 86 (char 85)"
-    for d in r.data["detokenizers"][1:]:
-        assert d["text"] == VISIBLE[: VISIBLE.index("境")]
+    for d in r.result.detokenizers[1:]:
+        assert d.text == VISIBLE[: VISIBLE.index("境")]
 
 
 def test_unmapped_id_at_its_position(kimi):
@@ -114,11 +116,11 @@ def test_unmapped_id_at_its_position(kimi):
     assert f.details["backends"]["hf"] == "'' (dropped)"
     assert f.details["backends"]["tiktoken"] == "KeyError: 'Invalid token for decoding: 163600'"
     assert f.details["context"] == {"before": "claude/skills/", "after": "web-access/scr"}
-    by_name = {d["name"]: d for d in r.data["detokenizers"]}
-    assert by_name["offsets"]["errors"] == [
+    by_name = {d.name: d for d in r.result.detokenizers}
+    assert [e.to_json() for e in by_name["offsets"].errors] == [
         {"position": 30, "id": 163600, "kind": "dropped", "message": "silently dropped by tokenizers decode"}
     ]
-    assert by_name["bytes"]["errors"][0]["kind"] == "error"
+    assert by_name["bytes"].errors[0].kind == "error"
     assert r.full == VISIBLE  # tokenizers drops the id: the text has a hole nobody sees
 
 
@@ -129,5 +131,5 @@ def test_jsonl_steps_of_mixed_sizes_give_the_flat_text(kimi):
     r = _replay(kimi, "kimi-toolcall.jsonl")
     assert r.findings == []
     assert r.full == VISIBLE
-    assert [d["text"] for d in r.data["detokenizers"]] == [VISIBLE] * 4
-    assert r.data["stream"]["steps"] == MANIFEST["jsonl_steps"]
+    assert [d.text for d in r.result.detokenizers] == [VISIBLE] * 4
+    assert r.result.stream.steps == MANIFEST["jsonl_steps"]

@@ -149,8 +149,8 @@ def test_windowed_chunk_invariance_finds_what_the_whole_stream_check_finds(repla
     stream = read_stream(str(STREAMS / name))
     whole = replay(model, stream, ReplayOptions(ALL), loaded)
     windows = replay(model, stream, ReplayOptions(ALL, full_rechunk_tokens=0), loaded)
-    assert whole.data["chunk_invariance"]["mode"] == "whole stream"
-    assert windows.data["chunk_invariance"]["mode"] == "windows"
+    assert whole.result.chunk_invariance.coverage["mode"] == "whole stream"
+    assert windows.result.chunk_invariance.coverage["mode"] == "windows"
     assert _findings(windows) == _findings(whole)
 
 
@@ -163,7 +163,7 @@ def test_windowed_check_keeps_the_cut_character_and_the_truncated_tool_call(repl
         loaded,
     )
     assert sorted(f.name for f in r.findings) == ["incomplete-utf8", "tool-call-json"]
-    assert r.data["chunk_invariance"]["varied"] == []
+    assert r.result.chunk_invariance.varied == ()
 
 
 def test_windowed_check_on_a_long_stream_finds_the_byte_fallback_variance(replay_models):
@@ -175,11 +175,11 @@ def test_windowed_check_on_a_long_stream_finds_the_byte_fallback_variance(replay
     stream = Stream("json", ids * 3000)
     options = ["full", "offsets", "decodestream", "bytes"]
     sampled = replay(model, stream, ReplayOptions(options), loaded)
-    assert sampled.data["chunk_invariance"]["mode"] == "windows"
-    assert sampled.data["chunk_invariance"]["varied"] == [{"detokenizer": "decodestream", "k": 2}]
+    assert sampled.result.chunk_invariance.coverage["mode"] == "windows"
+    assert sampled.result.chunk_invariance.varied == ({"detokenizer": "decodestream", "k": 2},)
     whole = replay(model, stream, ReplayOptions(options, full_rechunk_tokens=10**9), loaded)
     assert _findings(sampled) == _findings(whole)
-    assert len(sampled.data["timeline"]) < 60 and sampled.data["timeline_steps"]["steps"] == 24_000
+    assert len(sampled.result.timeline) < 60 and sampled.result.timeline_steps.steps == 24_000
 
 
 def test_rich_steps_all_on_a_long_stream_prints_one_line_per_step():

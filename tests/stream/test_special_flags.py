@@ -86,8 +86,10 @@ def test_tool_call_stream_keeps_non_special_markers_in_every_detokenizer(kimi_re
     )
     assert r.findings == []  # no stream-mismatch between bytes and the others
     assert r.full == TEXT
-    assert {d["name"]: d["text"] for d in r.data["detokenizers"]} == dict.fromkeys(DETOKENIZERS, TEXT)
-    assert r.data["tool_calls"] == [{"format": "kimi", "closed": True, "valid": True, "error": None}]
+    assert {d.name: d.text for d in r.result.detokenizers} == dict.fromkeys(DETOKENIZERS, TEXT)
+    assert [c.to_json() for c in r.result.tool_calls] == [
+        {"format": "kimi", "closed": True, "valid": True, "error": None}
+    ]
 
 
 def test_replay_cli_default_keeps_the_markers_and_exits_0(kimi_real_flags) -> None:

@@ -22,7 +22,9 @@ from tokaudit.stream.utf8 import describe_partial
 GATEWAY_BEHAVIOUR = {
     "tokenizers decode (vLLM fast path, smg and Dynamo HF backends)": "silently dropped: the text has a hole",
     "vLLM slow path (remote-code tokenizers)": "decoded to '' when the id is >= len(tokenizer)",
-    "Python tiktoken (transformers remote code, ids outside ranks and specials)": "KeyError: Invalid token for decoding",
+    "Python tiktoken (transformers remote code, ids outside ranks and specials)": (
+        "KeyError: Invalid token for decoding"
+    ),
     "tiktoken-rs _decode_native_and_split (smg before PR #1482, Dynamo tiktoken backend)": "panic: no entry found for "
     "key — the worker dies "
     "mid-stream",
@@ -258,7 +260,8 @@ def toolcall_findings(calls: Sequence[ToolCall], position_of: Any, ids: Sequence
         out.append(
             codes.finding(
                 codes.TOOL_CALL_JSON,
-                f"{call.format} tool-call arguments do not parse: {call.error}; {ended}. Arguments: {call.text[-80:]!r}",
+                f"{call.format} tool-call arguments do not parse: {call.error}; {ended}. "
+                f"Arguments: {call.text[-80:]!r}",
                 details={
                     "position": pos,
                     "id": ids[pos],
@@ -278,7 +281,10 @@ def stop_findings(reference: StopOutcome, outcomes: dict[str, StopOutcome], ids:
         if (got.position, got.text) == (reference.position, reference.text):
             continue
         if reference.position is not None and got.position is None:
-            what = f"never detects the stop {reference.matched!r} that completes at token {reference.position}: the text after it leaks"
+            what = (
+                f"never detects the stop {reference.matched!r} that completes at token {reference.position}: "
+                "the text after it leaks"
+            )
         elif got.position != reference.position:
             what = f"detects the stop at token {got.position} instead of {reference.position}"
         elif got.position is None:
@@ -334,13 +340,3 @@ def variance_finding(name: str, k: int, base: str, got: str, chars: CharMap, ids
             "expected": _excerpt(base, at),
         },
     )
-
-
-def detokenizer_json(run: Run) -> dict[str, Any]:
-    return {
-        "name": run.name,
-        "text": run.text,
-        "held_bytes": run.held_bytes,
-        "errors": [e.to_json() for e in run.errors],
-        "flush": run.flush,
-    }

@@ -16,7 +16,6 @@ from tokaudit.errors import InputError
 from tokaudit.model.text import TokenText
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding
-from tokaudit.report.report import TargetResult
 from tokaudit.stream import chunk_variance as chunks
 from tokaudit.stream import invariants as inv
 from tokaudit.stream.detokenizers import (
@@ -35,6 +34,16 @@ from tokaudit.stream.detokenizers import (
 )
 from tokaudit.stream.llamacpp_server import NAME as SERVER, Server, build_server, stop_outcome
 from tokaudit.stream.steps import Steps, Stream
+from tokaudit.stream.result import (
+    ChunkInvariance,
+    DetokenizerOutcome,
+    ReplayResult,
+    Stops,
+    StreamSummary,
+    TimelineSteps,
+    TokenizerSummary,
+    ToolCallSummary,
+)
 from tokaudit.stream.stops import StopOutcome, apply_stops
 from tokaudit.stream.timeline import Timeline, step_summary
 from tokaudit.stream.toolcalls import find_tool_calls
@@ -71,7 +80,7 @@ class Replay:
     full: str
     runs: list[Run]
     findings: list[Finding]
-    data: dict[str, Any] = field(default_factory=dict)
+    result: ReplayResult
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -159,34 +168,14 @@ def _generated(ctx: DecodeContext, prompt: Sequence[int], ids: Sequence[int], pr
 
 def _not_applicable(
     names: Sequence[str], ctx: DecodeContext, server: Server | str | None = None
-) -> list[dict[str, Any]]:
+) -> list[DetokenizerOutcome]:
     """Requested strategies that do not apply to this tokenizer (not run, never a stream error)."""
     out = []
     reason = bytes_not_applicable(ctx.tokens)
     if "bytes" in names and reason is not None:
-        out.append(
-            {
-                "name": "bytes",
-                "applicable": False,
-                "reason": reason,
-                "text": None,
-                "held_bytes": 0,
-                "errors": [],
-                "flush": "",
-            }
-        )
+        out.append(DetokenizerOutcome.not_applicable("bytes", reason))
     if isinstance(server, str):
-        out.append(
-            {
-                "name": SERVER,
-                "applicable": False,
-                "reason": server,
-                "text": None,
-                "held_bytes": 0,
-                "errors": [],
-                "flush": "",
-            }
-        )
+        out.append(DetokenizerOutcome.not_applicable(SERVER, server))
     return out
 
 
@@ -306,7 +295,7 @@ def replay(
         parser_data, more = stack_parse(tokenizer, ctx.tokens, ids, steps, prompt, options.stack, tool, reason)
         findings += more
 
-    stops: dict[str, Any] | None = None
+    stops: Stops | None = None
     if options.stop_strings or options.stop_ids:
         stop_ids = frozenset(options.stop_ids)
         ends = list(chars.ends)
@@ -319,12 +308,7 @@ def replay(
             for r in runs
         }
         findings += inv.stop_findings(reference, outcomes, ids)
-        stops = {
-            "strings": list(options.stop_strings),
-            "ids": list(options.stop_ids),
-            "expected": reference.to_json(),
-            "detokenizers": {k: v.to_json() for k, v in outcomes.items()},
-        }
+        stops = Stops(options.stop_strings, options.stop_ids, reference, outcomes)
 
     variance: list[dict[str, Any]] = []
     checked: dict[str, Any] = {}
@@ -339,55 +323,28 @@ def replay(
         seconds["chunk_invariance"] = time.perf_counter() - t
 
     seconds["total"] = time.perf_counter() - started
-    result: dict[str, Any] = {
-        "stream": {
-            "format": stream.format,
-            "tokens": len(ids),
-            "steps": len(steps),
-            "prompt_tokens": len(prompt),
-            "skip_special_tokens": options.skip_special_tokens,
-        },
-        "tokenizer": {
-            "origin": origin,
-            "load_seconds": round(load_seconds, 4),
-            **({"subset": subset} if subset else {}),
-        },
-        "text": full,
-        "detokenizers": (
-            [{"name": "full", "text": full, "held_bytes": 0, "errors": [], "flush": ""}]
-            if "full" in options.detokenizers
-            else []
-        )
-        + [inv.detokenizer_json(r) for r in runs]
-        + _not_applicable(options.detokenizers, ctx, server),
-        "tool_calls": [
-            {"format": c.format, "closed": c.closed, "valid": c.error is None, "error": c.error} for c in calls
-        ],
-        "chunk_invariance": {
-            "checked": options.chunk_invariance,
-            "sizes": list(CHUNK_SIZES),
-            "varied": variance,
-            **checked,
-        },
-    }
-    if stops is not None:
-        result["stops"] = stops
-    if parser_data is not None:
-        result["parser"] = parser_data
-    if isinstance(server, Server):
-        result["llama_cpp_server"] = server.info
+    full_row = [DetokenizerOutcome("full", full, 0, (), "")] if "full" in options.detokenizers else []
     rows = Timeline(ctx, steps, runs, findings, options.steps)
-    result["timeline_steps"] = {
-        "shown": rows.shown,
-        "rows": len(rows),
-        "steps": len(steps),
-        "summary": step_summary(runs),
-    }
-    result["timeline"] = rows if options.steps is not None else list(rows)
+    result = ReplayResult(
+        model.target,
+        model.source,
+        stream=StreamSummary(stream.format, len(ids), len(steps), len(prompt), options.skip_special_tokens),
+        tokenizer=TokenizerSummary(origin, round(load_seconds, 4), subset),
+        text=full,
+        detokenizers=tuple(
+            full_row + [DetokenizerOutcome.of(r) for r in runs] + _not_applicable(options.detokenizers, ctx, server)
+        ),
+        tool_calls=tuple(ToolCallSummary(c.format, c.closed, c.error) for c in calls),
+        chunk_invariance=ChunkInvariance(options.chunk_invariance, tuple(CHUNK_SIZES), tuple(variance), checked),
+        stops=stops,
+        parser=parser_data,
+        llama_cpp_server=server.info if isinstance(server, Server) else None,
+        timeline_steps=TimelineSteps(rows.shown, len(rows), len(steps), step_summary(runs)),
+        timeline=rows if options.steps is not None else list(rows),
+    )
     return Replay(full, runs, findings, result, seconds)
 
 
-def replay_result(model: TokenizerModel, stream: Stream, options: ReplayOptions) -> tuple[TargetResult, list[Finding]]:
-    result = replay(model, stream, options)
-    findings = [f.with_target(model.target) for f in result.findings]
-    return TargetResult(model.target, result.data, source=model.source), findings
+def replay_result(model: TokenizerModel, stream: Stream, options: ReplayOptions) -> tuple[ReplayResult, list[Finding]]:
+    replayed = replay(model, stream, options)
+    return replayed.result, [f.with_target(model.target) for f in replayed.findings]

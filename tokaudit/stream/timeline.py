@@ -13,6 +13,7 @@ from typing import Any
 from tokaudit.errors import InputError
 from tokaudit.report.finding import Finding
 from tokaudit.report.rows import LazyRows
+from tokaudit.stream.result import StepSummary
 from tokaudit.stream.detokenizers import DecodeContext, Run, window
 from tokaudit.stream.steps import Steps
 
@@ -45,7 +46,7 @@ def parse_steps(value: str | None) -> tuple[int, int | None] | None:
     return (a, b)
 
 
-def step_summary(runs: Sequence[Run]) -> dict[str, dict[str, int]]:
+def step_summary(runs: Sequence[Run]) -> dict[str, StepSummary]:
     """Per detokenizer: characters emitted, steps that emitted nothing, steps ending with bytes held,
     the most bytes held."""
     out = {}
@@ -55,12 +56,7 @@ def step_summary(runs: Sequence[Run]) -> dict[str, dict[str, int]]:
         if id(held) not in counted:
             counted[id(held)] = (len(held) - held.count(0), max(held, default=0))
         holding, most = counted[id(held)]
-        out[r.name] = {
-            "characters": len(r.text),
-            "empty_steps": r.empty_steps,
-            "holding_steps": holding,
-            "max_held": most,
-        }
+        out[r.name] = StepSummary(len(r.text), r.empty_steps, holding, most)
     return out
 
 

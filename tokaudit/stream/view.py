@@ -1,10 +1,12 @@
 """Rich section of ``replay``: the stream, a timeline (the rows replay selected: every step of a short
 stream, else the steps around findings, or ``--steps``), each detokenizer's outcome and the final text.
-Token text is data: ``Text`` objects with invisible characters shown."""
+Layout only: every value comes from the result (:class:`ReplayResult`; the timeline's rows are the JSON objects
+:class:`~tokaudit.stream.timeline.Timeline` computes). Token text is data: ``Text`` objects with invisible
+characters shown."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from rich.console import Console
@@ -12,9 +14,10 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from tokaudit.report.report import TargetResult
 from tokaudit.report.rich_layout import key_value
+from tokaudit.report.rows import LazyRows
 from tokaudit.report.text import plural, token_text, visible
+from tokaudit.stream.result import ReplayResult
 
 #: Rows per table when a long timeline (``--steps``) is printed block by block.
 BLOCK_ROWS = 500
@@ -86,7 +89,7 @@ def _lines(console: Console, rows: Iterable[dict[str, Any]], names: list[str]) -
 MAX_TABLE_ROWS = 2000
 
 
-def _timeline(console: Console, rows: Collection[dict[str, Any]], names: list[str]) -> None:
+def _timeline(console: Console, rows: list[dict[str, Any]] | LazyRows, names: list[str]) -> None:
     """The rows as computed (already selected), a gap mark between non-consecutive steps, printed
     in blocks so that a streamed full timeline is never held whole."""
     if len(rows) > MAX_TABLE_ROWS:
@@ -121,68 +124,67 @@ def _timeline(console: Console, rows: Collection[dict[str, Any]], names: list[st
         console.print(Padding(table, (0, 0, 0, 2), expand=False))
 
 
-def replay_section(console: Console, result: TargetResult) -> None:
-    data = result.data
-    s, tok = data["stream"], data["tokenizer"]
+def replay_view(console: Console, result: ReplayResult) -> None:
+    s, tok = result.stream, result.tokenizer
     key_value(
         console,
         "stream",
-        f"{s['format']} · {plural(s['tokens'], 'token')} in {plural(s['steps'], 'step')} · "
-        f"prompt {plural(s['prompt_tokens'], 'token')} · {'skip' if s['skip_special_tokens'] else 'keep'} special "
+        f"{s.format} · {plural(s.tokens, 'token')} in {plural(s.steps, 'step')} · "
+        f"prompt {plural(s.prompt_tokens, 'token')} · {'skip' if s.skip_special_tokens else 'keep'} special "
         "tokens",
     )
-    key_value(console, "tokenizer", f"{tok['origin']} (built in {tok['load_seconds']:.2f}s)")
-    names = [d["name"] for d in data["detokenizers"] if d["name"] != "full" and d.get("applicable", True)]
-    shown = data.get("timeline_steps", {})
+    key_value(console, "tokenizer", f"{tok.origin} (built in {tok.load_seconds:.2f}s)")
+    names = [d.name for d in result.detokenizers if d.name != "full" and d.applicable]
+    shown = result.timeline_steps
     which = {
         "all": "",
-        "around findings": f", {shown.get('rows')} of {s['steps']} steps: the first, the last and those around findings",
-    }.get(shown.get("shown", "all"), f", steps {shown.get('shown')}")
+        "around findings": f", {shown.rows} of {s.steps} steps: the first, the last and those around findings",
+    }.get(shown.shown, f", steps {shown.shown}")
     heading = Text(
         f"timeline (chunks as emitted; held = bytes each detokenizer holds after the step{which})", style="bold"
     )
     console.print(Padding(heading, (0, 0, 0, 2)))  # wraps under itself on a narrow terminal
-    _timeline(console, data["timeline"], names)
+    _timeline(console, result.timeline, names)
     console.print(Text("  detokenizers", style="bold"))
     summary = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
-    for d in data["detokenizers"]:
-        if not d.get("applicable", True):
-            summary.add_row(Text(d["name"]), Text(f"not applicable: {d['reason']}", style="dim"))
+    for d in result.detokenizers:
+        if not d.applicable:
+            summary.add_row(Text(d.name), Text(f"not applicable: {d.reason}", style="dim"))
             continue
         errors: dict[str, int] = {}
-        for e in d["errors"]:
-            errors[e["kind"]] = errors.get(e["kind"], 0) + 1
+        for e in d.errors:
+            errors[e.kind] = errors.get(e.kind, 0) + 1
         status = Text(
-            f"held {d['held_bytes']} bytes" if d["held_bytes"] else "nothing held",
-            style="yellow" if d["held_bytes"] else "dim",
+            f"held {d.held_bytes} bytes" if d.held_bytes else "nothing held",
+            style="yellow" if d.held_bytes else "dim",
         )
-        steps = shown.get("summary", {}).get(d["name"])
+        steps = shown.summary.get(d.name)
         if steps:
             status.append(
-                f" · {steps['characters']} characters, {steps['holding_steps']} steps ended holding bytes "
-                f"(at most {steps['max_held']})",
+                f" · {steps.characters} characters, {steps.holding_steps} steps ended holding bytes "
+                f"(at most {steps.max_held})",
                 style="dim",
             )
         if errors:
             status.append(" · " + ", ".join(f"{n} {k}" for k, n in errors.items()), style="red")
-        summary.add_row(Text(d["name"]), status)
+        summary.add_row(Text(d.name), status)
     console.print(Padding(summary, (0, 0, 0, 4), expand=False))
-    for call in data.get("tool_calls", []):
-        line = Text(f"{call['format']}: ")
+    for call in result.tool_calls:
+        line = Text(f"{call.format}: ")
         line.append(
-            "valid JSON" if call["valid"] else f"invalid JSON ({call['error']})",
-            style="green" if call["valid"] else "red",
+            "valid JSON" if call.valid else f"invalid JSON ({call.error})",
+            style="green" if call.valid else "red",
         )
         key_value(console, "tool call", line)
-    if "stops" in data:
-        exp = data["stops"]["expected"]
+    if result.stops is not None:
+        exp = result.stops.expected
         key_value(
             console,
             "stop",
-            "not reached" if exp["position"] is None else f"{exp['matched']!r} at token {exp['position']}",
+            "not reached" if exp.position is None else f"{exp.matched!r} at token {exp.position}",
         )
     console.print(Text("  text (full decode; invisible characters shown)", style="bold"))
-    text = data["text"]
+    text = result.text
     if len(text) > MAX_TEXT:
         half = MAX_TEXT // 2
         shown_text = Text(visible(text[:half]))
