@@ -9,10 +9,8 @@ import json
 from rich.console import Console
 
 from tests.conftest import FIXTURES, run_cli, tree_snapshot
-from tokaudit.oncall.codec import gateway_backend
-from tokaudit.report.report import TargetResult
-from tokaudit.report.rich_oncall import decode_section
 from tokaudit.model.load import load_model
+from tokaudit.oncall.codec import CodecError, DecodeResult, gateway_backend
 
 TINY = FIXTURES / "tiny-tiktoken"
 CLEAN = FIXTURES / "clean-bpe"
@@ -58,7 +56,7 @@ def test_terminal_shows_boundaries_as_alternating_colours():
 
     result, _ = decode_ids(model, load_backends(model, ["tiktoken"])[0], [72, 435, 111], False, "<arguments>")
     out = io.StringIO()
-    decode_section(Console(file=out, force_terminal=True, color_system="standard", width=120, markup=False), result)
+    result.rich(Console(file=out, force_terminal=True, color_system="standard", width=120, markup=False))
     tokens_line = next(line for line in out.getvalue().splitlines() if "tokens" in line)
     assert "|" not in tokens_line
     assert tokens_line.count("\x1b[30;106m") == 2 and tokens_line.count("\x1b[30;103m") == 1  # cyan, yellow, cyan
@@ -160,15 +158,18 @@ def test_unavailable_backend_is_exit_2():
 
 def test_section_renders_an_error_result():
     out = io.StringIO()
-    data = {
-        "backend": "strict",
-        "backend_detail": None,
-        "source": "<arguments>",
-        "skip_special_tokens": False,
-        "ids": [],
-        "text": None,
-        "error": {"exception": "UnknownId", "message": "m", "panic": False},
-        "tokens": [],
-    }
-    decode_section(Console(file=out, width=120, markup=False), TargetResult("t", data))
+    result = DecodeResult(
+        "t",
+        None,
+        backend="strict",
+        backend_detail=None,
+        backend_subset=None,
+        ids_source="<arguments>",
+        skip_special_tokens=False,
+        ids=(),
+        text=None,
+        error=CodecError("UnknownId", "m", False),
+        tokens=(),
+    )
+    result.rich(Console(file=out, width=120, markup=False))
     assert "  error        UnknownId: m" in out.getvalue().splitlines()

@@ -14,38 +14,38 @@ TINY = FIXTURES / "tiny-tiktoken"
 
 def test_kimi_163600_is_a_gap_that_remote_code_fills_and_tiktoken_rejects(kimi):
     model, backends = kimi
-    [entry] = explain(model, backends, resolve(model, ["163600"])).data["ids"]
-    assert entry["id"] == 163600
-    assert entry["in_declared_range"] is True
-    assert entry["mapped"] == {"files": False, "remote-code": True}
-    [source] = entry["sources"]
-    assert source["profile"] == "remote-code"
-    assert source["text"] == "<|reserved_token_163600|>"
-    assert (source["file"], source["line"], source["key"]) == (
+    [entry] = explain(model, backends, resolve(model, ["163600"])).ids
+    assert entry.id == 163600
+    assert entry.in_declared_range is True
+    assert entry.mapped == {"files": False, "remote-code": True}
+    [source] = entry.sources
+    assert source.profile == "remote-code"
+    assert source.text == "<|reserved_token_163600|>"
+    assert (source.where.file, source.where.line, source.where.key) == (
         "tokenization_kimi.py",
         26,
         "num_reserved_special_tokens",
     )
-    assert source["rule"] == "reserved-slot fill (num_reserved_special_tokens)"
-    assert entry["text"] == "<|reserved_token_163600|>"
-    assert entry["bytes_hex"] == b"<|reserved_token_163600|>".hex()
-    tk = entry["backends"]["tiktoken"]
-    assert (tk["kind"], tk["exception"], tk["message"], tk["panic"]) == (
+    assert source.rule == "reserved-slot fill (num_reserved_special_tokens)"
+    assert entry.text == "<|reserved_token_163600|>"
+    assert entry.bytes_hex == b"<|reserved_token_163600|>".hex()
+    tk = entry.backends["tiktoken"]
+    assert (tk.kind, tk.exception, tk.message, tk.panic) == (
         "error",
         "KeyError",
         "'Invalid token for decoding: 163600'",
         False,
     )
-    assert entry["backends"]["strict"]["exception"] == "UnknownId"
+    assert entry.backends["strict"].exception == "UnknownId"
 
 
 def test_kimi_declared_end_and_beyond(kimi):
     model, backends = kimi
-    inside, beyond = explain(model, backends, resolve(model, ["163837", "163840"])).data["ids"]
-    assert inside["in_declared_range"] is True and inside["mapped"] == {"files": False, "remote-code": True}
-    assert beyond["in_declared_range"] is False and beyond["mapped"] == {"files": False, "remote-code": False}
-    assert (beyond["sources"], beyond["bytes_hex"], beyond["text"]) == ([], None, None)
-    assert beyond["backends"]["tiktoken"]["exception"] == "KeyError"
+    inside, beyond = explain(model, backends, resolve(model, ["163837", "163840"])).ids
+    assert inside.in_declared_range is True and inside.mapped == {"files": False, "remote-code": True}
+    assert beyond.in_declared_range is False and beyond.mapped == {"files": False, "remote-code": False}
+    assert (beyond.sources, beyond.bytes_hex, beyond.text) == ((), None, None)
+    assert beyond.backends["tiktoken"].exception == "KeyError"
 
 
 def test_cli_json_and_rich_on_kimi():

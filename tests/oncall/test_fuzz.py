@@ -21,7 +21,7 @@ def test_kimi_gap_crash_in_strict_and_tiktoken_with_one_id_reproducers(kimi):
     result, findings = fuzz(model, backends, FuzzOptions(iterations=400, seed=7))
     gaps = model.files.mapped.complement(model.checked_size)
     assert gaps.count == 233
-    rows = {row["name"]: row for row in result.data["backends"]}
+    rows = {row["name"]: row for row in result.to_json()["backends"]}
     for name, cls in (("tiktoken", "KeyError"), ("strict", "UnknownId")):
         inside = [r for r in rows[name]["reproducers"] if r["in_declared_range"]]
         assert inside, name

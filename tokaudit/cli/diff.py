@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -65,7 +66,8 @@ def diff(
             "--corpus",
             metavar="FILE|DIR",
             help="Count the tokens of each non-empty line (of each file) under both "
-            "tokenizers: per-text and total counts, and TA704 token-count-drift when the total grows past --max-growth.",
+            "tokenizers: per-text and total counts, and TA704 token-count-drift when the total grows past "
+            "--max-growth.",
         ),
     ] = None,
     max_growth: Annotated[
@@ -121,8 +123,9 @@ def diff(
         from tokaudit.errors import InputError
         from tokaudit.oncall.diff import diff_models
         from tokaudit.oncall.gguf_diff import conversion_diff, is_conversion_pair
-        from tokaudit.report.report import Report, TargetResult
         from tokaudit.model.load import load_model
+        from tokaudit.oncall.diff_result import CountsOnly, CountTotal, DiffResult
+        from tokaudit.report.report import Report
         from tokaudit.source.resolve import same_files
 
         if corpus is None and (write_counts or counts_baseline):
@@ -134,7 +137,7 @@ def diff(
         a = load_model(draft, revision)
         findings: list[Finding] = []
         if target is None:
-            result = TargetResult(a.target, {})
+            result = DiffResult(a.target, None)
         else:
             b = load_model(target, target_revision or revision)
             same = same_files(a.source, b.source)
@@ -168,13 +171,10 @@ def diff(
                 counted_b, counted_a = counted_a, read_counts(counts_baseline, cases)
             if counted_a is not None and counted_b is not None:
                 counts, drifted = drift(counted_a, counted_b, cases, str(corpus), max_growth)
-                result.data["counts"] = counts
+                result = replace(result, counts=counts)
                 findings += [f.with_target(a.target) for f in drifted]
             elif newest is not None:
-                result.data["counts"] = {
-                    "corpus": str(corpus),
-                    "b": None,
-                    "a": {"target": newest.target, "backend": newest.backend, "total": newest.total},
-                    "texts": [{"name": c.source, "a": n} for c, n in zip(cases, newest.counts)],
-                }
+                total = CountTotal(newest.target, newest.backend, newest.total)
+                texts = tuple((c.source, n) for c, n in zip(cases, newest.counts))
+                result = replace(result, counts=CountsOnly(str(corpus), total, texts))
         emit(Report("diff", [result], findings), fmt, output, fail_on, quiet, color)

@@ -3,21 +3,26 @@ bytes from the id tables."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tokaudit.backends.base import call, can_encode
+from tokaudit.backends.base import Outcome, call, can_encode
 from tokaudit.backends.registry import LoadedBackend, load_backends
 from tokaudit.errors import InputError
 from tokaudit.ids import IdRanges
 from tokaudit.model.text import TokenText
-from tokaudit.model.tokenizer_model import TokenizerModel
+from tokaudit.model.tokenizer_model import FILES, TokenizerModel
 from tokaudit.oncall.codes import BACKEND_CRASH
 from tokaudit.oncall.shrink import Shrinker, failure_class
-from tokaudit.oncall.tokens import in_declared_range, token_info, token_json
+from tokaudit.oncall.tokens import TokenRow, in_declared_range, token_info, token_row
 from tokaudit.report.finding import Finding, Severity
-from tokaudit.report.report import TargetResult
 from tokaudit.report.text import visible
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tokaudit.report.policy import PolicyCounts
 
 
 def gateway_backend(model: TokenizerModel, encode: bool) -> str:
@@ -59,7 +64,107 @@ def pick_backend(
     return lb
 
 
-def _tokens(model: TokenizerModel, ids: list[int], skip_special_tokens: bool) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class CodecError:
+    """A backend's call that raised: the exception's type and message, and whether it was a Rust panic."""
+
+    exception: str | None
+    message: str | None
+    panic: bool
+
+    @classmethod
+    def of(cls, outcome: Outcome) -> CodecError | None:
+        return None if outcome.ok else cls(outcome.error_type, outcome.error, outcome.panic)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"exception": self.exception, "message": self.message, "panic": self.panic}
+
+
+@dataclass(frozen=True)
+class DecodeResult:
+    """One target's decode (a :class:`tokaudit.report.report.CommandResult`): the backend's text, or its error,
+    and a row per id."""
+
+    target: str
+    #: where the target's files came from (a :class:`tokaudit.source.resolve.Source`)
+    source: Any
+    backend: str
+    backend_detail: str | None
+    backend_subset: str | None
+    #: where the ids came from: "<arguments>", "<stdin>" or the file
+    ids_source: str
+    skip_special_tokens: bool
+    ids: tuple[int, ...]
+    text: str | None
+    error: CodecError | None
+    tokens: tuple[TokenRow, ...]
+    not_checked: tuple[str, ...] = ()
+    policy: PolicyCounts | None = None
+    rules: tuple[tuple[str, str], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "backend_detail": self.backend_detail,
+            **({"backend_subset": self.backend_subset} if self.backend_subset else {}),
+            "source": self.ids_source,
+            "skip_special_tokens": self.skip_special_tokens,
+            "ids": list(self.ids),
+            "text": self.text,
+            "error": None if self.error is None else self.error.to_json(),
+            "tokens": [t.to_json() for t in self.tokens],
+        }
+
+    def rich(self, console: Console) -> None:
+        from tokaudit.oncall.view import decode_view
+
+        decode_view(console, self)
+
+
+@dataclass(frozen=True)
+class EncodeResult:
+    """One target's encode (a :class:`tokaudit.report.report.CommandResult`): the ids, or the backend's error,
+    a row per id and, for llama.cpp, what its server sends the model for this prompt."""
+
+    target: str
+    source: Any
+    backend: str
+    backend_detail: str | None
+    backend_subset: str | None
+    text: str
+    ids: tuple[int, ...]
+    error: CodecError | None
+    tokens: tuple[TokenRow, ...]
+    #: llama.cpp: the ids its server prompts with (BOS/EOS added per the GGUF's flags), or why it cannot
+    server_prompt_ids: tuple[int, ...] | None = None
+    server_prompt_error: CodecError | None = None
+    not_checked: tuple[str, ...] = ()
+    policy: PolicyCounts | None = None
+    rules: tuple[tuple[str, str], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "backend": self.backend,
+            "backend_detail": self.backend_detail,
+            **({"backend_subset": self.backend_subset} if self.backend_subset else {}),
+            "text": self.text,
+            "ids": list(self.ids),
+            "error": None if self.error is None else self.error.to_json(),
+            "tokens": [t.to_json() for t in self.tokens],
+        }
+        if self.server_prompt_ids is not None:
+            out["server_prompt_ids"] = list(self.server_prompt_ids)
+        if self.server_prompt_error is not None:
+            out["server_prompt_error"] = self.server_prompt_error.to_json()
+        return out
+
+    def rich(self, console: Console) -> None:
+        from tokaudit.oncall.view import encode_view
+
+        encode_view(console, self)
+
+
+def _tokens(model: TokenizerModel, ids: list[int], skip_special_tokens: bool) -> tuple[TokenRow, ...]:
     """One row per id; the text of each is what it adds through the tokenizer's decoder at its place
     in the sequence (a skipped special token shows its own text)."""
     text = TokenText(model)
@@ -68,39 +173,38 @@ def _tokens(model: TokenizerModel, ids: list[int], skip_special_tokens: bool) ->
     for i, piece in zip(ids, pieces):
         if piece == b"" and skip_special_tokens and text.is_special(i):
             piece = text.piece(i)
-        row = token_json(token_info(model, i), piece)
-        if row["profile"] == "files":
-            row["special"] = text.is_special(i)  # BERT's [UNK] is a vocab.txt line yet special
-        row["skipped"] = skip_special_tokens and row["special"] and row["profile"] == "files"
-        out.append(row)
-    return out
+        info = token_info(model, i)
+        # BERT's [UNK] is a vocab.txt line yet special: the tokenizer's flag, where the files profile maps the id
+        special = text.is_special(i) if info.lookups.get(FILES) is not None else None
+        out.append(token_row(info, piece, special, skip_special_tokens))
+    return tuple(out)
 
 
 def decode_ids(
     model: TokenizerModel, lb: LoadedBackend, ids: list[int], skip_special_tokens: bool, source: str
-) -> tuple[TargetResult, list[Finding]]:
+) -> tuple[DecodeResult, list[Finding]]:
     backend = lb.backend
     assert backend is not None
     outcome = call(backend.decode, list(ids), skip_special_tokens)
     findings: list[Finding] = []
-    data: dict[str, Any] = {
-        "backend": lb.name,
-        "backend_detail": lb.detail,
-        **({"backend_subset": lb.subset} if lb.subset else {}),
-        "source": source,
-        "skip_special_tokens": skip_special_tokens,
-        "ids": list(ids),
-        "text": outcome.value if outcome.ok else None,
-        "error": None
-        if outcome.ok
-        else {"exception": outcome.error_type, "message": outcome.error, "panic": outcome.panic},
-        "tokens": _tokens(model, ids, skip_special_tokens),
-    }
+    result = DecodeResult(
+        model.target,
+        model.source,
+        backend=lb.name,
+        backend_detail=lb.detail,
+        backend_subset=lb.subset,
+        ids_source=source,
+        skip_special_tokens=skip_special_tokens,
+        ids=tuple(ids),
+        text=outcome.value if outcome.ok else None,
+        error=CodecError.of(outcome),
+        tokens=_tokens(model, ids, skip_special_tokens),
+    )
     if not outcome.ok:
         findings.append(
             _crash(model, lb, ids, skip_special_tokens, failure_class(outcome) or "unknown", outcome.describe())
         )
-    return TargetResult(model.target, data, source=model.source), findings
+    return result, findings
 
 
 def _crash(model: TokenizerModel, lb: LoadedBackend, ids: list[int], skip: bool, cls: str, described: str) -> Finding:
@@ -124,22 +228,13 @@ def _crash(model: TokenizerModel, lb: LoadedBackend, ids: list[int], skip: bool,
     )
 
 
-def encode_text(model: TokenizerModel, lb: LoadedBackend, text: str) -> tuple[TargetResult, list[Finding]]:
+def encode_text(model: TokenizerModel, lb: LoadedBackend, text: str) -> tuple[EncodeResult, list[Finding]]:
     backend = lb.backend
     assert backend is not None
     outcome = call(backend.encode, text)
     ids = list(outcome.value) if outcome.ok else []
-    data = {
-        "backend": lb.name,
-        "backend_detail": lb.detail,
-        **({"backend_subset": lb.subset} if lb.subset else {}),
-        "text": text,
-        "ids": ids,
-        "error": None
-        if outcome.ok
-        else {"exception": outcome.error_type, "message": outcome.error, "panic": outcome.panic},
-        "tokens": _tokens(model, ids, False),
-    }
+    server_ids: tuple[int, ...] | None = None
+    server_error: CodecError | None = None
     prompt = getattr(backend, "encode_prompt", None)
     failed = [("this text", outcome)] if not outcome.ok else []
     if (
@@ -147,13 +242,9 @@ def encode_text(model: TokenizerModel, lb: LoadedBackend, text: str) -> tuple[Ta
     ):  # what llama.cpp's server sends the model for this prompt
         server = call(prompt, text)
         if server.ok:
-            data["server_prompt_ids"] = list(server.value)
+            server_ids = tuple(server.value)
         else:  # the special tokens it adds (a WordPiece vocabulary without SEP: llama.cpp aborts)
-            data["server_prompt_error"] = {
-                "exception": server.error_type,
-                "message": server.error,
-                "panic": server.panic,
-            }
+            server_error = CodecError.of(server)
             failed.append(("this text as its server's prompt (specials added)", server))
     findings = [
         Finding(
@@ -166,4 +257,17 @@ def encode_text(model: TokenizerModel, lb: LoadedBackend, text: str) -> tuple[Ta
         )
         for what, failure in failed
     ]
-    return TargetResult(model.target, data, source=model.source), findings
+    result = EncodeResult(
+        model.target,
+        model.source,
+        backend=lb.name,
+        backend_detail=lb.detail,
+        backend_subset=lb.subset,
+        text=text,
+        ids=tuple(ids),
+        error=CodecError.of(outcome),
+        tokens=_tokens(model, ids, False),
+        server_prompt_ids=server_ids,
+        server_prompt_error=server_error,
+    )
+    return result, findings

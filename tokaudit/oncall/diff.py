@@ -8,48 +8,48 @@ incompatible — some draft id maps to other bytes in the target, or to none.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from tokaudit.backends.pattern import find_pattern
 from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel
+from tokaudit.oncall.diff_result import DiffResult, DraftDiff, DraftExample, DraftSide
 from tokaudit.oncall.codes import DRAFT_SIZE_MISMATCH, ID_TOKEN_MISMATCH, SPECIAL_TOKEN_DIVERGENCE
 from tokaudit.report.finding import Finding
-from tokaudit.report.report import TargetResult
 from tokaudit.report.text import plural, token_text
 
 #: Examples kept per finding.
 EXAMPLES = 5
 
 
-def _side(model: TokenizerModel, tokens: dict[int, bytes]) -> dict[str, Any]:
+def _side(model: TokenizerModel, tokens: dict[int, bytes]) -> DraftSide:
     pattern = find_pattern(model)
-    return {
-        "path": model.target,
-        "vocab_artifact": model.vocab_artifact,
-        "declared_size": model.declared.size,
-        "declared_by": model.declared.basis,
-        "mapped": len(tokens),
-        "pattern": None if pattern is None else pattern.regex,
-        "pattern_source": None if pattern is None else pattern.source,
-    }
+    return DraftSide(
+        path=model.target,
+        vocab_artifact=model.vocab_artifact,
+        declared_size=model.declared.size,
+        declared_by=model.declared.basis,
+        mapped=len(tokens),
+        pattern=None if pattern is None else pattern.regex,
+        pattern_source=None if pattern is None else pattern.source,
+    )
 
 
-def _example(i: int, a: bytes | None, b: bytes | None) -> dict[str, Any]:
-    return {
-        "id": i,
-        "draft": None if a is None else token_text(a),
-        "target": None if b is None else token_text(b),
-        "draft_hex": None if a is None else a.hex(),
-        "target_hex": None if b is None else b.hex(),
-    }
+def _example(i: int, a: bytes | None, b: bytes | None) -> DraftExample:
+    return DraftExample(
+        i,
+        None if a is None else token_text(a),
+        None if b is None else token_text(b),
+        None if a is None else a.hex(),
+        None if b is None else b.hex(),
+    )
 
 
-def _show(e: dict[str, Any]) -> str:
-    return f"{e['id']}: {e['draft'] if e['draft'] is not None else '(none)'} ≠ {e['target'] if e['target'] is not None else '(none)'}"
+def _show(e: DraftExample) -> str:
+    draft = e.draft if e.draft is not None else "(none)"
+    return f"{e.id}: {draft} ≠ {e.target if e.target is not None else '(none)'}"
 
 
-def diff_models(draft: TokenizerModel, target: TokenizerModel) -> tuple[TargetResult, list[Finding]]:
+def diff_models(draft: TokenizerModel, target: TokenizerModel) -> tuple[DiffResult, list[Finding]]:
     a, a_special = draft.files.flat
     b, b_special = target.files.flat
     differ = sorted(i for i, token in a.items() if b.get(i) != token)
@@ -69,23 +69,21 @@ def diff_models(draft: TokenizerModel, target: TokenizerModel) -> tuple[TargetRe
         classification = "compatible"
 
     findings = list(_findings(draft, target, a, b, differ, special_diff, a_special, b_special))
-    data = {
-        "diff": {
-            "classification": classification,
-            "draft": _side(draft, a),
-            "target": _side(target, b),
-            "same_bytes": len(a) - len(differ),
-            "mismatched": len(mismatched),
-            "draft_only": len(missing),
-            "target_only": len(target_only),
-            "special_divergent": len(special_diff),
-            "same_pattern": same_pattern,
-            "same_declared_size": same_size,
-            "mismatched_ids": IdRanges.from_ids(differ).to_json(),
-            "examples": [_example(i, a.get(i), b.get(i)) for i in differ[:EXAMPLES]],
-        }
-    }
-    return TargetResult(draft.target, data, source=draft.source), [f.with_target(draft.target) for f in findings]
+    compared = DraftDiff(
+        classification=classification,
+        draft=_side(draft, a),
+        target=_side(target, b),
+        same_bytes=len(a) - len(differ),
+        mismatched=len(mismatched),
+        draft_only=len(missing),
+        target_only=len(target_only),
+        special_divergent=len(special_diff),
+        same_pattern=same_pattern,
+        same_declared_size=same_size,
+        mismatched_ids=IdRanges.from_ids(differ),
+        examples=tuple(_example(i, a.get(i), b.get(i)) for i in differ[:EXAMPLES]),
+    )
+    return DiffResult(draft.target, draft.source, compared), [f.with_target(draft.target) for f in findings]
 
 
 def _findings(
@@ -112,7 +110,7 @@ def _findings(
             + f": {ranges.describe()}; e.g. {'; '.join(_show(e) for e in examples[:3])}. "
             "Every accepted draft id is decoded in the target's vocabulary, so these corrupt the output.",
             ids=ranges,
-            details={"examples": examples, "draft_only": missing},
+            details={"examples": [e.to_json() for e in examples], "draft_only": missing},
         )
     if draft.declared.size != target.declared.size:
         ds, ts = draft.declared.size, target.declared.size
@@ -128,7 +126,7 @@ def _findings(
         )
     if special_diff:
         ranges = IdRanges.from_ids(special_diff)
-        examples = [
+        specials = [
             {
                 "id": i,
                 "draft": None if i not in a else token_text(a[i]),
@@ -141,7 +139,7 @@ def _findings(
         shown = "; ".join(
             f"{e['id']}: {e['draft'] or '(none)'}{' (special)' if e['draft_special'] else ''} vs "
             f"{e['target'] or '(none)'}{' (special)' if e['target_special'] else ''}"
-            for e in examples[:3]
+            for e in specials[:3]
         )
         yield Finding(
             SPECIAL_TOKEN_DIVERGENCE.code,
@@ -150,5 +148,5 @@ def _findings(
             f"{len(special_diff)} special-token ids differ between the draft and the target (present in one only, "
             f"other content, or special in one only): {ranges.describe()}; e.g. {shown}. Stop and skip rules differ.",
             ids=ranges,
-            details={"examples": examples},
+            details={"examples": specials},
         )

@@ -15,7 +15,6 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tokaudit.artifacts.strict_json import read_json
 from tokaudit.records import Provenance
@@ -24,6 +23,7 @@ from tokaudit.compare.corpus import Case
 from tokaudit.errors import InputError
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.oncall.codec import pick_backend
+from tokaudit.oncall.diff_result import CountsDrift, CountTotal, TextCounts
 from tokaudit.oncall.codes import BACKEND_CRASH, TOKEN_COUNT_DRIFT
 from tokaudit.report.finding import Finding
 from tokaudit.report.text import visible
@@ -128,28 +128,22 @@ def read_counts(path: Path, cases: list[Case]) -> Counts:
     return Counts(str(data.get("target", path.name)), str(data.get("backend", "?")), tuple(t["tokens"] for t in texts))
 
 
-def drift(
-    a: Counts, b: Counts, cases: list[Case], corpus: str, max_growth: float
-) -> tuple[dict[str, Any], list[Finding]]:
+def drift(a: Counts, b: Counts, cases: list[Case], corpus: str, max_growth: float) -> tuple[CountsDrift, list[Finding]]:
     """The per-text and total counts of both sides, and TA704 when B's total grows past ``max_growth`` percent."""
-    rows: list[dict[str, Any]] = [
-        {"name": c.source, "a": x, "b": y, "delta": y - x} for c, x, y in zip(cases, a.counts, b.counts)
-    ]
+    rows = tuple(TextCounts(c.source, x, y) for c, x, y in zip(cases, a.counts, b.counts))
     growth = (b.total - a.total) / a.total * 100 if a.total else (0.0 if b.total == 0 else float("inf"))
-    data = {
-        "corpus": corpus,
-        "texts": rows,
-        "max_growth_percent": max_growth,
-        "a": {"target": a.target, "backend": a.backend, "total": a.total},
-        "b": {"target": b.target, "backend": b.backend, "total": b.total},
-        "delta": b.total - a.total,
-        "growth_percent": round(growth, 4) if growth != float("inf") else None,
-        "changed": sum(1 for r in rows if r["delta"]),
-    }
+    data = CountsDrift(
+        corpus=corpus,
+        texts=rows,
+        max_growth_percent=max_growth,
+        a=CountTotal(a.target, a.backend, a.total),
+        b=CountTotal(b.target, b.backend, b.total),
+        growth_percent=round(growth, 4) if growth != float("inf") else None,
+    )
     findings = []
     if growth > max_growth:
-        worst = sorted((r for r in rows if r["delta"] > 0), key=lambda r: (-r["delta"], r["name"]))[:SHOWN]
-        shown = "; ".join(f"{r['name']} {r['a']} -> {r['b']}" for r in worst)
+        worst = sorted((r for r in rows if r.delta > 0), key=lambda r: (-r.delta, r.name))[:SHOWN]
+        shown = "; ".join(f"{r.name} {r.a} -> {r.b}" for r in worst)
         findings.append(
             TOKEN_COUNT_DRIFT.finding(
                 f"the corpus ({len(rows):,} texts) encodes to {a.total:,} tokens under {a.target} ({a.backend}) and "
@@ -163,9 +157,9 @@ def drift(
                     "subject": corpus,
                     "total_a": a.total,
                     "total_b": b.total,
-                    "growth_percent": data["growth_percent"],
+                    "growth_percent": data.growth_percent,
                     "max_growth_percent": max_growth,
-                    "grew_most": worst,
+                    "grew_most": [r.to_json() for r in worst],
                 },
             )
         )

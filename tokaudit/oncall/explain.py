@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from tokaudit.artifacts.token_bytes import is_partial_utf8
 from tokaudit.backends.registry import LoadedBackend
@@ -12,7 +14,12 @@ from tokaudit.errors import InputError, shorten
 from tokaudit.model.text import TokenText
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.oncall.tokens import in_declared_range, token_info
-from tokaudit.report.report import TargetResult
+from tokaudit.records import Provenance
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tokaudit.report.policy import PolicyCounts
 
 _INT = re.compile(r"[+-]?[0-9]+")  # ASCII digits only ("١٠٥" is text, not id 105)
 
@@ -63,70 +70,186 @@ def ids_of_content(model: TokenizerModel, content: bytes) -> list[int]:
     return sorted(found)
 
 
-def explain_id(model: TokenizerModel, backends: list[LoadedBackend], query: str, token_id: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class IdSource:
+    """Where one loader profile finds the id: the file and rule of the table that maps it, and its token."""
+
+    profile: str
+    artifact: str
+    #: the file and its line or JSON key
+    where: Provenance
+    rule: str
+    special: bool
+    text: str
+    bytes_hex: str
+    partial_utf8: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "profile": self.profile,
+            "artifact": self.artifact,
+            **self.where.to_json(),
+            "rule": self.rule,
+            "special": self.special,
+            "text": self.text,
+            "bytes_hex": self.bytes_hex,
+            "partial_utf8": self.partial_utf8,
+        }
+
+
+@dataclass(frozen=True)
+class BackendAnswer:
+    """What one backend's ``decode([id])`` returns: text, dropped (empty), an exception, a panic; or why the
+    backend is unavailable (``available`` False: only ``reason`` is set)."""
+
+    available: bool
+    reason: str | None = None
+    #: "text", "dropped", "error" or "panic"
+    kind: str = ""
+    text: str | None = None
+    exception: str | None = None
+    message: str | None = None
+    panic: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        if not self.available:
+            return {"available": False, "reason": self.reason}
+        return {
+            "available": True,
+            "kind": self.kind,
+            "text": self.text,
+            "dropped": self.kind == "dropped",
+            "exception": self.exception,
+            "message": self.message,
+            "panic": self.panic,
+        }
+
+
+@dataclass(frozen=True)
+class ExplainedId:
+    """Everything known about one id: the query that named it, the declared range, which profile maps it from
+    which file, its bytes, and what each backend decodes it to."""
+
+    query: str
+    id: int
+    in_declared_range: bool
+    #: profile -> whether it maps the id
+    mapped: Mapping[str, bool]
+    sources: tuple[IdSource, ...]
+    bytes_hex: str | None
+    text: str | None
+    special: bool
+    partial_utf8: bool
+    #: backend name -> its answer
+    backends: Mapping[str, BackendAnswer]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "id": self.id,
+            "in_declared_range": self.in_declared_range,
+            "mapped": dict(self.mapped),
+            "sources": [s.to_json() for s in self.sources],
+            "bytes_hex": self.bytes_hex,
+            "text": self.text,
+            "special": self.special,
+            "partial_utf8": self.partial_utf8,
+            "backends": {name: a.to_json() for name, a in self.backends.items()},
+        }
+
+
+@dataclass(frozen=True)
+class ExplainResult:
+    """One target's explain (a :class:`tokaudit.report.report.CommandResult`)."""
+
+    target: str
+    #: where the target's files came from (a :class:`tokaudit.source.resolve.Source`)
+    source: Any
+    declared_size: int | None
+    declared_by: str
+    checked_size: int
+    #: profile name -> its description
+    profiles: Mapping[str, str]
+    backends: tuple[LoadedBackend, ...]
+    ids: tuple[ExplainedId, ...]
+    not_checked: tuple[str, ...] = ()
+    policy: PolicyCounts | None = None
+    rules: tuple[tuple[str, str], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "declared_size": self.declared_size,
+            "declared_by": self.declared_by,
+            "checked_size": self.checked_size,
+            "profiles": dict(self.profiles),
+            "backends": [lb.to_json() for lb in self.backends],
+            "ids": [e.to_json() for e in self.ids],
+        }
+
+    def rich(self, console: Console) -> None:
+        from tokaudit.oncall.view import explain_view
+
+        explain_view(console, self)
+
+
+def explain_id(model: TokenizerModel, backends: list[LoadedBackend], query: str, token_id: int) -> ExplainedId:
     info = token_info(model, token_id)
     # what the id adds to a text through the tokenizer's decoder (Gemma's added "▁▁" is two spaces)
     piece = TokenText(model).piece(token_id)
     token = info.token if piece is None else piece
-    sources = []
-    for profile, lk in info.lookups.items():
-        if lk is None:
-            continue
-        src = lk.source
-        sources.append(
-            {
-                "profile": profile,
-                "artifact": lk.layer.artifact,
-                **src.to_json(),
-                "rule": lk.layer.rule,
-                "special": lk.layer.special,
-                "text": lk.token.decode("utf-8", "replace"),
-                "bytes_hex": lk.token.hex(),
-                "partial_utf8": is_partial_utf8(lk.token),
-            }
+    sources = [
+        IdSource(
+            profile,
+            lk.layer.artifact,
+            lk.source,
+            lk.layer.rule,
+            lk.layer.special,
+            lk.token.decode("utf-8", "replace"),
+            lk.token.hex(),
+            is_partial_utf8(lk.token),
         )
-    return {
-        "query": query,
-        "id": token_id,
-        "in_declared_range": in_declared_range(model, token_id),
-        "mapped": {profile: lk is not None for profile, lk in info.lookups.items()},
-        "sources": sources,
-        "bytes_hex": None if token is None else token.hex(),
-        "text": None if token is None else token.decode("utf-8", "replace"),
-        "special": info.special,
-        "partial_utf8": token is not None and is_partial_utf8(token),
-        "backends": {lb.name: backend_answer(lb, token_id) for lb in backends},
-    }
+        for profile, lk in info.lookups.items()
+        if lk is not None
+    ]
+    return ExplainedId(
+        query=query,
+        id=token_id,
+        in_declared_range=in_declared_range(model, token_id),
+        mapped={profile: lk is not None for profile, lk in info.lookups.items()},
+        sources=tuple(sources),
+        bytes_hex=None if token is None else token.hex(),
+        text=None if token is None else token.decode("utf-8", "replace"),
+        special=info.special,
+        partial_utf8=token is not None and is_partial_utf8(token),
+        backends={lb.name: backend_answer(lb, token_id) for lb in backends},
+    )
 
 
-def backend_answer(lb: LoadedBackend, token_id: int) -> dict[str, Any]:
+def backend_answer(lb: LoadedBackend, token_id: int) -> BackendAnswer:
     """What one backend's ``decode([id])`` returns: text, dropped (empty), an exception, a panic."""
     if lb.backend is None:
-        return {"available": False, "reason": lb.unavailable}
+        return BackendAnswer(False, lb.unavailable)
     a = answer(lb.backend, token_id)
     out = a.outcome
-    return {
-        "available": True,
-        "kind": a.kind,
-        "text": out.value if out.ok else None,
-        "dropped": a.kind == "dropped",
-        "exception": None if out.ok else out.error_type,
-        "message": None if out.ok else out.error,
-        "panic": out.panic,
-    }
+    return BackendAnswer(
+        True,
+        kind=a.kind,
+        text=out.value if out.ok else None,
+        exception=None if out.ok else out.error_type,
+        message=None if out.ok else out.error,
+        panic=out.panic,
+    )
 
 
-def explain(model: TokenizerModel, backends: list[LoadedBackend], pairs: list[tuple[str, int]]) -> TargetResult:
+def explain(model: TokenizerModel, backends: list[LoadedBackend], pairs: list[tuple[str, int]]) -> ExplainResult:
     """``pairs`` come from :func:`resolve` (called before the backends are loaded, so bad input fails fast)."""
-    return TargetResult(
+    return ExplainResult(
         model.target,
-        source=model.source,
-        data={
-            "declared_size": model.declared.size,
-            "declared_by": model.declared.basis,
-            "checked_size": model.checked_size,
-            "profiles": {name: table.description for name, table in model.profiles.items()},
-            "backends": [lb.to_json() for lb in backends],
-            "ids": [explain_id(model, backends, q, i) for q, i in pairs],
-        },
+        model.source,
+        declared_size=model.declared.size,
+        declared_by=model.declared.basis,
+        checked_size=model.checked_size,
+        profiles={name: table.description for name, table in model.profiles.items()},
+        backends=tuple(backends),
+        ids=tuple(explain_id(model, backends, q, i) for q, i in pairs),
     )

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tokaudit.backends.base import Backend, Outcome
 from tokaudit.backends.registry import LoadedBackend
@@ -19,8 +19,12 @@ from tokaudit.oncall.codes import BACKEND_CRASH
 from tokaudit.oncall.edges import edge_pools, sample_ranges
 from tokaudit.oncall.shrink import Shrinker, failure_class
 from tokaudit.report.finding import Finding, Severity
-from tokaudit.report.report import TargetResult
 from tokaudit.report.text import visible
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tokaudit.report.policy import PolicyCounts
 
 #: Share of positions filled with an ordinary mapped id (the rest are edge ids).
 ORDINARY_SHARE = 0.6
@@ -108,8 +112,37 @@ class Failure:
         }
 
 
+@dataclass(frozen=True)
+class ClassCount:
+    """One failure class of a backend's run."""
+
+    count: int
+    in_declared_range: int
+    first: Failure
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "in_declared_range": self.in_declared_range,
+            "first_reproducer": self.first.to_json(),
+        }
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """A backend asked for that could not load, and why."""
+
+    name: str
+    reason: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "available": False, "reason": self.reason}
+
+
 @dataclass
 class BackendRun:
+    """One backend's fuzz run: filled while it runs, then read as it stands."""
+
     name: str
     calls: int = 0
     seconds: float = 0.0
@@ -121,13 +154,29 @@ class BackendRun:
     def calls_per_second(self) -> float | None:
         return self.calls / self.seconds if self.seconds > 0 else None
 
-    def by_class(self) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
+    @property
+    def rate(self) -> float:
+        """Failures per call, to 6 places (0.0 when nothing ran)."""
+        return round(len(self.failures) / self.calls, 6) if self.calls else 0.0
+
+    @property
+    def first(self) -> Failure | None:
+        return self.failures[0] if self.failures else None
+
+    @property
+    def first_in_range(self) -> Failure | None:
+        """The first failure whose reproducer lies inside the declared range."""
+        return next((f for f in self.failures if f.in_declared_range), None)
+
+    def by_class(self) -> dict[str, ClassCount]:
+        """Failures per class, in order of discovery: how many, how many inside the declared range, the first."""
+        failures: dict[str, list[Failure]] = {}
         for f in self.failures:
-            row = out.setdefault(f.cls, {"count": 0, "in_declared_range": 0, "first_reproducer": f.to_json()})
-            row["count"] += 1
-            row["in_declared_range"] += f.in_declared_range
-        return out
+            failures.setdefault(f.cls, []).append(f)
+        return {
+            cls: ClassCount(len(found), sum(f.in_declared_range for f in found), found[0])
+            for cls, found in failures.items()
+        }
 
     def reproducers(self) -> list[dict[str, Any]]:
         """Distinct (class, reproducer) pairs in order of discovery, with how often each was hit."""
@@ -149,10 +198,10 @@ class BackendRun:
             "available": True,
             "calls": self.calls,
             "failures": len(self.failures),
-            "rate": round(len(self.failures) / self.calls, 6) if self.calls else 0.0,
-            "by_class": self.by_class(),
-            "first_reproducer": self.failures[0].to_json() if self.failures else None,
-            "first_in_range_reproducer": next((f.to_json() for f in self.failures if f.in_declared_range), None),
+            "rate": self.rate,
+            "by_class": {cls: c.to_json() for cls, c in self.by_class().items()},
+            "first_reproducer": None if self.first is None else self.first.to_json(),
+            "first_in_range_reproducer": None if self.first_in_range is None else self.first_in_range.to_json(),
             "reproducers": self.reproducers(),
             "seconds": round(self.seconds, 6),
             "calls_per_second": None if cps is None else round(cps, 1),
@@ -273,30 +322,70 @@ def _crash_findings(model: TokenizerModel, run: BackendRun) -> Iterator[Finding]
 
 def fuzz(
     model: TokenizerModel, backends: list[LoadedBackend], options: FuzzOptions, progress: Progress | None = None
-) -> tuple[TargetResult, list[Finding]]:
+) -> tuple[FuzzResult, list[Finding]]:
     seqs, pools = sequences(model, options)
     available = [lb for lb in backends if lb.backend is not None]
     if progress is not None:
         progress.start(len(seqs) * len(available))
-    rows: list[dict[str, Any]] = []
+    rows: list[BackendRun | Unavailable] = []
     findings: list[Finding] = []
     for lb in backends:
         if lb.backend is None:
-            rows.append({"name": lb.name, "available": False, "reason": lb.unavailable})
+            rows.append(Unavailable(lb.name, lb.unavailable))
             continue
         tick = (lambda n, name=lb.name: progress.advance(f"fuzz {name}", n)) if progress is not None else None
         run = fuzz_backend(lb.backend, seqs, model.checked_size, tick)
-        rows.append(run.to_json())
+        rows.append(run)
         findings.extend(_crash_findings(model, run))
-    data = {
-        "fuzz": {
-            "iterations": options.iterations,
-            "seed": options.seed,
-            "max_length": options.max_length,
-            "declared_size": model.declared.size,
-            "checked_size": model.checked_size,
-            "edges": {name: {"count": len(ids), "examples": ids[:8]} for name, ids in pools.items()},
-        },
-        "backends": rows,
-    }
-    return TargetResult(model.target, data, source=model.source), findings
+    result = FuzzResult(
+        model.target,
+        model.source,
+        options=options,
+        declared_size=model.declared.size,
+        checked_size=model.checked_size,
+        edges={name: len(ids) for name, ids in pools.items()},
+        edge_examples={name: tuple(ids[:8]) for name, ids in pools.items()},
+        backends=tuple(rows),
+    )
+    return result, findings
+
+
+@dataclass(frozen=True)
+class FuzzResult:
+    """One target's fuzz (a :class:`tokaudit.report.report.CommandResult`): the run's parameters, the edge pools
+    and each backend's run."""
+
+    target: str
+    #: where the target's files came from (a :class:`tokaudit.source.resolve.Source`)
+    source: Any
+    options: FuzzOptions
+    declared_size: int | None
+    checked_size: int
+    #: edge pool name -> how many ids it holds
+    edges: Mapping[str, int]
+    #: edge pool name -> its first 8 ids
+    edge_examples: Mapping[str, tuple[int, ...]]
+    backends: tuple[BackendRun | Unavailable, ...]
+    not_checked: tuple[str, ...] = ()
+    policy: PolicyCounts | None = None
+    rules: tuple[tuple[str, str], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "fuzz": {
+                "iterations": self.options.iterations,
+                "seed": self.options.seed,
+                "max_length": self.options.max_length,
+                "declared_size": self.declared_size,
+                "checked_size": self.checked_size,
+                "edges": {
+                    name: {"count": n, "examples": list(self.edge_examples[name])} for name, n in self.edges.items()
+                },
+            },
+            "backends": [row.to_json() for row in self.backends],
+        }
+
+    def rich(self, console: Console) -> None:
+        from tokaudit.oncall.view import fuzz_view
+
+        fuzz_view(console, self)

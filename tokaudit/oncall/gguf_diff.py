@@ -19,9 +19,16 @@ from tokaudit.checks.gguf_rules import HF_REGEX_FAMILIES, hf_regex, type_flag_mi
 from tokaudit.ids import IdRanges
 from tokaudit.model.llamacpp_load import LlamaCppLoad
 from tokaudit.model.tokenizer_model import TokenizerModel
+from tokaudit.oncall.diff_result import (
+    ConversionDiff,
+    ConversionExample,
+    DiffResult,
+    MergesDiff,
+    PreDiff,
+    TemplateDiff,
+)
 from tokaudit.oncall.codes import ID_TOKEN_MISMATCH, SPECIAL_TOKEN_DIVERGENCE
 from tokaudit.report.finding import Finding, Severity
-from tokaudit.report.report import TargetResult
 from tokaudit.report.text import plural, token_text, visible
 
 EXAMPLES = 5
@@ -99,7 +106,7 @@ def _specials(hf: TokenizerModel, g: GGUFTokenizer, load: LlamaCppLoad) -> list[
     return rows
 
 
-def conversion_diff(hf: TokenizerModel, gguf: TokenizerModel, display: str) -> tuple[TargetResult, list[Finding]]:
+def conversion_diff(hf: TokenizerModel, gguf: TokenizerModel, display: str) -> tuple[DiffResult, list[Finding]]:
     g = gguf.artifacts.gguf
     load = gguf.llamacpp
     assert g is not None and load is not None
@@ -116,58 +123,61 @@ def conversion_diff(hf: TokenizerModel, gguf: TokenizerModel, display: str) -> t
         hf_text = [m if isinstance(m, str) else " ".join(map(str, m)) for m in hf_merges or []]
         gm = [m.decode("utf-8", "replace") for m in g.merges or ()]
         first = None if hf_text == gm else _first_difference(hf_text, gm)
-        merges = {
-            "hf": len(hf_text),
-            "gguf": len(gm),
-            "first_difference": first,
-            "hf_at_first": hf_text[first] if first is not None and first < len(hf_text) else None,
-            "gguf_at_first": gm[first] if first is not None and first < len(gm) else None,
-        }
+        merges = MergesDiff(
+            hf=len(hf_text),
+            gguf=len(gm),
+            first_difference=first,
+            hf_at_first=hf_text[first] if first is not None and first < len(hf_text) else None,
+            gguf_at_first=gm[first] if first is not None and first < len(gm) else None,
+        )
     regex = hf_regex(hf)
     families = HF_REGEX_FAMILIES.get(regex or "")
-    pre = {
-        "gguf": load.pre,
-        "state": load.pre_state,
-        "family": load.pre_family,
-        "hf_regex": regex,
-        "matches": None if families is None or load.pre_family is None else load.pre_family in families,
-    }
+    pre = PreDiff(
+        gguf=load.pre,
+        state=load.pre_state,
+        family=load.pre_family,
+        hf_regex=regex,
+        matches=None if families is None or load.pre_family is None else load.pre_family in families,
+    )
     hf_tpl, gguf_tpl = _hf_template(hf), g.chat_templates.get("default")
-    template = {
-        "hf": hf_tpl is not None,
-        "gguf": gguf_tpl is not None,
-        "same": hf_tpl == gguf_tpl if hf_tpl is not None and gguf_tpl is not None else None,
-        "first_difference": _first_difference(hf_tpl, gguf_tpl) if hf_tpl and gguf_tpl and hf_tpl != gguf_tpl else None,
-    }
+    both = hf_tpl is not None and gguf_tpl is not None
+    template = TemplateDiff(
+        hf=hf_tpl is not None,
+        gguf=gguf_tpl is not None,
+        same=hf_tpl == gguf_tpl if both else None,
+        first_difference=_first_difference(hf_tpl, gguf_tpl) if hf_tpl and gguf_tpl and hf_tpl != gguf_tpl else None,
+    )
     findings = _findings(g, a, b, differ, types, specials)
     from tokaudit.checks.gguf_rules import gguf_merges_missing, gguf_pre_tokenizer
 
     merged = replace(hf, artifacts=replace(hf.artifacts, gguf=g))  # the HF files with the GGUF beside them
     findings += list(gguf_merges_missing.check(merged)) + list(gguf_pre_tokenizer.check(merged))
-    clean = not findings and (template["same"] in (None, True))
-    data = {
-        "diff": {
-            "mode": "conversion",
-            "classification": "faithful" if clean else "drifted",
-            "hf": {"path": hf.target, "vocab_artifact": hf.vocab_artifact, "mapped": len(a)},
-            "gguf": {"path": gguf.target, "file": g.path.name, "mapped": len(b), "model": g.model},
-            "same_bytes": len(a) - len(differ),
-            "mismatched": len(differ),
-            "gguf_only": len(gguf_only),
-            "mismatched_ids": IdRanges.from_ids(differ).to_json(),
-            "examples": [_example(i, a.get(i), b.get(i)) for i in differ[:EXAMPLES]],
-            "type_flag_mismatches": len(types),
-            "specials": specials,
-            "merges": merges,
-            "pre": pre,
-            "template": template,
-        }
-    }
-    return TargetResult(display, data, source=hf.source), [f.with_target(display) for f in findings]
+    clean = not findings and (template.same in (None, True))
+    compared = ConversionDiff(
+        classification="faithful" if clean else "drifted",
+        hf_path=hf.target,
+        hf_vocab_artifact=hf.vocab_artifact,
+        hf_mapped=len(a),
+        gguf_path=gguf.target,
+        gguf_file=g.path.name,
+        gguf_mapped=len(b),
+        gguf_model=g.model,
+        same_bytes=len(a) - len(differ),
+        mismatched=len(differ),
+        gguf_only=len(gguf_only),
+        mismatched_ids=IdRanges.from_ids(differ),
+        examples=tuple(_example(i, a.get(i), b.get(i)) for i in differ[:EXAMPLES]),
+        type_flag_mismatches=len(types),
+        specials=tuple(specials),
+        merges=merges,
+        pre=pre,
+        template=template,
+    )
+    return DiffResult(display, hf.source, compared), [f.with_target(display) for f in findings]
 
 
-def _example(i: int, a: bytes | None, b: bytes | None) -> dict[str, Any]:
-    return {"id": i, "hf": None if a is None else token_text(a), "gguf": None if b is None else token_text(b)}
+def _example(i: int, a: bytes | None, b: bytes | None) -> ConversionExample:
+    return ConversionExample(i, None if a is None else token_text(a), None if b is None else token_text(b))
 
 
 def _findings(
@@ -185,8 +195,7 @@ def _findings(
         ranges = IdRanges.from_ids(differ)
         examples = [_example(i, a.get(i), b.get(i)) for i in differ[:EXAMPLES]]
         shown = "; ".join(
-            f"{e['id']}: {e['hf'] if e['hf'] is not None else '(none)'} ≠ "
-            f"{e['gguf'] if e['gguf'] is not None else '(none)'}"
+            f"{e.id}: {e.hf if e.hf is not None else '(none)'} ≠ {e.gguf if e.gguf is not None else '(none)'}"
             for e in examples[:3]
         )
         out.append(
@@ -199,7 +208,7 @@ def _findings(
                 "these ids.",
                 g.source("tokenizer.ggml.tokens"),
                 ranges,
-                {"examples": examples},
+                {"examples": [e.to_json() for e in examples]},
             )
         )
     if types:
@@ -241,7 +250,8 @@ def _findings(
 
 def _special_text(row: dict[str, Any]) -> str:
     if row["subject"] == "add_bos":
-        return f"add_bos: HF {'adds' if row['hf'] else 'does not add'} BOS, the GGUF {'does' if row['gguf'] else 'does not'} ({row['gguf_origin']})"
+        gguf_adds = "does" if row["gguf"] else "does not"
+        return f"add_bos: HF {'adds' if row['hf'] else 'does not add'} BOS, the GGUF {gguf_adds} ({row['gguf_origin']})"
     gguf = "none" if row["gguf"] is None else f"{row['gguf']} {visible(row['gguf_token'] or '')}"
     origin = f", llama.cpp's {row['gguf_origin']}" if row["gguf_origin"] and row["gguf_origin"] != "file" else ""
     return f"{row['subject']}: HF {row['hf']} {visible(row['hf_token'])} vs GGUF {gguf}{origin}"

@@ -37,20 +37,51 @@ def token_info(model: TokenizerModel, token_id: int) -> TokenInfo:
     return TokenInfo(token_id, {name: model.profiles[name].lookup(token_id) for name in order})
 
 
-def token_json(info: TokenInfo, piece: bytes | None = None) -> dict[str, Any]:
-    """One token for decode/encode output: id, bytes, text (None when no profile maps it). ``piece``:
-    what the token adds to the text through the tokenizer's decoder (:class:`~tokaudit.model.text.TokenText`),
-    shown instead of the raw table bytes when the files profile maps the id."""
+@dataclass(frozen=True)
+class TokenRow:
+    """One token of decode/encode output: id, bytes, text (None when no profile maps it), the first profile
+    that maps it, whether it is special, and whether a decode that skips special tokens drops it."""
+
+    id: int
+    mapped: bool
+    profile: str | None
+    bytes_hex: str | None
+    text: str | None
+    partial_utf8: bool
+    special: bool
+    skipped: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "mapped": self.mapped,
+            "profile": self.profile,
+            "bytes_hex": self.bytes_hex,
+            "text": self.text,
+            "partial_utf8": self.partial_utf8,
+            "special": self.special,
+            "skipped": self.skipped,
+        }
+
+
+def token_row(info: TokenInfo, piece: bytes | None = None, special: bool | None = None, skip: bool = False) -> TokenRow:
+    """``info`` as a row. ``piece``: what the token adds to the text through the tokenizer's decoder
+    (:class:`~tokaudit.model.text.TokenText`), shown instead of the raw table bytes when the files profile maps
+    the id; ``special``: the tokenizer's own flag, which replaces the table's when the files profile maps it;
+    ``skip``: the decode skips special tokens (a special token of the files profile is then skipped)."""
     token = info.token if piece is None else piece
-    return {
-        "id": info.id,
-        "mapped": token is not None,
-        "profile": next((name for name, lk in info.lookups.items() if lk is not None), None),
-        "bytes_hex": None if token is None else token.hex(),
-        "text": None if token is None else token.decode("utf-8", "replace"),
-        "partial_utf8": token is not None and is_partial_utf8(token),
-        "special": info.special,
-    }
+    profile = next((name for name, lk in info.lookups.items() if lk is not None), None)
+    is_special = special if special is not None and profile == FILES else info.special
+    return TokenRow(
+        id=info.id,
+        mapped=token is not None,
+        profile=profile,
+        bytes_hex=None if token is None else token.hex(),
+        text=None if token is None else token.decode("utf-8", "replace"),
+        partial_utf8=token is not None and is_partial_utf8(token),
+        special=is_special,
+        skipped=skip and is_special and profile == FILES,
+    )
 
 
 def in_declared_range(model: TokenizerModel, token_id: int) -> bool:

@@ -106,16 +106,7 @@ def _legacy_section(command: str) -> Callable[[Console, TargetResult], None] | N
         from tokaudit.report.rich_template import template_section
 
         return template_section
-    from tokaudit.report import rich_oncall
-
-    sections: dict[str, Callable[[Console, TargetResult], None]] = {
-        "explain": rich_oncall.explain_section,
-        "decode": rich_oncall.decode_section,
-        "encode": rich_oncall.encode_section,
-        "fuzz": rich_oncall.fuzz_section,
-        "diff": rich_oncall.diff_section,
-    }
-    return sections.get(command)
+    return None
 
 
 def _section(console: Console, result: CommandResult | TargetResult, command: str) -> None:

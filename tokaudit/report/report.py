@@ -56,7 +56,7 @@ class CommandResult(Protocol):
 @dataclass
 class TargetResult:
     """A result as a plain dict of today's JSON keys: the transitional form of the commands not yet typed
-    (replay, compare, explain/decode/encode/fuzz/diff). ``render_rich`` finds its view by the command's name
+    (template). ``render_rich`` finds its view by the command's name
     (``_legacy_section``); the last of issue 33's session-5 helpers A and B to land removes this class and that
     lookup, once every command returns a :class:`CommandResult` of its own."""
 
