@@ -121,10 +121,10 @@ def diff(
     """
     with handle_errors(debug):
         from tokaudit.errors import InputError
-        from tokaudit.oncall.diff import diff_models
+        from tokaudit.oncall.diff import DiffResult, diff_models
         from tokaudit.oncall.gguf_diff import conversion_diff, is_conversion_pair
         from tokaudit.model.load import load_model
-        from tokaudit.oncall.diff_result import CountsOnly, CountTotal, DiffResult
+        from tokaudit.oncall.diff_result import CountsOnly, CountTotal
         from tokaudit.report.report import Report
         from tokaudit.source.resolve import same_files
 

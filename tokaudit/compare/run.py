@@ -22,7 +22,8 @@ from tokaudit.compare.golden import Golden, GoldenResult, check_golden, golden_f
 from tokaudit.compare.parity import PairResult, TokenView, compare_decoder, compare_encoders
 from tokaudit.compare.race import RaceResult, race
 from tokaudit.compare.special_addition import special_addition_findings
-from tokaudit.compare.result import BackendRow, CompareResult, CorpusSummary, Throughput
+from tokaudit.compare.result import CompareResult
+from tokaudit.compare.rows import BackendRow, CorpusSummary, Throughput
 from tokaudit.compare.runs import BackendRun, Progress, run_backend, run_decoder
 from tokaudit.compare.triage import triage_for
 from tokaudit.compare.unknown_ids import UnknownIdTable, unknown_id_table

@@ -1,6 +1,6 @@
 """The ``compare`` section of the rich report: backends with throughput, pair counts, the first
 diverging examples side by side, the unknown-id table and the concurrency race. Layout only:
-every value comes from the compare result (:class:`CompareResult`)."""
+every value comes from the compare result, given in parts (the view imports no result)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rich.text import Text
 
 from tokaudit.compare.parity import PairResult
 from tokaudit.compare.race import RaceResult
-from tokaudit.compare.result import BackendRow, CompareResult
+from tokaudit.compare.rows import BackendRow, CorpusSummary
 from tokaudit.compare.unknown_ids import UnknownIdTable
 from tokaudit.report.text import safe
 
@@ -146,17 +146,24 @@ def _race(console: Console, note: str | None, races: tuple[RaceResult, ...]) -> 
         console.print(line)
 
 
-def compare_view(console: Console, result: CompareResult) -> None:
-    corpus = result.corpus
+def compare_view(
+    console: Console,
+    corpus: CorpusSummary,
+    backends: tuple[BackendRow, ...],
+    pairs: tuple[PairResult, ...],
+    unknown: UnknownIdTable,
+    race_note: str | None,
+    races: tuple[RaceResult, ...],
+) -> None:
     console.print(
         Text(
             f"  corpus      {corpus.cases:,} cases, {corpus.bytes:,} bytes "
             f"({corpus.builtin_cases:,} built-in, {corpus.user_cases:,} from --corpus)"
         )
     )
-    _backends(console, result.backends)
-    if result.pairs:
-        _pairs(console, result.pairs)
-        _examples(console, result.pairs)
-    _unknown(console, result.unknown_ids)
-    _race(console, result.race_note, result.races)
+    _backends(console, backends)
+    if pairs:
+        _pairs(console, pairs)
+        _examples(console, pairs)
+    _unknown(console, unknown)
+    _race(console, race_note, races)

@@ -8,17 +8,52 @@ incompatible — some draft id maps to other bytes in the target, or to none.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from tokaudit.backends.pattern import find_pattern
 from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel
-from tokaudit.oncall.diff_result import DiffResult, DraftDiff, DraftExample, DraftSide
+from tokaudit.oncall.diff_result import ConversionDiff, CountsDrift, CountsOnly, DraftDiff, DraftExample, DraftSide
 from tokaudit.oncall.codes import DRAFT_SIZE_MISMATCH, ID_TOKEN_MISMATCH, SPECIAL_TOKEN_DIVERGENCE
 from tokaudit.report.finding import Finding
 from tokaudit.report.text import plural, token_text
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tokaudit.report.policy import PolicyCounts
+
 #: Examples kept per finding.
 EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    """One target's diff (a :class:`tokaudit.report.report.CommandResult`): a draft or conversion comparison
+    (None with one tokenizer and a counts baseline), and the corpus counts with ``--corpus``."""
+
+    target: str
+    #: where the target's files came from (a :class:`tokaudit.source.resolve.Source`)
+    source: Any
+    diff: DraftDiff | ConversionDiff | None = None
+    counts: CountsDrift | CountsOnly | None = None
+    not_checked: tuple[str, ...] = ()
+    policy: PolicyCounts | None = None
+    rules: tuple[tuple[str, str], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.diff is not None:
+            out["diff"] = self.diff.to_json()
+        if self.counts is not None:
+            out["counts"] = self.counts.to_json()
+        return out
+
+    def rich(self, console: Console) -> None:
+        from tokaudit.oncall.diff_view import diff_view
+
+        diff_view(console, self.diff, self.counts)
 
 
 def _side(model: TokenizerModel, tokens: dict[int, bytes]) -> DraftSide:

@@ -1,19 +1,14 @@
-"""What ``diff`` reports of one target: a draft against its target (:class:`DraftDiff`), the HF files against
-their GGUF conversion (:class:`ConversionDiff`), and with ``--corpus`` the token counts (:class:`CountsDrift`,
-:class:`CountsOnly`). Frozen records whose ``to_json()`` writes the keys of ``--format json``; ``rich()`` draws the
-section (``oncall/diff_view.py``)."""
+"""The parts of what ``diff`` reports (``oncall/diff.py``'s :class:`DiffResult`): a draft against its target
+(:class:`DraftDiff`), the HF files against their GGUF conversion (:class:`ConversionDiff`), and with ``--corpus`` the
+token counts (:class:`CountsDrift`, :class:`CountsOnly`). Frozen records whose ``to_json()`` writes their keys of
+``--format json``; the view (``oncall/diff_view.py``) reads them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tokaudit.ids import IdRanges
-
-if TYPE_CHECKING:
-    from rich.console import Console
-
-    from tokaudit.report.policy import PolicyCounts
 
 
 @dataclass(frozen=True)
@@ -281,31 +276,3 @@ class CountsOnly:
             "a": self.a.to_json(),
             "texts": [{"name": name, "a": n} for name, n in self.texts],
         }
-
-
-@dataclass(frozen=True)
-class DiffResult:
-    """One target's diff (a :class:`tokaudit.report.report.CommandResult`): a draft or conversion comparison
-    (None with one tokenizer and a counts baseline), and the corpus counts with ``--corpus``."""
-
-    target: str
-    #: where the target's files came from (a :class:`tokaudit.source.resolve.Source`)
-    source: Any
-    diff: DraftDiff | ConversionDiff | None = None
-    counts: CountsDrift | CountsOnly | None = None
-    not_checked: tuple[str, ...] = ()
-    policy: PolicyCounts | None = None
-    rules: tuple[tuple[str, str], ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.diff is not None:
-            out["diff"] = self.diff.to_json()
-        if self.counts is not None:
-            out["counts"] = self.counts.to_json()
-        return out
-
-    def rich(self, console: Console) -> None:
-        from tokaudit.oncall.diff_view import diff_view
-
-        diff_view(console, self)

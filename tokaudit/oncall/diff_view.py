@@ -1,6 +1,6 @@
 """``diff``'s section of the rich report: the verdict and the counts of a draft against its target or of a GGUF
 against its HF files, the first differing ids, and with ``--corpus`` the token counts. Layout only: every value comes
-from the result (:class:`DiffResult`)."""
+from the result, given in parts (the view imports no result)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,19 @@ from rich.console import Console
 from rich.padding import Padding
 from rich.text import Text
 
-from tokaudit.oncall.diff_result import ConversionDiff, CountsDrift, CountsOnly, DiffResult, DraftDiff, DraftSide
+from tokaudit.oncall.diff_result import ConversionDiff, CountsDrift, CountsOnly, DraftDiff, DraftSide
 from tokaudit.oncall.view import grid, kv
 
 CLASS_STYLE = {"identical": "bold green", "compatible": "bold yellow", "incompatible": "bold red"}
 
 
-def diff_view(console: Console, result: DiffResult) -> None:
-    d = result.diff
+def diff_view(console: Console, d: DraftDiff | ConversionDiff | None, counts: CountsDrift | CountsOnly | None) -> None:
     if isinstance(d, ConversionDiff):
         _conversion_section(console, d)
     elif d is not None:
         _draft_section(console, d)
-    if result.counts is not None:
-        _counts_section(console, result.counts)
+    if counts is not None:
+        _counts_section(console, counts)
 
 
 #: Texts shown in the rich counts table (largest changes first); JSON has all of them.

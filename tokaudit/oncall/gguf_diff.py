@@ -19,14 +19,8 @@ from tokaudit.checks.gguf_rules import HF_REGEX_FAMILIES, hf_regex, type_flag_mi
 from tokaudit.ids import IdRanges
 from tokaudit.model.llamacpp_load import LlamaCppLoad
 from tokaudit.model.tokenizer_model import TokenizerModel
-from tokaudit.oncall.diff_result import (
-    ConversionDiff,
-    ConversionExample,
-    DiffResult,
-    MergesDiff,
-    PreDiff,
-    TemplateDiff,
-)
+from tokaudit.oncall.diff import DiffResult
+from tokaudit.oncall.diff_result import ConversionDiff, ConversionExample, MergesDiff, PreDiff, TemplateDiff
 from tokaudit.oncall.codes import ID_TOKEN_MISMATCH, SPECIAL_TOKEN_DIVERGENCE
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.text import plural, token_text, visible

@@ -34,10 +34,10 @@ from tokaudit.stream.detokenizers import (
 )
 from tokaudit.stream.llamacpp_server import NAME as SERVER, Server, build_server, stop_outcome
 from tokaudit.stream.steps import Steps, Stream
-from tokaudit.stream.result import (
+from tokaudit.stream.result import ReplayResult
+from tokaudit.stream.summary import (
     ChunkInvariance,
     DetokenizerOutcome,
-    ReplayResult,
     Stops,
     StreamSummary,
     TimelineSteps,

@@ -13,7 +13,7 @@ from typing import Any
 from tokaudit.errors import InputError
 from tokaudit.report.finding import Finding
 from tokaudit.report.rows import LazyRows
-from tokaudit.stream.result import StepSummary
+from tokaudit.stream.summary import StepSummary
 from tokaudit.stream.detokenizers import DecodeContext, Run, window
 from tokaudit.stream.steps import Steps
 

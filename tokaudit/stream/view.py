@@ -1,8 +1,8 @@
 """Rich section of ``replay``: the stream, a timeline (the rows replay selected: every step of a short
 stream, else the steps around findings, or ``--steps``), each detokenizer's outcome and the final text.
-Layout only: every value comes from the result (:class:`ReplayResult`; the timeline's rows are the JSON objects
-:class:`~tokaudit.stream.timeline.Timeline` computes). Token text is data: ``Text`` objects with invisible
-characters shown."""
+Layout only: every value comes from the result, given in parts (the view imports no result; the timeline's rows are
+the JSON objects :class:`~tokaudit.stream.timeline.Timeline` computes). Token text is data: ``Text`` objects with
+invisible characters shown."""
 
 from __future__ import annotations
 
@@ -17,7 +17,14 @@ from rich.text import Text
 from tokaudit.report.rich_layout import key_value
 from tokaudit.report.rows import LazyRows
 from tokaudit.report.text import plural, token_text, visible
-from tokaudit.stream.result import ReplayResult
+from tokaudit.stream.summary import (
+    DetokenizerOutcome,
+    Stops,
+    StreamSummary,
+    TimelineSteps,
+    TokenizerSummary,
+    ToolCallSummary,
+)
 
 #: Rows per table when a long timeline (``--steps``) is printed block by block.
 BLOCK_ROWS = 500
@@ -124,8 +131,17 @@ def _timeline(console: Console, rows: list[dict[str, Any]] | LazyRows, names: li
         console.print(Padding(table, (0, 0, 0, 2), expand=False))
 
 
-def replay_view(console: Console, result: ReplayResult) -> None:
-    s, tok = result.stream, result.tokenizer
+def replay_view(
+    console: Console,
+    s: StreamSummary,
+    tok: TokenizerSummary,
+    detokenizers: tuple[DetokenizerOutcome, ...],
+    shown: TimelineSteps,
+    timeline: list[dict[str, Any]] | LazyRows,
+    tool_calls: tuple[ToolCallSummary, ...],
+    stops: Stops | None,
+    text: str,
+) -> None:
     key_value(
         console,
         "stream",
@@ -134,8 +150,7 @@ def replay_view(console: Console, result: ReplayResult) -> None:
         "tokens",
     )
     key_value(console, "tokenizer", f"{tok.origin} (built in {tok.load_seconds:.2f}s)")
-    names = [d.name for d in result.detokenizers if d.name != "full" and d.applicable]
-    shown = result.timeline_steps
+    names = [d.name for d in detokenizers if d.name != "full" and d.applicable]
     which = {
         "all": "",
         "around findings": f", {shown.rows} of {s.steps} steps: the first, the last and those around findings",
@@ -144,10 +159,10 @@ def replay_view(console: Console, result: ReplayResult) -> None:
         f"timeline (chunks as emitted; held = bytes each detokenizer holds after the step{which})", style="bold"
     )
     console.print(Padding(heading, (0, 0, 0, 2)))  # wraps under itself on a narrow terminal
-    _timeline(console, result.timeline, names)
+    _timeline(console, timeline, names)
     console.print(Text("  detokenizers", style="bold"))
     summary = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
-    for d in result.detokenizers:
+    for d in detokenizers:
         if not d.applicable:
             summary.add_row(Text(d.name), Text(f"not applicable: {d.reason}", style="dim"))
             continue
@@ -169,22 +184,21 @@ def replay_view(console: Console, result: ReplayResult) -> None:
             status.append(" · " + ", ".join(f"{n} {k}" for k, n in errors.items()), style="red")
         summary.add_row(Text(d.name), status)
     console.print(Padding(summary, (0, 0, 0, 4), expand=False))
-    for call in result.tool_calls:
+    for call in tool_calls:
         line = Text(f"{call.format}: ")
         line.append(
             "valid JSON" if call.valid else f"invalid JSON ({call.error})",
             style="green" if call.valid else "red",
         )
         key_value(console, "tool call", line)
-    if result.stops is not None:
-        exp = result.stops.expected
+    if stops is not None:
+        exp = stops.expected
         key_value(
             console,
             "stop",
             "not reached" if exp.position is None else f"{exp.matched!r} at token {exp.position}",
         )
     console.print(Text("  text (full decode; invisible characters shown)", style="bold"))
-    text = result.text
     if len(text) > MAX_TEXT:
         half = MAX_TEXT // 2
         shown_text = Text(visible(text[:half]))
