@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tokaudit.backends.base import Outcome, call, can_encode
+from tokaudit.backends.base import call, can_encode
 from tokaudit.backends.registry import LoadedBackend, load_backends
 from tokaudit.errors import InputError
 from tokaudit.ids import IdRanges
@@ -15,6 +15,7 @@ from tokaudit.model.text import TokenText
 from tokaudit.model.tokenizer_model import FILES, TokenizerModel
 from tokaudit.oncall.codes import BACKEND_CRASH
 from tokaudit.oncall.shrink import Shrinker, failure_class
+from tokaudit.oncall.records import CodecError
 from tokaudit.oncall.tokens import TokenRow, in_declared_range, token_info, token_row
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.text import visible
@@ -65,22 +66,6 @@ def pick_backend(
 
 
 @dataclass(frozen=True)
-class CodecError:
-    """A backend's call that raised: the exception's type and message, and whether it was a Rust panic."""
-
-    exception: str | None
-    message: str | None
-    panic: bool
-
-    @classmethod
-    def of(cls, outcome: Outcome) -> CodecError | None:
-        return None if outcome.ok else cls(outcome.error_type, outcome.error, outcome.panic)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"exception": self.exception, "message": self.message, "panic": self.panic}
-
-
-@dataclass(frozen=True)
 class DecodeResult:
     """One target's decode (a :class:`tokaudit.report.report.CommandResult`): the backend's text, or its error,
     and a row per id."""
@@ -116,9 +101,18 @@ class DecodeResult:
         }
 
     def rich(self, console: Console) -> None:
-        from tokaudit.oncall.view import decode_view
+        from tokaudit.oncall.view import codec_view
 
-        decode_view(console, self)
+        codec_view(
+            console,
+            self.backend,
+            self.backend_detail,
+            self.ids,
+            self.text,
+            self.error,
+            self.tokens,
+            decoded_from=(self.ids_source, self.skip_special_tokens),
+        )
 
 
 @dataclass(frozen=True)
@@ -159,9 +153,18 @@ class EncodeResult:
         return out
 
     def rich(self, console: Console) -> None:
-        from tokaudit.oncall.view import encode_view
+        from tokaudit.oncall.view import codec_view
 
-        encode_view(console, self)
+        codec_view(
+            console,
+            self.backend,
+            self.backend_detail,
+            self.ids,
+            self.text,
+            self.error,
+            self.tokens,
+            server_prompt_ids=self.server_prompt_ids,
+        )
 
 
 def _tokens(model: TokenizerModel, ids: list[int], skip_special_tokens: bool) -> tuple[TokenRow, ...]:

@@ -13,8 +13,8 @@ from tokaudit.compare.unknown_ids import answer
 from tokaudit.errors import InputError, shorten
 from tokaudit.model.text import TokenText
 from tokaudit.model.tokenizer_model import TokenizerModel
+from tokaudit.oncall.records import BackendAnswer, ExplainedId, IdSource
 from tokaudit.oncall.tokens import in_declared_range, token_info
-from tokaudit.records import Provenance
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -71,94 +71,6 @@ def ids_of_content(model: TokenizerModel, content: bytes) -> list[int]:
 
 
 @dataclass(frozen=True)
-class IdSource:
-    """Where one loader profile finds the id: the file and rule of the table that maps it, and its token."""
-
-    profile: str
-    artifact: str
-    #: the file and its line or JSON key
-    where: Provenance
-    rule: str
-    special: bool
-    text: str
-    bytes_hex: str
-    partial_utf8: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "profile": self.profile,
-            "artifact": self.artifact,
-            **self.where.to_json(),
-            "rule": self.rule,
-            "special": self.special,
-            "text": self.text,
-            "bytes_hex": self.bytes_hex,
-            "partial_utf8": self.partial_utf8,
-        }
-
-
-@dataclass(frozen=True)
-class BackendAnswer:
-    """What one backend's ``decode([id])`` returns: text, dropped (empty), an exception, a panic; or why the
-    backend is unavailable (``available`` False: only ``reason`` is set)."""
-
-    available: bool
-    reason: str | None = None
-    #: "text", "dropped", "error" or "panic"
-    kind: str = ""
-    text: str | None = None
-    exception: str | None = None
-    message: str | None = None
-    panic: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        if not self.available:
-            return {"available": False, "reason": self.reason}
-        return {
-            "available": True,
-            "kind": self.kind,
-            "text": self.text,
-            "dropped": self.kind == "dropped",
-            "exception": self.exception,
-            "message": self.message,
-            "panic": self.panic,
-        }
-
-
-@dataclass(frozen=True)
-class ExplainedId:
-    """Everything known about one id: the query that named it, the declared range, which profile maps it from
-    which file, its bytes, and what each backend decodes it to."""
-
-    query: str
-    id: int
-    in_declared_range: bool
-    #: profile -> whether it maps the id
-    mapped: Mapping[str, bool]
-    sources: tuple[IdSource, ...]
-    bytes_hex: str | None
-    text: str | None
-    special: bool
-    partial_utf8: bool
-    #: backend name -> its answer
-    backends: Mapping[str, BackendAnswer]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "query": self.query,
-            "id": self.id,
-            "in_declared_range": self.in_declared_range,
-            "mapped": dict(self.mapped),
-            "sources": [s.to_json() for s in self.sources],
-            "bytes_hex": self.bytes_hex,
-            "text": self.text,
-            "special": self.special,
-            "partial_utf8": self.partial_utf8,
-            "backends": {name: a.to_json() for name, a in self.backends.items()},
-        }
-
-
-@dataclass(frozen=True)
 class ExplainResult:
     """One target's explain (a :class:`tokaudit.report.report.CommandResult`)."""
 
@@ -189,7 +101,7 @@ class ExplainResult:
     def rich(self, console: Console) -> None:
         from tokaudit.oncall.view import explain_view
 
-        explain_view(console, self)
+        explain_view(console, self.declared_size, self.declared_by, self.checked_size, self.ids)
 
 
 def explain_id(model: TokenizerModel, backends: list[LoadedBackend], query: str, token_id: int) -> ExplainedId:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tokaudit.backends.base import Backend, Outcome
+from tokaudit.backends.base import Backend
 from tokaudit.backends.registry import LoadedBackend
 from tokaudit.collector import collector_paused
 from tokaudit.ids import IdRanges
@@ -17,6 +17,7 @@ from tokaudit.model.loaders import loader_views, loaders_seeing
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.oncall.codes import BACKEND_CRASH
 from tokaudit.oncall.edges import edge_pools, sample_ranges
+from tokaudit.oncall.records import BackendRun, Failure, Unavailable
 from tokaudit.oncall.shrink import Shrinker, failure_class
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.text import visible
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
 ORDINARY_SHARE = 0.6
 #: Decode calls between two progress updates.
 CHUNK = 256
-#: Distinct reproducers kept per backend.
-MAX_REPRODUCERS = 12
 
 
 class Progress(Protocol):
@@ -90,124 +89,6 @@ def decode_loop(
         if progress is not None:
             progress(min(CHUNK, len(seqs) - first))
     return failed, time.perf_counter() - start, types
-
-
-@dataclass(slots=True)  # tens of thousands per run
-class Failure:
-    cls: str
-    sequence: list[int]
-    reproducer: list[int]
-    outcome: Outcome
-    in_declared_range: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "class": self.cls,
-            "ids": self.reproducer,
-            "sequence": self.sequence,
-            "exception": self.outcome.error_type,
-            "message": self.outcome.error,
-            "panic": self.outcome.panic,
-            "in_declared_range": self.in_declared_range,
-        }
-
-
-@dataclass(frozen=True)
-class ClassCount:
-    """One failure class of a backend's run."""
-
-    count: int
-    in_declared_range: int
-    first: Failure
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "count": self.count,
-            "in_declared_range": self.in_declared_range,
-            "first_reproducer": self.first.to_json(),
-        }
-
-
-@dataclass(frozen=True)
-class Unavailable:
-    """A backend asked for that could not load, and why."""
-
-    name: str
-    reason: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "available": False, "reason": self.reason}
-
-
-@dataclass
-class BackendRun:
-    """One backend's fuzz run: filled while it runs, then read as it stands."""
-
-    name: str
-    calls: int = 0
-    seconds: float = 0.0
-    failures: list[Failure] = field(default_factory=list)
-    shrink_calls: int = 0
-    shrink_seconds: float = 0.0
-
-    @property
-    def calls_per_second(self) -> float | None:
-        return self.calls / self.seconds if self.seconds > 0 else None
-
-    @property
-    def rate(self) -> float:
-        """Failures per call, to 6 places (0.0 when nothing ran)."""
-        return round(len(self.failures) / self.calls, 6) if self.calls else 0.0
-
-    @property
-    def first(self) -> Failure | None:
-        return self.failures[0] if self.failures else None
-
-    @property
-    def first_in_range(self) -> Failure | None:
-        """The first failure whose reproducer lies inside the declared range."""
-        return next((f for f in self.failures if f.in_declared_range), None)
-
-    def by_class(self) -> dict[str, ClassCount]:
-        """Failures per class, in order of discovery: how many, how many inside the declared range, the first."""
-        failures: dict[str, list[Failure]] = {}
-        for f in self.failures:
-            failures.setdefault(f.cls, []).append(f)
-        return {
-            cls: ClassCount(len(found), sum(f.in_declared_range for f in found), found[0])
-            for cls, found in failures.items()
-        }
-
-    def reproducers(self) -> list[dict[str, Any]]:
-        """Distinct (class, reproducer) pairs in order of discovery, with how often each was hit."""
-        seen: dict[tuple[str, tuple[int, ...]], dict[str, Any]] = {}
-        for f in self.failures:
-            key = (f.cls, tuple(f.reproducer))
-            if key not in seen:
-                if len(seen) >= MAX_REPRODUCERS:
-                    continue
-                seen[key] = {**f.to_json(), "hits": 0}
-                del seen[key]["sequence"]
-            seen[key]["hits"] += 1
-        return list(seen.values())
-
-    def to_json(self) -> dict[str, Any]:
-        cps = self.calls_per_second
-        return {
-            "name": self.name,
-            "available": True,
-            "calls": self.calls,
-            "failures": len(self.failures),
-            "rate": self.rate,
-            "by_class": {cls: c.to_json() for cls, c in self.by_class().items()},
-            "first_reproducer": None if self.first is None else self.first.to_json(),
-            "first_in_range_reproducer": None if self.first_in_range is None else self.first_in_range.to_json(),
-            "reproducers": self.reproducers(),
-            "seconds": round(self.seconds, 6),
-            "calls_per_second": None if cps is None else round(cps, 1),
-            "shrink_calls": self.shrink_calls,
-            "shrink_seconds": round(self.shrink_seconds, 6),
-        }
 
 
 def fuzz_backend(
@@ -388,4 +269,5 @@ class FuzzResult:
     def rich(self, console: Console) -> None:
         from tokaudit.oncall.view import fuzz_view
 
-        fuzz_view(console, self)
+        o = self.options
+        fuzz_view(console, (o.iterations, o.max_length, o.seed), self.checked_size, self.edges, self.backends)

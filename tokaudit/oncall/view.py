@@ -3,6 +3,7 @@ every value comes from the command's result; token text is shown with :func:`vis
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -11,9 +12,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from tokaudit.oncall.codec import DecodeResult, EncodeResult
-from tokaudit.oncall.explain import ExplainResult, IdSource
-from tokaudit.oncall.fuzz import BackendRun, FuzzResult, Unavailable
+from tokaudit.oncall.records import BackendRun, CodecError, ExplainedId, IdSource, Unavailable
 from tokaudit.oncall.tokens import TokenRow
 from tokaudit.report.rich_layout import key_value
 from tokaudit.report.text import safe, visible
@@ -54,11 +53,11 @@ def _where(src: IdSource) -> str:
     return f"{where} ({src.rule})"
 
 
-def explain_view(console: Console, result: ExplainResult) -> None:
-    size = result.checked_size
-    declared = result.declared_size
-    kv(console, "declared", f"{declared if declared is not None else '—'} ({result.declared_by})")
-    for entry in result.ids:
+def explain_view(
+    console: Console, declared: int | None, declared_by: str, size: int, ids: tuple[ExplainedId, ...]
+) -> None:
+    kv(console, "declared", f"{declared if declared is not None else '—'} ({declared_by})")
+    for entry in ids:
         console.print()
         head = Text(f"  {entry.id}", style="bold cyan")
         if entry.query != str(entry.id):
@@ -156,52 +155,58 @@ def _token_table(console: Console, tokens: tuple[TokenRow, ...]) -> None:
     _more(console, tokens)
 
 
-def _codec(console: Console, d: DecodeResult | EncodeResult) -> None:
-    kv(console, "backend", d.backend + (f" ({d.backend_detail})" if d.backend_detail else ""))
-    if isinstance(d, DecodeResult):
-        kv(
-            console,
-            "ids",
-            f"{len(d.ids)} from {d.ids_source}"
-            + ("  (specials skipped)" if d.skip_special_tokens else "  (specials kept)"),
-        )
-    if d.error is not None:
-        e = d.error
+def codec_view(
+    console: Console,
+    backend: str,
+    detail: str | None,
+    ids: tuple[int, ...],
+    text: str | None,
+    error: CodecError | None,
+    tokens: tuple[TokenRow, ...],
+    *,
+    decoded_from: tuple[str, bool] | None = None,
+    server_prompt_ids: tuple[int, ...] | None = None,
+) -> None:
+    """decode's section (``decoded_from``: where the ids came from and whether special tokens were skipped) or
+    encode's (the ids it gave, and what llama.cpp's server prompts with)."""
+    kv(console, "backend", backend + (f" ({detail})" if detail else ""))
+    if decoded_from is not None:
+        source, skipped = decoded_from
+        kv(console, "ids", f"{len(ids)} from {source}" + ("  (specials skipped)" if skipped else "  (specials kept)"))
+    if error is not None:
+        e = error
         kv(console, "error", Text(safe(f"{'panic' if e.panic else e.exception}: {e.message}"), style="bold red"))
     else:
-        kv(console, "text", Text(visible(d.text or "")))
-    if d.tokens:
-        kv(console, "tokens", _pieces(console, d.tokens))
-        if isinstance(d, EncodeResult):
-            kv(console, "ids", " ".join(str(i) for i in d.ids))
-    if isinstance(d, EncodeResult) and d.server_prompt_ids is not None and d.server_prompt_ids != d.ids:
+        kv(console, "text", Text(visible(text or "")))
+    if tokens:
+        kv(console, "tokens", _pieces(console, tokens))
+        if decoded_from is None:
+            kv(console, "ids", " ".join(str(i) for i in ids))
+    if server_prompt_ids is not None and server_prompt_ids != ids:
         kv(
             console,
             "as prompt",
-            " ".join(str(i) for i in d.server_prompt_ids)
+            " ".join(str(i) for i in server_prompt_ids)
             + "  (llama.cpp's server adds BOS/EOS per the GGUF's add flags)",
         )
-    _token_table(console, d.tokens)
+    _token_table(console, tokens)
 
 
-def decode_view(console: Console, result: DecodeResult) -> None:
-    _codec(console, result)
-
-
-def encode_view(console: Console, result: EncodeResult) -> None:
-    _codec(console, result)
-
-
-def fuzz_view(console: Console, result: FuzzResult) -> None:
-    f = result.options
+def fuzz_view(
+    console: Console,
+    run: tuple[int, int, int],
+    checked_size: int,
+    edges: Mapping[str, int],
+    backends: tuple[BackendRun | Unavailable, ...],
+) -> None:
+    """``run``: (iterations, longest sequence, seed)."""
+    iterations, max_length, seed = run
     kv(
         console,
         "run",
-        f"{f.iterations:,} sequences of 1–{f.max_length} ids · seed {f.seed} · "
-        f"declared range [0, {result.checked_size})",
+        f"{iterations:,} sequences of 1–{max_length} ids · seed {seed} · declared range [0, {checked_size})",
     )
-    kv(console, "edges", " · ".join(f"{name} {count}" for name, count in result.edges.items()))
-    backends = result.backends
+    kv(console, "edges", " · ".join(f"{name} {count}" for name, count in edges.items()))
     for separator in (", ", ",\n"):  # a class per line when the table is too wide for one line per backend
         table = _fuzz_table(backends, separator)
         if Measurement.get(console, console.options, table).maximum + 2 <= console.width:
