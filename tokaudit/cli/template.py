@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -81,7 +82,8 @@ def template(
     quiet: QuietOpt = False,
     color: ColorOpt = Color.auto,
 ) -> None:
-    """Render the chat template the way each serving stack does (vLLM, SGLang, smg, TGI, mistral.rs, Dynamo...), then tokenize what they render.
+    """Render the chat template the way each serving stack does (vLLM, SGLang, smg, TGI, mistral.rs, Dynamo...),
+    then tokenize what they render.
 
     \b
     Examples:
@@ -127,6 +129,8 @@ def template(
             model = load_model(target, revision)
             choice = resolve_parsers(choice)
             result, findings = template_model(model, options)
-            findings += add_round_trip(model, templates_of(model, options), choice, result.data)
+            round_trip: dict[str, Any] = {}
+            findings += add_round_trip(model, templates_of(model, options), choice, round_trip)
+            result = replace(result, round_trip=round_trip)
         findings = [f for f in findings if selection.chosen(f.code, f.name)]
         emit(Report("template", [result], findings), fmt, output, fail_on, quiet, color)

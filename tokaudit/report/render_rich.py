@@ -102,10 +102,6 @@ def _legacy_section(command: str) -> Callable[[Console, TargetResult], None] | N
     """The view of a result still given as a dict (:class:`TargetResult`), by its command's name. Transitional:
     the last of issue 33's session-5 helpers A and B to land removes this lookup, once every command's result
     is typed and draws itself (:meth:`CommandResult.rich`)."""
-    if command == "template":
-        from tokaudit.report.rich_template import template_section
-
-        return template_section
     return None
 
 

@@ -4,18 +4,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
 from tokaudit.checks.literals import LiteralClassifier, literals_in
 from tokaudit.errors import InputError
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding
-from tokaudit.report.report import TargetResult
 from tokaudit.template.analysis import Tokens, analyse, concerns, excerpt, first_difference, ordered
 from tokaudit.template.engines import engine_version
 from tokaudit.template.rendering import RequestRun, TemplateRun, render_template
 from tokaudit.template.renders import Budget
 from tokaudit.template.requests import builtin_requests, load_messages, load_tools, with_tools
+from tokaudit.template.result import (
+    Conversation,
+    Divergence,
+    DivergenceSide,
+    EngineInfo,
+    Prepend,
+    StackInfo,
+    StackRender,
+    TemplateRef,
+    TemplateResult,
+    TokenizerInfo,
+)
 from tokaudit.template.serving import ServingEncoder
 from tokaudit.template.source import (
     TemplateSource,
@@ -59,7 +68,7 @@ def run_templates(model: TokenizerModel, options: TemplateOptions) -> tuple[list
     return runs, ServingEncoder(model)
 
 
-def template_model(model: TokenizerModel, options: TemplateOptions) -> tuple[TargetResult, list[Finding]]:
+def template_model(model: TokenizerModel, options: TemplateOptions) -> tuple[TemplateResult, list[Finding]]:
     """The ``template`` command on one model: every render, its ids, and the TA8xx findings for the stacks chosen."""
     runs, encoder = run_templates(model, options)
     if not runs:
@@ -82,83 +91,80 @@ def template_model(model: TokenizerModel, options: TemplateOptions) -> tuple[Tar
         code = catalog_code("TA808")
         found += [code.finding(d.message, location=d.location, details=d.details) for d in source_disagreements(model)]
     findings = [f.with_target(model.target) for f in found if concerns(f, options.stacks)]
-    return TargetResult(
-        model.target, result_data(runs, encoder, tokens, classifier, options.stacks), source=model.source
-    ), findings
+    return template_result(model, runs, encoder, tokens, classifier, options.stacks), findings
 
 
-def result_data(
+def template_result(
+    model: TokenizerModel,
     runs: list[TemplateRun],
     encoder: ServingEncoder,
     tokens: Tokens,
     classifier: LiteralClassifier,
     stacks: tuple[str, ...],
-) -> dict[str, Any]:
-    requests = []
+) -> TemplateResult:
+    conversations = []
     for trun in runs:
         for rrun in trun.requests:
-            requests.append(
-                {
-                    "name": rrun.label,
-                    "template": trun.template.name,
-                    "origin": rrun.request.origin,
-                    "add_generation_prompt": rrun.request.add_generation_prompt,
-                    "required": rrun.request.required,
-                    "renders": [
-                        {
-                            "stack": s,
-                            "engine": sr.render.engine,
-                            "text": sr.render.text,
-                            "error": sr.render.error,
-                            "error_kind": sr.render.kind,
-                            "ids": tokens.of(sr.render.text),
-                            "controls": [
-                                [m.start(), m.end()]
+            conversations.append(
+                Conversation(
+                    name=rrun.label,
+                    template=trun.template.name,
+                    origin=rrun.request.origin,
+                    add_generation_prompt=rrun.request.add_generation_prompt,
+                    required=rrun.request.required,
+                    renders=tuple(
+                        StackRender(
+                            stack=s,
+                            engine=sr.render.engine,
+                            text=sr.render.text,
+                            error=sr.render.error,
+                            error_kind=sr.render.kind,
+                            ids=tokens.of(sr.render.text),
+                            controls=tuple(
+                                (m.start(), m.end())
                                 for m in literals_in(sr.render.text or "")
                                 if classifier.verdict(m.group()).control
-                            ],
-                        }
+                            ),
+                        )
                         for s, sr in ((s, rrun.stacks[s]) for s in ordered(rrun.stacks))
-                    ],
-                    "divergence": _divergence(rrun, tokens),
-                }
+                    ),
+                    divergence=_divergence(rrun, tokens),
+                )
             )
-    return {
-        "template": runs[0].template.to_json(),
-        "templates": [t.template.to_json() for t in runs],
-        "stacks": [_stack_info(s, runs) for s in stacks],
-        "tokenizer": {
-            "name": encoder.name,
-            "error": encoder.error,
-            "prepends": None
-            if encoder.prefix is None
-            else {"token": encoder.prefix.token, "id": encoder.prefix.token_id, "setting": encoder.prefix.setting},
-        },
-        "distinct_renders": sum(t.distinct_renders for t in runs),
-        "conversations": requests,
-    }
+    prefix = encoder.prefix
+    return TemplateResult(
+        model.target,
+        model.source,
+        templates=tuple(_ref(t.template) for t in runs),
+        stacks=tuple(_stack_info(s, runs) for s in stacks),
+        tokenizer=TokenizerInfo(
+            encoder.name,
+            encoder.error,
+            None if prefix is None else Prepend(prefix.token, prefix.token_id, prefix.setting),
+        ),
+        distinct_renders=sum(t.distinct_renders for t in runs),
+        conversations=tuple(conversations),
+    )
 
 
-def _stack_info(stack: str, runs: list[TemplateRun]) -> dict[str, Any]:
+def _ref(template: TemplateSource) -> TemplateRef:
+    return TemplateRef(template.name, str(template.location))
+
+
+def _stack_info(stack: str, runs: list[TemplateRun]) -> StackInfo:
     p = profile(stack)
     skipped = next((t.skipped[stack] for t in runs if stack in t.skipped), None)
-    return {
-        "id": p.id,
-        "title": p.title,
-        "version": p.version,
-        "source": p.source,
-        "engine": {
-            "name": p.engine.name,
-            "kind": p.engine.kind,
-            "pins": p.engine.pins,
-            "library": engine_version(p.engine.kind),
-        },
-        "rendered": skipped is None,
-        "skipped": skipped,
-    }
+    return StackInfo(
+        id=p.id,
+        title=p.title,
+        version=p.version,
+        source=p.source,
+        engine=EngineInfo(p.engine.name, p.engine.kind, p.engine.pins, engine_version(p.engine.kind)),
+        skipped=skipped,
+    )
 
 
-def _divergence(rrun: RequestRun, tokens: Tokens) -> dict[str, Any] | None:
+def _divergence(rrun: RequestRun, tokens: Tokens) -> Divergence | None:
     """Where the stacks' prompts differ: the stacks grouped by identical text, and for each group after the first
     the first differing character (and token) against the first group, with an excerpt of each side."""
     groups: dict[str, list[str]] = {}
@@ -177,13 +183,5 @@ def _divergence(rrun: RequestRun, tokens: Tokens) -> dict[str, Any] | None:
         token_at = None
         if ids_a is not None and ids_b is not None and ids_a != ids_b:
             token_at = next((i for i, (x, y) in enumerate(zip(ids_a, ids_b)) if x != y), min(len(ids_a), len(ids_b)))
-        sides.append(
-            {
-                "stacks": groups[text],
-                "position": at,
-                "token_position": token_at,
-                "excerpt": excerpt(text, at),
-                "base_excerpt": excerpt(base, at),
-            }
-        )
-    return {"base": groups[base], "groups": [groups[t] for t in texts], "sides": sides}
+        sides.append(DivergenceSide(tuple(groups[text]), at, token_at, excerpt(text, at), excerpt(base, at)))
+    return Divergence(tuple(groups[base]), tuple(tuple(groups[t]) for t in texts), tuple(sides))

@@ -1,10 +1,11 @@
-"""The ``template`` section of the rich report: the template and the stacks, then per request the prompts
+"""``template``'s section of the rich report: the template and the stacks, then per request the prompts
 the stacks render (stacks with the same prompt together; control tokens highlighted, invisible characters
 shown), their token counts, and where the prompts diverge, side by side. Layout only: every value comes from
 the result."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -12,14 +13,14 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from tokaudit.report.report import TargetResult
 from tokaudit.report.text import safe, visible
+from tokaudit.template.result import StackRender, TemplateResult
 
 #: Longest rendered prompt shown in full; longer ones show their start and end.
 SHOWN = 600
 
 
-def _prompt(text: str, controls: list[list[int]]) -> Text:
+def _prompt(text: str, controls: Sequence[Sequence[int]]) -> Text:
     """The prompt as data (never markup), control tokens in bold cyan, invisibles escaped."""
     out = Text()
     pos = 0
@@ -31,7 +32,7 @@ def _prompt(text: str, controls: list[list[int]]) -> Text:
     return out
 
 
-def _shown(text: str, controls: list[list[int]]) -> Text:
+def _shown(text: str, controls: Sequence[Sequence[int]]) -> Text:
     if len(text) <= SHOWN:
         return _prompt(text, controls)
     half = SHOWN // 2
@@ -43,61 +44,61 @@ def _shown(text: str, controls: list[list[int]]) -> Text:
     return head
 
 
-def template_section(console: Console, result: TargetResult) -> None:
-    data: dict[str, Any] = result.data
-    for t in data["templates"]:
-        console.print(Text(safe(f"  template    {t['name']}  ({t['source']})")))
-    for st in data["stacks"]:
-        line = Text(f"  stack       {st['id']:<12} ", style="")
-        line.append(f"{st['version']} · {st['engine']['name']}", style="dim")
-        if st["skipped"]:
-            line.append(f"  (not rendered: {safe(st['skipped'])})", style="yellow")
+def template_view(console: Console, result: TemplateResult) -> None:
+    for t in result.templates:
+        console.print(Text(safe(f"  template    {t.name}  ({t.source})")))
+    for st in result.stacks:
+        line = Text(f"  stack       {st.id:<12} ", style="")
+        line.append(f"{st.version} · {st.engine.name}", style="dim")
+        if st.skipped:
+            line.append(f"  (not rendered: {safe(st.skipped)})", style="yellow")
         console.print(line)
-    tok = data["tokenizer"]
-    line = Text(f"  tokenizer   {tok['name'] or 'none'}")
-    if tok["error"]:
-        line.append(f"  ({tok['error']})", style="yellow")
-    if tok["prepends"]:
-        line.append(f"  · prepends {tok['prepends']['token']} ({tok['prepends']['setting']})", style="dim")
+    tok = result.tokenizer
+    line = Text(f"  tokenizer   {tok.name or 'none'}")
+    if tok.error:
+        line.append(f"  ({tok.error})", style="yellow")
+    if tok.prepends:
+        line.append(f"  · prepends {tok.prepends.token} ({tok.prepends.setting})", style="dim")
     console.print(line)
     console.print()
-    for conv in data["conversations"]:
-        head = Text(f"  {conv['name']}", style="bold")
-        label = "" if conv["template"] == "default" else f"template {conv['template']} · "
+    for conv in result.conversations:
+        head = Text(f"  {conv.name}", style="bold")
+        label = "" if conv.template == "default" else f"template {conv.template} · "
         head.append(
-            f"  {label}{'generation prompt' if conv['add_generation_prompt'] else 'no generation prompt'}"
-            f"{'' if conv['required'] else ' · optional feature'}",
+            f"  {label}{'generation prompt' if conv.add_generation_prompt else 'no generation prompt'}"
+            f"{'' if conv.required else ' · optional feature'}",
             style="dim",
         )
         console.print(head)
-        shown: dict[str, list[dict[str, Any]]] = {}
-        for r in conv["renders"]:
-            shown.setdefault(r["text"] if r["text"] is not None else f"\0{r['error']}", []).append(r)
+        shown: dict[str, list[StackRender]] = {}
+        for r in conv.renders:
+            shown.setdefault(r.text if r.text is not None else f"\0{r.error}", []).append(r)
         for rows in shown.values():
             r = rows[0]
-            who = ", ".join(x["stack"] for x in rows)
+            who = ", ".join(x.stack for x in rows)
             row = Text(f"    {who}  ", style="bold")
-            if r["text"] is None:
-                row.append(f"✗ {safe(r['error'])}", style="red")
+            if r.text is None:
+                row.append(f"✗ {safe(r.error or '')}", style="red")
                 console.print(row)
                 continue
-            count = "—" if r["ids"] is None else f"{len(r['ids']):,}"
-            row.append(f"{len(r['text']):,} chars · {count} tokens", style="dim")
+            count = "—" if r.ids is None else f"{len(r.ids):,}"
+            row.append(f"{len(r.text):,} chars · {count} tokens", style="dim")
             console.print(row)
-            console.print(Padding(_shown(r["text"], r["controls"]), (0, 0, 0, 6), expand=False))
-        div = conv.get("divergence")
-        for side in (div or {}).get("sides", []):
-            table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1), pad_edge=False)
-            table.add_column(", ".join(div["base"]))
-            table.add_column(", ".join(side["stacks"]))
-            table.add_row(Text(visible(side["base_excerpt"])), Text(visible(side["excerpt"])))
-            where = f"first divergence at character {side['position']}"
-            if side["token_position"] is not None:
-                where += f", token {side['token_position']}"
-            console.print(Padding(Text(where, style="yellow"), (0, 0, 0, 4), expand=False))
-            console.print(Padding(table, (0, 0, 0, 6), expand=False))
+            console.print(Padding(_shown(r.text, r.controls), (0, 0, 0, 6), expand=False))
+        div = conv.divergence
+        if div is not None:
+            for side in div.sides:
+                table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1), pad_edge=False)
+                table.add_column(", ".join(div.base))
+                table.add_column(", ".join(side.stacks))
+                table.add_row(Text(visible(side.base_excerpt)), Text(visible(side.excerpt)))
+                where = f"first divergence at character {side.position}"
+                if side.token_position is not None:
+                    where += f", token {side.token_position}"
+                console.print(Padding(Text(where, style="yellow"), (0, 0, 0, 4), expand=False))
+                console.print(Padding(table, (0, 0, 0, 6), expand=False))
         console.print()
-    _parsers(console, data)
+    _parsers(console, result.round_trip)
 
 
 _VERDICT_STYLE = {
@@ -110,7 +111,7 @@ _VERDICT_STYLE = {
 }
 
 
-def _parsers(console: Console, data: dict[str, Any]) -> None:
+def _parsers(console: Console, data: Mapping[str, Any]) -> None:
     """The parser round trip: per template, what the turn looks like, then the table of parsers (named ones, or those
     that recover something and a count of the rest)."""
     runs = data.get("parser_runs") or []
@@ -130,10 +131,11 @@ def _parsers(console: Console, data: dict[str, Any]) -> None:
             console.print(head)
             continue
         gen = run["generation_prompt"]
+        opens = "opens" if gen["reasoning"] == "open" else "closes"
         head.append(
             f"calls {'rendered' if run['calls_rendered'] else 'not rendered'} · reasoning "
             f"{'rendered' if run['reasoning_rendered'] else 'not rendered'}"
-            f"{' · the generation prompt ' + ('opens' if gen['reasoning'] == 'open' else 'closes') + ' reasoning' if gen['reasoning'] else ''}"
+            f"{' · the generation prompt ' + opens + ' reasoning' if gen['reasoning'] else ''}"
             f"{' · ' + run['tokenizer'] if run['tokenizer'] else ''}",
             style="dim",
         )
