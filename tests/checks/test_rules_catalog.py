@@ -278,7 +278,7 @@ def test_every_rule_has_a_unique_code_and_name_and_a_summary() -> None:
 )
 def test_tokenizers_id_assignment_is_emulated_exactly(tmp_path, holes: tuple[int, ...], added_tokens) -> None:
     from tokaudit.artifacts.token_bytes import byte_encoder
-    from tokaudit.model.loaders import tokenizers_added_ids
+    from tokaudit.model.detection import tokenizers_added_ids
 
     template = json.loads((RULES / "id-drift" / "tokenizer.json").read_text(encoding="utf-8"))
     enc = byte_encoder()

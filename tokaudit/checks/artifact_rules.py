@@ -9,13 +9,8 @@ from tokaudit.records import Provenance
 from tokaudit.artifacts.pattern import CL100K_PATTERN, search_pattern
 from tokaudit.checks.registry import rule
 from tokaudit.ids import IdRanges
-from tokaudit.model.loaders import (
-    TRANSFORMERS_RANK_FILE_NAMES,
-    dynamo_regex_model_type,
-    remote_tokenizer_module,
-    smg_detects_kimi,
-    transformers_finds_ranks,
-)
+from tokaudit.model.detection import dynamo_regex_model_type, remote_tokenizer_module, smg_detects_kimi
+from tokaudit.model.loaders import TRANSFORMERS_RANK_FILE_NAMES, transformers_finds_ranks
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.text import plural, token_text

@@ -10,7 +10,12 @@ from tokaudit.checks.registry import rule
 from tokaudit.ids import IdRanges
 from tokaudit.model.id_table import Layer
 from tokaudit.model.text import TokenText
-from tokaudit.model.loaders import compacted_added_ids, remote_tokenizer_module, smg_detects_kimi, tokenizers_added_ids
+from tokaudit.model.detection import (
+    compacted_added_ids,
+    remote_tokenizer_module,
+    smg_detects_kimi,
+    tokenizers_added_ids,
+)
 from tokaudit.model.tokenizer_model import REMOTE_CODE, TokenizerModel
 from tokaudit.report.finding import Finding
 from tokaudit.report.text import plural, token_text

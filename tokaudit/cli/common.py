@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import Annotated, TextIO
 
 import typer
 
@@ -269,7 +269,7 @@ def to_stdout(output: Path | None) -> bool:
 
 
 @contextmanager
-def _open_output(output: Path | None, kind: str = "text") -> Iterator[TextIO]:
+def open_output(output: Path | None, kind: str = "text") -> Iterator[TextIO]:
     if output is None or to_stdout(output):
         if sys.stdout is None:  # started with stdout closed (>&-)
             raise InputError("cannot write report: stdout is closed", file="<stdout>")
@@ -309,12 +309,12 @@ def emit(
     report = with_key_positions(report)
     for extra_fmt, path in also:
         try:
-            with _open_output(path, _stream_kind(extra_fmt)) as stream:
+            with open_output(path, _stream_kind(extra_fmt)) as stream:
                 _render(report, extra_fmt, stream, fail_on, quiet, Color.never)
         except OSError as exc:
             raise InputError(f"cannot write report: {exc.strerror or exc}", file=str(path)) from None
     try:
-        with _open_output(output, _stream_kind(fmt)) as stream:
+        with open_output(output, _stream_kind(fmt)) as stream:
             _render(report, fmt, stream, fail_on, quiet, color)
             stream.flush()  # a closed pipe must surface here, not at exit (where it would become exit 1)
     except BrokenPipeError:  # e.g. piped into `head`: stop writing, keep the exit code
@@ -375,44 +375,3 @@ def _drop_stdout() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     except OSError:
         pass
-
-
-def emit_lines(command: str, outcomes: Iterable[Any], output: Path | None, fail_on: FailOn, quiet: bool) -> None:
-    """``--format jsonl``: one JSON object per target (a report, or ``{"target", "error"}``), written
-    and flushed as each finishes. Exit 2 when a target could not be read, else the worst report's code."""
-    import json
-
-    from tokaudit import __version__
-    from tokaudit.report.render_json import report_document
-
-    code, done, unreadable = 0, 0, 0
-    totals = {"error": 0, "warning": 0, "note": 0}
-    try:
-        with _open_output(output, "json") as stream:
-            for outcome in outcomes:
-                done += 1
-                if outcome.error is not None:
-                    err(f"tokaudit: error: {outcome.error}")
-                    unreadable += 1
-                    code = 2
-                    doc: dict[str, Any] = {
-                        "tokaudit": __version__,
-                        "command": command,
-                        "target": outcome.target,
-                        "error": str(outcome.error),
-                    }
-                else:
-                    from tokaudit.report.locations import with_key_positions
-
-                    warn_about_sources(outcome.value, quiet)
-                    doc = report_document(with_key_positions(outcome.value))
-                    code = max(code, outcome.value.exit_code(fail_on.value))
-                    for severity, n in outcome.value.summary().items():
-                        totals[severity] += n
-                stream.write(json.dumps(doc, ensure_ascii=False) + "\n")
-                stream.flush()
-    except BrokenPipeError:  # the reader stopped: stop scanning, keep the exit code
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    if not quiet:
-        err(f"tokaudit {command}: {plural(done, 'target')}, {unreadable} unreadable: {severity_counts(totals)}")
-    raise typer.Exit(code)

@@ -27,12 +27,12 @@ from tokaudit.cli.common import (
     SelectOpt,
     StackOpt,
     emit,
-    emit_lines,
     err,
     handle_errors,
     parse_also,
     to_stdout,
 )
+from tokaudit.cli.jsonl import emit_lines
 from tokaudit.cli.progress import progress_bar
 
 
