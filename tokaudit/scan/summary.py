@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tokaudit.artifacts.load import Artifacts
 from tokaudit.model.tokenizer_model import TokenizerModel
-from tokaudit.scan.result import (
+from tokaudit.scan.records import (
     ArtifactRow,
     EndOfTurn,
     EogToken,

@@ -11,11 +11,17 @@ from rich.text import Text
 from tokaudit.model.loaders import LoaderView
 from tokaudit.report.rich_layout import key_value
 from tokaudit.report.text import safe, visible
-from tokaudit.scan.result import GgufSummary, GgufToken, ScanResult
+from tokaudit.scan.records import ArtifactRow, GgufSummary, GgufToken, VocabSummary
 
 
-def scan_view(console: Console, result: ScanResult) -> None:
-    vocab = result.vocab
+def scan_view(
+    console: Console,
+    vocab: VocabSummary,
+    artifacts: tuple[ArtifactRow, ...],
+    loaders: tuple[LoaderView, ...],
+    gguf: GgufSummary | None,
+) -> None:
+    """The section of one target's scan (``ScanResult.rich``)."""
     declared = vocab.declared_size
     key_value(
         console,
@@ -34,7 +40,7 @@ def scan_view(console: Console, result: ScanResult) -> None:
     profiles = " │ ".join(f"{p.name}: {p.mapped} mapped, {p.unmapped.count} unmapped" for p in vocab.profiles)
     key_value(console, "id tables", profiles)
     files = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
-    for row in result.artifacts:
+    for row in artifacts:
         files.add_row(
             Text(safe(row.file)),
             Text(row.kind, style="dim"),
@@ -42,10 +48,10 @@ def scan_view(console: Console, result: ScanResult) -> None:
         )
     console.print(Text("  artifacts", style="bold"))
     console.print(Padding(files, (0, 0, 0, 4), expand=False))
-    if result.loaders:
-        _loader_table(console, result.loaders)
-    if result.gguf is not None:
-        _gguf_section(console, result.gguf)
+    if loaders:
+        _loader_table(console, loaders)
+    if gguf is not None:
+        _gguf_section(console, gguf)
 
 
 def _tok(entry: GgufToken | None) -> Text:

@@ -13,7 +13,7 @@ from tokaudit.template.engines import engine_version
 from tokaudit.template.rendering import RequestRun, TemplateRun, render_template
 from tokaudit.template.renders import Budget
 from tokaudit.template.requests import builtin_requests, load_messages, load_tools, with_tools
-from tokaudit.template.result import (
+from tokaudit.template.records import (
     Conversation,
     Divergence,
     DivergenceSide,
@@ -22,9 +22,9 @@ from tokaudit.template.result import (
     StackInfo,
     StackRender,
     TemplateRef,
-    TemplateResult,
     TokenizerInfo,
 )
+from tokaudit.template.result import TemplateResult
 from tokaudit.template.serving import ServingEncoder
 from tokaudit.template.source import (
     TemplateSource,

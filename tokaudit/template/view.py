@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tokaudit.report.text import safe, visible
-from tokaudit.template.result import StackRender, TemplateResult
+from tokaudit.template.records import Conversation, StackInfo, StackRender, TemplateRef, TokenizerInfo
 
 #: Longest rendered prompt shown in full; longer ones show their start and end.
 SHOWN = 600
@@ -44,16 +44,23 @@ def _shown(text: str, controls: Sequence[Sequence[int]]) -> Text:
     return head
 
 
-def template_view(console: Console, result: TemplateResult) -> None:
-    for t in result.templates:
+def template_view(
+    console: Console,
+    templates: Sequence[TemplateRef],
+    stacks: Sequence[StackInfo],
+    tok: TokenizerInfo,
+    conversations: Sequence[Conversation],
+    round_trip: Mapping[str, Any],
+) -> None:
+    """The section of one target's ``template`` run (``TemplateResult.rich``)."""
+    for t in templates:
         console.print(Text(safe(f"  template    {t.name}  ({t.source})")))
-    for st in result.stacks:
+    for st in stacks:
         line = Text(f"  stack       {st.id:<12} ", style="")
         line.append(f"{st.version} · {st.engine.name}", style="dim")
         if st.skipped:
             line.append(f"  (not rendered: {safe(st.skipped)})", style="yellow")
         console.print(line)
-    tok = result.tokenizer
     line = Text(f"  tokenizer   {tok.name or 'none'}")
     if tok.error:
         line.append(f"  ({tok.error})", style="yellow")
@@ -61,7 +68,7 @@ def template_view(console: Console, result: TemplateResult) -> None:
         line.append(f"  · prepends {tok.prepends.token} ({tok.prepends.setting})", style="dim")
     console.print(line)
     console.print()
-    for conv in result.conversations:
+    for conv in conversations:
         head = Text(f"  {conv.name}", style="bold")
         label = "" if conv.template == "default" else f"template {conv.template} · "
         head.append(
@@ -98,7 +105,7 @@ def template_view(console: Console, result: TemplateResult) -> None:
                 console.print(Padding(Text(where, style="yellow"), (0, 0, 0, 4), expand=False))
                 console.print(Padding(table, (0, 0, 0, 6), expand=False))
         console.print()
-    _parsers(console, result.round_trip)
+    _parsers(console, round_trip)
 
 
 _VERDICT_STYLE = {
