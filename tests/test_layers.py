@@ -95,6 +95,48 @@ def test_the_shared_records_come_from_the_ground_floor() -> None:
     assert sorted((f, m) for f, m, _ in found if m != "tokaudit.records") == []
 
 
+#: The tokaudit packages that hold a command's core (and the round trip, which template and scan run).
+COMMAND_PACKAGES = {"scan", "compare", "stream", "oncall", "template", "roundtrip"}
+
+
+def _command_names_in(source: str, commands: set[str]) -> list[str]:
+    """The command names a module's source holds as a string (f-string parts too), and the command packages it
+    imports."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in commands:
+            out.append(node.value)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out += [f"import {node.module}" for unit in [_unit(node.module)] if unit in COMMAND_PACKAGES]
+        elif isinstance(node, ast.Import):
+            out += [f"import {a.name}" for a in node.names if _unit(a.name) in COMMAND_PACKAGES]
+    return out
+
+
+def test_report_names_no_command() -> None:
+    """Issue 33: report/ knew every command by name (``SECTIONS`` of rich views, ``REPORT_ONLY``, a rich module per
+    command). Each command's result now draws itself (``CommandResult.rich``, its view beside the command) and
+    whoever builds a report says whether it ends in a verdict (``Report.reports_only``). ``rule``/``rules`` print
+    a page, not a report (SARIF's ``rules`` key is not them)."""
+    from tokaudit.cli.app import COMMANDS
+
+    commands = set(COMMANDS) - {"rule", "rules"}
+    assert len(commands) == 9
+    found = {
+        str(path.relative_to(ROOT)): _command_names_in(path.read_text(encoding="utf-8"), commands)
+        for path in sorted((ROOT / "tokaudit" / "report").rglob("*.py"))
+    }
+    assert len(found) > 15 and {f: names for f, names in found.items() if names} == {}
+    # what it looked like: a table of views by command name, a module of one command's view
+    assert sorted(
+        _command_names_in(
+            'SECTIONS = {"scan": scan_section}\nREPORT_ONLY = frozenset({"explain", "decode"})\n'
+            "from tokaudit.compare.view import compare_view\nimport tokaudit.stream.view\n",
+            commands,
+        )
+    ) == ["decode", "explain", "import tokaudit.compare.view", "import tokaudit.stream.view", "scan"]
+
+
 def test_report_reads_files_but_no_file_kind() -> None:
     """report may read a file safely (baselines, JSON positions for locations), never a tokenizer file kind's parser."""
     allowed = {"tokaudit.artifacts.safe_files", "tokaudit.artifacts.strict_json", "tokaudit.artifacts.json_positions"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import jsonschema
@@ -13,6 +14,9 @@ import xmlschema
 
 from tests.conftest import FIXTURES, run_cli
 from tokaudit import REPOSITORY_URL, __version__
+from tokaudit.compare.result import CompareResult
+from tokaudit.compare.run import CompareOptions, compare_model
+from tokaudit.model.load import load_model
 from tokaudit.records import Provenance
 from tokaudit.ids import IdRanges
 from tokaudit.report.finding import Finding, Severity
@@ -20,9 +24,11 @@ from tokaudit.report.render_github import annotation, escape_data, escape_proper
 from tokaudit.report.render_junit import render_junit
 from tokaudit.report.render_markdown import md as md_escape
 from tokaudit.report.render_sarif import sarif_document
-from tokaudit.report.report import Report, TargetResult, versions
+from tokaudit.report.report import Report, versions
 from tokaudit.rule_docs import rule_page
 from tokaudit.rules import all_rules
+from tokaudit.scan.result import ScanResult
+from tokaudit.scan.run import scan_model
 
 # CI tools want repository-relative paths: targets are given relative to the repository root
 TINY = Path("fixtures/tiny-tiktoken")
@@ -235,6 +241,20 @@ def test_sarif_uri_outside_the_working_directory_is_a_file_uri(tmp_path: Path, m
     assert "my%20model" in (target / "config.json").as_uri()
 
 
+def _compare_result(target: str) -> CompareResult:
+    """A real compare of the tiny tiktoken fixture (tiktoken and the reference backend, the built-in corpus), named
+    ``target``."""
+    model = load_model(str(FIXTURES / "tiny-tiktoken"))
+    result, _ = compare_model(model, CompareOptions(backends=["tiktoken", "reference"], sweep="off"))
+    return replace(result, target=target, source=None)
+
+
+def _scan_result(target: str) -> ScanResult:
+    """A real scan of the tiny tiktoken fixture, named ``target``."""
+    result, _ = scan_model(load_model(str(FIXTURES / "tiny-tiktoken")))
+    return replace(result, target=target, source=None)
+
+
 def _other_command_report() -> Report:
     crash = Finding(
         "TA605",
@@ -245,7 +265,7 @@ def _other_command_report() -> Report:
         ids=IdRanges.from_ids([1003]),
         target="models/x",
     )
-    return Report("compare", [TargetResult("models/x", {})], [crash])
+    return Report("compare", [_compare_result("models/x")], [crash])
 
 
 def test_sarif_works_for_findings_of_other_commands() -> None:
@@ -377,7 +397,7 @@ def test_junit_fail_on_warning_and_a_clean_run() -> None:
 
 def test_junit_for_a_command_without_a_rule_list() -> None:
     out = io.StringIO()
-    render_junit(Report("replay", [TargetResult("t", {})], []), out)
+    render_junit(Report("replay", [_compare_result("t")], []), out)
     JUNIT_XSD.validate(out.getvalue())
     (case,) = ET.fromstring(out.getvalue()).iter("testcase")
     assert case.get("name") == "no findings (t)" and case.get("classname") == "tokaudit.replay" and list(case) == []
@@ -587,7 +607,7 @@ def test_no_format_writes_a_raw_control_character_or_a_workflow_command(fmt: str
     f = Finding(
         "TA202", "eos-mismatch", Severity.ERROR, HOSTILE, location=Provenance("x.json", key=HOSTILE), target="t"
     )
-    report = Report("scan", [TargetResult("t", {})], [f])
+    report = Report("scan", [_scan_result("t")], [f])
     buf = io.StringIO()
     stream = ValidText(buf, {"json": "json", "sarif": "json", "github": "commands"}.get(fmt, "text"))
     if fmt == "rich":

@@ -12,7 +12,7 @@ from tokaudit.artifacts.json_positions import walk
 from tokaudit.catalog import lookup
 from tokaudit.errors import InputError
 from tokaudit.report.finding import Finding
-from tokaudit.report.report import CommandResult, Report, TargetResult
+from tokaudit.report.report import CommandResult, Report
 
 #: Largest JSON file whose keys get a line: the biggest real tokenizer.json is ~35 MB.
 MAX_POSITION_BYTES = 64 * 1024 * 1024
@@ -77,7 +77,7 @@ def with_key_positions(report: Report) -> Report:
     return replace(report, findings=placed)
 
 
-def _file_of(result: CommandResult | TargetResult, name: str) -> Path | None:
+def _file_of(result: CommandResult, name: str) -> Path | None:
     source = result.source
     if source is None:
         return None
@@ -131,7 +131,7 @@ class _Prefix:
             self.text = None
 
 
-def with_file(f: Finding, result: CommandResult | TargetResult | None) -> Finding:
+def with_file(f: Finding, result: CommandResult | None) -> Finding:
     """``f``, pointing at its target's vocabulary file when it names no file (a replay or compare finding): what
     SARIF, ``concise`` and GitHub annotations show, since an editor or code scanning cannot open a directory."""
     if f.location is not None:
@@ -140,7 +140,7 @@ def with_file(f: Finding, result: CommandResult | TargetResult | None) -> Findin
     return f if primary is None else replace(f, location=primary)
 
 
-def primary_location(result: CommandResult | TargetResult | None) -> Provenance | None:
+def primary_location(result: CommandResult | None) -> Provenance | None:
     """Where a finding that names no file points: the target's vocabulary file (for a target that is a file,
     the file itself)."""
     source = result.source if result is not None else None

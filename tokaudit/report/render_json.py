@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from tokaudit.report.report import CommandResult, Report, TargetResult, tool_version, versions
+from tokaudit.report.report import CommandResult, Report, tool_version, versions
 
 #: Version of the document's shape, described by ``tokaudit/report/report.schema.json``: raised when a key
 #: changes meaning or goes away (new keys do not raise it).
@@ -31,7 +31,7 @@ def report_document(report: Report) -> dict[str, Any]:
     return doc
 
 
-def _origin(result: CommandResult | TargetResult) -> dict[str, Any] | None:
+def _origin(result: CommandResult) -> dict[str, Any] | None:
     """Where the target's files came from: the key baselines know it by and, for a Hub repo id, the revision
     asked for, the commit it resolved to and its web address."""
     return result.source.to_json() if result.source is not None else None

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
 from typing import TextIO
 
 from rich.console import Console
@@ -15,7 +14,7 @@ from rich.text import Text
 
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.report.locations import finding_path
-from tokaudit.report.report import CommandResult, Report, TargetResult
+from tokaudit.report.report import CommandResult, Report
 from tokaudit.report.text import safe, severity_counts
 
 SEVERITY_STYLE = {
@@ -98,24 +97,6 @@ def make_console(stream: TextIO, color: str = "auto") -> Console:
     return _ReportConsole(**options, force_terminal=True if terminal else None)  # type: ignore[arg-type]
 
 
-def _legacy_section(command: str) -> Callable[[Console, TargetResult], None] | None:
-    """The view of a result still given as a dict (:class:`TargetResult`), by its command's name. Transitional:
-    the last of issue 33's session-5 helpers A and B to land removes this lookup, once every command's result
-    is typed and draws itself (:meth:`CommandResult.rich`)."""
-    return None
-
-
-def _section(console: Console, result: CommandResult | TargetResult, command: str) -> None:
-    if not isinstance(result, TargetResult):
-        result.rich(console)
-        console.print()
-        return
-    section = _legacy_section(command)
-    if section is not None:
-        section(console, result)
-        console.print()
-
-
 def _finding(console: Console, f: Finding) -> None:
     head = Text()
     head.append(f" {f.severity.value.upper()} ", style=SEVERITY_STYLE[f.severity])
@@ -181,7 +162,7 @@ def closing_summary(report: Report, fail_on: str) -> list[Text]:
 _SUMMARY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow", Severity.NOTE: "bold blue"}
 
 
-def _at_commit(result: CommandResult | TargetResult) -> str:
+def _at_commit(result: CommandResult) -> str:
     """`` @ 0123456789ab (main)`` for a Hub target: the commit it resolved to and the revision asked for."""
     source = result.source
     if source is None or source.repo_id is None or source.commit is None:
@@ -230,7 +211,8 @@ def render_rich(
         if not quiet or (len(report.results) > 1 and findings):
             console.print(_heading(report.command, result.target + _at_commit(result)))
         if not quiet:
-            _section(console, result, report.command)
+            result.rich(console)
+            console.print()
         for f in sorted(findings, key=lambda f: (-f.severity.rank, f.code)):
             _finding(console, f)
             console.print()

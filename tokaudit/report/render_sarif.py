@@ -18,7 +18,7 @@ from urllib.parse import quote
 from tokaudit.report.baseline import fingerprint
 from tokaudit.report.finding import Finding
 from tokaudit.report.locations import finding_column, finding_line, finding_path, rule_summary, with_file
-from tokaudit.report.report import CommandResult, Report, TargetResult, tool_version, versions
+from tokaudit.report.report import CommandResult, Report, tool_version, versions
 from tokaudit.rule_docs import rule_page, rule_url
 from tokaudit.report.text import safe
 
@@ -45,7 +45,7 @@ def _rule(code: str, name: str, level: str) -> dict[str, Any]:
     }
 
 
-def artifact_uri(f: Finding, result: CommandResult | TargetResult | None) -> str:
+def artifact_uri(f: Finding, result: CommandResult | None) -> str:
     """Where ``f``'s file is, as a URI (see the module's docstring)."""
     source = result.source if result is not None else None
     if source is not None and f.location is not None:

@@ -54,38 +54,11 @@ class CommandResult(Protocol):
 
 
 @dataclass
-class TargetResult:
-    """A result as a plain dict of today's JSON keys: the transitional form of the commands not yet typed
-    (template). ``render_rich`` finds its view by the command's name
-    (``_legacy_section``); the last of issue 33's session-5 helpers A and B to land removes this class and that
-    lookup, once every command returns a :class:`CommandResult` of its own."""
-
-    target: str
-    data: dict[str, Any] = field(default_factory=dict)
-    source: Any = None
-
-    @property
-    def not_checked(self) -> Sequence[str]:
-        return self.data.get("not_checked") or ()
-
-    @property
-    def policy(self) -> PolicyCounts | None:
-        return None
-
-    @property
-    def rules(self) -> Sequence[tuple[str, str]]:
-        return ()
-
-    def to_json(self) -> dict[str, Any]:
-        return self.data
-
-
-@dataclass
 class Report:
     """What one command reports: a result per target, and the findings."""
 
     command: str
-    results: Sequence[CommandResult | TargetResult]
+    results: Sequence[CommandResult]
     findings: list[Finding]
     #: Targets that could not be read (a scan of several goes on without them): target -> the error line.
     unreadable: dict[str, str] = field(default_factory=dict)
