@@ -159,6 +159,30 @@ def test_transformers_backends_report_the_class_really_loaded() -> None:
     assert fast.backend.decode([1003]) == ""
 
 
+def test_transformers_fast_and_slow_share_one_autotokenizer_load(tmp_path: Path) -> None:
+    """transformers >= 5.23 drops use_fast in AutoTokenizer.from_pretrained: one load_backends call loads once for
+    both backends (a tiktoken file's conversion takes transformers seconds), a failure's reason included."""
+    from tokaudit.backends.base import BackendUnavailable
+    from tokaudit.backends.transformers_backend import AutoLoads, ignores_use_fast, load_auto_tokenizer
+
+    versions = ("5.24.0", "5.23.0", "6.0.0.dev0", "5.22.1", "4.57.1", "main")
+    assert [ignores_use_fast(v) for v in versions] == [True, True, True, False, False, False]
+    assert ignores_use_fast(version("transformers"))  # the test extras' range: the shared load is what runs
+    loads: AutoLoads = {}
+    fast = load_auto_tokenizer(SAME, True, False, loads)
+    assert load_auto_tokenizer(SAME, False, False, loads) is fast
+    assert list(loads) == [(SAME, None, False)]
+    assert load_auto_tokenizer(SAME, True, False) is not fast  # without the shared loads: a load of its own
+    (tmp_path / "tokenizer.json").write_text("{", encoding="utf-8")
+    reasons = []
+    for use_fast in (True, False):
+        with pytest.raises(BackendUnavailable) as caught:
+            load_auto_tokenizer(tmp_path, use_fast, False, loads)
+        reasons.append(str(caught.value))
+    assert reasons[0] == reasons[1] and reasons[0].startswith("AutoTokenizer failed: ")
+    assert len(loads) == 2
+
+
 def test_transformers_slow_is_only_a_class_that_really_is_slow(tmp_path: Path) -> None:
     """transformers 5 implements LlamaTokenizer only in Rust: no slow path, said with the reason. A class
     it keeps as SentencePiece-only (BertGenerationTokenizer) is the slow path, and encodes like the

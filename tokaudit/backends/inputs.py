@@ -11,6 +11,7 @@ from typing import Any
 from tokaudit.artifacts.gguf import gguf_in
 from tokaudit.backends.base import BackendUnavailable
 from tokaudit.backends.pattern import Pattern
+from tokaudit.backends.transformers_backend import AutoLoads
 from tokaudit.backends.vocab import ByteVocab, byte_vocab
 from tokaudit.model.tokenizer_model import TokenizerModel
 
@@ -62,6 +63,8 @@ class LoadInputs:
         #: the subset of the vocabulary the backends rebuilt from ranks were built from, once one was made
         self.subset: Any = None
         self._subset_made = False
+        #: transformers' AutoTokenizer loads, shared by transformers-fast and -slow
+        self.auto_loads: AutoLoads = {}
 
     def vocab(self, required: bool) -> ByteVocab | None:
         if "v" not in self._vocab:

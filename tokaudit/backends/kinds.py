@@ -92,7 +92,7 @@ def _transformers(inputs: LoadInputs, name: str) -> Backend:
 
     if Path(inputs.model.target).is_file():
         raise BackendUnavailable("AutoTokenizer loads a directory; the target is a single file")
-    return TransformersBackend.load(name, inputs.model.artifacts.root, inputs.trust_remote_code)
+    return TransformersBackend.load(name, inputs.model.artifacts.root, inputs.trust_remote_code, inputs.auto_loads)
 
 
 def _llamacpp(inputs: LoadInputs, name: str) -> Backend:

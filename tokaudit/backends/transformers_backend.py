@@ -61,9 +61,41 @@ def _quiet_import() -> Any:
     return transformers
 
 
-def load_auto_tokenizer(root: Path, use_fast: bool, trust_remote_code: bool) -> Any:
-    """``AutoTokenizer.from_pretrained`` on a local directory; every failure is a ``BackendUnavailable``."""
+def ignores_use_fast(version: str) -> bool:
+    """Whether this transformers' ``AutoTokenizer.from_pretrained`` drops ``use_fast`` before it reads anything
+    (``kwargs.pop("use_fast", None)``, "V5: Always use fast tokenizers": read in 5.23.0 and 5.24.0), so that
+    ``use_fast=True`` and ``use_fast=False`` are one and the same load. Older versions honour it."""
+    parts = version.split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) >= (5, 23)
+    except (IndexError, ValueError):
+        return False
+
+
+#: AutoTokenizer loads one :func:`load_backends` call made, by (root, use_fast, trust_remote_code): the tokenizer,
+#: or the reason it is unavailable. transformers-fast and -slow share one when :func:`ignores_use_fast`.
+AutoLoads = dict[tuple[Path, bool | None, bool], Any]
+
+
+def load_auto_tokenizer(root: Path, use_fast: bool, trust_remote_code: bool, loads: AutoLoads | None = None) -> Any:
+    """``AutoTokenizer.from_pretrained`` on a local directory; every failure is a ``BackendUnavailable``.
+    ``loads``: the loads already made in this call (a tiktoken conversion takes transformers seconds), reused."""
     transformers = _quiet_import()
+    if loads is None:
+        return _auto_tokenizer(transformers, root, use_fast, trust_remote_code)
+    key = (root, None if ignores_use_fast(transformers.__version__) else use_fast, trust_remote_code)
+    if key not in loads:
+        try:
+            loads[key] = _auto_tokenizer(transformers, root, use_fast, trust_remote_code)
+        except BackendUnavailable as exc:
+            loads[key] = exc
+    loaded = loads[key]
+    if isinstance(loaded, BackendUnavailable):
+        raise BackendUnavailable(str(loaded)) from None
+    return loaded
+
+
+def _auto_tokenizer(transformers: Any, root: Path, use_fast: bool, trust_remote_code: bool) -> Any:
     try:
         return transformers.AutoTokenizer.from_pretrained(
             str(root), use_fast=use_fast, trust_remote_code=trust_remote_code, local_files_only=True
@@ -102,7 +134,7 @@ def _config_class(root: Path) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def load_slow_tokenizer(root: Path, trust_remote_code: bool) -> Any:
+def load_slow_tokenizer(root: Path, trust_remote_code: bool, loads: AutoLoads | None = None) -> Any:
     """transformers' slow (not Rust) tokenizer for the directory, or :class:`BackendUnavailable` saying why.
 
     transformers 5 has no slow variant of most classes (Llama, Gemma, BERT, GPT-2: ``use_fast=False``
@@ -119,7 +151,7 @@ def load_slow_tokenizer(root: Path, trust_remote_code: bool) -> Any:
     # Loading is skipped where the answer is known: a class transformers implements only in Rust, or
     # remote code that may not run (transformers 5 then converts the files to its Rust class itself).
     if not known_rust and (trust_remote_code or not remote):
-        tok = load_auto_tokenizer(root, False, trust_remote_code)
+        tok = load_auto_tokenizer(root, False, trust_remote_code, loads)
         if not getattr(tok, "is_fast", False):
             return tok
         got = type(tok).__name__
@@ -144,11 +176,13 @@ class TransformersBackend:
         self.is_fast = bool(getattr(tokenizer, "is_fast", False))
 
     @classmethod
-    def load(cls, name: str, root: Path, trust_remote_code: bool = False) -> TransformersBackend:
+    def load(
+        cls, name: str, root: Path, trust_remote_code: bool = False, loads: AutoLoads | None = None
+    ) -> TransformersBackend:
         use_fast = USE_FAST[name]
         if use_fast:
-            return cls(name, load_auto_tokenizer(root, True, trust_remote_code), True)
-        return cls(name, load_slow_tokenizer(root, trust_remote_code), False)
+            return cls(name, load_auto_tokenizer(root, True, trust_remote_code, loads), True)
+        return cls(name, load_slow_tokenizer(root, trust_remote_code, loads), False)
 
     @classmethod
     def load_gguf(cls, path: Path) -> TransformersBackend:
