@@ -40,6 +40,18 @@ def tokaudit(
     )
 
 
+@pytest.fixture(scope="session")
+def kimi_json() -> str:
+    """``scan KIMI --format json``'s stdout: three tests read the same whole-process run (~2.5 s of CPU each)."""
+    return tokaudit("scan", KIMI, "--format", "json").stdout
+
+
+@pytest.fixture(scope="session")
+def kimi_wide() -> str:
+    """``scan KIMI`` at 1,000 columns, the unwrapped report both column widths are compared with."""
+    return tokaudit("scan", KIMI, env={"COLUMNS": "1000"}).stdout
+
+
 # --- help, version, completion ------------------------------------------------------------------
 
 
@@ -149,12 +161,10 @@ def test_option_placeholders_say_what_they_take() -> None:
 # --- output: -o -, --color, COLUMNS, trailing spaces --------------------------------------------
 
 
-def test_output_dash_is_stdout(tmp_path: Path) -> None:
+def test_output_dash_is_stdout(tmp_path: Path, kimi_json: str) -> None:
     proc = tokaudit("scan", KIMI, "--format", "json", "-o", "-", cwd=tmp_path)
     assert proc.returncode == 1
-    assert (
-        json.loads(proc.stdout)["findings"] == json.loads(tokaudit("scan", KIMI, "--format", "json").stdout)["findings"]
-    )
+    assert json.loads(proc.stdout)["findings"] == json.loads(kimi_json)["findings"]
     assert not (tmp_path / "-").exists()
 
 
@@ -170,13 +180,12 @@ def test_color_always_never_and_environment() -> None:
 
 
 @pytest.mark.parametrize("columns", [60, 200])
-def test_piped_output_follows_columns_without_trailing_spaces(columns: int) -> None:
+def test_piped_output_follows_columns_without_trailing_spaces(columns: int, kimi_wide: str) -> None:
     out = tokaudit("scan", KIMI, env={"COLUMNS": str(columns)}).stdout
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= columns
     assert [line for line in lines if line != line.rstrip()] == []
-    wide = tokaudit("scan", KIMI, env={"COLUMNS": "1000"}).stdout
-    assert out.count("…") == wide.count("…")  # wrapped, never cut: only the ellipses the messages themselves hold
+    assert out.count("…") == kimi_wide.count("…")  # wrapped, never cut: only the ellipses the messages themselves hold
     if columns == 200:
         assert "  vocabulary  tiktoken.model · declared size 163840 (config.json text_config.vocab_size)" in lines
         assert max(len(line) for line in lines) > 120  # really uses the width
@@ -242,9 +251,9 @@ def test_explain_and_decode_report_without_a_verdict() -> None:
     assert github.splitlines()[-1].startswith(f"tokaudit {__version__} explain: 0 errors, 0 warnings, 0 notes (python ")
 
 
-def test_suppressed_findings_show_in_verdict_markdown_and_junit(tmp_path: Path) -> None:
+def test_suppressed_findings_show_in_verdict_markdown_and_junit(tmp_path: Path, kimi_json: str) -> None:
     baseline = tmp_path / "baseline.json"
-    baseline.write_text(tokaudit("scan", KIMI, "--format", "json").stdout)
+    baseline.write_text(kimi_json)
     (tmp_path / "pyproject.toml").write_text(
         f'[tool.tokaudit]\n[[tool.tokaudit.per-target-ignores]]\ntarget = "{KIMI}"\n'
         'rules = ["TA401", "TA105"]\nreason = "we stream with a byte buffer"\n'
@@ -269,8 +278,8 @@ def test_suppressed_findings_show_in_verdict_markdown_and_junit(tmp_path: Path) 
 # --- JSON contract, token tables, wording -------------------------------------------------------
 
 
-def test_every_json_finding_has_ids_and_count() -> None:
-    doc = json.loads(tokaudit("scan", KIMI, "--format", "json").stdout)
+def test_every_json_finding_has_ids_and_count(kimi_json: str) -> None:
+    doc = json.loads(kimi_json)
     for f in doc["findings"]:
         assert "ids" in f and "count" in f, f["code"]
     by_code = {f["code"]: f for f in doc["findings"]}
