@@ -646,7 +646,7 @@ def xtml(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
     first = text.find(markers[0] + "tools" + markers[2])
     if first < 0:
         return Parsed(content=_content(text))
-    calls = []
+    calls: list[Call] = []
     for m in _XTML_CALL.finditer(text, first):
         if len(calls) >= MAX_CALLS:
             break
@@ -716,7 +716,7 @@ def minimax_m3(text: str, markers: Sequence[str], tools: Any = None, items_text:
         return Parsed(content=_content(text))
     stop = flat.find(end, first)
     block = flat[first + len(start) : stop if stop >= 0 else len(flat)]
-    calls = []
+    calls: list[Call] = []
     for m in re.finditer(r'<invoke name="([^"]+)">', block):
         if len(calls) >= MAX_CALLS:
             break
@@ -759,7 +759,7 @@ def lfm2(text: str, markers: Sequence[str], tools: Any = None) -> Parsed:
     body = text[first + len(markers[0]) : stop if stop >= 0 else len(text)].strip()
     if not (body.startswith("[") and body.endswith("]")):
         return Parsed(content=_content(text), error="not a list of calls")
-    calls = []
+    calls: list[Call] = []
     for m in re.finditer(r"([A-Za-z_][\w.-]*)\((.*?)\)(?=\s*(?:,\s*[A-Za-z_][\w.-]*\(|\]$))", body[1:-1] + "]", re.S):
         if len(calls) >= MAX_CALLS:
             break
@@ -821,16 +821,16 @@ GRAMMARS: dict[str, Callable[[str, Sequence[str], Any], Parsed]] = {
     "harmony": harmony,
     "tgi-json": tgi_json,
     "json-block": json_block,
-    "json-block-at-start": lambda text, markers, tools=None: json_block(text, markers, tools, at_start=True),
+    "json-block-at-start": lambda text, markers, tools: json_block(text, markers, tools, at_start=True),
     "gemma4": gemma4,
-    "gemma4-nested-text": lambda text, markers, tools=None: gemma4(text, markers, tools, nested_text=True),
+    "gemma4-nested-text": lambda text, markers, tools: gemma4(text, markers, tools, nested_text=True),
     "xtml": xtml,
     "minimax-m3": minimax_m3,
-    "minimax-m3-items-text": lambda text, markers, tools=None: minimax_m3(text, markers, tools, items_text=True),
+    "minimax-m3-items-text": lambda text, markers, tools: minimax_m3(text, markers, tools, items_text=True),
     "lfm2": lfm2,
-    "invoke-no-prefix": lambda text, markers, tools=None: _no_prefix(invoke(text, markers, tools)),
+    "invoke-no-prefix": lambda text, markers, tools: _no_prefix(invoke(text, markers, tools)),
     "cdata-xml": cdata_xml,
     # vLLM's minicpm5 returns only what follows the thinking block, and none of it around a call
-    "cdata-xml-no-prefix": lambda text, markers, tools=None: _no_prefix(cdata_xml(text, markers, tools)),
-    "cdata-xml-json": lambda text, markers, tools=None: cdata_xml(text, markers, tools, json_only=True),
+    "cdata-xml-no-prefix": lambda text, markers, tools: _no_prefix(cdata_xml(text, markers, tools)),
+    "cdata-xml-json": lambda text, markers, tools: cdata_xml(text, markers, tools, json_only=True),
 }
