@@ -190,8 +190,8 @@ def parse_streamed(
     if r is not None and reasoning is not None and reasoning.stream_start_leaks:
         start = id_of(reasoning.start)
         end = id_of(reasoning.end)
-        burst = next((ids for _, ids in deltas if start in ids), None)
-        if burst is not None and len(burst) > 1 and end not in burst:
+        first_burst = next((ids for _, ids in deltas if start in ids), None)
+        if first_burst is not None and len(first_burst) > 1 and end not in first_burst:
             r = reasoning.start + r  # the whole first delta went to reasoning, marker included
     return Outcome(r, parsed.content, parsed.calls, parsed.error)
 
