@@ -171,7 +171,7 @@ def _build(cxx: str, sdist: Path, target: Path) -> None:
         sources = sorted({p for g in _SOURCE_GLOBS for p in tree.glob(g)} | {tree / s for s in _SOURCES})
         sources.append(DRIVER)
         includes = [f"-I{tree / d}" for d in ("common", "vendor", "ggml/include", "include")]
-        objects = []
+        objects: list[Path] = []
         jobs = max(1, min(os.cpu_count() or 1, 4))
         pending = list(enumerate(sources))
         running: list[tuple[subprocess.Popen[bytes], Path]] = []
@@ -188,7 +188,7 @@ def _build(cxx: str, sdist: Path, target: Path) -> None:
                 _, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
                 if proc.returncode != 0:
                     raise BuildUnavailable(f"compiling {src.name} failed: {_first_error(err)}")
-            link = [cxx, *objects, *_LDFLAGS, "-o", str(Path(tmp) / EXECUTABLE)]
+            link: list[str | Path] = [cxx, *objects, *_LDFLAGS, "-o", str(Path(tmp) / EXECUTABLE)]
             out = subprocess.run(link, capture_output=True, timeout=max(1.0, deadline - time.monotonic()), check=False)
             if out.returncode != 0:
                 raise BuildUnavailable(f"linking llama.cpp's template engine failed: {_first_error(out.stderr)}")
