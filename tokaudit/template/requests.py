@@ -350,8 +350,8 @@ def load_messages(path: Path) -> list[Request]:
             json.loads(first)
         except (json.JSONDecodeError, RecursionError):
             offset = len(text) - len(text.lstrip())
-            line = text[:offset].count("\n") + whole.lineno
-            raise InputError(f"invalid JSON: {whole.msg} (column {whole.colno})", file=file, line=line) from None
+            error_line = text[:offset].count("\n") + whole.lineno
+            raise InputError(f"invalid JSON: {whole.msg} (column {whole.colno})", file=file, line=error_line) from None
         data, jsonl = None, True
     except RecursionError:
         raise InputError("invalid JSON: nested too deeply", file=file) from None
