@@ -63,10 +63,11 @@ def model_templates(model: TokenizerModel) -> list[TemplateSource]:
         return [TemplateSource("default", a.chat_template.text, Provenance(a.chat_template.name, line=1))]
     if a.gguf_only:  # tokenizer.chat_template and the named tokenizer.chat_template.NAME (llama.cpp reads tool_use)
         g = a.gguf
+        assert g is not None  # gguf_only: a GGUF is there
         return [
-            TemplateSource(name, text, g.source("tokenizer.chat_template" + ("" if name == "default" else f".{name}")))  # type: ignore[union-attr]
+            TemplateSource(name, text, g.source("tokenizer.chat_template" + ("" if name == "default" else f".{name}")))
             for name, text in g.chat_templates.items()
-        ]  # type: ignore[union-attr]
+        ]
     return _from_config(model)
 
 
@@ -164,8 +165,8 @@ def source_disagreements(model: TokenizerModel) -> list[Disagreement]:
     texts = {name: text.rstrip() for name, (text, _) in sources.items()}
     if len(set(texts.values())) < 2:
         return []
-    reads = {stack: next((s for s in order if s in sources), None) for stack, order in READERS.items()}
-    reads = {stack: s for stack, s in reads.items() if s is not None}
+    picks = {stack: next((s for s in order if s in sources), None) for stack, order in READERS.items()}
+    reads = {stack: s for stack, s in picks.items() if s is not None}
     reference = reads.get("transformers") or next(iter(sources))
     stacks = [stack for stack, s in reads.items() if texts[s] != texts[reference]]
     names = list(sources)
