@@ -295,10 +295,12 @@ def _content_aliases(tree: Any) -> set[str]:
     from jinja2 import nodes
 
     names: set[str] = set()
-    assigns = [n for n in _walk(tree) if isinstance(n, nodes.Assign) and isinstance(n.target, nodes.Name)]
+    assigns = [
+        (n.target.name, n.node) for n in _walk(tree) if isinstance(n, nodes.Assign) and isinstance(n.target, nodes.Name)
+    ]
     for _ in range(4):
         before = len(names)
-        names |= {a.target.name for a in assigns if _mentions(a.node, names)}
+        names |= {name for name, node in assigns if _mentions(node, names)}
         if len(names) == before:
             break
     return names
@@ -375,7 +377,7 @@ def hidden_instructions(text: str) -> list[Hidden]:
         for n in _walk(o)
         if isinstance(n, nodes.Name) and n.ctx == "load"
     }
-    assigned = {name: [] for name in output_names}
+    assigned: dict[str, list[str]] = {name: [] for name in output_names}
     out: list[Hidden] = []
     for n in _walk(tree):
         if not isinstance(n, nodes.If):
