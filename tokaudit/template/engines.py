@@ -181,7 +181,8 @@ def _jinja_env(max_chars: int) -> Any:
             return dict.fromkeys(*args, **kwargs)
 
     class TemplateNamespace(jinja2.utils.Namespace):
-        def __init__(*args: Any, **kwargs: Any) -> None:  # noqa: N805 - Jinja's own signature trick
+        # no `self` parameter: Jinja's own signature trick (a keyword argument may be named "self")
+        def __init__(*args: Any, **kwargs: Any) -> None:
             self, rest = args[0], args[1:]
             attrs = dict(*rest, **kwargs)
             for key in attrs:
@@ -268,7 +269,7 @@ def _prepare_jinja(config: EngineConfig, template: str, budget: Budget, ast: Any
         return _Failed(config.name, f"TemplateSyntaxError: line {exc.lineno}: {exc.message}", "syntax")
     except RecursionError:
         return _Failed(config.name, "the template nests too deeply to compile", "budget")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - whatever the compiler raises on the template is its syntax finding
         return _Failed(config.name, f"{type(exc).__name__}: {_first_line(exc)}", "syntax")
 
 
@@ -428,7 +429,7 @@ def _no_attribute(kind: type, what: str, name: str) -> AttributeError:
     return AttributeError(f"'{kind.__name__}' object has no attribute '{name}'")
 
 
-class _Sequence(list):  # type: ignore[type-arg]
+class _Sequence(list):
     """A list of the context as MiniJinja holds a sequence: no Python method a template could call to change it
     (the binding calls a Python object's methods: ``messages.extend(messages)`` doubled a list 40 times)."""
 
@@ -441,7 +442,7 @@ class _Sequence(list):  # type: ignore[type-arg]
         raise _no_attribute(list, "sequence", name)
 
 
-class _Map(dict):  # type: ignore[type-arg]
+class _Map(dict):
     """A dict of the context as MiniJinja holds a map: only pycompat's reading methods."""
 
     __slots__ = ()
@@ -513,9 +514,9 @@ def _prepare_minijinja(config: EngineConfig, template: str, budget: Budget) -> P
     env.lstrip_blocks = config.lstrip_blocks
     env.pycompat = True
     env.fuel = budget.fuel
-    env.add_function("raise_exception", raise_exception)
+    env.add_function("raise_exception", raise_exception)  # type: ignore[attr-defined]  # not in minijinja's stub
     if config.strftime_now:
-        env.add_function("strftime_now", strftime_now)
+        env.add_function("strftime_now", strftime_now)  # type: ignore[attr-defined]  # not in minijinja's stub
     env.add_filter("tojson", _TOJSON[config.tojson])
     if config.length_of_none_is_zero:
         env.add_filter("length", length_or_zero)
