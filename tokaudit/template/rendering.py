@@ -448,7 +448,7 @@ def run_from_json(template: TemplateSource, requests: list[Request], data: Any) 
             list(data["stacks"]),
             dict(data["skipped"]),
             headers,
-            prefixes,  # type: ignore[arg-type]
+            prefixes,
             int(data["distinct"]),
             bool(data["offers_tools"]),
         )
