@@ -196,7 +196,7 @@ def template_token_unregistered(model: TokenizerModel) -> Iterator[Finding]:
         stacks = ordered(texts.get(marker.text, ()))
         if not stacks and runs:
             continue
-        yield template_token_unregistered.finding(  # type: ignore[attr-defined]
+        yield template_token_unregistered.finding(
             f"the chat template writes {marker.text}, but {v.why()}{v.encodes()}: the model never sees the control "
             "token it was trained with.",
             location=marker.source,
