@@ -195,8 +195,8 @@ def _added_tokens(model: TokenizerModel) -> Iterator[tuple[int | None, str, Prov
     a = model.artifacts
     for r in a.added_tokens_of_every_file():  # in the file-kind table's order
         yield r.id, r.content, r.source
-    if a.gguf is not None and a.gguf.types is not None:
-        g = a.gguf
+    g = a.gguf
+    if g is not None and g.types is not None:
         for i, kind in enumerate(g.types):
             if kind in _GGUF_CHOSEN_TYPES and has_invisible_bytes(g.tokens[i]):
                 yield i, g.tokens[i].decode("utf-8", "replace"), g.source("tokenizer.ggml.tokens")
@@ -215,26 +215,26 @@ def _token_findings(model: TokenizerModel) -> Iterator[Finding]:
         found = invisible_characters(text)
         if found:
             by_file.setdefault(where.file, []).append((token_id, text, found, where))
-    for file, tokens in by_file.items():
+    for file, file_tokens in by_file.items():
         shown = ", ".join(
-            f"{i} = {text!r} ({', '.join(c.label for c in found[:2])})" for i, text, found, _ in tokens[:4]
+            f"{i} = {text!r} ({', '.join(c.label for c in found[:2])})" for i, text, found, _ in file_tokens[:4]
         )
-        more = f" and {len(tokens) - 4} more" if len(tokens) > 4 else ""
-        characters = [c for _, _, found, _ in tokens for c in found]
-        ids = sorted(i for i, _, _, _ in tokens if i is not None)
+        more = f" and {len(file_tokens) - 4} more" if len(file_tokens) > 4 else ""
+        characters = [c for _, _, found, _ in file_tokens for c in found]
+        ids = sorted(i for i, _, _, _ in file_tokens if i is not None)
         yield invisible_chars.finding(
-            f"{len(tokens)} added or control token{'s' if len(tokens) != 1 else ''} of {file} "
-            f"hold{'' if len(tokens) != 1 else 's'} invisible characters "
+            f"{len(file_tokens)} added or control token{'s' if len(file_tokens) != 1 else ''} of {file} "
+            f"hold{'' if len(file_tokens) != 1 else 's'} invisible characters "
             f"({', '.join(sorted({c.kind for c in characters}))}): {shown}{more}. Such a token looks like another one "
             "(or "
             f"like nothing) wherever it is printed, and text that spells the visible part does not encode to it.",
-            location=tokens[0][3],
+            location=file_tokens[0][3],
             ids=IdRanges.from_ids(ids) if ids else None,
             details={
                 "subject": f"tokens:{file}",
                 "tokens": [
                     {"id": i, "content": text, "characters": [c.to_json() for c in found]}
-                    for i, text, found, _ in tokens[:MAX_HITS]
+                    for i, text, found, _ in file_tokens[:MAX_HITS]
                 ],
             },
         )
