@@ -49,16 +49,17 @@ class _Groups:
     """Findings grouped by (template, cause): the stacks and requests each cause holds for, and one example."""
 
     def __init__(self) -> None:
-        self.groups: dict[tuple[str, ...], tuple[list[str], list[str], dict[str, Any]]] = {}
+        # a cause's key: its kind's strings, and for TA810 whether the request is one the stack must serve (a bool)
+        self.groups: dict[tuple[Any, ...], tuple[list[str], list[str], dict[str, Any]]] = {}
 
-    def add(self, key: tuple[str, ...], stack: str, request: str, example: dict[str, Any]) -> None:
+    def add(self, key: tuple[Any, ...], stack: str, request: str, example: dict[str, Any]) -> None:
         stacks, requests, _ = self.groups.setdefault(key, ([], [], example))
         if stack not in stacks:
             stacks.append(stack)
         if request not in requests:
             requests.append(request)
 
-    def items(self) -> Iterator[tuple[tuple[str, ...], list[str], list[str], dict[str, Any]]]:
+    def items(self) -> Iterator[tuple[tuple[Any, ...], list[str], list[str], dict[str, Any]]]:
         for key, (stacks, requests, example) in list(self.groups.items())[:MAX_FINDINGS]:
             yield key, _ordered(stacks), requests, example
 
@@ -192,8 +193,8 @@ def repr_leaks(runs: list[TemplateRun]) -> list[Finding]:
                 other = empty.stacks.get(stack)
                 if other is None or not (sr.render.ok and other.render.ok):
                     continue
-                at = _none_leak(sr.render.text or "", other.render.text or "")
-                if at is not None:
+                leak_at = _none_leak(sr.render.text or "", other.render.text or "")
+                if leak_at is not None:
                     text = sr.render.text or ""
                     groups.add(
                         ("none", "content", "None", _required(run, null, stack)),
@@ -201,9 +202,9 @@ def repr_leaks(runs: list[TemplateRun]) -> list[Finding]:
                         "tool-call",
                         {
                             "where": "messages[2].content",
-                            "shown": text[at : at + 4],
-                            "excerpt": _excerpt(text, at, at + 4),
-                            "at": at,
+                            "shown": text[leak_at : leak_at + 4],
+                            "excerpt": _excerpt(text, leak_at, leak_at + 4),
+                            "at": leak_at,
                         },
                     )
         # a null content elsewhere (reasoning-only, parallel calls): more None than the same stack's prompt of a
@@ -274,6 +275,7 @@ def repr_leaks(runs: list[TemplateRun]) -> list[Finding]:
 def _texts(message: dict[str, Any]) -> list[str]:
     """A message's texts (its string content or its text parts), stripped, without empty ones."""
     content = message.get("content")
+    parts: list[object]
     if isinstance(content, str):
         parts = [content]
     elif isinstance(content, list):
