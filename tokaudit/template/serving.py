@@ -54,23 +54,23 @@ def prepended(model: TokenizerModel) -> Prefix | None:
     if model.artifacts.gguf_only:
         g = model.artifacts.gguf
         load = model.llamacpp  # set: the model is a GGUF
-        assert load is not None
+        assert g is not None and load is not None
         bos = load.id_of("bos")
         if not load.flags.get("add_bos") or bos is None:
             return None
         return Prefix(
             g.tokens[bos].decode("utf-8", "replace"), bos, f"{g.path.name} add_bos ({load.flag_origin['add_bos']})"
-        )  # type: ignore[union-attr]
+        )
     if tj is not None:
         found = _template_processing_first(tj.raw.get("post_processor"))
         if found is not None:
             return Prefix(found[0], found[1], f"{tj.name} post_processor")
         return None
     if add_bos_token(model):
-        bos = special_token_context(model).get("bos_token")
-        if bos is not None:
-            hit = find_content(model.files, bos)
-            return Prefix(bos, hit[0] if hit else None, "tokenizer_config.json add_bos_token")
+        bos_text = special_token_context(model).get("bos_token")
+        if bos_text is not None:
+            hit = find_content(model.files, bos_text)
+            return Prefix(bos_text, hit[0] if hit else None, "tokenizer_config.json add_bos_token")
     return None
 
 
@@ -129,7 +129,7 @@ class ServingEncoder:
         backend = loaded.backend
         first = [self.prefix.token_id] if self.prefix is not None and self.prefix.token_id is not None else []
         self._encode = lambda text: first + list(backend.encode(text))
-        self.name = backend_name + (f" + {self.prefix.setting}" if first else "")
+        self.name = backend_name + (f" + {self.prefix.setting}" if first and self.prefix is not None else "")
 
     def encode(self, text: str) -> list[int] | None:
         """The ids, or None when no encoder can be built or it fails on this text (``error`` says why)."""
