@@ -54,7 +54,7 @@ class Row:
     grammar: str = "built-in"
 
     def to_json(self) -> dict[str, Any]:
-        out = {
+        out: dict[str, Any] = {
             "stack": self.stack,
             "tool_parser": self.tool_parser,
             "reasoning_parser": self.reasoning_parser,
@@ -125,7 +125,7 @@ class Decoder:
             return self.case.text
         if ("whole", skip) not in self._cache:
             self._cache[("whole", skip)] = self._whole(skip)
-        return self._cache[("whole", skip)]  # type: ignore[no-any-return]
+        return self._cache[("whole", skip)]
 
     def steps(self, skip: bool, size: int) -> list[tuple[str, list[int]]]:
         if self._steps is None:  # text only: one delta per character run of the step size
@@ -134,7 +134,7 @@ class Decoder:
         key = ("steps", skip, size)
         if key not in self._cache:
             self._cache[key] = self._steps(skip, size)
-        return self._cache[key]  # type: ignore[no-any-return]
+        return self._cache[key]
 
 
 def is_harmony(id_of: Callable[[str], int | None]) -> bool:
@@ -244,7 +244,7 @@ def evaluate(dec: Decoder, stack: str, tool: ToolParser | None, reasoning: Reaso
         return Row(
             stack,
             tool.name,
-            reasoning and reasoning.name,
+            reasoning.name if reasoning is not None else None,
             "constrained",
             None,
             "constrained",
@@ -255,8 +255,8 @@ def evaluate(dec: Decoder, stack: str, tool: ToolParser | None, reasoning: Reaso
     if refused is not None:
         return Row(
             stack,
-            tool and tool.name,
-            reasoning and reasoning.name,
+            tool.name if tool is not None else None,
+            reasoning.name if reasoning is not None else None,
             "refused" if tool is not None else None,
             "refused" if reasoning is not None else None,
             "startup",
@@ -284,7 +284,15 @@ def evaluate(dec: Decoder, stack: str, tool: ToolParser | None, reasoning: Reaso
         if not _same(streamed, whole):
             differs.append(size)
     row = Row(
-        stack, tool and tool.name, reasoning and reasoning.name, tv, rv, stage, skip, differs or None, outcome=whole
+        stack,
+        tool.name if tool is not None else None,
+        reasoning.name if reasoning is not None else None,
+        tv,
+        rv,
+        stage,
+        skip,
+        differs or None,
+        outcome=whole,
     )
     if force is not None:  # the server's decision, as the installed run reports SGLang's
         row.details["force_reasoning"] = force
@@ -351,7 +359,7 @@ def installed_row(dec: Decoder, stack: str, pair: Pair, result: dict[str, Any], 
     """The verdict of a stack's own parser classes on this case (``result``: :func:`tokaudit.parsers.installed.run_vllm`'s
     plain data), judged as :func:`evaluate` judges the built-in grammars' outcome."""
     tool, reasoning = pair
-    names = (tool and tool.name, reasoning and reasoning.name)
+    names = (tool.name if tool is not None else None, reasoning.name if reasoning is not None else None)
     if "refused" in result:
         kind = "tool parser" if tool is not None else "reasoning parser"
         pair_names = " with ".join(n for n in names if n)
