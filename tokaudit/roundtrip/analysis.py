@@ -155,6 +155,7 @@ def run_template(
         render = profile_render(renderer, stack_profile(stack))
         turn, why = render_turn(render, kwargs)
         if turn is None:
+            assert why is not None  # render_turn gives the reason when there is no turn
             run.renders[stack] = why
             continue
         if run.case is None:  # the first stack that renders the turn: the run's case and generation prompt
