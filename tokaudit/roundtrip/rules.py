@@ -69,9 +69,9 @@ def _vocabulary_digest(model: TokenizerModel) -> list[str]:
     for record in (a.tokenizer_json, a.tiktoken):
         if record is not None:
             out.append(record.digest)
-    for record in (a.tokenizer_config, a.special_tokens_map):
-        if record is not None and record.path.is_file():
-            out.append(digest(record.path.read_bytes()))
+    for config in (a.tokenizer_config, a.special_tokens_map):
+        if config is not None and config.path.is_file():
+            out.append(digest(config.path.read_bytes()))
     return out
 
 
