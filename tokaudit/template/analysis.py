@@ -302,17 +302,17 @@ def divergences(runs: list[TemplateRun], tokens: Tokens, max_findings: int = 12)
     for trun in runs:
         for rrun in trun.requests:
             for stack, sr in rrun.stacks.items():
-                ref = sr.reference
-                if ref is None or not (ref.ok and sr.render.ok) or ref.text == sr.render.text:
+                reference = sr.reference
+                if reference is None or not (reference.ok and sr.render.ok) or reference.text == sr.render.text:
                     continue
-                assert ref.text is not None and sr.render.text is not None
-                at = first_difference(ref.text, sr.render.text)
+                assert reference.text is not None and sr.render.text is not None
+                at = first_difference(reference.text, sr.render.text)
                 key = (
                     (trun.template.name, ",".join(sr.causes), "")
                     if sr.causes
-                    else (trun.template.name, excerpt(ref.text, at, 20), excerpt(sr.render.text, at, 20))
+                    else (trun.template.name, excerpt(reference.text, at, 20), excerpt(sr.render.text, at, 20))
                 )
-                groups.setdefault(key, []).append((stack, rrun, ref.text, sr.render.text, at, sr.causes))
+                groups.setdefault(key, []).append((stack, rrun, reference.text, sr.render.text, at, sr.causes))
     out: list[Finding] = []
     for members in list(groups.values())[:max_findings]:
         stack, rrun, ref, text, at, causes = members[0]
@@ -326,7 +326,7 @@ def divergences(runs: list[TemplateRun], tokens: Tokens, max_findings: int = 12)
         )
         tokens_differ = ids is None or ids_ref != ids
         tok = (
-            f"; the token ids first differ at position {token_at} ({len(ids_ref)} vs {len(ids)} tokens)"  # type: ignore[arg-type]
+            f"; the token ids first differ at position {token_at} ({len(ids_ref)} vs {len(ids)} tokens)"  # type: ignore[arg-type]  # token_at is set only when both are
             if token_at is not None
             else "; the token ids are the same"
             if ids is not None
@@ -586,7 +586,7 @@ def generation_prompts(runs: list[TemplateRun]) -> list[Finding]:
 def _call_marks(rrun: RequestRun) -> list[tuple[int, tuple[str, ...], str, str]]:
     """For each assistant turn with tool calls: (message index, what must appear, text before, text after)."""
     msgs = rrun.request.messages
-    out = []
+    out: list[tuple[int, tuple[str, ...], str, str]] = []
     for i, m in enumerate(msgs):
         calls = m.get("tool_calls") if m.get("role") == "assistant" else None
         if not isinstance(calls, list) or not calls or i == 0 or i + 1 >= len(msgs):
@@ -594,11 +594,12 @@ def _call_marks(rrun: RequestRun) -> list[tuple[int, tuple[str, ...], str, str]]
         before, after = msgs[i - 1].get("content"), msgs[i + 1].get("content")
         if not (isinstance(before, str) and before and isinstance(after, str) and after):
             continue
+        marks: tuple[str, ...]
         if rrun.request.origin == "built-in":
             marks = TOOL_CALL_MARKS
         else:
-            marks = tuple(_marks_of(c) for c in calls[:1] if isinstance(c, dict))
-            marks = marks[0] if marks else ()
+            first_marks = [_marks_of(c) for c in calls[:1] if isinstance(c, dict)]
+            marks = first_marks[0] if first_marks else ()
         if marks:
             out.append((i, marks, before, after))
     return out
@@ -606,7 +607,8 @@ def _call_marks(rrun: RequestRun) -> list[tuple[int, tuple[str, ...], str, str]]
 
 def _marks_of(call: dict[str, Any]) -> tuple[str, ...]:
     """A call's function name and the longest word of its first string argument."""
-    f = call.get("function") if isinstance(call.get("function"), dict) else {}
+    function = call.get("function")
+    f: dict[str, Any] = function if isinstance(function, dict) else {}
     name = f.get("name") if isinstance(f.get("name"), str) else None
     args = f.get("arguments")
     if isinstance(args, str):
