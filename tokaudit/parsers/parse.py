@@ -157,8 +157,9 @@ def parse_streamed(
     reasoning = _own(tool, reasoning)
     arrived = {i for _, ids in deltas for i in ids}
     # a parser that finds its reasoning markers by id sees them even when skip_special_tokens deleted their text
-    on = reasoning is not None and enabled(reasoning, kwargs or {})
-    marks = {} if not on else {id_of(m): m for m in (reasoning.start, reasoning.end) if m in reasoning.by_id}  # type: ignore[union-attr]
+    marks: dict[int | None, str] = {}
+    if reasoning is not None and enabled(reasoning, kwargs or {}):
+        marks = {id_of(m): m for m in (reasoning.start, reasoning.end) if m in reasoning.by_id}
     marks.pop(None, None)
     pieces = []
     for delta, ids in deltas:

@@ -170,14 +170,16 @@ def _folded(node: Any, depth: int = 0) -> str | None:
         return node.value if isinstance(node.value, str) else None
     if isinstance(node, nodes.Concat):
         parts = [_folded(n, depth + 1) for n in node.nodes]
-        return None if None in parts else "".join(parts)  # type: ignore[arg-type]
+        folded = [p for p in parts if p is not None]
+        return "".join(folded) if len(folded) == len(parts) else None
     if isinstance(node, nodes.Add):
         left, right = _folded(node.left, depth + 1), _folded(node.right, depth + 1)
         return None if left is None or right is None else left + right
     if isinstance(node, nodes.Filter) and node.name == "join" and isinstance(node.node, nodes.List) and not node.kwargs:
         sep = _folded(node.args[0], depth + 1) if node.args else ""
         items = [_folded(n, depth + 1) for n in node.node.items]
-        return None if sep is None or None in items else sep.join(items)  # type: ignore[arg-type]
+        folded = [i for i in items if i is not None]
+        return None if sep is None or len(folded) != len(items) else sep.join(folded)
     return None
 
 
@@ -232,8 +234,9 @@ def _tree_patterns(tree: Any) -> Iterator[Pattern]:
             isinstance(n, nodes.Call) and isinstance(n.node, nodes.Getattr) and n.node.attr in ("format", "format_map")
         ):
             fmt = _const_str(n.node.node)
-            if fmt is not None and _FORMAT_FIELD.search(fmt):
-                yield Pattern("format-field", _FORMAT_FIELD.search(fmt).group()[:40], line)  # type: ignore[union-attr]
+            field = _FORMAT_FIELD.search(fmt) if fmt is not None else None
+            if field:
+                yield Pattern("format-field", field.group()[:40], line)
 
 
 def _token_patterns(text: str) -> Iterator[Pattern]:

@@ -118,7 +118,7 @@ class ServingEncoder:
             if loaded.backend is None:
                 self.error = f"llama.cpp: {loaded.unavailable}"
                 return
-            self._encode = loaded.backend.encode_prompt  # type: ignore[attr-defined]
+            self._encode = loaded.backend.encode_prompt  # type: ignore[attr-defined]  # LlamaCppBackend's own method
             self.name = "llama.cpp (llama_tokenize, add_special and parse_special)"
             return
         backend_name = "tiktoken" if self.model.artifacts.tiktoken is not None else "hf"

@@ -85,11 +85,11 @@ def special_token_context(model: TokenizerModel) -> dict[str, str]:
     if model.artifacts.gguf_only:  # llama.cpp's server passes bos_token and eos_token, as the tokens' text
         g = model.artifacts.gguf
         load = model.llamacpp  # set: the model is a GGUF
-        assert load is not None
+        assert g is not None and load is not None
         for name in ("bos", "eos"):
             i = load.id_of(name)
             if i is not None:
-                out[f"{name}_token"] = g.tokens[i].decode("utf-8", "replace")  # type: ignore[union-attr]
+                out[f"{name}_token"] = g.tokens[i].decode("utf-8", "replace")
         return out
     for record in (model.artifacts.special_tokens_map, model.artifacts.tokenizer_config):
         if record is not None:
