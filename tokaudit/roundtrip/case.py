@@ -10,6 +10,7 @@ from typing import Any
 
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.parsers.parse import template_state
+from tokaudit.roundtrip.lookup import vocab_lookup
 from tokaudit.template.serving import ServingEncoder
 from tokaudit.template.turn import Turn
 
@@ -85,8 +86,6 @@ def build_case(
     if full_ids[:n] != prompt_ids:
         n = next(i for i, (a, b) in enumerate(zip(prompt_ids, full_ids)) if a != b)
         case.tokenizer_note = f"the prompt's ids are not a prefix of the turn's: cut at id {n}"
-    from tokaudit.roundtrip.decode import vocab_lookup  # noqa: PLC0415 - the decoder side of the same lookup
-
     id_of = vocab_lookup(model, encoder.tokenizer)
     stop_ids = {i for s in stops for i in [id_of(s)] if i is not None}
     out = full_ids[len(prompt_ids) :] if n == len(prompt_ids) else full_ids[n:]

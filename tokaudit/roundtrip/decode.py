@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
-from tokaudit.checks.common import find_content
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.roundtrip.case import Case
+from tokaudit.roundtrip.lookup import vocab_lookup
 from tokaudit.roundtrip.run import Decoder
 from tokaudit.stream.detokenizers import Offsets
 from tokaudit.stream.replay import decode_context, load_tokenizer
@@ -47,19 +46,3 @@ def model_decoder(case: Case, model: TokenizerModel, tokenizer: Any = None) -> D
         return out
 
     return Decoder(case, steps, whole, vocab_lookup(model, tokenizer))
-
-
-def vocab_lookup(model: TokenizerModel, tokenizer: Any = None) -> Any:
-    """A marker's id as the stacks look it up (``vocab.get(marker)``: the token's own spelling, an added token's
-    content), or None."""
-    to_id = getattr(tokenizer, "token_to_id", None)
-
-    @lru_cache(maxsize=256)
-    def id_of(marker: str) -> int | None:
-        if to_id is not None:
-            found = to_id(marker)
-            return found if isinstance(found, int) else None
-        hit = find_content(model.files, marker)
-        return hit[0] if hit is not None else None
-
-    return id_of

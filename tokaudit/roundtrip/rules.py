@@ -39,6 +39,7 @@ _MODULES = (
     "tokaudit.roundtrip.analysis",
     "tokaudit.roundtrip.case",
     "tokaudit.roundtrip.decode",
+    "tokaudit.roundtrip.lookup",
     "tokaudit.roundtrip.run",
     "tokaudit.template.turn",
     "tokaudit.template.serving",
