@@ -16,7 +16,7 @@ import pytest
 import parser_data
 from conftest import ROOT
 from tokaudit.parsers.families import find_reasoning_parser, find_tool_parser
-from tokaudit.parsers.grammars import Call
+from tokaudit.parsers.calls import Call
 from tokaudit.parsers.parse import Outcome, parse_streamed, parse_whole
 from tokaudit.roundtrip.case import Case
 from tokaudit.roundtrip.decode import model_decoder

@@ -14,7 +14,8 @@ import parser_data
 from conftest import ROOT, run_cli
 from tokaudit.records import Provenance
 from tokaudit.parsers.families import STACKS, TOOL_PARSERS, find_reasoning_parser, find_tool_parser
-from tokaudit.parsers.grammars import GRAMMARS, Call
+from tokaudit.parsers.calls import Call
+from tokaudit.parsers.grammars import GRAMMARS
 from tokaudit.parsers.parse import parse_whole
 from tokaudit.roundtrip.analysis import ParserChoice, ParserRun, parser_findings, run_template
 from tokaudit.template.source import TemplateSource

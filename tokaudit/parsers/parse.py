@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tokaudit.parsers.families import REASONING_PARSERS, STACKS, ReasoningParser, ToolParser
-from tokaudit.parsers.grammars import GRAMMARS, Call, Parsed
+from tokaudit.parsers.calls import Call, Parsed
+from tokaudit.parsers.grammars import GRAMMARS
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from tokaudit.parsers.families import (
     reasoning_parsers,
     tool_parsers,
 )
-from tokaudit.parsers.grammars import Call
+from tokaudit.parsers.calls import Call
 from tokaudit.parsers.parse import Outcome, enabled, parse_streamed, parse_whole, stack_skips_special
 from tokaudit.parsers.toggle import forces_reasoning
 from tokaudit.roundtrip.case import Case
