@@ -171,7 +171,8 @@ def run_golden(tokenizers: Path, only: set[str] | None, stacks: set[str]) -> Non
     sys.path.insert(0, str(ROOT))
     from importlib.metadata import version
 
-    from tokaudit.parsers.families import reasoning_parsers, tool_parsers  # plain data, no dependencies
+    from tokaudit.parsers.reasoning_table import reasoning_parsers  # plain data, no dependencies
+    from tokaudit.parsers.tool_table import tool_parsers
     from tokaudit.parsers.installed import (
         STEPS,
         load_tokenizer,

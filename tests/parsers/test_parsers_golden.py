@@ -15,7 +15,8 @@ import pytest
 
 import parser_data
 from conftest import ROOT
-from tokaudit.parsers.families import find_reasoning_parser, find_tool_parser
+from tokaudit.parsers.reasoning_table import find_reasoning_parser
+from tokaudit.parsers.tool_table import find_tool_parser
 from tokaudit.parsers.calls import Call
 from tokaudit.parsers.parse import Outcome, parse_streamed, parse_whole
 from tokaudit.roundtrip.case import Case

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import parser_data
-from tokaudit.parsers.families import find_reasoning_parser
+from tokaudit.parsers.reasoning_table import find_reasoning_parser
 from tokaudit.parsers.toggle import Toggle, forces_reasoning, sglang_toggle, smg_toggle
 
 

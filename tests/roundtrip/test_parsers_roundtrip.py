@@ -13,7 +13,9 @@ import pytest
 import parser_data
 from conftest import ROOT, run_cli
 from tokaudit.records import Provenance
-from tokaudit.parsers.families import STACKS, TOOL_PARSERS, find_reasoning_parser, find_tool_parser
+from tokaudit.parsers.families import STACKS
+from tokaudit.parsers.reasoning_table import find_reasoning_parser
+from tokaudit.parsers.tool_table import TOOL_PARSERS, find_tool_parser
 from tokaudit.parsers.calls import Call
 from tokaudit.parsers.grammars import GRAMMARS
 from tokaudit.parsers.parse import parse_whole
@@ -537,7 +539,7 @@ def test_llama_cpp_picks_its_specialised_parsers_in_chat_cpp_order_and_minicpm5_
     """llama.cpp's server picks GigaChat 3's parser only without <|function_call|> (GigaChat 3.1 goes to the
     auto-parser), and its MiniCPM5 parser reads a non-string value as JSON: the template prints the object as a
     Python literal."""
-    from tokaudit.parsers.families import picked_by_template
+    from tokaudit.parsers.tool_table import picked_by_template
 
     picks = {
         n: picked_by_template("llama.cpp", _template(n)).name

@@ -2,7 +2,7 @@
 
 Each grammar takes the text a tool parser sees (after the reasoning parser took its part) and returns
 the calls it recovers and the content left over, the way the stacks' parsers do when the text is whole
-(non-streaming). Markers come from the parser's row in :mod:`tokaudit.parsers.families`, so one grammar
+(non-streaming). Markers come from the parser's row in :mod:`tokaudit.parsers.tool_table`, so one grammar
 serves every parser that shares a syntax under other marker spellings. Arguments come back as JSON
 values: a call whose arguments do not parse is not recovered (the stacks drop it or return the text).
 Every loop is bounded by the text's length.

@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tokaudit.parsers.families import REASONING_PARSERS, STACKS, ReasoningParser, ToolParser
+from tokaudit.parsers.families import STACKS, ReasoningParser, ToolParser
+from tokaudit.parsers.reasoning_table import REASONING_PARSERS
 from tokaudit.parsers.calls import Call, Parsed
 from tokaudit.parsers.grammars import GRAMMARS
 

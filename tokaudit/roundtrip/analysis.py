@@ -13,7 +13,8 @@ from typing import Any
 
 from tokaudit.errors import InputError
 from tokaudit.model.tokenizer_model import TokenizerModel
-from tokaudit.parsers.families import reasoning_parsers, tool_parsers
+from tokaudit.parsers.reasoning_table import reasoning_parsers
+from tokaudit.parsers.tool_table import tool_parsers
 from tokaudit.parsers.parse import template_state
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.roundtrip.case import Case, build_case

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tokaudit.errors import InputError
-from tokaudit.parsers.families import reasoning_parsers, tool_parsers
+from tokaudit.parsers.reasoning_table import reasoning_parsers
+from tokaudit.parsers.tool_table import tool_parsers
 from tokaudit.report.finding import Code, catalog_codes
 from tokaudit.template.stacks import PROFILES
 

@@ -33,6 +33,8 @@ _PROFILE_MODULES = ("transformers", "vllm", "sglang", "smg", "tgi", "mistralrs",
 _MODULES = (
     "tokaudit.jinja_generation",
     "tokaudit.parsers.families",
+    "tokaudit.parsers.reasoning_table",
+    "tokaudit.parsers.tool_table",
     "tokaudit.parsers.calls",
     "tokaudit.parsers.grammars",
     "tokaudit.parsers.grammars_json",

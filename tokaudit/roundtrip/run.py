@@ -10,14 +10,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokaudit.parsers.families import (
-    STACKS,
-    ReasoningParser,
-    ToolParser,
-    picked_by_template,
-    reasoning_parsers,
-    tool_parsers,
-)
+from tokaudit.parsers.families import STACKS, ReasoningParser, ToolParser
+from tokaudit.parsers.reasoning_table import reasoning_parsers
+from tokaudit.parsers.tool_table import picked_by_template, tool_parsers
 from tokaudit.parsers.calls import Call
 from tokaudit.parsers.parse import Outcome, enabled, parse_streamed, parse_whole, stack_skips_special
 from tokaudit.parsers.toggle import forces_reasoning

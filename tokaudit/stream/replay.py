@@ -287,7 +287,8 @@ def replay(
     findings += inv.toolcall_findings(calls, position_of, ids)
     parser_data = None
     if options.stack is not None and (options.tool_parser or options.reasoning_parser):
-        from tokaudit.parsers.families import find_reasoning_parser, find_tool_parser
+        from tokaudit.parsers.reasoning_table import find_reasoning_parser
+        from tokaudit.parsers.tool_table import find_tool_parser
         from tokaudit.stream.parsing import stack_parse
 
         tool = find_tool_parser(options.stack, options.tool_parser) if options.tool_parser else None

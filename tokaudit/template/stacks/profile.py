@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tokaudit.parsers.families import reasoning_parsers, tool_parsers
+from tokaudit.parsers.reasoning_table import reasoning_parsers
+from tokaudit.parsers.tool_table import tool_parsers
 from tokaudit.template.renders import EngineConfig
 
 #: Special-token variables, in the order transformers' ``special_tokens_map`` lists them.
