@@ -280,7 +280,7 @@ def test_every_catalog_code_is_raised_by_one_module() -> None:
     from tokaudit.report.policy import META_CODES
     from tokaudit.rules import all_rules
     from tokaudit.stream.codes import ALL_CODES as STREAM
-    from tokaudit.template.analysis import CODES as TEMPLATE
+    from tokaudit.template.common import CODES as TEMPLATE
 
     families = [[r.code for r in all_rules()], [c.code for c in (*STREAM, *COMPARE, *ONCALL, *META_CODES)]]
     assert sorted(families[0] + families[1]) == sorted(CATALOG)

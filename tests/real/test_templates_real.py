@@ -21,7 +21,9 @@ import pytest
 from tests.conftest import run_cli
 from tests.real import realkit
 from tokaudit.records import Provenance
-from tokaudit.template.analysis import Tokens, divergences, dropped_tool_calls, prefix_instability, render_errors
+from tokaudit.template.common import Tokens
+from tokaudit.template.engine_findings import divergences, render_errors
+from tokaudit.template.turn_findings import dropped_tool_calls, prefix_instability
 from tokaudit.template.rendering import TemplateRun, render_template
 from tokaudit.template.requests import builtin_requests
 from tokaudit.template.source import TemplateSource, special_token_context

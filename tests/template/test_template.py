@@ -859,7 +859,7 @@ def test_rich_view_groups_stacks_and_shows_the_divergence() -> None:
 
 def test_a_template_stops_after_its_total_time() -> None:
     from tokaudit.records import Provenance
-    from tokaudit.template.analysis import render_errors
+    from tokaudit.template.engine_findings import render_errors
     from tokaudit.template.rendering import render_template
     from tokaudit.template.requests import Request
     from tokaudit.template.source import TemplateSource

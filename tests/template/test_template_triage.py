@@ -3,7 +3,9 @@ a TA802 that is only MiniJinja's tojson escaping, or only how the JSON is spelle
 
 from __future__ import annotations
 
-from tokaudit.template.analysis import Tokens, _header_problem, divergences
+from tokaudit.template.common import Tokens
+from tokaudit.template.engine_findings import divergences
+from tokaudit.template.prompt_findings import _header_problem
 from tokaudit.template.rendering import RequestRun, StackRender, TemplateRun
 from tokaudit.template.renders import Render
 from tokaudit.template.requests import Request

@@ -101,7 +101,7 @@ def template(
         from tokaudit.roundtrip.choice import CODES as PARSER_CODES
         from tokaudit.roundtrip.choice import ParserChoice, check_choice, parse_kwargs, parsers_mode, resolve_parsers
         from tokaudit.model.load import load_model
-        from tokaudit.template.analysis import CODES
+        from tokaudit.template.common import CODES
         from tokaudit.template.run import TemplateOptions, template_model, templates_of
         from tokaudit.template.stacks import STACK_NAMES, parse_stacks
 

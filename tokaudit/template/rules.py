@@ -23,7 +23,8 @@ from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, catalog_code
 from tokaudit.report.report import installed_version
 from tokaudit.result_cache import cache_key, conforms, load, store
-from tokaudit.template.analysis import CODES, analyse, concerns, ordered
+from tokaudit.template.analysis import analyse
+from tokaudit.template.common import CODES, concerns, ordered
 from tokaudit.template.rendering import TemplateRun, render_template, run_from_json, run_to_json
 from tokaudit.template.renders import Budget
 from tokaudit.template.requests import builtin_requests

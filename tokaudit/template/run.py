@@ -8,7 +8,8 @@ from tokaudit.checks.literals import LiteralClassifier, literals_in
 from tokaudit.errors import InputError
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding
-from tokaudit.template.analysis import Tokens, analyse, concerns, excerpt, first_difference, ordered
+from tokaudit.template.analysis import analyse
+from tokaudit.template.common import Tokens, concerns, excerpt, first_difference, ordered
 from tokaudit.template.engines import engine_version
 from tokaudit.template.rendering import RequestRun, TemplateRun, render_template
 from tokaudit.template.renders import Budget
