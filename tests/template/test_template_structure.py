@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import FIXTURES, run_cli
-from tokaudit.template.structure import _balance, marker_pairs
+from tokaudit.template.structure_markers import _balance, marker_pairs
 
 T = FIXTURES / "templates"
 ALL = ["transformers", "vllm", "sglang", "smg", "tgi", "mistral.rs", "llama.cpp", "dynamo"]

@@ -11,7 +11,7 @@ from tokaudit.report.finding import Code, Finding, catalog_codes
 from tokaudit.template.serving import ServingEncoder
 from tokaudit.template.source import TemplateSource
 from tokaudit.template.stacks import STACK_NAMES
-from tokaudit.template.structure import CODES as STRUCTURE_CODES
+from tokaudit.template.structure_base import CODES as STRUCTURE_CODES
 
 #: Characters of context on each side of a difference in an excerpt.
 EXCERPT = 40

@@ -7,87 +7,30 @@ opening) in a complete prompt. TA813 date-dependent-prompt: the prompt holds the
 
 Each rule reads every stack's render of every request (no shape excuses another: a stack's prompt for the form it
 sends is that stack's prompt) and makes one finding per template and cause, naming the stacks and requests.
+TA810 and TA811 are here, TA812 and TA813 in :mod:`tokaudit.template.structure_markers`, what they share in
+:mod:`tokaudit.template.structure_base`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from typing import Any
 
-from tokaudit.checks.common import _CONTROL
-from tokaudit.report.finding import Code, Finding, Severity, catalog_codes
-from tokaudit.template.rendering import RequestRun, TemplateRun
-
-CODES: dict[str, Code] = {c.code: c for c in catalog_codes("TA810", "TA811", "TA812", "TA813")}
-
-#: Most findings of one rule per template (each names every stack and request of its cause).
-MAX_FINDINGS = 8
-EXCERPT = 40
-
-
-def _ordered(stacks: Any) -> list[str]:
-    from tokaudit.template.stacks import STACK_NAMES
-
-    return sorted(stacks, key=lambda s: STACK_NAMES.index(s) if s in STACK_NAMES else len(STACK_NAMES))
-
-
-def _names(items: list[str], most: int = 6) -> str:
-    return ", ".join(items[:most]) + (f" and {len(items) - most} more" if len(items) > most else "")
-
-
-def _in(run: TemplateRun) -> str:
-    return f" of the {run.template.name} template" if run.template.name != "default" else ""
-
-
-def _excerpt(text: str, start: int, end: int) -> str:
-    return text[max(0, start - EXCERPT // 2) : end + EXCERPT // 2]
-
-
-class _Groups:
-    """Findings grouped by (template, cause): the stacks and requests each cause holds for, and one example."""
-
-    def __init__(self) -> None:
-        # a cause's key: its kind's strings, and for TA810 whether the request is one the stack must serve (a bool)
-        self.groups: dict[tuple[Any, ...], tuple[list[str], list[str], dict[str, Any]]] = {}
-
-    def add(self, key: tuple[Any, ...], stack: str, request: str, example: dict[str, Any]) -> None:
-        stacks, requests, _ = self.groups.setdefault(key, ([], [], example))
-        if stack not in stacks:
-            stacks.append(stack)
-        if request not in requests:
-            requests.append(request)
-
-    def items(self) -> Iterator[tuple[tuple[Any, ...], list[str], list[str], dict[str, Any]]]:
-        for key, (stacks, requests, example) in list(self.groups.items())[:MAX_FINDINGS]:
-            yield key, _ordered(stacks), requests, example
-
-
-def _renders(run: TemplateRun) -> Iterator[tuple[RequestRun, str, str]]:
-    """Every stack's prompt of every request (a tool request only when the template offers tools)."""
-    for rrun in run.requests:
-        if rrun.request.tools and not run.offers_tools:
-            continue
-        for stack, sr in rrun.stacks.items():
-            if sr.render.ok and sr.render.text is not None:
-                yield rrun, stack, sr.render.text
-
-
-def _required(run: TemplateRun, rrun: RequestRun, stack: str) -> bool:
-    """Whether the request is one the stack must render right (TA801's convention): a required request, or a tool
-    request when the template offers tools and the stack renders them (no form excuses another). Else the finding is
-    about an optional feature (typed parts, empty content, reasoning): a warning."""
-    if rrun.request.required:
-        return True
-    if not (rrun.request.tools and run.offers_tools):
-        return False
-    offered = next((r for r in run.requests if r.request.name == "tools-offered"), None)
-    return offered is not None and stack in offered.stacks and offered.stacks[stack].render.ok
-
-
-def _scope(requests: list[str]) -> str:
-    return f"requests {_names(requests)}" if len(requests) > 1 else f"request {requests[0]}"
+from tokaudit.report.finding import Finding, Severity
+from tokaudit.template.rendering import TemplateRun
+from tokaudit.template.structure_base import (
+    CODES,
+    Groups,
+    excerpt_around,
+    find_text,
+    message_texts,
+    in_run,
+    prompts_of,
+    required_request,
+    scope,
+)
+from tokaudit.template.structure_markers import date_dependent, unbalanced_markers
 
 
 # --------------------------------------------------------------------------- TA810
@@ -159,8 +102,8 @@ def repr_leaks(runs: list[TemplateRun]) -> list[Finding]:
     """TA810: Python's repr of a dict or list of the request, or the None of a null content, in a stack's prompt."""
     out = []
     for run in runs:
-        groups = _Groups()
-        for rrun, stack, text in _renders(run):
+        groups = Groups()
+        for rrun, stack, text in prompts_of(run):
             data = rrun.request.to_json()
             budget = [200]
             seen: set[str] = set()
@@ -174,13 +117,13 @@ def repr_leaks(runs: list[TemplateRun]) -> list[Finding]:
                     if at >= 0:
                         kind = "dict" if isinstance(v, dict) else "list"
                         groups.add(
-                            ("repr", where.split(".")[0].split("[")[0], kind, _required(run, rrun, stack)),
+                            ("repr", where.split(".")[0].split("[")[0], kind, required_request(run, rrun, stack)),
                             stack,
                             rrun.label,
                             {
                                 "where": where,
                                 "shown": shown[:80],
-                                "excerpt": _excerpt(text, at, at + len(shown)),
+                                "excerpt": excerpt_around(text, at, at + len(shown)),
                                 "at": at,
                             },
                         )
@@ -197,13 +140,13 @@ def repr_leaks(runs: list[TemplateRun]) -> list[Finding]:
                 if leak_at is not None:
                     text = sr.render.text or ""
                     groups.add(
-                        ("none", "content", "None", _required(run, null, stack)),
+                        ("none", "content", "None", required_request(run, null, stack)),
                         stack,
                         "tool-call",
                         {
                             "where": "messages[2].content",
                             "shown": text[leak_at : leak_at + 4],
-                            "excerpt": _excerpt(text, leak_at, leak_at + 4),
+                            "excerpt": excerpt_around(text, leak_at, leak_at + 4),
                             "at": leak_at,
                         },
                     )
@@ -227,13 +170,13 @@ def repr_leaks(runs: list[TemplateRun]) -> list[Finding]:
                 if word is not None:
                     at = text.rfind(word)
                     groups.add(
-                        ("none", "content", "None", _required(run, rrun, stack)),
+                        ("none", "content", "None", required_request(run, rrun, stack)),
                         stack,
                         rrun.label,
                         {
                             "where": f"messages[{nulls[0]}].content",
                             "shown": word,
-                            "excerpt": _excerpt(text, at, at + 4),
+                            "excerpt": excerpt_around(text, at, at + 4),
                             "at": at,
                         },
                     )
@@ -248,7 +191,7 @@ def repr_leaks(runs: list[TemplateRun]) -> list[Finding]:
             severity = Severity.ERROR if leak and key[3] else Severity.WARNING
             out.append(
                 CODES["TA810"].finding(
-                    f"{', '.join(stacks)}: {_scope(requests)}{_in(run)}: {what}, at character {ex['at']}: "
+                    f"{', '.join(stacks)}: {scope(requests)}{in_run(run)}: {what}, at character {ex['at']}: "
                     f"{ex['excerpt']!r}. "
                     "The model was trained on the format the template writes for this value, not on Python's repr.",
                     severity=severity,
@@ -270,31 +213,6 @@ def repr_leaks(runs: list[TemplateRun]) -> list[Finding]:
 
 
 # --------------------------------------------------------------------------- TA811
-
-
-def _texts(message: dict[str, Any]) -> list[str]:
-    """A message's texts (its string content or its text parts), stripped, without empty ones."""
-    content = message.get("content")
-    parts: list[object]
-    if isinstance(content, str):
-        parts = [content]
-    elif isinstance(content, list):
-        parts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
-    else:
-        parts = []
-    return [p.strip() for p in parts if isinstance(p, str) and p.strip()]
-
-
-def _find(text: str, prompt: str, start: int) -> tuple[int, int]:
-    """Where ``text`` is in ``prompt`` from ``start``: as written, or escaped inside a JSON string (json.dumps, or
-    MiniJinja's tojson escaping < > & ' too: a different form is TA802's, not a drop). (start, end)."""
-    escaped = json.dumps(text)[1:-1]
-    html = escaped.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026").replace("'", "\\u0027")
-    for form in dict.fromkeys((text, escaped, json.dumps(text, ensure_ascii=False)[1:-1], html)):
-        at = prompt.find(form, start)
-        if at >= 0:
-            return at, at + len(form)
-    return -1, -1
 
 
 def _leaves(value: Any, budget: list[int]) -> Iterator[str]:
@@ -336,27 +254,27 @@ def dropped_content(runs: list[TemplateRun]) -> list[Finding]:
     system message may move (Mistral's templates put it next to the last user message): only its presence counts."""
     out = []
     for run in runs:
-        groups = _Groups()
-        for rrun, stack, prompt in _renders(run):
+        groups = Groups()
+        for rrun, stack, prompt in prompts_of(run):
             cursor = 0
             for i, m in enumerate(rrun.request.messages):
                 role = str(m.get("role"))
-                for text in _texts(m):
-                    at, end = _find(text, prompt, cursor if role != "system" else 0)
+                for text in message_texts(m):
+                    at, end = find_text(text, prompt, cursor if role != "system" else 0)
                     if at < 0 and role == "tool":
                         at, end = _find_values(text, prompt, cursor)
                     if at >= 0:
                         if role != "system":
                             cursor = end
                         continue
-                    anywhere, _ = _find(text, prompt, 0)
+                    anywhere, _ = find_text(text, prompt, 0)
                     problem = "out-of-order" if anywhere >= 0 else "dropped"
                     with_calls = role == "assistant" and bool(m.get("tool_calls"))
                     what = (
                         "tool result" if role == "tool" else f"{role} text{' beside tool calls' if with_calls else ''}"
                     )
                     groups.add(
-                        (problem, what, str(_required(run, rrun, stack))),
+                        (problem, what, str(required_request(run, rrun, stack))),
                         stack,
                         rrun.label,
                         {"index": i, "role": role, "text": text[:60], "with_calls": with_calls},
@@ -377,7 +295,7 @@ def dropped_content(runs: list[TemplateRun]) -> list[Finding]:
             )
             out.append(
                 CODES["TA811"].finding(
-                    f"{', '.join(stacks)}: {_scope(requests)}{_in(run)}: {how}. The model answers a conversation "
+                    f"{', '.join(stacks)}: {scope(requests)}{in_run(run)}: {how}. The model answers a conversation "
                     "other than the one sent.",
                     severity=severity,
                     location=run.template.location,
@@ -391,202 +309,6 @@ def dropped_content(runs: list[TemplateRun]) -> list[Finding]:
                         "message": ex["index"],
                         "role": ex["role"],
                         "text": text,
-                    },
-                )
-            )
-    return out
-
-
-# --------------------------------------------------------------------------- TA812
-
-_EDGE = re.compile(r"(?i)(?<![a-z])(start|begin|end)(?![a-z])")
-#: Pairs that are the sequence's BOS and EOS, not a turn (written once, or EOS after every turn: DeepSeek), and
-#: reasoning markers (a template closes reasoning it never opened on purpose: DeepSeek V3.2's thinking-off ``</think>``;
-#: TA824/TA825 are about those).
-_NOT_TURNS = ("text", "sentence", "seq", "document", "think", "reason", "channel")
-
-
-def marker_pairs(template: str) -> list[tuple[str, str]]:
-    """The (opener, closer) pairs among the literals a template writes: ``<x>``/``</x>``, ``[X]``/``[/X]``, Gemma 4's
-    ``<|x>``/``<x|>``, and
-    names that differ only by start/begin vs end (``<|im_start|>``/``<|im_end|>``, ``<start_of_turn>``/
-    ``<end_of_turn>``, ``<｜tool▁calls▁begin｜>``/``<｜tool▁calls▁end｜>``). A bare ``<|start|>``/``<|end|>`` is not
-    a pair (gpt-oss ends turns with ``<|end|>``, ``<|call|>`` or ``<|return|>``), nor BOS/EOS."""
-    literals = list(dict.fromkeys(m.group() for m in _CONTROL.finditer(template)))
-    present = set(literals)
-    pairs = []
-    for lit in literals:
-        if lit.startswith(("</", "[/")) or (lit.endswith("|>") and not lit.startswith("<|")):
-            continue
-        if lit.startswith("<|") and not lit.endswith("|>"):  # Gemma 4: <|turn> ... <turn|>
-            closer = "<" + lit[2:-1] + "|>"
-        elif lit.startswith("<") and not lit.startswith(("<|", "<｜")):
-            closer = "</" + lit[1:]
-        elif lit.startswith("["):
-            closer = "[/" + lit[1:]
-        else:
-            closer = None
-        if closer is not None and closer in present:
-            if not any(w in lit.lower() for w in _NOT_TURNS):
-                pairs.append((lit, closer))
-            continue
-        edges = list(_EDGE.finditer(lit))
-        if len(edges) != 1 or edges[0].group(1).lower() == "end":
-            continue
-        name = _EDGE.sub("#", lit)
-        if name.strip("<>|｜#_▁ ") == "" or any(w in name.lower() for w in _NOT_TURNS):
-            continue
-        word = edges[0].group(1)
-        end = "END" if word.isupper() else "end"
-        closer = lit[: edges[0].start()] + end + lit[edges[0].end() :]
-        if closer in present:
-            pairs.append((lit, closer))
-    return pairs
-
-
-def _is_tag(marker: str) -> bool:
-    return marker.startswith("<") and not marker.startswith(("<|", "<｜"))
-
-
-def _balance(prompt: str, pairs: list[tuple[str, str]], start: int) -> tuple[str, str, int] | None:
-    """The first marker problem of a prompt from the first non-system message's text (``start``): (problem,
-    marker, position). Before it, only whether each marker is open counts (its last event): a system prompt and tool
-    instructions name markers in prose ("call it inside <tool_call></tool_call>"). Markers still open at the end
-    are fine when nothing opened before them closes after them (the generation prompt opens the assistant's turn;
-    Gemma 4's model turn stays open around its own tool call and response pairs)."""
-    events = []
-    for opener, closer in pairs:
-        # a tag opens with attributes too: <parameter=city>, <invoke name="f">
-        pattern = re.escape(opener[:-1]) + r"(?:[\s=][^<>]{0,200})?>" if _is_tag(opener) else re.escape(opener)
-        for m in re.finditer(pattern, prompt):
-            events.append((m.start(), opener, 1))
-        for m in re.finditer(re.escape(closer), prompt):
-            events.append((m.start(), opener, -1))
-    events.sort()
-    # before the first message: only whether each marker is open (its last event)
-    depth = {opener: int(step > 0) for at, opener, step in events if at < start}
-    opened_at = {opener: at for at, opener, step in events if at < start and step > 0}
-    closes: list[tuple[int, int]] = []  # (where a marker closes, where it was opened)
-    for at, opener, step in (e for e in events if e[0] >= start):
-        if step > 0:
-            if depth.get(opener, 0) > 0:
-                return ("reopened", opener, opened_at[opener])
-            depth[opener] = 1
-            opened_at[opener] = at
-        else:
-            if depth.get(opener, 0) == 0:
-                return ("unopened", opener, at)
-            depth[opener] = 0
-            closes.append((at, opened_at[opener]))
-    for opener, d in depth.items():
-        if d and any(opened < opened_at[opener] < at for at, opened in closes):
-            return ("unclosed", opener, opened_at[opener])
-    return None
-
-
-def unbalanced_markers(runs: list[TemplateRun]) -> list[Finding]:
-    """TA812: a turn or tool marker opened and not closed before the next one opens or the prompt ends (or closed
-    without being opened), in any stack's prompt of any request."""
-    out = []
-    for run in runs:
-        pairs = marker_pairs(run.template.text)
-        if not pairs:
-            continue
-        closers = dict(pairs)
-        groups = _Groups()
-        for rrun, stack, prompt in _renders(run):
-            texts = [t for m in rrun.request.messages if m.get("role") != "system" for t in _texts(m)]
-            start = _find(texts[0], prompt, 0)[0] if texts else -1
-            if start < 0:
-                continue  # no message text to start from (an empty request)
-            problem = _balance(prompt, pairs, start)
-            if problem is not None:
-                kind, marker, at = problem
-                groups.add(
-                    (kind, marker), stack, rrun.label, {"at": at, "excerpt": _excerpt(prompt, at, at + len(marker))}
-                )
-        for (kind, marker), stacks, requests, ex in groups.items():
-            how = {
-                "reopened": f"{marker} is opened again before {closers[marker]} closes it",
-                "unclosed": f"{marker} is never closed ({closers[marker]}) although the prompt goes on",
-                "unopened": f"{closers[marker]} closes a {marker} that was not opened",
-            }[kind]
-            out.append(
-                CODES["TA812"].finding(
-                    f"{', '.join(stacks)}: {_scope(requests)}{_in(run)}: {how}, at character {ex['at']}: "
-                    f"{ex['excerpt']!r}.",
-                    location=run.template.location,
-                    details={
-                        "subject": f"{run.template.name}:{kind}:{marker}",
-                        "stacks": stacks,
-                        "conversation": requests[0],
-                        "conversations": requests,
-                        "template": run.template.name,
-                        "problem": kind,
-                        "marker": marker,
-                        "position": ex["at"],
-                        "excerpt": ex["excerpt"],
-                    },
-                )
-            )
-    return out
-
-
-# --------------------------------------------------------------------------- TA813
-
-_STRFTIME = re.compile(r"""strftime_now\(\s*(["'])(.{1,40}?)\1\s*\)""")
-
-
-def _dates(template: str) -> list[tuple[str, str]]:
-    """(where the date comes from, the text it is at tokaudit's fixed instant) for each clock a template reads."""
-    from tokaudit.template.engines import FIXED_NOW
-    from tokaudit.template.stacks.context import FIXED_DATE
-
-    out = [(f"strftime_now({m.group(2)!r})", FIXED_NOW.strftime(m.group(2))) for m in _STRFTIME.finditer(template)]
-    if "date_string" in template:  # mistral.rs' (context.py) and llama.cpp's (common_chat_extra_context)
-        out += [("date_string", FIXED_DATE.strftime("%d, %B, %Y")), ("date_string", FIXED_DATE.strftime("%d %b %Y"))]
-    if "datetime" in template:  # llama.cpp's
-        out.append(("datetime", FIXED_DATE.strftime("%b %d %Y")))
-    return [(src, text) for src, text in dict.fromkeys(out) if len(text) >= 4]
-
-
-def date_dependent(runs: list[TemplateRun]) -> list[Finding]:
-    """TA813 (note): the prompt holds today's date (tokaudit renders at a fixed instant, so the text is found by
-    what the template's clock gives at that instant): the prompt differs between two dates."""
-    out = []
-    for run in runs:
-        dates = _dates(run.template.text)
-        if not dates:
-            continue
-        groups = _Groups()
-        for rrun, stack, prompt in _renders(run):
-            for source, text in dates:
-                at = prompt.find(text)
-                if at >= 0:
-                    groups.add(
-                        (source,),
-                        stack,
-                        rrun.label,
-                        {"text": text, "at": at, "excerpt": _excerpt(prompt, at, at + len(text))},
-                    )
-                    break
-        for (source,), stacks, requests, ex in groups.items():
-            out.append(
-                CODES["TA813"].finding(
-                    f"{', '.join(stacks)}: {_scope(requests)}{_in(run)}: the prompt holds the date from {source} "
-                    f"({ex['text']!r} at character {ex['at']}: {ex['excerpt']!r}): it changes at midnight, and every "
-                    "cached "
-                    "prefix from there on misses.",
-                    location=run.template.location,
-                    details={
-                        "subject": f"{run.template.name}:{source}",
-                        "stacks": stacks,
-                        "conversation": requests[0],
-                        "conversations": requests,
-                        "template": run.template.name,
-                        "clock": source,
-                        "position": ex["at"],
-                        "excerpt": ex["excerpt"],
                     },
                 )
             )
