@@ -238,7 +238,7 @@ def test_a_plain_context_renders_with_llamacpp_semantics(engine) -> None:
 
 def test_the_clock_is_the_callers(engine) -> None:
     template = "{{ strftime_now('%Y-%m-%d %H:%M') }}"
-    assert engine.render(template, {}).text == "2026-01-15 12:00"  # engines.FIXED_NOW
+    assert engine.render(template, {}).text == "2026-01-15 12:00"  # engine_base.FIXED_NOW
     assert engine.render(template, {}, now=1768478400 + 30 * 86400).text == "2026-02-14 12:00"
     applied = engine.apply("{{ datetime }}|{{ date_string }}", {"messages": [{"role": "user", "content": "x"}]})
     assert applied.render.text == "Jan 15 2026|15 Jan 2026"

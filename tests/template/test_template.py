@@ -15,7 +15,8 @@ import pytest
 from tokenizers import Tokenizer
 
 from tests.conftest import FIXTURES, ROOT, run_cli
-from tokaudit.template.engines import prepare, rename_get_with_default
+from tokaudit.template.engines import prepare
+from tokaudit.template.engine_minijinja import rename_get_with_default
 from tokaudit.template.engines import render as render_once
 from tokaudit.template.renders import Budget, EngineConfig, Render
 from tokaudit.template.requests import WEATHER_TOOL, builtin_requests

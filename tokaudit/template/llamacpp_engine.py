@@ -12,7 +12,7 @@ Two operations, both bounded (a wall deadline per call, an address-space limit, 
   (true), ``chat_template_kwargs``, ``prefill_assistant`` (true), ``add_bos``/``add_eos`` (the GGUF's flags).
 
 The clock a template sees (``strftime_now``, ``datetime``) is ``now`` (seconds since the epoch, UTC), by default
-the instant the other engines use (:data:`tokaudit.template.engines.FIXED_NOW`). The executable is built from the
+the instant the other engines use (:data:`tokaudit.template.engine_base.FIXED_NOW`). The executable is built from the
 pinned llama-cpp-python sdist on first use (:mod:`tokaudit.template.llamacpp_build`).
 
 Render kinds are those of :class:`~tokaudit.template.renders.Render` (``syntax``, ``raise``, ``budget``, ``error``)
@@ -38,7 +38,7 @@ from tokaudit.template.llamacpp_build import SDIST_VERSION, BuildUnavailable, en
 from tokaudit.template.renders import Budget, Render
 
 NAME = "llama.cpp"
-#: engines.FIXED_NOW (2026-01-15 12:00) read as UTC: every engine's templates see the same instant.
+#: engine_base.FIXED_NOW (2026-01-15 12:00) read as UTC: every engine's templates see the same instant.
 FIXED_NOW_EPOCH = 1768478400
 #: The child's address space: a template that asks for more fails as "budget" (out of memory).
 MEMORY_LIMIT = 1 << 30

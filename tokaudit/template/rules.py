@@ -101,6 +101,10 @@ def _render(template: TemplateSource, special: dict[str, str], stacks: tuple[str
 _MODULES = (
     "tokaudit.jinja_generation",
     "tokaudit.template.engines",
+    "tokaudit.template.engine_base",
+    "tokaudit.template.engine_jinja2",
+    "tokaudit.template.engine_minijinja",
+    "tokaudit.template.tojson",
     "tokaudit.template.isolated",
     "tokaudit.template.renders",
     "tokaudit.template.rendering",

@@ -166,7 +166,7 @@ _STRFTIME = re.compile(r"""strftime_now\(\s*(["'])(.{1,40}?)\1\s*\)""")
 
 def _dates(template: str) -> list[tuple[str, str]]:
     """(where the date comes from, the text it is at tokaudit's fixed instant) for each clock a template reads."""
-    from tokaudit.template.engines import FIXED_NOW
+    from tokaudit.template.engine_base import FIXED_NOW
     from tokaudit.template.stacks.context import FIXED_DATE
 
     out = [(f"strftime_now({m.group(2)!r})", FIXED_NOW.strftime(m.group(2))) for m in _STRFTIME.finditer(template)]

@@ -52,7 +52,7 @@ def _facts(text: str, ast: Any) -> TemplateFacts:
 
 
 def _parse(text: str) -> Any:
-    from tokaudit.template.engines import jinja_parse
+    from tokaudit.template.engine_jinja2 import jinja_parse
 
     try:
         return jinja_parse(text)
