@@ -25,7 +25,8 @@ from tokaudit.report.report import installed_version
 from tokaudit.result_cache import cache_key, conforms, load, store
 from tokaudit.template.analysis import analyse
 from tokaudit.template.common import CODES, concerns, ordered
-from tokaudit.template.rendering import TemplateRun, render_template, run_from_json, run_to_json
+from tokaudit.template.rendering import TemplateRun, render_template
+from tokaudit.template.run_json import run_from_json, run_to_json
 from tokaudit.template.renders import Budget
 from tokaudit.template.requests import builtin_requests
 from tokaudit.template.source import TemplateSource, model_templates, source_disagreements, special_token_context
