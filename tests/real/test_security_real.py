@@ -13,7 +13,9 @@ import pytest
 
 from tests.conftest import run_cli
 from tokaudit.template.llamacpp_build import find_sdist
-from tokaudit.template.security import hidden_instructions, injection_patterns, invisible_characters, parse
+from tokaudit.template.hidden import hidden_instructions
+from tokaudit.template.invisible import invisible_characters
+from tokaudit.template.security import injection_patterns, parse
 
 pytestmark = pytest.mark.real
 

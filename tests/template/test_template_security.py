@@ -6,7 +6,9 @@ import json
 import sys
 
 from tests.conftest import FIXTURES, run_cli
-from tokaudit.template.security import hidden_instructions, injection_patterns, invisible_characters
+from tokaudit.template.hidden import hidden_instructions
+from tokaudit.template.invisible import invisible_characters
+from tokaudit.template.security import injection_patterns
 
 
 def _texts(patterns) -> list[tuple[str, str]]:

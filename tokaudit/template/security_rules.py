@@ -16,16 +16,9 @@ from tokaudit.ids import IdRanges
 from tokaudit.model.tokenizer_model import TokenizerModel
 from tokaudit.report.finding import Finding, Severity
 from tokaudit.result_cache import cache_key, conforms, installed_version, load, store
-from tokaudit.template.security import (
-    MAX_HITS,
-    Hidden,
-    Invisible,
-    Pattern,
-    has_invisible_bytes,
-    hidden_instructions,
-    injection_patterns,
-    invisible_characters,
-)
+from tokaudit.template.hidden import Hidden, hidden_instructions
+from tokaudit.template.invisible import Invisible, has_invisible_bytes, invisible_characters
+from tokaudit.template.security import MAX_HITS, Pattern, injection_patterns
 from tokaudit.template.source import TemplateSource, model_templates
 
 #: Renderers a template reaches and what each does with these patterns.
@@ -43,7 +36,7 @@ MAX_STRINGS = 1_000_000
 
 
 #: The modules whose code decides a reading (a change to either misses the result cache).
-_MODULES = ("tokaudit.template.security", __name__)
+_MODULES = ("tokaudit.template.security", "tokaudit.template.hidden", "tokaudit.template.invisible", __name__)
 
 
 #: A cached reading: patterns [kind, text, line]; hidden [triggers, text, condition line, line].
