@@ -19,7 +19,9 @@ from tokaudit.parsers.tool_table import TOOL_PARSERS, find_tool_parser
 from tokaudit.parsers.calls import Call
 from tokaudit.parsers.grammars import GRAMMARS
 from tokaudit.parsers.parse import parse_whole
-from tokaudit.roundtrip.analysis import ParserChoice, ParserRun, parser_findings, run_template
+from tokaudit.roundtrip.analysis import ParserChoice, run_template
+from tokaudit.roundtrip.findings import parser_findings
+from tokaudit.roundtrip.parser_run import ParserRun
 from tokaudit.template.source import TemplateSource
 from tokaudit.template.stacks import profile
 from tokaudit.template.turn import SENTINEL_ARGUMENTS, SENTINEL_NAME, SENTINEL_TOOL

@@ -45,7 +45,9 @@ _MODULES = (
     "tokaudit.roundtrip.analysis",
     "tokaudit.roundtrip.case",
     "tokaudit.roundtrip.decode",
+    "tokaudit.roundtrip.findings",
     "tokaudit.roundtrip.lookup",
+    "tokaudit.roundtrip.parser_run",
     "tokaudit.roundtrip.run",
     "tokaudit.template.turn",
     "tokaudit.template.serving",
@@ -131,7 +133,8 @@ def _round_trip_findings(model: TokenizerModel) -> list[Finding]:
         if cached is not None:
             found = cached
         else:
-            from tokaudit.roundtrip.analysis import model_templates_runs, parser_findings
+            from tokaudit.roundtrip.analysis import model_templates_runs
+            from tokaudit.roundtrip.findings import parser_findings
 
             found = parser_findings(model_templates_runs(model, templates, choice, budget=SCAN_BUDGET), choice)
             store(ck, [_to_json(f) for f in found])
