@@ -67,8 +67,8 @@ def parse_kwargs(value: str | None) -> tuple[tuple[str, Any], ...]:
 def check_choice(
     choice: ParserChoice, where: str = "--stack", known_stacks: tuple[str, ...] = ROUNDTRIP_STACKS
 ) -> None:
-    """Exit 2 on a stack name not in ``known_stacks`` (``template`` and ``scan`` pass every stack profile: a stack without
-    a round trip is rendered, not parsed), or a parser name no selected stack has."""
+    """Exit 2 on a stack name not in ``known_stacks`` (``template`` and ``scan`` pass every stack profile: a stack
+    without a round trip is rendered, not parsed), or a parser name no selected stack has."""
     for s in choice.stacks or ():
         if s not in known_stacks:
             raise InputError(

@@ -19,7 +19,8 @@ def text_decoder(case: Case) -> Decoder:
 
 
 def model_decoder(case: Case, model: TokenizerModel, tokenizer: Any = None) -> Decoder:
-    """``tokenizer``: the ``tokenizers.Tokenizer`` the prompt was encoded with, when there is one (else one is built)."""
+    """``tokenizer``: the ``tokenizers.Tokenizer`` the prompt was encoded with, when there is one (else one is
+    built)."""
     if case.output_ids is None or case.prompt_ids is None:
         return text_decoder(case)
     if tokenizer is None:

@@ -149,7 +149,10 @@ def _refusal(
     tool = next((p for p in parsers if isinstance(p, ToolParser)), None)
     other = next((p for p in parsers if isinstance(p, ReasoningParser)), None)
     if tool is not None and tool.reasoning is not None and other is not None:
-        return f"{tool.stack} refuses {tool.name} with the reasoning parser {other.name}: the tool parser brings its own ({tool.reasoning})"
+        return (
+            f"{tool.stack} refuses {tool.name} with the reasoning parser {other.name}: the tool parser brings its own "
+            f"({tool.reasoning})"
+        )
     for p in parsers:
         if p is None:
             continue
@@ -223,8 +226,8 @@ def _same(a: Outcome, b: Outcome) -> bool:
 
 
 def case_force(case: Case, reasoning: ReasoningParser | None) -> bool | None:
-    """Whether the reasoning parser's server starts this case's output inside reasoning (SGLang, smg: from the template's
-    toggle and the request's kwargs), or None: the generation prompt decides."""
+    """Whether the reasoning parser's server starts this case's output inside reasoning (SGLang, smg: from the
+    template's toggle and the request's kwargs), or None: the generation prompt decides."""
     return forces_reasoning(reasoning, case.extra.get("template"), case.turn.kwargs)
 
 
@@ -351,8 +354,9 @@ def _outcome(data: dict[str, Any]) -> Outcome:
 
 
 def installed_row(dec: Decoder, stack: str, pair: Pair, result: dict[str, Any], grammar: str) -> Row:
-    """The verdict of a stack's own parser classes on this case (``result``: :func:`tokaudit.parsers.installed.run_vllm`'s
-    plain data), judged as :func:`evaluate` judges the built-in grammars' outcome."""
+    """The verdict of a stack's own parser classes on this case (``result``:
+    :func:`tokaudit.parsers.installed.run_vllm`'s plain data), judged as :func:`evaluate` judges the built-in grammars'
+    outcome."""
     tool, reasoning = pair
     names = (tool.name if tool is not None else None, reasoning.name if reasoning is not None else None)
     if "refused" in result:

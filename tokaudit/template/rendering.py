@@ -111,7 +111,8 @@ class Renderer:
         self._texts: dict[tuple[tuple[str, ...], bool], str] = {}
         self._done: dict[tuple[str, str, str], Render] = {}
         self._exhausted: dict[str, str] = {}
-        #: engine kind -> how the worker process failed on this template with it (its other configurations are not tried)
+        #: engine kind -> how the worker process failed on this template with it (its other configurations are not
+        #: tried)
         self._failed: dict[str, str] = {}
         self._spent = 0.0
         self.facts: TemplateFacts = unparsed_facts("")

@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 #: The engine kinds: Jinja2 as transformers configures it, MiniJinja (the Python binding, 3.x) configured and
-#: patched to behave as the MiniJinja 2.x a Rust stack pins, and llama.cpp's own template engine (a child process: :mod:`tokaudit.template.llamacpp_engine`).
+#: patched to behave as the MiniJinja 2.x a Rust stack pins, and llama.cpp's own template engine (a child process:
+#: :mod:`tokaudit.template.llamacpp_engine`).
 ENGINE_KINDS = ("jinja2", "minijinja", "llama.cpp")
 
 #: How Jinja2's operator guard starts its error: an allocation no render may make.

@@ -158,9 +158,10 @@ def reads_reasoning(template: str) -> bool:
 
 def builtin_requests(template: str, name: str = "default") -> list[Request]:
     """The built-in set, as OpenAI-compatible clients send them; the ``reasoning`` request only when the template
-    reads reasoning (``reasoning-only``, a null content, goes to every template), the thinking-off one only when it reads ``enable_thinking``. A named template gets what a
-    stack selects it for: ``tool_use`` only requests that offer tools (transformers and llama.cpp's server pick
-    it when tools are passed), ``rag`` the plain ones with ``documents``.
+    reads reasoning (``reasoning-only``, a null content, goes to every template), the thinking-off one only when it
+    reads ``enable_thinking``. A named template gets what a stack selects it for: ``tool_use`` only requests that
+    offer tools (transformers and llama.cpp's server pick it when tools are passed), ``rag`` the plain ones with
+    ``documents``.
 
     The tool-call turn comes as the OpenAI SDKs replay it (``content: null``) and as other clients do
     (``content: ""``): TGI drops the calls of the second."""

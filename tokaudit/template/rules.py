@@ -128,7 +128,8 @@ _MODULES = (
 
 
 def _driver_digest() -> str:
-    """llama.cpp's engine is built from the pinned sdist and tokaudit's driver: the driver's source decides renders too."""
+    """llama.cpp's engine is built from the pinned sdist and tokaudit's driver: the driver's source decides renders
+    too."""
     import hashlib
 
     from tokaudit.template.llamacpp_build import DRIVER

@@ -57,8 +57,8 @@ def renders_call(text: str) -> bool:
 def assistant_turn(content: str | None = None) -> dict[str, Any]:
     """The assistant's turn as a client sends it back: reasoning (under ``reasoning``, vLLM's response field, and
     ``reasoning_content``, SGLang's and DeepSeek's), content null (as an OpenAI-style API returns a call; "" for a
-    template that cannot render null), one call
-    with the arguments a JSON string (the wire format; each stack's profile turns it into what it passes the template)."""
+    template that cannot render null), one call with the arguments a JSON string (the wire format; each stack's
+    profile turns it into what it passes the template)."""
     args = json.dumps(SENTINEL_ARGUMENTS, ensure_ascii=False)
     return {
         "role": "assistant",

@@ -12,7 +12,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class TemplateFacts:
-    #: vLLM's ``_detect_content_format`` (smg's detector agrees on the templates tokaudit has seen): ``string`` or ``openai``.
+    #: vLLM's ``_detect_content_format`` (smg's detector agrees on the templates tokaudit has seen): ``string`` or
+    #: ``openai``.
     vllm_format: str
     #: SGLang's ``detect_jinja_template_content_format``.
     sglang_format: str

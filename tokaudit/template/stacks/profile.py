@@ -41,8 +41,8 @@ class RequestRules:
     #: content as JSON, with any other content they are dropped).
     tool_calls: str
     #: Tool-call ``arguments`` (a JSON string on the wire): ``dict`` (parsed; one that does not parse is a
-    #: request error); ``object`` (parsed, and must be an object); ``dict-if-parses`` (parsed when it parses, else kept); ``object-if-parses`` (parsed when
-    #: it parses to an object, else kept); ``as-sent``.
+    #: request error); ``object`` (parsed, and must be an object); ``dict-if-parses`` (parsed when it parses, else
+    #: kept); ``object-if-parses`` (parsed when it parses to an object, else kept); ``as-sent``.
     arguments: str
     #: A list of content parts: ``raw``; ``vllm`` (string-format templates: text parts joined with "\\n";
     #: openai-format templates: every content becomes a list of text parts); ``sglang`` (string format:
