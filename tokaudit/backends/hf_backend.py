@@ -218,7 +218,7 @@ def tokenizer_from_parsed(tj: TokenizerJson) -> Any | None:
         tok.model = models.BPE(
             # listed pairs are unchecked: BPE refuses a non-pair inside the try
             vocab=vocab,
-            merges=pairs,  # type: ignore[arg-type]
+            merges=pairs,  # type: ignore[arg-type]  # unchecked pairs (see above)
             **{k: model[k] for k in _BPE_OPTIONS if model.get(k) is not None},
         )
         tok.add_tokens(tokens)

@@ -87,7 +87,7 @@ class LoadInputs:
             self._subset_made = True
             if self.for_ids is not None:
                 a = self.model.artifacts
-                base = a.rank_file.by_id  # type: ignore[union-attr]
+                base = a.rank_file.by_id  # type: ignore[union-attr]  # for_ids: set with a rank file only
                 self.subset = ids_subset(full, base, self.for_ids)
             else:
                 self.subset = text_subset(full, self.for_text or "")

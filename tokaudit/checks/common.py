@@ -93,8 +93,8 @@ def chat_template(model: TokenizerModel) -> tuple[str, str, bool] | None:
         return a.chat_template.text, a.chat_template.name, True
     if a.tokenizer_config is not None and a.tokenizer_config.chat_template:
         return a.tokenizer_config.chat_template, a.tokenizer_config.name, False
-    if a.gguf_only and a.gguf.chat_templates.get("default"):  # type: ignore[union-attr]
-        return a.gguf.chat_templates["default"], a.gguf.path.name, False  # type: ignore[union-attr]
+    if a.gguf_only and a.gguf.chat_templates.get("default"):  # type: ignore[union-attr]  # gguf_only: a GGUF
+        return a.gguf.chat_templates["default"], a.gguf.path.name, False  # type: ignore[union-attr]  # as above
     return None
 
 

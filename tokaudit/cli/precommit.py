@@ -38,7 +38,7 @@ def scan_options_with_values() -> frozenset[str]:
 
     from tokaudit.cli.app import build_app
 
-    command = typer.main.get_command(build_app(["scan"])).commands["scan"]  # type: ignore[attr-defined]
+    command = typer.main.get_command(build_app(["scan"])).commands["scan"]  # type: ignore[attr-defined]  # a click Group
     return frozenset(
         name
         for p in command.params

@@ -296,7 +296,7 @@ class TokenText:
             else:
                 # no stream: the chain exists (rank files get one) and spells str
                 pair = [spelled] if first else ["", spelled]
-                out.append(decode(self.chain, pair).encode("utf-8"))  # type: ignore[arg-type]
+                out.append(decode(self.chain, pair).encode("utf-8"))  # type: ignore[arg-type]  # a str chain here
             if spelled is not None and not (skip_special_tokens and i in special):
                 first = False
         return out

@@ -213,7 +213,7 @@ def decode_ids(
 def _crash(model: TokenizerModel, lb: LoadedBackend, ids: list[int], skip: bool, cls: str, described: str) -> Finding:
     """backend-crash for a failed decode, naming the ids that fail on their own (ids of the sequence only:
     a backend built for these ids answers for them)."""
-    shrinker = Shrinker(lambda x: lb.backend.decode(x, skip))  # type: ignore[union-attr]
+    shrinker = Shrinker(lambda x: lb.backend.decode(x, skip))  # type: ignore[union-attr]  # a loaded backend
     failing = sorted({i for i in set(ids) if failure_class(shrinker.outcome([i])) is not None})
     inside = [i for i in failing if in_declared_range(model, i)]
     severity = BACKEND_CRASH.severity if inside or not failing else Severity.NOTE

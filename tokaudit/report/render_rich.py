@@ -87,14 +87,19 @@ def make_console(stream: TextIO, color: str = "auto") -> Console:
         "height": 25 if width is not None else None,
     }
     if color == "never":
-        return _ReportConsole(**options, color_system=None)  # type: ignore[arg-type]
+        return _ReportConsole(**options, color_system=None)  # type: ignore[arg-type]  # options: Console's own types
     if color == "always" or os.environ.get("FORCE_COLOR"):
         no_color = False if color == "always" else None  # --color always beats NO_COLOR; FORCE_COLOR does not
-        console = _ReportConsole(**options, force_terminal=True, no_color=no_color)  # type: ignore[arg-type]
+        console = _ReportConsole(**options, force_terminal=True, no_color=no_color)  # type: ignore[arg-type]  # as above
         if console.color_system is None:  # TERM=dumb or unknown: colours were asked for all the same
-            console = _ReportConsole(**options, force_terminal=True, no_color=no_color, color_system="standard")  # type: ignore[arg-type]
+            console = _ReportConsole(
+                **options,  # type: ignore[arg-type]  # as above
+                force_terminal=True,
+                no_color=no_color,
+                color_system="standard",
+            )
         return console
-    return _ReportConsole(**options, force_terminal=True if terminal else None)  # type: ignore[arg-type]
+    return _ReportConsole(**options, force_terminal=True if terminal else None)  # type: ignore[arg-type]  # as above
 
 
 def _finding(console: Console, f: Finding) -> None:
@@ -205,7 +210,7 @@ def render_rich(
 ) -> None:
     """The report for a person. ``quiet``: findings and the verdict only (no sections)."""
     console = make_console(stream, color)
-    console.file = out = _TrimmedLines(stream)  # type: ignore[assignment]
+    console.file = out = _TrimmedLines(stream)  # type: ignore[assignment]  # writes like the TextIO it wraps
     for result in report.results:
         findings = [f for f in report.findings if f.target == result.target]
         if not quiet or (len(report.results) > 1 and findings):
