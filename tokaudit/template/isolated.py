@@ -90,10 +90,10 @@ _compiled: OrderedDict[tuple[str, str, str], Prepared] = OrderedDict()
 
 def ready() -> bool:
     """Imports what a render needs (a fresh child's first call, with a start-up allowance)."""
-    import jinja2  # noqa: F401
-    import minijinja  # noqa: F401
+    import jinja2  # noqa: F401 - imported for its start-up cost, paid here
+    import minijinja  # noqa: F401 - as above
 
-    import tokaudit.template.engines  # noqa: F401
+    import tokaudit.template.engines  # noqa: F401 - as above
 
     return True
 
