@@ -45,7 +45,7 @@ def _counts_section(console: Console, c: CountsDrift | CountsOnly) -> None:
     if changed:
         table = grid()
         for col, justify in (("text", "left"), ("A", "right"), ("B", "right"), ("Δ", "right")):
-            table.add_column(col, justify=justify)  # type: ignore[arg-type]
+            table.add_column(col, justify=justify)  # type: ignore[arg-type]  # rich's JustifyMethod values
         for r in changed:
             table.add_row(
                 Text(r.name),
