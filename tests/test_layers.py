@@ -201,8 +201,7 @@ def _tangles(graph: dict[str, set[str]]) -> list[list[str]]:
 #: Every command's result and its view are apart: the records a view reads live in a module of their own
 #: (scan/records.py, template/records.py, compare/rows.py, stream/summary.py, oncall/records.py,
 #: oncall/diff_result.py) and the view is given the parts.
-KNOWN_CYCLES = [
-]
+KNOWN_CYCLES = []
 
 
 def test_no_import_cycle_in_the_package() -> None:
@@ -244,5 +243,4 @@ def test_no_module_over_400_lines_but_the_known_ones() -> None:
         for p in package.rglob("*.py")
         if len(p.read_text(encoding="utf-8").splitlines()) > 400
     )
-    assert long == [
-    ]
+    assert long == []
