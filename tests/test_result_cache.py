@@ -4,13 +4,15 @@ the target; TOKAUDIT_CACHE=off writes nothing."""
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, run_cli, tree_snapshot
+from tests.conftest import FIXTURES, ROOT, run_cli, tree_snapshot
 
 
 def _scan(target: Path, cache: str) -> tuple[int, str]:
@@ -277,3 +279,50 @@ def test_eviction_removes_what_was_used_longest_ago(tmp_path: Path) -> None:
     finally:
         os.close(fd)
     assert sorted(p.name for p in cache.iterdir()) == [f"kind-{i}.json" for i in range(4, 10)]
+
+
+#: The packages whose code computes a cached template render, parser round trip or security reading (their inputs,
+#: the template text and the model's tokens, are in the key; the code that turns them into the result is hashed).
+_COMPUTING = ("tokaudit.template", "tokaudit.parsers", "tokaudit.roundtrip", "tokaudit.stream.detokenizers")
+_GROUND = ("tokaudit.jinja_generation", "tokaudit.worker")
+
+
+def _module_imports(module: str) -> set[str]:
+    """The tokaudit modules ``module`` imports (at module or function level), read with ast."""
+    path = ROOT.joinpath(*module.split("."))
+    source = path.with_suffix(".py") if path.with_suffix(".py").is_file() else path / "__init__.py"
+    out = set()
+    for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tokaudit."):
+            out.add(node.module)
+            for alias in node.names:
+                name = ROOT.joinpath(*f"{node.module}.{alias.name}".split("."))
+                if name.with_suffix(".py").is_file() or (name / "__init__.py").is_file():
+                    out.add(f"{node.module}.{alias.name}")
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith("tokaudit."))
+    return out
+
+
+@pytest.mark.parametrize(
+    "owner, attribute",
+    [
+        ("tokaudit.template.rules", "_MODULES"),
+        ("tokaudit.roundtrip.rules", "_MODULES"),
+        ("tokaudit.template.security_rules", "_MODULES"),
+    ],
+)
+def test_a_cache_key_hashes_every_module_its_computation_imports(owner: str, attribute: str) -> None:
+    """A cached result is keyed by the source of the modules that compute it: a module they import and the list
+    misses would leave a stale entry after it changes (session 5 found template/prefill.py, stacks/facts.py and
+    llama.cpp's engine missing from the round trip's list)."""
+    listed = set(getattr(importlib.import_module(owner), attribute))
+    seen: set[str] = set()
+    todo = [m for m in listed if m != owner]
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        todo.extend(m for m in _module_imports(module) if m.startswith(_COMPUTING) or m in _GROUND)
+    assert sorted(seen - listed - {owner}) == []

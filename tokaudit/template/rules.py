@@ -8,7 +8,6 @@ that runs and kept for that model object. ``--stack`` / ``stacks = [...]`` reach
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 from threading import Lock
@@ -72,8 +71,9 @@ def _template_analysis(model: TokenizerModel, stacks: tuple[str, ...]) -> tuple[
 
 def _render(template: TemplateSource, special: dict[str, str], stacks: tuple[str, ...]) -> TemplateRun:
     """The built-in requests rendered for the selected stacks: from the result cache when this template, these
-    special tokens, these stacks and these engine versions were rendered before, else rendered (and kept when the
-    renders took less than a second in all: Jinja2's bound is a clock, MiniJinja's fuel is counted)."""
+    special tokens, these stacks and these engine versions were rendered before, else rendered (and kept when no
+    render ran into a bound: Jinja2's bound is a clock, so what it cut short on a loaded machine may render whole
+    on the next run; a render that completed is the same however long it took)."""
     inputs = {
         "template": template.text,
         "name": template.name,
@@ -91,11 +91,24 @@ def _render(template: TemplateSource, special: dict[str, str], stacks: tuple[str
     from tokaudit.template import isolated  # only on a miss: it starts the render worker
 
     isolated.start()
-    start = time.perf_counter()
     run = render_template(template, requests, [profile(s) for s in stacks], special, SCAN_BUDGET)
-    if time.perf_counter() - start < SCAN_BUDGET.seconds:
+    if not _ran_into_a_bound(run):
         store(key, run_to_json(run))
     return run
+
+
+#: Render kinds that depend on the machine's load: a bound ran out (time, steps, size), or a render was skipped
+#: because an earlier one exhausted the template's budget.
+_BOUNDED = ("budget", "skipped")
+
+
+def _ran_into_a_bound(run: TemplateRun) -> bool:
+    return any(
+        r is not None and r.kind in _BOUNDED
+        for request in run.requests
+        for stack in request.stacks.values()
+        for r in (stack.render, stack.reference)
+    )
 
 
 #: The modules whose code decides a template run (a change to any of them misses the cache).
@@ -110,12 +123,18 @@ _MODULES = (
     "tokaudit.template.renders",
     "tokaudit.template.rendering",
     "tokaudit.template.requests",
+    "tokaudit.template.prefill",
+    "tokaudit.template.source",
+    "tokaudit.template",
     "tokaudit.template.stacks",
     "tokaudit.template.stacks.context",
     "tokaudit.template.stacks.facts",
     "tokaudit.template.stacks.rewrites",
     "tokaudit.template.stacks.profile",
     "tokaudit.template.stacks.engines",
+    "tokaudit.parsers.families",
+    "tokaudit.parsers.reasoning_table",
+    "tokaudit.parsers.tool_table",
     "tokaudit.worker",
     "tokaudit.template.llamacpp_engine",
     "tokaudit.template.llamacpp_build",
