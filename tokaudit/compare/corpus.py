@@ -75,7 +75,8 @@ WHITESPACE = {
 }
 
 CODE = {
-    "python": 'def f(x: int) -> list[int]:\n    """Doc."""\n    return [i ** 2 for i in range(x) if i % 3 != 0]  # 🚀\n',
+    "python": 'def f(x: int) -> list[int]:\n    """Doc."""\n'
+    "    return [i ** 2 for i in range(x) if i % 3 != 0]  # 🚀\n",
     "c": "for (int i = 0; i < n; ++i) { total += values[i]; }  /* sum */\n#include <stdio.h>\n",
     "json": '{"vocab_size": 163840, "eos_token_id": [163585, 163586], "name": "kimi", "ok": true, "x": null}',
     "html": "<div class=\"a\"><p id='b'>Hello &amp; world</p><br/></div>",

@@ -162,7 +162,8 @@ def text_example(
 
 
 def rewritten(run: BackendRun) -> Any:
-    """``holds(expected, got)``: ``got`` is ``expected``, or what the run's backend's known decode rewrite makes of it."""
+    """``holds(expected, got)``: ``got`` is ``expected``, or what the run's backend's known decode rewrite makes of
+    it."""
     rewrite = decode_rewrite(run.backend)
     if rewrite is None:
         return lambda expected, got: expected == got

@@ -39,7 +39,8 @@ class Triage:
     #: Why whitespace differences are the tokenizer's own (None: they are real losses).
     whitespace: str | None
     unk_token: str | None
-    #: Said once in the finding, e.g. "BertTokenizer defaults for do_lower_case (tokenizer_config.json does not set it)".
+    #: Said once in the finding, e.g. "BertTokenizer defaults for do_lower_case (tokenizer_config.json does not set
+    #: it)".
     assumption: str | None = None
     #: Other spellings of the unknown token in decoded text (sentencepiece prints "<unk>" as " ⁇ ").
     unk_forms: tuple[str, ...] = ()
@@ -312,10 +313,10 @@ def _triage(model: TokenizerModel) -> Triage:
         unk = "[UNK]" if "[UNK]" in (a.vocab_txt.vocab.values() if a.vocab_txt else ()) else None
         assumption = None
         if wp.defaulted:
-            assumption = (
-                f"BertTokenizer's defaults are assumed for {', '.join(wp.defaulted)} "
-                f"({'tokenizer_config.json does not set them' if a.tokenizer_config else 'there is no tokenizer_config.json'})"
+            why = (
+                "tokenizer_config.json does not set them" if a.tokenizer_config else "there is no tokenizer_config.json"
             )
+            assumption = f"BertTokenizer's defaults are assumed for {', '.join(wp.defaulted)} ({why})"
         return Triage(
             wp.describe(),
             tuple(bert_steps),

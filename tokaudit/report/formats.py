@@ -30,7 +30,8 @@ class Format:
 
     name: str
     render: Callable[[Report, TextIO, RenderOptions], None]
-    #: What the report stream guards (``cli/report_stream.py``'s ``ValidText``): a JSON document, GitHub's commands, or text.
+    #: What the report stream guards (``cli/report_stream.py``'s ``ValidText``): a JSON document, GitHub's commands,
+    #: or text.
     stream: str
     #: One line, for ``--help`` and the docs.
     help: str
@@ -90,7 +91,8 @@ FORMATS: dict[str, Format] = {
         Format("junit", _junit, "text", "JUnit XML, a test case per rule and target"),
         Format("markdown", _markdown, "text", "a Markdown summary (a pull-request comment, a job summary)"),
         Format("github", _github, "commands", "GitHub Actions workflow commands (annotations)"),
-        # the same renderer as json: scan writes one line per target as each finishes (cli/scan.py), other commands one line
+        # the same renderer as json: scan writes one line per target as each finishes (cli/scan.py), other commands one
+        # line
         Format("jsonl", _json, "json", "one JSON object per line (scan: one per target)", also=False),
         Format("concise", _concise, "text", "one line per finding, path:line:col: CODE name message"),
     )

@@ -70,7 +70,8 @@ def plural(n: int, word: str) -> str:
 
 def severity_counts(summary: dict[str, int]) -> str:
     """``1 error, 5 warnings, 0 notes``."""
-    return f"{plural(summary['error'], 'error')}, {plural(summary['warning'], 'warning')}, {plural(summary['note'], 'note')}"
+    counts = (plural(summary["error"], "error"), plural(summary["warning"], "warning"), plural(summary["note"], "note"))
+    return ", ".join(counts)
 
 
 #: Residual unsafe characters on the report stream: as :data:`_UNSAFE` but newline and tab, and the ESC that starts

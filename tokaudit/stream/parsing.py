@@ -77,7 +77,8 @@ def stack_parse(
             codes.finding(
                 codes.TOOL_CALL_JSON,
                 f"{stack} {tool.name}: the stream, parsed as captured ({len(steps)} steps), "
-                f"gives {len(streamed.calls)} call(s) where the whole text gives {len(whole.calls)}, or other arguments",
+                f"gives {len(streamed.calls)} call(s) where the whole text gives {len(whole.calls)}, "
+                "or other arguments",
                 details={
                     "stack": stack,
                     "tool_parser": tool.name,
