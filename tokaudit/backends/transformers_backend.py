@@ -64,10 +64,11 @@ def _quiet_import() -> Any:
 def ignores_use_fast(version: str) -> bool:
     """Whether this transformers' ``AutoTokenizer.from_pretrained`` drops ``use_fast`` before it reads anything
     (``kwargs.pop("use_fast", None)``, "V5: Always use fast tokenizers": read in 5.23.0 and 5.24.0), so that
-    ``use_fast=True`` and ``use_fast=False`` are one and the same load. Older versions honour it."""
+    ``use_fast=True`` and ``use_fast=False`` are one and the same load. Older versions honour it; a major not read
+    yet (6) gets its two loads, which is correct whatever it does."""
     parts = version.split(".")
     try:
-        return (int(parts[0]), int(parts[1])) >= (5, 23)
+        return (5, 23) <= (int(parts[0]), int(parts[1])) < (6, 0)
     except (IndexError, ValueError):
         return False
 
